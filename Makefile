@@ -1,0 +1,41 @@
+# sandboxd: two commands for a fresh Debian/Ubuntu machine with Go.
+#   make demo   builds sandboxd and shows a sandboxed command hitting its boundaries
+#   make test   runs every test (as root it also runs them as an unprivileged user)
+
+GO       ?= go
+BIN      := bin/sandboxd
+TESTUSER := sandboxd-test
+# Debian packages the build and the tests need.
+BUILD_PKGS := libseccomp-dev gcc pkg-config
+TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap
+
+.PHONY: demo test build deps test-deps test-user bench clean
+
+build: deps
+	$(GO) build -trimpath -o $(BIN) ./cmd/sandboxd
+
+demo: build
+	@./demo/demo.sh $(BIN)
+
+test: test-deps test-user
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 25m ./...
+
+bench: test-deps build
+	$(GO) run ./bench/launch -n 200
+
+deps:
+	@./demo/ensure-packages.sh $(BUILD_PKGS)
+
+test-deps:
+	@./demo/ensure-packages.sh $(TEST_PKGS)
+
+# The integration tests run every case again as this unprivileged user.
+test-user:
+	@if [ "$$(id -u)" = 0 ] && ! id -u $(TESTUSER) >/dev/null 2>&1; then \
+		echo "creating the unprivileged test user $(TESTUSER)"; \
+		useradd --system --create-home --shell /bin/bash $(TESTUSER); \
+	fi
+
+clean:
+	rm -rf bin

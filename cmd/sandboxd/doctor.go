@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// doctorCommand prints what `run` will get on this machine and exits
+// non-zero when it would be degraded or refused.
+func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sandboxd doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		return exitSandboxd
+	}
+	env, err := loadEnv(getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		return exitSandboxd
+	}
+	d := sandbox.Doctor(filepath.Join(env.stateBase, "sandboxd"))
+	if *asJSON {
+		b, _ := json.MarshalIndent(d, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		for _, c := range d.Checks {
+			mark := "ok  "
+			if !c.OK {
+				mark = "WARN"
+			}
+			fmt.Fprintf(stdout, "%s %-17s %s\n", mark, c.Name, c.Detail)
+		}
+		fmt.Fprintln(stdout)
+		switch {
+		case d.Refuses != "":
+			fmt.Fprintf(stdout, "run: REFUSES: %s\n", d.Refuses)
+		case len(d.Degraded) > 0:
+			fmt.Fprintf(stdout, "run: isolation %s, network %s, DEGRADED:\n", d.Isolation, d.NetworkMode)
+			for _, r := range d.Degraded {
+				fmt.Fprintf(stdout, "  - %s\n", r)
+			}
+		default:
+			fmt.Fprintf(stdout, "run: isolation %s, network %s, nothing degraded\n", d.Isolation, d.NetworkMode)
+		}
+	}
+	if d.Refuses != "" || len(d.Degraded) > 0 {
+		return 1
+	}
+	return 0
+}

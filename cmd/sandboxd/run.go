@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// Exit statuses of sandboxd itself (DESIGN.md §3.1).
+const (
+	exitTimeout   = 124
+	exitSandboxd  = 125
+	exitNotExec   = 126
+	exitNotFound  = 127
+	workspaceFile = ".sandboxd.toml"
+)
+
+// runFlags are the flags of `sandboxd run`.
+type runFlags struct {
+	workspace        string
+	policy           string
+	report           string
+	reviewer         string
+	intent           string
+	session          string
+	timeout          time.Duration
+	retries          int
+	requireIsolation bool
+	noTransaction    bool
+	command          string
+	verbose          bool
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error) {
+	f := &runFlags{}
+	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.workspace, "workspace", "", "writable root (default: the current directory)")
+	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
+	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
+	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto|model|human|off")
+	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
+	fs.StringVar(&f.session, "session", "", "session id")
+	fs.DurationVar(&f.timeout, "timeout", 0, "end the command after this long (exit 124)")
+	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
+	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
+	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
+	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
+	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage: sandboxd run [flags] -- COMMAND [ARG...] | -c 'shell command'")
+			fs.PrintDefaults()
+			return nil, nil, err
+		}
+		return nil, nil, err
+	}
+	switch f.reviewer {
+	case "auto", "model", "human", "off":
+	default:
+		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
+	}
+	if f.retries < 0 {
+		return nil, nil, fmt.Errorf("--retries must not be negative")
+	}
+	if f.timeout < 0 {
+		return nil, nil, fmt.Errorf("--timeout must not be negative")
+	}
+	rest := fs.Args()
+	switch {
+	case f.command != "" && len(rest) > 0:
+		return nil, nil, errors.New("give either -c 'command' or -- COMMAND [ARG...], not both")
+	case f.command == "" && len(rest) == 0:
+		return nil, nil, errors.New("no command: use -c 'command' or -- COMMAND [ARG...]")
+	case f.command != "":
+		rest = []string{"bash", "-c", f.command}
+	}
+	return f, rest, nil
+}
+
+// report is the --report JSON (DESIGN.md §3.1).
+type report struct {
+	ExitCode    int               `json:"exit_code"`
+	Attempts    int               `json:"attempts"`
+	LandlockABI int               `json:"landlock_abi"`
+	NetworkMode string            `json:"network_mode"`
+	Isolation   string            `json:"isolation"`
+	Boundaries  []json.RawMessage `json:"boundaries"`
+	Degraded    []string          `json:"degraded,omitempty"`
+	Containment string            `json:"containment,omitempty"`
+	TimedOut    bool              `json:"timed_out,omitempty"`
+	Signal      int               `json:"signal,omitempty"`
+	Persistence []sandbox.Removed `json:"persistence,omitempty"`
+	Session     string            `json:"session,omitempty"`
+	Workspace   string            `json:"workspace,omitempty"`
+	Command     []string          `json:"command,omitempty"`
+	SetupMS     float64           `json:"setup_ms,omitempty"`
+	Error       string            `json:"error,omitempty"`
+}
+
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, argv, err := parseRunFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitSandboxd
+		}
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		return exitSandboxd
+	}
+	level := slog.LevelWarn
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	rep := report{Attempts: 0, Boundaries: []json.RawMessage{}, Session: f.session, Command: argv}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		rep.ExitCode, rep.Error = exitSandboxd, err.Error()
+		writeReport(f.report, rep, stderr)
+		return exitSandboxd
+	}
+
+	env, err := loadEnv(getenv)
+	if err != nil {
+		return fail(err)
+	}
+	ws, cwd, err := resolveWorkspace(f.workspace, env)
+	if err != nil {
+		return fail(err)
+	}
+	rep.Workspace = ws
+	userPolicy, explicit := f.policy, f.policy != ""
+	if !explicit {
+		userPolicy = filepath.Join(env.configDir, "sandboxd", "policy.toml")
+	}
+	pol, err := policy.Load(userPolicy, explicit, filepath.Join(ws, workspaceFile))
+	if err != nil {
+		return fail(err)
+	}
+	res, err := pol.Resolve(policy.Dirs{Home: env.home, ConfigDir: env.configDir, StateDir: env.stateBase, Root: os.Geteuid() == 0})
+	if err != nil {
+		return fail(err)
+	}
+	if f.requireIsolation {
+		res.Isolation = string(sandbox.Namespaces)
+	}
+	spec, err := buildSpec(argv, cwd, ws, env, res)
+	if err != nil {
+		return fail(err)
+	}
+	spec.Timeout = f.timeout
+	spec.Stdin, spec.Stdout, spec.Stderr = stdin, stdout, stderr
+
+	out, err := sandbox.Run(ctx, spec, log)
+	rep.LandlockABI = out.LandlockABI
+	rep.Isolation, rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
+	rep.Degraded, rep.Containment = out.Degraded, out.Containment
+	if err != nil {
+		if errors.Is(err, sandbox.ErrNoIsolation) && res.Isolation == string(sandbox.Namespaces) {
+			return fail(fmt.Errorf("%v; refusing to run without isolation (--require-isolation or isolation = \"namespaces\")", err))
+		}
+		return fail(err)
+	}
+	rep.Attempts = 1
+	if out.Isolation == sandbox.LandlockOnly {
+		fmt.Fprintf(stderr, "sandboxd: warning: isolation is landlock-only: %s\n", strings.Join(out.Degraded, "; "))
+	}
+	for _, r := range out.Persistence {
+		where := "removed"
+		if r.Quarantine != "" {
+			where = "moved to " + r.Quarantine
+		}
+		fmt.Fprintf(stderr, "sandboxd: the command created the persistence path %s in the workspace; it was %s.\n", r.Path, where)
+	}
+	rep.ExitCode, rep.TimedOut, rep.Signal, rep.Persistence = out.ExitCode, out.TimedOut, out.Signal, out.Persistence
+	rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
+	if out.TimedOut {
+		fmt.Fprintf(stderr, "sandboxd: timed out after %s; every process of the command was ended\n", f.timeout)
+	}
+	if !writeReport(f.report, rep, stderr) {
+		return exitSandboxd
+	}
+	return out.ExitCode
+}
+
+func writeReport(path string, rep report, stderr io.Writer) bool {
+	if path == "" {
+		return true
+	}
+	b, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		fmt.Fprintf(stderr, "sandboxd: write report: %v\n", err)
+		return false
+	}
+	return true
+}
+
+// hostEnv is what sandboxd needs to know about the caller.
+type hostEnv struct {
+	home, configDir, stateBase string
+	environ                    []string
+}
+
+func loadEnv(getenv func(string) string) (hostEnv, error) {
+	e := hostEnv{home: getenv("HOME"), environ: os.Environ()}
+	if e.home == "" || !filepath.IsAbs(e.home) {
+		return e, errors.New("HOME must be set to an absolute path")
+	}
+	e.home = filepath.Clean(e.home)
+	e.configDir = filepath.Join(e.home, ".config")
+	if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		e.configDir = filepath.Clean(x)
+	}
+	e.stateBase = filepath.Join(e.home, ".local", "state")
+	if x := getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		e.stateBase = filepath.Clean(x)
+	}
+	return e, nil
+}
+
+// systemDirs may never be a workspace; those marked true may not contain one.
+var systemDirs = map[string]bool{
+	"/": false, "/bin": true, "/boot": true, "/dev": true, "/etc": true, "/lib": true,
+	"/lib32": true, "/lib64": true, "/libx32": true, "/proc": true, "/run": true,
+	"/sbin": true, "/sys": true, "/usr": true, "/var": false, "/tmp": false,
+	"/var/tmp": false, "/home": false, "/root": false, "/opt": false, "/srv": false,
+	"/mnt": false, "/media": false, "/snap": true, "/var/run": true, "/var/lib": false,
+	"/var/log": true, "/var/cache": false,
+}
+
+// resolveWorkspace validates the workspace and picks the command's
+// working directory (the current one when it lies inside the workspace).
+func resolveWorkspace(flagWS string, env hostEnv) (ws, cwd string, err error) {
+	here, err := os.Getwd()
+	if err != nil {
+		return "", "", fmt.Errorf("current directory: %w", err)
+	}
+	given := flagWS
+	if given == "" {
+		given = here
+	}
+	abs, err := filepath.Abs(given)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace %s: %w", given, err)
+	}
+	ws, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace %s: %w", given, errors.Unwrap(err))
+	}
+	st, err := os.Stat(ws)
+	if err != nil {
+		return "", "", fmt.Errorf("workspace %s: %w", given, err)
+	}
+	if !st.IsDir() {
+		return "", "", fmt.Errorf("workspace %s is not a directory", given)
+	}
+	if d, err := os.Open(ws); err != nil {
+		return "", "", fmt.Errorf("workspace %s is not readable: %w", given, errors.Unwrap(err))
+	} else {
+		d.Close()
+	}
+	refuse := func(why string) (string, string, error) {
+		if ws != abs {
+			why += " (through the symlink " + abs + ")"
+		}
+		return "", "", fmt.Errorf("workspace %s is %s; choose a project directory", ws, why)
+	}
+	if _, ok := systemDirs[ws]; ok {
+		return refuse("a system directory")
+	}
+	for dir := filepath.Dir(ws); ; dir = filepath.Dir(dir) {
+		if systemDirs[dir] {
+			return refuse("inside the system directory " + dir)
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	home, _ := filepath.EvalSymlinks(env.home)
+	for _, h := range []string{env.home, home} {
+		if h == "" {
+			continue
+		}
+		if ws == h {
+			return refuse("your home directory")
+		}
+		if strings.HasPrefix(h, ws+"/") {
+			return refuse("a parent of your home directory")
+		}
+	}
+	for _, own := range []string{filepath.Join(env.configDir, "sandboxd"), filepath.Join(env.stateBase, "sandboxd")} {
+		if ws == own || strings.HasPrefix(own, ws+"/") || strings.HasPrefix(ws, own+"/") {
+			return refuse("sandboxd's own configuration or state")
+		}
+	}
+	cwd = ws
+	if real, err := filepath.EvalSymlinks(here); err == nil && (real == ws || strings.HasPrefix(real, ws+"/")) {
+		cwd = real
+	}
+	return ws, cwd, nil
+}
+
+// buildSpec turns the resolved policy into a sandbox.Spec.
+func buildSpec(argv []string, cwd, ws string, env hostEnv, p policy.Resolved) (sandbox.Spec, error) {
+	state := filepath.Join(env.stateBase, "sandboxd")
+	sum := sha256.Sum256([]byte(ws))
+	cache := filepath.Join(state, "cache", hex.EncodeToString(sum[:8]))
+	caches := map[string]string{
+		"XDG_CACHE_HOME":   filepath.Join(cache, "xdg"),
+		"GOCACHE":          filepath.Join(cache, "go-build"),
+		"npm_config_cache": filepath.Join(cache, "npm"),
+		"PIP_CACHE_DIR":    filepath.Join(cache, "pip"),
+	}
+	environ, _ := policy.FilterEnv(env.environ, p.EnvAllow, p.EnvDeny)
+	environ = withEnv(environ, "TMPDIR", "/tmp")
+	environ = withEnv(environ, "SANDBOXD", "1")
+	for k, v := range caches {
+		environ = withEnv(environ, k, v)
+	}
+	read := []string{"/"}
+	deny := append([]string(nil), p.Secrets...)
+	if p.Profile == "strict" {
+		deny = append(deny, env.home)
+		if real, err := filepath.EvalSymlinks(env.home); err == nil && real != env.home {
+			deny = append(deny, real)
+		}
+		read = append(read, p.HomeAllow...)
+	}
+	spec := sandbox.Spec{
+		Argv:       argv,
+		Env:        environ,
+		Dir:        cwd,
+		Workspace:  ws,
+		Writable:   p.Writable,
+		Caches:     []string{cache},
+		Read:       read,
+		Deny:       deny,
+		ListCarved: p.Profile != "strict",
+		Protected:  p.Protected,
+		Home:       env.home,
+		StateDir:   state,
+		Isolation:  p.Isolation,
+		Limits: sandbox.Limits{
+			Pids:     p.Limits.Pids,
+			Memory:   int64(p.Limits.Memory),
+			FileSize: int64(p.Limits.FileSize),
+			TmpSize:  int64(p.Limits.TmpSize),
+		},
+	}
+	for _, w := range p.Writable {
+		if w == ws || strings.HasPrefix(ws, w+"/") {
+			return spec, fmt.Errorf("writable root %s contains the workspace", w)
+		}
+	}
+	return spec, nil
+}
+
+func withEnv(env []string, key, val string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+"="+val)
+}

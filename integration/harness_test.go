@@ -1,0 +1,514 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// testUser is the unprivileged account the root-run suite also runs as.
+const testUser = "sandboxd-test"
+
+var (
+	binary   string // the built sandboxd
+	baseDir  string // where every test's directories live (not under /tmp: the sandbox has its own /tmp)
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	if os.Geteuid() == 0 {
+		baseDir = "/var/lib/sandboxd-it"
+	} else {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "integration: no cache directory:", err)
+			return 1
+		}
+		baseDir = filepath.Join(cache, "sandboxd-it")
+	}
+	if err := os.MkdirAll(baseDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	os.Chmod(baseDir, 0o755)
+	run, err := os.MkdirTemp(baseDir, "run-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
+	}
+	os.Chmod(run, 0o755)
+	baseDir = run
+	defer os.RemoveAll(run)
+	binary = filepath.Join(run, "sandboxd")
+	cmd := exec.Command("go", "build", "-o", binary, "../cmd/sandboxd")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: build:", err)
+		return 1
+	}
+	os.Chmod(binary, 0o755)
+	return m.Run()
+}
+
+// identity is who runs sandboxd in a test.
+type identity struct {
+	name     string
+	uid, gid int
+}
+
+func (id identity) root() bool { return id.uid == 0 }
+
+// identities returns root and the unprivileged test user when the suite
+// runs as root; otherwise just the current user. A root run without the
+// test user fails: the unprivileged half of the suite must not be skipped
+// silently.
+func identities(t *testing.T) []identity {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return []identity{{name: "user", uid: os.Getuid(), gid: os.Getgid()}}
+	}
+	u, err := user.Lookup(testUser)
+	if err != nil {
+		t.Fatalf("the unprivileged test user %q does not exist (run `make test`, which creates it): %v", testUser, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return []identity{{name: "root", uid: 0, gid: 0}, {name: "user", uid: uid, gid: gid}}
+}
+
+// env is one identity's private world: a home with canary secrets and a
+// workspace, both owned by that identity.
+type env struct {
+	t      *testing.T
+	id     identity
+	dir    string // per-test directory, owned by root, 0755
+	home   string
+	ws     string
+	canary string // a unique string stored in the secrets
+	extra  []string
+}
+
+// forEach runs f once per identity, each with a fresh env.
+func forEach(t *testing.T, f func(t *testing.T, e *env)) {
+	t.Helper()
+	for _, id := range identities(t) {
+		t.Run(id.name, func(t *testing.T) {
+			f(t, newEnv(t, id))
+		})
+	}
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func newEnv(t *testing.T, id identity) *env {
+	t.Helper()
+	dir, err := os.MkdirTemp(baseDir, strings.NewReplacer("/", "-").Replace(t.Name())+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { removeAll(dir) })
+	e := &env{t: t, id: id, dir: dir, canary: "CANARY-" + randHex(8)}
+	e.home = e.mkdir("home", 0o700)
+	e.ws = e.mkdir("ws", 0o755)
+	e.writeFile(filepath.Join(e.home, ".ssh", "id_rsa"), "-----BEGIN KEY-----\n"+e.canary+"\n", 0o600)
+	e.writeFile(filepath.Join(e.home, ".aws", "credentials"), "[default]\naws_secret_access_key="+e.canary+"\n", 0o600)
+	e.writeFile(filepath.Join(e.home, ".gitconfig"), "[user]\n\tname = Sandbox Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n", 0o644)
+	return e
+}
+
+// removeAll removes a test tree even where the sandbox left read-only or
+// immutable-looking modes behind.
+func removeAll(dir string) {
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
+}
+
+// mkdir creates dir/name owned by the env's identity.
+func (e *env) mkdir(name string, mode os.FileMode) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, name)
+	if err := os.MkdirAll(p, mode); err != nil {
+		e.t.Fatal(err)
+	}
+	os.Chmod(p, mode)
+	e.chown(p)
+	return p
+}
+
+func (e *env) chown(p string) {
+	if os.Geteuid() == 0 {
+		os.Lchown(p, e.id.uid, e.id.gid)
+	}
+}
+
+// writeFile writes a file (and its parents) owned by the env's identity.
+func (e *env) writeFile(p, content string, mode os.FileMode) {
+	e.t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	for d := filepath.Dir(p); strings.HasPrefix(d, e.dir+"/"); d = filepath.Dir(d) {
+		e.chown(d)
+	}
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		e.t.Fatal(err)
+	}
+	os.Chmod(p, mode)
+	e.chown(p)
+}
+
+// outside creates a file outside the workspace, owned by the env's
+// identity (so only the sandbox, not file permissions, stands in the way).
+func (e *env) outside(name, content string) string {
+	e.t.Helper()
+	p := filepath.Join(e.mkdir("outside", 0o755), name)
+	e.writeFile(p, content, 0o644)
+	return p
+}
+
+// result is one finished sandboxd run.
+type result struct {
+	stdout, stderr string
+	code           int
+	report         map[string]any
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\n--- stdout\n%s\n--- stderr\n%s", r.code, r.stdout, r.stderr)
+}
+
+// runOpts tune one run.
+type runOpts struct {
+	stdin      string
+	extraFiles []*os.File
+	env        []string      // added to the environment
+	timeout    time.Duration // test-side guard (default 60s)
+	noReport   bool
+	dir        string // working directory (default the workspace)
+}
+
+// sandboxd runs the binary as the env's identity with HOME set to the
+// env's home, in the workspace, and returns its output and report.
+func (e *env) sandboxd(args ...string) result {
+	e.t.Helper()
+	return e.sandboxdOpts(runOpts{}, args...)
+}
+
+// sh runs `sandboxd run --report R -c script`.
+func (e *env) sh(script string) result {
+	e.t.Helper()
+	return e.sandboxd("run", "-c", script)
+}
+
+func (e *env) sandboxdOpts(o runOpts, args ...string) result {
+	e.t.Helper()
+	if o.timeout == 0 {
+		o.timeout = 60 * time.Second
+	}
+	report := ""
+	if len(args) > 0 && args[0] == "run" && !o.noReport {
+		report = filepath.Join(e.mkdir("reports", 0o755), "report-"+randHex(4)+".json")
+		args = append([]string{"run", "--report", report}, args[1:]...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = e.ws
+	if o.dir != "" {
+		cmd.Dir = o.dir
+	}
+	cmd.Env = append([]string{
+		"HOME=" + e.home,
+		"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"LANG=C.UTF-8",
+		"USER=" + e.id.name,
+		"GOFLAGS=-mod=mod",
+		"GOTOOLCHAIN=local",
+		"GOPROXY=off",
+	}, o.env...)
+	cmd.Stdin = strings.NewReader(o.stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.ExtraFiles = o.extraFiles
+	if os.Geteuid() == 0 && e.id.uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
+			Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}}
+	}
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.t.Fatalf("sandboxd itself was killed by %v\n%s", ws.Signal(), r)
+		}
+	default:
+		e.t.Fatalf("sandboxd: %v\n%s", err, r)
+	}
+	if ctx.Err() != nil {
+		e.t.Fatalf("sandboxd did not finish within %v\n%s", o.timeout, r)
+	}
+	if report != "" {
+		b, err := os.ReadFile(report)
+		if err != nil {
+			e.t.Fatalf("no report: %v\n%s", err, r)
+		}
+		if err := json.Unmarshal(b, &r.report); err != nil {
+			e.t.Fatalf("bad report: %v\n%s", err, b)
+		}
+	}
+	return r
+}
+
+// mustRun fails the test unless the run exited 0.
+func (r result) mustSucceed(t *testing.T) result {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("expected success\n%s", r)
+	}
+	return r
+}
+
+// noCanary fails if s contains the env's canary.
+func (e *env) noCanary(t *testing.T, r result) {
+	t.Helper()
+	if strings.Contains(r.stdout, e.canary) || strings.Contains(r.stderr, e.canary) {
+		t.Fatalf("the canary %s leaked\n%s", e.canary, r)
+	}
+}
+
+// fileUnchanged records a file's content, mode, owner, times and xattrs
+// and returns a check that fails if any of them changed.
+func fileUnchanged(t *testing.T, p string) func() {
+	t.Helper()
+	before := snapshot(t, p)
+	return func() {
+		t.Helper()
+		if after := snapshot(t, p); after != before {
+			t.Fatalf("%s changed:\nbefore %s\nafter  %s", p, before, after)
+		}
+	}
+}
+
+func snapshot(t *testing.T, p string) string {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return "missing: " + err.Error()
+	}
+	content := ""
+	if st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		b, _ := os.ReadFile(p)
+		content = string(b)
+	}
+	xattrs := make([]byte, 4096)
+	n, _ := syscall.Listxattr(p, xattrs)
+	return fmt.Sprintf("mode=%o uid=%d gid=%d size=%d mtime=%d.%d ctime=%d.%d xattrs=%q content=%q",
+		st.Mode, st.Uid, st.Gid, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, xattrs[:max(n, 0)], content)
+}
+
+// listener is a host-side server that records what reaches it.
+type listener struct {
+	mu    sync.Mutex
+	got   []byte
+	conns int
+	addr  string
+	close func()
+}
+
+func (l *listener) received() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conns, string(l.got)
+}
+
+// mustBeSilent fails if anything connected or arrived.
+func (l *listener) mustBeSilent(t *testing.T) {
+	t.Helper()
+	time.Sleep(50 * time.Millisecond)
+	if n, got := l.received(); n != 0 || got != "" {
+		t.Fatalf("host listener %s received %d connections and %q", l.addr, n, got)
+	}
+}
+
+// tcpListener listens on the host's loopback.
+func tcpListener(t *testing.T, network, addr string) *listener {
+	t.Helper()
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{addr: ln.Addr().String(), close: func() { ln.Close() }}
+	t.Cleanup(l.close)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.conns++
+			l.mu.Unlock()
+			go func() {
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				n, _ := c.Read(buf)
+				l.mu.Lock()
+				l.got = append(l.got, buf[:n]...)
+				l.mu.Unlock()
+			}()
+		}
+	}()
+	return l
+}
+
+// udpListener records datagrams on the host's loopback.
+func udpListener(t *testing.T) *listener {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &listener{addr: pc.LocalAddr().String(), close: func() { pc.Close() }}
+	t.Cleanup(l.close)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			l.mu.Lock()
+			l.conns++
+			l.got = append(l.got, buf[:n]...)
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// victim starts a host process that the sandbox must not affect, with a
+// canary in its environment. It is killed at cleanup.
+func victim(t *testing.T, canary string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	cmd.Env = []string{"VICTIM_SECRET=" + canary}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// alive reports whether pid exists and is not a zombie or stopped.
+func alive(pid int) (bool, string) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false, "gone"
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return false, "unparsable"
+	}
+	state := s[i+2 : i+3]
+	return state == "S" || state == "R" || state == "D", state
+}
+
+// processesWith lists host pids whose command line contains marker.
+func processesWith(marker string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), marker) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// noSurvivors fails if any host process still carries marker.
+func noSurvivors(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		pids := processesWith(marker)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range pids {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("processes of the command outlived it: %v", pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cc compiles a small C program into the env's directory, readable by
+// both identities.
+func cc(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Fatalf("gcc is required for this test: %v", err)
+	}
+	c := filepath.Join(dir, name+".c")
+	bin := filepath.Join(dir, name)
+	if err := os.WriteFile(c, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("gcc", "-O0", "-o", bin, c).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	os.Chmod(bin, 0o755)
+	return bin
+}
+
+// reportString returns a top-level report field as a string.
+func (r result) reportString(key string) string {
+	v, _ := r.report[key].(string)
+	return v
+}
+

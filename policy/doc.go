@@ -1,0 +1,18 @@
+// Package policy owns sandboxd's policy file: its TOML format, the built-in
+// defaults (secret paths, the strict profile's home allow list, the
+// environment deny list, the workspace persistence names, resource limits),
+// the resolution of a policy into absolute paths for one run, and the
+// only-tighten merge of a workspace-local policy into the user policy.
+//
+// A user-level policy (--policy FILE or ~/.config/sandboxd/policy.toml) may
+// set anything. A workspace-local policy (<workspace>/.sandboxd.toml) comes
+// from cloned repositories and may be written by sandboxed commands, so it may
+// only tighten: every key is merged through the rule named by its `tighten`
+// struct tag, and a key without a known rule makes the merge fail.
+//
+// Errors about a file are *Error values formatted as FILE:LINE: KEY: MESSAGE.
+//
+// This package is pure data and parsing. It must never import broker, review,
+// netproxy, landlock, seccomp or openai-go, and it keeps no package-level
+// mutable state (no init, no global variables).
+package policy

@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// maxFileSize bounds the size of a policy file.
+const maxFileSize = 1 << 20
+
+// Load reads the user policy then the workspace policy and merges them.
+//
+// userPath is the user policy file. When userExplicit is false (the default
+// location) and the file does not exist, the built-in defaults are used
+// silently; when userExplicit is true, a missing file is an error. wsPath is
+// the workspace policy (<workspace>/.sandboxd.toml); it may be missing or
+// empty (no workspace policy). Unreadable files are errors. The workspace
+// policy may only tighten the user policy (see Tighten). To keep a
+// sandboxed command from turning it into a reader of other files, the
+// workspace policy must be a regular file that is not a symbolic link and
+// has a single hard link.
+//
+// All errors are *Error.
+func Load(userPath string, userExplicit bool, wsPath string) (Policy, error) {
+	user := Default()
+	data, err := readUserFile(userPath)
+	switch {
+	case err == nil:
+		if user, err = Parse(userPath, data, user); err != nil {
+			return Policy{}, err
+		}
+	case errors.Is(err, fs.ErrNotExist) && !userExplicit:
+		// No user policy: defaults.
+	default:
+		return Policy{}, fileError(userPath, err)
+	}
+
+	if wsPath == "" {
+		return user, nil
+	}
+	data, err = readWorkspaceFile(wsPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return user, nil
+	case err != nil:
+		return Policy{}, fileError(wsPath, err)
+	}
+	ws, keys, err := ParseWithKeys(wsPath, data, user)
+	if err != nil {
+		return Policy{}, err
+	}
+	return Tighten(user, ws, wsPath, keys)
+}
+
+// fileError wraps an error reading a whole file.
+func fileError(name string, err error) *Error {
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Err.Error()
+	}
+	return &Error{File: name, Msg: "cannot read policy file: " + sanitize(msg), cause: err}
+}
+
+// readUserFile reads the user policy (symbolic links are followed).
+func readUserFile(name string) ([]byte, error) {
+	if name == "" {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readRegular(f)
+}
+
+// readWorkspaceFile reads the workspace policy without following a symbolic
+// link in the last component and refuses files with several hard links, so
+// that the file cannot stand in for another file of the user's.
+func readWorkspaceFile(name string) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, errors.New("is a symbolic link; a workspace policy must be a regular file")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode().IsRegular() && sys.Nlink > 1 {
+		return nil, fmt.Errorf("has %d hard links; a workspace policy must have exactly one", sys.Nlink)
+	}
+	return readRegular(f)
+}
+
+// readRegular reads an open regular file of at most maxFileSize bytes.
+func readRegular(f *os.File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxFileSize)
+	}
+	return data, nil
+}

@@ -1,0 +1,291 @@
+package policy
+
+// Profile values.
+const (
+	// ProfileDefault denies the built-in and configured secrets and leaves
+	// the rest of $HOME readable.
+	ProfileDefault = "default"
+	// ProfileStrict denies all of $HOME except the home allow list.
+	ProfileStrict = "strict"
+)
+
+// Isolation values.
+const (
+	// IsolationAuto uses namespaces when available, else Landlock only.
+	IsolationAuto = "auto"
+	// IsolationNamespaces requires namespaces.
+	IsolationNamespaces = "namespaces"
+	// IsolationLandlockOnly uses Landlock and seccomp without namespaces.
+	IsolationLandlockOnly = "landlock-only"
+)
+
+// Minimum values accepted for the limits.
+const (
+	// MinPids is the smallest accepted limits.pids.
+	MinPids = 16
+	// MinMemory is the smallest accepted limits.memory.
+	MinMemory Size = 16 * MiB
+	// MinFileSize is the smallest accepted limits.file_size.
+	MinFileSize Size = 1 * MiB
+	// MinTmpSize is the smallest accepted limits.tmp_size.
+	MinTmpSize Size = 1 * MiB
+)
+
+// Policy is the content of a policy file. The `toml` tag names the key; the
+// `tighten` tag names the rule used when a workspace-local policy is merged
+// into the user policy (see Tighten). Every leaf field must carry a known
+// `tighten` tag.
+type Policy struct {
+	// Profile is "default" or "strict".
+	Profile string `toml:"profile" tighten:"profile"`
+	// Isolation is "auto", "namespaces" or "landlock-only".
+	Isolation string `toml:"isolation" tighten:"isolation"`
+	// Filesystem holds the [filesystem] table.
+	Filesystem Filesystem `toml:"filesystem"`
+	// Env holds the [env] table.
+	Env Env `toml:"env"`
+	// Limits holds the [limits] table.
+	Limits Limits `toml:"limits"`
+}
+
+// Filesystem is the [filesystem] table.
+type Filesystem struct {
+	// Writable lists extra writable roots: absolute paths or "~/...".
+	Writable []string `toml:"writable" tighten:"subset"`
+	// Secrets lists extra paths denied for reading: absolute or "~/...";
+	// the last path element may be a glob.
+	Secrets []string `toml:"secrets" tighten:"union"`
+	// AllowSecrets lists built-in secret entries to drop, spelled exactly as
+	// in DefaultSecrets.
+	AllowSecrets []string `toml:"allow_secrets" tighten:"subset"`
+	// HomeAllow lists extra paths under $HOME that stay readable with the
+	// strict profile ("~/..." or absolute under $HOME).
+	HomeAllow []string `toml:"home_allow" tighten:"subset"`
+	// Protected lists extra persistence paths relative to the workspace.
+	Protected []string `toml:"protected" tighten:"union"`
+}
+
+// Env is the [env] table.
+type Env struct {
+	// Allow lists names or patterns kept despite the deny list.
+	Allow []string `toml:"allow" tighten:"subset"`
+	// Deny lists extra names or patterns stripped from the environment.
+	Deny []string `toml:"deny" tighten:"union"`
+}
+
+// Limits is the [limits] table.
+type Limits struct {
+	// Pids is the maximum number of tasks (processes and threads).
+	Pids int64 `toml:"pids" tighten:"min"`
+	// Memory is the memory limit.
+	Memory Size `toml:"memory" tighten:"min"`
+	// FileSize is the maximum size of any file written (RLIMIT_FSIZE).
+	FileSize Size `toml:"file_size" tighten:"min"`
+	// TmpSize is the size of the private /tmp tmpfs.
+	TmpSize Size `toml:"tmp_size" tighten:"min"`
+}
+
+// Default returns the built-in policy: profile "default", isolation "auto",
+// limits pids 4096, memory 8GiB, file_size 16GiB, tmp_size 1GiB, and empty
+// (nil) lists.
+func Default() Policy {
+	return Policy{
+		Profile:   ProfileDefault,
+		Isolation: IsolationAuto,
+		Limits: Limits{
+			Pids:     4096,
+			Memory:   8 * GiB,
+			FileSize: 16 * GiB,
+			TmpSize:  1 * GiB,
+		},
+	}
+}
+
+// DefaultSecrets returns the built-in list of paths denied for reading,
+// written with "~/" or as absolute paths. root=true adds the entries that
+// only matter when the caller is uid 0. The result is a fresh slice.
+func DefaultSecrets(root bool) []string {
+	s := []string{
+		"~/.ssh",
+		"~/.aws",
+		"~/.gnupg",
+		"~/.config/gcloud",
+		"~/.azure",
+		"~/.kube",
+		"~/.docker/config.json",
+		"~/.netrc",
+		"~/.git-credentials",
+		"~/.npmrc",
+		"~/.pypirc",
+		"~/.config/gh",
+		"~/.config/hub",
+		"~/.codex/auth.json",
+		"~/.claude/.credentials.json",
+		"~/.claude.json",
+		"~/.pi/agent/auth.json",
+		"~/.gemini/oauth_creds.json",
+		"~/.config/github-copilot",
+		"~/.cargo/credentials",
+		"~/.cargo/credentials.toml",
+		"~/.gem/credentials",
+		"~/.m2/settings.xml",
+		"~/.m2/settings-security.xml",
+		"~/.terraform.d/credentials.tfrc.json",
+		"~/.vault-token",
+		"~/.config/op",
+		"~/.config/rclone",
+		"~/.s3cfg",
+		"~/.boto",
+		"~/.oci",
+		"~/.config/doctl",
+		"~/.mozilla",
+		"~/.config/google-chrome",
+		"~/.config/chromium",
+		"~/.config/BraveSoftware",
+		"~/.config/microsoft-edge",
+		"~/.config/vivaldi",
+		"~/.pki",
+		"~/.local/share/keyrings",
+		"~/.password-store",
+		"~/.bash_history",
+		"~/.zsh_history",
+		"~/.python_history",
+		"~/.psql_history",
+		"~/.mysql_history",
+		"~/.lesshst",
+		"~/.config/sandboxd",
+		"~/.local/state/sandboxd",
+		"~/.local/share/sandboxd",
+	}
+	if root {
+		s = append(s,
+			"/etc/shadow",
+			"/etc/shadow-",
+			"/etc/gshadow",
+			"/etc/gshadow-",
+			"/etc/ssh/ssh_host_*_key",
+			"/etc/ssl/private",
+			"/etc/sudoers",
+			"/etc/sudoers.d",
+			"/etc/sandboxd",
+			"/var/lib/sandboxd",
+		)
+	}
+	return s
+}
+
+// selfSecrets returns the built-in secret entries that protect sandboxd's
+// own configuration and state; allow_secrets may not drop them.
+func selfSecrets() []string {
+	return []string{
+		"~/.config/sandboxd",
+		"~/.local/state/sandboxd",
+		"~/.local/share/sandboxd",
+		"/etc/sandboxd",
+		"/var/lib/sandboxd",
+	}
+}
+
+// DefaultHomeAllow returns the strict profile's built-in list of paths under
+// $HOME that stay readable. The result is a fresh slice.
+func DefaultHomeAllow() []string {
+	return []string{
+		"~/.gitconfig",
+		"~/.config/git",
+		"~/go",
+		"~/.cargo",
+		"~/.rustup",
+		"~/.local/bin",
+		"~/.local/lib",
+		"~/.pyenv",
+		"~/.nvm",
+		"~/.npm-global",
+		"~/.bun",
+		"~/.deno",
+		"~/.sdkman",
+		"~/.gradle/wrapper",
+		"~/.m2/repository",
+	}
+}
+
+// DefaultEnvDeny returns the built-in environment deny patterns (see
+// FilterEnv for the pattern syntax). The result is a fresh slice.
+func DefaultEnvDeny() []string {
+	return []string{
+		"*_TOKEN",
+		"*_TOKEN_*",
+		"*TOKEN",
+		"*_KEY",
+		"*_KEY_*",
+		"*APIKEY*",
+		"*API_KEY*",
+		"*SECRET*",
+		"*PASSWORD*",
+		"*PASSWD*",
+		"*CREDENTIAL*",
+		"*_AUTH",
+		"*_AUTH_*",
+		"AWS_*",
+		"AZURE_*",
+		"GOOGLE_APPLICATION_CREDENTIALS",
+		"GCLOUD_*",
+		"CLOUDSDK_*",
+		"OPENAI_*",
+		"ANTHROPIC_*",
+		"GEMINI_*",
+		"MISTRAL_*",
+		"GROQ_*",
+		"HF_*",
+		"HUGGING_FACE_*",
+		"GITHUB_TOKEN",
+		"GH_*",
+		"GITLAB_*",
+		"NPM_TOKEN",
+		"NODE_AUTH_TOKEN",
+		"PYPI_*",
+		"TWINE_*",
+		"DOCKER_*",
+		"KUBECONFIG",
+		"VAULT_*",
+		"SSH_AUTH_SOCK",
+		"SSH_AGENT_PID",
+		"GPG_AGENT_INFO",
+		"DBUS_*",
+		"XDG_RUNTIME_DIR",
+		"DISPLAY",
+		"WAYLAND_DISPLAY",
+		"XAUTHORITY",
+		"SANDBOXD_*",
+	}
+}
+
+// DefaultProtected returns the built-in workspace persistence names,
+// relative to the workspace root. The result is a fresh slice.
+func DefaultProtected() []string {
+	return []string{
+		".git",
+		".gitmodules",
+		".envrc",
+		".vscode",
+		".idea",
+		".devcontainer",
+		".pi",
+		".claude",
+		".codex",
+		".agents",
+		".sandboxd.toml",
+		".sandboxd",
+		".husky",
+		".pre-commit-config.yaml",
+		".bashrc",
+		".bash_profile",
+		".bash_login",
+		".bash_logout",
+		".profile",
+		".zshrc",
+		".zshenv",
+		".zprofile",
+		".zlogin",
+		".inputrc",
+	}
+}

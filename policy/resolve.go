@@ -1,0 +1,220 @@
+package policy
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Resolved is a policy with every path made absolute for one run.
+type Resolved struct {
+	// Profile is "default" or "strict".
+	Profile string
+	// Isolation is "auto", "namespaces" or "landlock-only".
+	Isolation string
+	// Writable holds the extra writable roots: absolute, cleaned, symlinks
+	// resolved when they exist.
+	Writable []string
+	// Secrets holds the paths denied for reading: the built-in list minus
+	// allow_secrets, plus filesystem.secrets, plus sandboxd's own config
+	// and state directories. Absolute and cleaned; for an entry that
+	// exists, its symlink-resolved form is listed too when different. An
+	// entry whose last element is a glob keeps the glob (only its parent
+	// directory is resolved).
+	Secrets []string
+	// HomeAllow holds the paths under $HOME that stay readable with the
+	// strict profile (nil otherwise): absolute, symlink-resolved when they
+	// exist.
+	HomeAllow []string
+	// Protected holds the workspace persistence paths: relative to the
+	// workspace, cleaned, never absolute, never containing "..".
+	Protected []string
+	// EnvAllow holds the environment patterns kept despite EnvDeny.
+	EnvAllow []string
+	// EnvDeny holds the environment patterns stripped (built-ins plus
+	// env.deny).
+	EnvDeny []string
+	// Limits holds the resource limits.
+	Limits Limits
+}
+
+// Dirs are the directories a policy is resolved against.
+type Dirs struct {
+	// Home is the caller's home directory; "~" expands to it. Required.
+	Home string
+	// ConfigDir is the user configuration directory, e.g. /root/.config;
+	// ConfigDir/sandboxd is always a secret. Defaults to Home/.config.
+	ConfigDir string
+	// StateDir is the user state directory, e.g. /root/.local/state;
+	// StateDir/sandboxd is always a secret. Defaults to Home/.local/state.
+	StateDir string
+	// Root is true when the caller is uid 0; it adds the root-only secrets.
+	Root bool
+}
+
+// Resolve validates p and makes every path absolute for one run. "~" alone
+// and "~/..." expand with d.Home; "~user" is an error.
+func (p Policy) Resolve(d Dirs) (Resolved, error) {
+	p = p.clone()
+	if key, msg := validatePolicy(&p); msg != "" {
+		return Resolved{}, fmt.Errorf("policy: %s: %s", key, msg)
+	}
+	if d.Home == "" || !filepath.IsAbs(d.Home) {
+		return Resolved{}, fmt.Errorf("policy: home directory %q is not an absolute path", d.Home)
+	}
+	home := filepath.Clean(d.Home)
+	configDir, stateDir := d.ConfigDir, d.StateDir
+	if configDir == "" {
+		configDir = filepath.Join(home, ".config")
+	}
+	if stateDir == "" {
+		stateDir = filepath.Join(home, ".local", "state")
+	}
+	if !filepath.IsAbs(configDir) || !filepath.IsAbs(stateDir) {
+		return Resolved{}, fmt.Errorf("policy: config directory %q and state directory %q must be absolute", configDir, stateDir)
+	}
+
+	r := Resolved{
+		Profile:   p.Profile,
+		Isolation: p.Isolation,
+		Limits:    p.Limits,
+	}
+	expand := func(key, s string) (string, error) {
+		x, err := expandHome(s, home)
+		if err != nil {
+			return "", fmt.Errorf("policy: %s: %w", key, err)
+		}
+		return x, nil
+	}
+
+	var writable orderedSet
+	for _, s := range p.Filesystem.Writable {
+		x, err := expand("filesystem.writable", s)
+		if err != nil {
+			return Resolved{}, err
+		}
+		writable.add(realpath(x))
+	}
+	r.Writable = writable.list
+
+	var allowed orderedSet
+	allowed.add(p.Filesystem.AllowSecrets...)
+	var secrets []string
+	for _, s := range DefaultSecrets(d.Root) {
+		if !allowed.has(s) {
+			secrets = append(secrets, s)
+		}
+	}
+	secrets = append(secrets, p.Filesystem.Secrets...)
+	secrets = append(secrets,
+		filepath.Join(configDir, "sandboxd"),
+		filepath.Join(stateDir, "sandboxd"),
+		"~/.local/share/sandboxd",
+	)
+	var denied orderedSet
+	for _, s := range secrets {
+		x, err := expand("filesystem.secrets", s)
+		if err != nil {
+			return Resolved{}, err
+		}
+		denied.add(x)
+		dir, last := filepath.Split(x)
+		if hasGlob(last) {
+			if rd := realpath(filepath.Clean(dir)); rd != filepath.Clean(dir) {
+				denied.add(filepath.Join(rd, last))
+			}
+		} else if rx := realpath(x); rx != x {
+			denied.add(rx)
+		}
+	}
+	r.Secrets = denied.list
+
+	if p.Profile == ProfileStrict {
+		var allow orderedSet
+		for _, s := range append(DefaultHomeAllow(), p.Filesystem.HomeAllow...) {
+			x, err := expand("filesystem.home_allow", s)
+			if err != nil {
+				return Resolved{}, err
+			}
+			if !within(home, x) || x == home {
+				return Resolved{}, fmt.Errorf("policy: filesystem.home_allow: %q is not below the home directory %q", s, home)
+			}
+			allow.add(realpath(x))
+		}
+		r.HomeAllow = allow.list
+	}
+
+	var protected orderedSet
+	for _, s := range append(DefaultProtected(), p.Filesystem.Protected...) {
+		c, msg := normProtected(s)
+		if msg != "" {
+			return Resolved{}, fmt.Errorf("policy: filesystem.protected: %s", msg)
+		}
+		protected.add(c)
+	}
+	r.Protected = protected.list
+
+	var envAllow, envDeny orderedSet
+	envAllow.add(p.Env.Allow...)
+	envDeny.add(DefaultEnvDeny()...)
+	envDeny.add(p.Env.Deny...)
+	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
+	return r, nil
+}
+
+// expandHome expands "~" and "~/..." with home and returns a cleaned
+// absolute path.
+func expandHome(s, home string) (string, error) {
+	n, msg := normPathSpec(s)
+	if msg != "" {
+		return "", fmt.Errorf("%s", msg)
+	}
+	switch {
+	case n == "~":
+		n = home
+	case strings.HasPrefix(n, "~/"):
+		n = filepath.Join(home, n[2:])
+	}
+	if !filepath.IsAbs(n) {
+		return "", fmt.Errorf("%q does not expand to an absolute path", s)
+	}
+	return filepath.Clean(n), nil
+}
+
+// realpath returns p with symlinks resolved when it exists, else p.
+func realpath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// within reports whether p is dir or below it (both clean and absolute).
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
+
+// orderedSet collects strings in insertion order without duplicates.
+type orderedSet struct {
+	list []string
+	seen map[string]struct{}
+}
+
+// add appends the items not already in the set.
+func (o *orderedSet) add(items ...string) {
+	if o.seen == nil {
+		o.seen = make(map[string]struct{}, len(items))
+	}
+	for _, s := range items {
+		if _, ok := o.seen[s]; !ok {
+			o.seen[s] = struct{}{}
+			o.list = append(o.list, s)
+		}
+	}
+}
+
+// has reports whether s is in the set.
+func (o *orderedSet) has(s string) bool {
+	_, ok := o.seen[s]
+	return ok
+}

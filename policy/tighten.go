@@ -1,0 +1,176 @@
+package policy
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+)
+
+// KeySet is the set of keys a policy file sets, with the line of each (see
+// ParseWithKeys). It distinguishes an absent key from one set to an empty
+// array. The zero KeySet is empty.
+type KeySet struct {
+	m map[string]keyPos
+}
+
+// Has reports whether the file sets the dotted key (e.g. "env.allow").
+func (s KeySet) Has(key string) bool {
+	_, ok := s.m[key]
+	return ok
+}
+
+// Line returns the line where the file sets key, or 0.
+func (s KeySet) Line(key string) int { return s.m[key].line }
+
+// Keys returns the keys the file sets, sorted.
+func (s KeySet) Keys() []string { return sortedKeys(s.m) }
+
+// Tightening rules, as written in `tighten` struct tags.
+const (
+	ruleUnion     = "union"     // result = user ∪ workspace
+	ruleSubset    = "subset"    // workspace list must be a subset of the user's; result = workspace list
+	ruleMin       = "min"       // workspace value must be <= the user's; result = workspace value
+	ruleProfile   = "profile"   // default < strict
+	ruleIsolation = "isolation" // landlock-only < auto < namespaces
+)
+
+// rank returns the strictness of value under an ordered rule.
+func rank(rule, value string) (int, bool) {
+	var order []string
+	switch rule {
+	case ruleProfile:
+		order = []string{ProfileDefault, ProfileStrict}
+	case ruleIsolation:
+		order = []string{IsolationLandlockOnly, IsolationAuto, IsolationNamespaces}
+	}
+	i := slices.Index(order, value)
+	return i, i >= 0
+}
+
+// ruleFits reports whether a tighten rule applies to fields of type t.
+func ruleFits(rule string, t reflect.Type) bool {
+	switch rule {
+	case ruleUnion, ruleSubset:
+		return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String
+	case ruleMin:
+		switch t.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			return true
+		}
+	case ruleProfile, ruleIsolation:
+		return t.Kind() == reflect.String
+	}
+	return false
+}
+
+// checkTightenTags verifies that every leaf of struct type t carries a known
+// `tighten` rule that suits its type. It fails closed: a new key without a
+// rule is an error.
+func checkTightenTags(t reflect.Type) error {
+	for _, lf := range leaves(t) {
+		rule, ok := lf.field.Tag.Lookup("tighten")
+		if !ok {
+			return fmt.Errorf("key %s has no tighten rule", lf.path)
+		}
+		if !ruleFits(rule, lf.field.Type) {
+			return fmt.Errorf("key %s: tighten rule %q is unknown or does not suit type %s", lf.path, rule, lf.field.Type)
+		}
+	}
+	return nil
+}
+
+// Tighten merges a workspace-local policy ws into user and returns the
+// result. Only the keys in wsSet (the keys the workspace file sets, from
+// ParseWithKeys) are considered. Each key is merged by the rule of its
+// `tighten` tag; any key that would loosen the user policy makes Tighten
+// return an *Error naming wsName, the line and the key. A schema key
+// without a known rule is an error whether or not the workspace sets it.
+func Tighten(user Policy, ws Policy, wsName string, wsSet KeySet) (Policy, error) {
+	out := user.clone()
+	err := tightenInto(reflect.ValueOf(&out).Elem(), reflect.ValueOf(user), reflect.ValueOf(ws), wsName, wsSet)
+	if err != nil {
+		return Policy{}, err
+	}
+	return out, nil
+}
+
+// tightenInto implements Tighten for any schema struct: out starts as a copy
+// of user and receives the merged values.
+func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error {
+	t := out.Type()
+	if err := checkTightenTags(t); err != nil {
+		return &Error{File: wsName, Msg: "internal error: " + err.Error()}
+	}
+	for _, lf := range leaves(t) {
+		if !wsSet.Has(lf.path) {
+			continue
+		}
+		rule := lf.field.Tag.Get("tighten")
+		u := user.FieldByIndex(lf.index)
+		w := ws.FieldByIndex(lf.index)
+		o := out.FieldByIndex(lf.index)
+		pos := wsSet.m[lf.path]
+		fail := func(elem int, format string, args ...any) error {
+			return &Error{
+				File: wsName,
+				Line: pos.elemLine(elem),
+				Key:  lf.path,
+				Msg:  "workspace policy may only tighten: " + fmt.Sprintf(format, args...),
+			}
+		}
+		switch rule {
+		case ruleUnion:
+			var merged orderedSet
+			for _, list := range []reflect.Value{u, w} {
+				for i := 0; i < list.Len(); i++ {
+					merged.add(list.Index(i).String())
+				}
+			}
+			o.Set(reflect.ValueOf(merged.list).Convert(o.Type()))
+		case ruleSubset:
+			var have orderedSet
+			for i := 0; i < u.Len(); i++ {
+				have.add(u.Index(i).String())
+			}
+			for i := 0; i < w.Len(); i++ {
+				if s := w.Index(i).String(); !have.has(s) {
+					return fail(i, "adds %s %q", subsetNoun(lf.path), s)
+				}
+			}
+			o.Set(cloneValue(w))
+		case ruleMin:
+			if w.Int() > u.Int() {
+				return fail(-1, "raises %s from %v to %v", lf.path, u.Interface(), w.Interface())
+			}
+			o.Set(w)
+		case ruleProfile, ruleIsolation:
+			ur, uok := rank(rule, u.String())
+			wr, wok := rank(rule, w.String())
+			switch {
+			case !uok:
+				return fail(-1, "user policy has unknown %s %q", lf.path, u.String())
+			case !wok:
+				return fail(-1, "unknown %s %q", lf.path, w.String())
+			case wr < ur:
+				return fail(-1, "loosens %s from %q to %q", lf.path, u.String(), w.String())
+			}
+			o.Set(w)
+		}
+	}
+	return nil
+}
+
+// subsetNoun names an entry of a subset-ruled list in error messages.
+func subsetNoun(path string) string {
+	switch path {
+	case "filesystem.writable":
+		return "writable root"
+	case "filesystem.allow_secrets":
+		return "allow_secrets entry (exposing a secret)"
+	case "filesystem.home_allow":
+		return "home_allow entry"
+	case "env.allow":
+		return "env allow entry"
+	}
+	return path + " entry"
+}

@@ -1,0 +1,185 @@
+package policy
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// validateLeaf checks (and normalizes in place) the value v of the key path.
+// It returns "" when the value is valid; otherwise the message and the index
+// of the offending array element (-1 when the whole value is at fault).
+// Every key of the schema must be handled here: an unknown key fails closed.
+func validateLeaf(path string, v reflect.Value) (int, string) {
+	switch path {
+	case "profile":
+		return -1, checkEnum(v.String(), ProfileDefault, ProfileStrict)
+	case "isolation":
+		return -1, checkEnum(v.String(), IsolationAuto, IsolationNamespaces, IsolationLandlockOnly)
+	case "filesystem.writable", "filesystem.home_allow":
+		return checkList(v, normPathSpec)
+	case "filesystem.secrets":
+		return checkList(v, normSecret)
+	case "filesystem.allow_secrets":
+		return checkList(v, normAllowSecret)
+	case "filesystem.protected":
+		return checkList(v, normProtected)
+	case "env.allow", "env.deny":
+		return checkList(v, normEnvPattern)
+	case "limits.pids":
+		if n := v.Int(); n < MinPids {
+			return -1, fmt.Sprintf("must be at least %d (got %d)", MinPids, n)
+		}
+		return -1, ""
+	case "limits.memory":
+		return -1, checkMinSize(v, MinMemory)
+	case "limits.file_size":
+		return -1, checkMinSize(v, MinFileSize)
+	case "limits.tmp_size":
+		return -1, checkMinSize(v, MinTmpSize)
+	}
+	return -1, "internal error: no validation rule for this key"
+}
+
+// validatePolicy checks every key of p (normalizing p in place) and returns
+// the first problem as (key, message).
+func validatePolicy(p *Policy) (string, string) {
+	v := reflect.ValueOf(p).Elem()
+	for _, lf := range leaves(policyType()) {
+		if elem, msg := validateLeaf(lf.path, v.FieldByIndex(lf.index)); msg != "" {
+			if elem >= 0 {
+				msg = fmt.Sprintf("entry %d: %s", elem+1, msg)
+			}
+			return lf.path, msg
+		}
+	}
+	return "", ""
+}
+
+func checkEnum(s string, allowed ...string) string {
+	if slices.Contains(allowed, s) {
+		return ""
+	}
+	q := make([]string, len(allowed))
+	for i, a := range allowed {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return fmt.Sprintf("invalid value %q (want %s)", s, strings.Join(q, ", "))
+}
+
+func checkMinSize(v reflect.Value, lowest Size) string {
+	if s := Size(v.Int()); s < lowest {
+		return fmt.Sprintf("must be at least %s (got %s)", lowest, s)
+	}
+	return ""
+}
+
+// checkList applies norm to every string of the slice v, replacing each
+// entry by its normalized form, and stops at the first invalid entry.
+func checkList(v reflect.Value, norm func(string) (string, string)) (int, string) {
+	for i := 0; i < v.Len(); i++ {
+		s, msg := norm(v.Index(i).String())
+		if msg != "" {
+			return i, msg
+		}
+		v.Index(i).SetString(s)
+	}
+	return -1, ""
+}
+
+// normPathSpec accepts an absolute path, "~" or "~/...", and returns it
+// cleaned ("~/a/./b/" becomes "~/a/b").
+func normPathSpec(s string) (string, string) {
+	switch {
+	case s == "":
+		return "", "empty path"
+	case strings.ContainsRune(s, 0):
+		return "", fmt.Sprintf("path %q contains a NUL byte", s)
+	case s == "~":
+		return s, ""
+	case strings.HasPrefix(s, "~/"):
+		rest := filepath.Clean(strings.TrimLeft(s[2:], "/"))
+		if rest == "." {
+			return "~", ""
+		}
+		return "~/" + rest, ""
+	case strings.HasPrefix(s, "~"):
+		user, _, _ := strings.Cut(s, "/")
+		return "", fmt.Sprintf("%q: the %q form is not supported; use \"~/...\" or an absolute path", s, user)
+	case filepath.IsAbs(s):
+		return filepath.Clean(s), ""
+	}
+	return "", fmt.Sprintf("%q must be an absolute path or start with \"~/\"", s)
+}
+
+// hasGlob reports whether s contains glob metacharacters.
+func hasGlob(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// normSecret is normPathSpec where the last element may be a glob.
+func normSecret(s string) (string, string) {
+	n, msg := normPathSpec(s)
+	if msg != "" {
+		return "", msg
+	}
+	dir, last := n, ""
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		dir, last = n[:i], n[i+1:]
+	}
+	if hasGlob(dir) {
+		return "", fmt.Sprintf("%q: only the last path element may be a glob", s)
+	}
+	if _, err := filepath.Match(last, ""); err != nil {
+		return "", fmt.Sprintf("%q: invalid glob pattern %q", s, last)
+	}
+	return n, ""
+}
+
+// normAllowSecret accepts only built-in secret entries, and never those
+// protecting sandboxd itself.
+func normAllowSecret(s string) (string, string) {
+	n, msg := normPathSpec(s)
+	if msg != "" {
+		return "", msg
+	}
+	if slices.Contains(selfSecrets(), n) {
+		return "", fmt.Sprintf("%q protects sandboxd's own configuration and state and cannot be allowed", s)
+	}
+	if !slices.Contains(DefaultSecrets(true), n) {
+		return "", fmt.Sprintf("%q is not a built-in secret entry (to allow it, do not list it in secrets)", s)
+	}
+	return n, ""
+}
+
+// normProtected accepts a relative path inside the workspace and returns it
+// cleaned.
+func normProtected(s string) (string, string) {
+	switch {
+	case s == "":
+		return "", "empty path"
+	case strings.ContainsRune(s, 0):
+		return "", fmt.Sprintf("path %q contains a NUL byte", s)
+	case filepath.IsAbs(s), strings.HasPrefix(s, "~"):
+		return "", fmt.Sprintf("%q must be relative to the workspace", s)
+	}
+	if slices.Contains(strings.Split(s, "/"), "..") {
+		return "", fmt.Sprintf("%q must not contain \"..\"", s)
+	}
+	c := filepath.Clean(s)
+	if c == "." {
+		return "", fmt.Sprintf("%q must name a path inside the workspace, not the workspace itself", s)
+	}
+	return c, ""
+}
+
+// normEnvPattern accepts a variable name or a pattern with '*' wildcards.
+func normEnvPattern(s string) (string, string) {
+	switch {
+	case s == "":
+		return "", "empty name"
+	case strings.ContainsAny(s, "=\x00"):
+		return "", fmt.Sprintf("%q: a name or pattern must not contain '=' or NUL", s)
+	}
+	return s, ""
+}

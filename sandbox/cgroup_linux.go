@@ -1,0 +1,242 @@
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroup is a per-run control group bounding the number of tasks (and,
+// where the memory controller is available, memory). On cgroup v1 each
+// controller has its own directory; on v2 there is one.
+type cgroup struct {
+	dirs   []string // created directories, one per controller (v1) or one (v2)
+	pids   bool
+	memory bool
+	v2     bool
+}
+
+// cgroupInfo describes the hierarchy this process sits in.
+type cgroupInfo struct {
+	V2        bool
+	PidsDir   string // parent directory for a new pids (v1) or unified (v2) group
+	MemoryDir string // v1 memory parent
+	Reason    string // why no pids group can be made, when PidsDir is empty
+}
+
+// probeCgroups finds where a child group for this process could go.
+func probeCgroups() cgroupInfo {
+	own := map[string]string{} // controller -> path relative to its mount
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return cgroupInfo{Reason: "no /proc/self/cgroup"}
+	}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			own[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			own[c] = parts[2]
+		}
+	}
+	f.Close()
+	mounts := cgroupMounts()
+	info := cgroupInfo{}
+	if p, ok := own["pids"]; ok && mounts["pids"] != "" {
+		info.PidsDir = filepath.Join(mounts["pids"], p)
+		if p, ok := own["memory"]; ok && mounts["memory"] != "" {
+			info.MemoryDir = filepath.Join(mounts["memory"], p)
+		}
+	} else if p, ok := own[""]; ok && mounts[""] != "" {
+		dir := filepath.Join(mounts[""], p)
+		ctrls, _ := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+		if !strings.Contains(" "+string(ctrls)+" ", " pids ") && !strings.Contains(string(ctrls), "pids") {
+			info.Reason = "the pids controller is not enabled for " + dir
+			return info
+		}
+		info.V2 = true
+		info.PidsDir = dir
+	} else {
+		info.Reason = "no pids controller is mounted"
+		return info
+	}
+	if err := writable(info.PidsDir); err != nil {
+		info.Reason = fmt.Sprintf("cannot create a group under %s: %v", info.PidsDir, err)
+		info.PidsDir = ""
+	}
+	if info.MemoryDir != "" && writable(info.MemoryDir) != nil {
+		info.MemoryDir = ""
+	}
+	return info
+}
+
+func writable(dir string) error {
+	// access(2) with W_OK answers for the real uid, which is what mkdir checks.
+	f, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !f.IsDir() {
+		return errors.New("not a directory")
+	}
+	return syscallAccess(dir)
+}
+
+// cgroupMounts maps each v1 controller (and "" for v2) to its mount point.
+func cgroupMounts() map[string]string {
+	out := map[string]string{}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, x := range fields {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(fields) < sep+4 || len(fields) < 5 {
+			continue
+		}
+		fstype, opts := fields[sep+1], fields[sep+3]
+		mp := fields[4]
+		switch fstype {
+		case "cgroup2":
+			if _, ok := out[""]; !ok {
+				out[""] = mp
+			}
+		case "cgroup":
+			for _, o := range strings.Split(opts, ",") {
+				if o == "pids" || o == "memory" {
+					out[o] = mp
+				}
+			}
+		}
+	}
+	return out
+}
+
+// newCgroup creates the run's group(s) and sets the limits.
+func newCgroup(info cgroupInfo, name string, lim Limits) (*cgroup, error) {
+	if info.PidsDir == "" {
+		return nil, errors.New(info.Reason)
+	}
+	c := &cgroup{v2: info.V2}
+	mk := func(parent string) (string, error) {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", err
+		}
+		c.dirs = append(c.dirs, dir)
+		return dir, nil
+	}
+	dir, err := mk(info.PidsDir)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	if lim.Pids > 0 {
+		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(lim.Pids, 10)), 0); err != nil {
+			c.remove()
+			return nil, fmt.Errorf("cgroup: pids.max: %w", err)
+		}
+		c.pids = true
+	}
+	memFile := "memory.limit_in_bytes"
+	memDir := ""
+	if info.V2 {
+		memFile, memDir = "memory.max", dir
+	} else if info.MemoryDir != "" {
+		if d, err := mk(info.MemoryDir); err == nil {
+			memDir = d
+		}
+	}
+	if memDir != "" && lim.Memory > 0 {
+		if os.WriteFile(filepath.Join(memDir, memFile), []byte(strconv.FormatInt(lim.Memory, 10)), 0) == nil {
+			c.memory = true
+			if !info.V2 {
+				// Bound swap too where the kernel accounts it.
+				os.WriteFile(filepath.Join(memDir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(lim.Memory, 10)), 0)
+			} else {
+				os.WriteFile(filepath.Join(memDir, "memory.swap.max"), []byte("0"), 0)
+			}
+		}
+	}
+	return c, nil
+}
+
+// openJoin opens each group's "tasks" file (v1) or "cgroup.threads"
+// (v2) for writing, for the helper to join with its forking thread.
+func (c *cgroup) openJoin() ([]int, error) {
+	name := "tasks"
+	if c.v2 {
+		// v2 moves whole processes only; "0" in cgroup.procs is the
+		// caller's process.
+		name = "cgroup.procs"
+	}
+	var fds []int
+	for _, d := range c.dirs {
+		fd, err := unix.Open(filepath.Join(d, name), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			return nil, fmt.Errorf("cgroup: open %s: %w", d, err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+// add moves pid into every group.
+func (c *cgroup) add(pid int) error {
+	for _, d := range c.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("cgroup: add %d to %s: %w", pid, d, err)
+		}
+	}
+	return nil
+}
+
+// killAll kills every task left in the group (there should be none once
+// the pid namespace is gone) and removes the groups.
+func (c *cgroup) remove() {
+	for _, d := range c.dirs {
+		for i := 0; i < 100; i++ {
+			if os.Remove(d) == nil || errors.Is(os.Remove(d), os.ErrNotExist) {
+				break
+			}
+			if c.v2 {
+				os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
+			} else if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						killPid(pid)
+					}
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+func syscallAccess(dir string) error { return unix.Access(dir, unix.W_OK|unix.X_OK) }
+
+func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }

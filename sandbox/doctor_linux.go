@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// probeArg makes the binary a short-lived process in fresh namespaces
+// that waits for its stdin to close; doctor uses its user namespace to
+// try an id-mapped mount.
+const probeArg = "__sandbox-probe"
+
+// Check is one line of `sandboxd doctor`.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Diagnosis is what `sandboxd doctor` found.
+type Diagnosis struct {
+	Checks      []Check   `json:"checks"`
+	Isolation   Isolation `json:"isolation"`    // what `run` gets
+	NetworkMode string    `json:"network_mode"` // what `run` gets
+	Degraded    []string  `json:"degraded"`     // why `run` would be weaker than full isolation
+	Refuses     string    `json:"refuses,omitempty"`
+}
+
+// Doctor probes the kernel and the environment the way Run would use them.
+func Doctor(stateDir string) Diagnosis {
+	var d Diagnosis
+	add := func(name string, ok bool, format string, args ...any) {
+		d.Checks = append(d.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	var uts unix.Utsname
+	unix.Uname(&uts)
+	add("kernel", true, "%s %s", unix.ByteSliceToString(uts.Sysname[:]), unix.ByteSliceToString(uts.Release[:]))
+	root := os.Geteuid() == 0
+	add("caller", true, "uid %d%s", os.Geteuid(), map[bool]string{true: " (root: the command runs as an unprivileged host uid through a user namespace)", false: ""}[root])
+
+	sup, err := landlock.Probe()
+	if err != nil {
+		add("landlock", false, "%v", err)
+		d.Refuses = "Landlock is unavailable; sandboxd cannot enforce its policy on this kernel"
+	} else {
+		detail := fmt.Sprintf("ABI %d, errata 0x%x", sup.ABI, sup.Errata)
+		if sup.ABI < 6 {
+			detail += "; no abstract-socket or signal scoping (needs ABI 6)"
+			d.Degraded = append(d.Degraded, "Landlock ABI < 6: no abstract unix socket or signal scoping")
+		}
+		if sup.ABI < 4 {
+			detail += "; no TCP rules (needs ABI 4)"
+		}
+		if !sup.LogFlags {
+			detail += "; no audit logging flags (needs ABI 7), boundaries are detected less exactly"
+		}
+		add("landlock", sup.ABI >= 6, "%s", detail)
+	}
+
+	if _, err := seccomp.Compile(seccomp.Build(seccomp.Options{})); err != nil {
+		add("seccomp", false, "%v", err)
+		d.Refuses = "the system call filter cannot be built"
+	} else {
+		actions, _ := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+		add("seccomp", true, "filter compiles (libseccomp); kernel actions: %s", strings.TrimSpace(string(actions)))
+	}
+
+	add("audit", auditReachable(), "%s", auditDetail())
+
+	nsErr := probeNamespaces(root, stateDir)
+	if nsErr != nil {
+		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %v", nsErr)
+	} else {
+		add("namespaces", true, "user, mount, pid, network, IPC and UTS namespaces work")
+		if root {
+			add("id-mapped mounts", true, "the workspace can be mapped to the command's unprivileged host uid")
+		}
+	}
+
+	cg := probeCgroups()
+	version := "v1"
+	if cg.V2 {
+		version = "v2"
+	}
+	if cg.PidsDir == "" {
+		add("cgroups", false, "%s: %s; fork bombs are bounded by RLIMIT_NPROC only", version, cg.Reason)
+		d.Degraded = append(d.Degraded, "no pids cgroup: "+cg.Reason)
+	} else {
+		mem := "memory controller unavailable (RLIMIT_DATA instead)"
+		if cg.MemoryDir != "" || cg.V2 {
+			mem = "memory controller available"
+		}
+		add("cgroups", true, "%s: pids controller under %s; %s", version, cg.PidsDir, mem)
+	}
+
+	switch {
+	case nsErr == nil:
+		d.Isolation, d.NetworkMode = Namespaces, string(NetNS)
+	case root:
+		d.Refuses = "namespaces are unavailable and the caller is root; sandboxd will not run a command as host root"
+	default:
+		d.Isolation, d.NetworkMode = LandlockOnly, string(NetLandlock)
+		d.Degraded = append(d.Degraded, "no namespaces: run uses isolation landlock-only (no private /tmp, /proc or /dev; no pid namespace; TCP closed by Landlock, loopback servers cannot listen)")
+	}
+	return d
+}
+
+func auditReachable() bool {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: 1}) == nil
+}
+
+func auditDetail() string {
+	if auditReachable() {
+		return "NETLINK_AUDIT multicast (group 1) can be joined: Landlock denials can be read exactly"
+	}
+	return "NETLINK_AUDIT multicast cannot be joined (needs CAP_AUDIT_READ); boundary detection would rely on seccomp notification"
+}
+
+// probeNamespaces starts a process in the namespaces Run uses and, for a
+// root caller, tries an id-mapped mount with its user namespace.
+func probeNamespaces(root bool, stateDir string) error {
+	uid, gid := os.Getuid(), os.Getgid()
+	hostUID, hostGID := uid, gid
+	if root {
+		hostUID, hostGID = defaultHostID, defaultHostID
+	}
+	cmd := exec.Command("/proc/self/exe", probeArg)
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+			unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: hostUID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostGID, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		stdin.Close()
+		cmd.Wait()
+	}()
+	if !root {
+		return nil
+	}
+	userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open user namespace: %w", err)
+	}
+	defer unix.Close(userns)
+	dir := stateDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		dir = "/"
+	}
+	fd, err := idmappedTree(dir, userns, true)
+	if err != nil {
+		return fmt.Errorf("id-mapped mount: %w", err)
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// IsProbe reports whether args ask for doctor's namespace probe.
+func IsProbe(args []string) bool { return len(args) > 1 && args[1] == probeArg }
+
+// ProbeMain waits until stdin closes, then exits.
+func ProbeMain() {
+	var b [1]byte
+	os.Stdin.Read(b[:])
+	os.Exit(0)
+}

@@ -1,0 +1,247 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Device nodes the sandbox's /dev offers, bound from the host.
+var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// setupMounts builds the helper's mount namespace:
+//
+//  1. nothing propagates back to the host;
+//  2. writable roots and device nodes are cloned while still writable;
+//  3. the whole inherited tree becomes read-only, nosuid, nodev;
+//  4. a fresh /proc for the pid namespace, a minimal /dev with a private
+//     devpts and /dev/shm, a private size-limited /tmp (also /var/tmp);
+//  5. host runtime directories are hidden behind empty read-only tmpfs;
+//  6. writable roots (and, for root callers, the id-mapped read-only home)
+//     are attached;
+//  7. persistence paths in the workspace are pinned and bound read-only.
+//
+// trees are the supervisor's detached (id-mapped) trees, one per m.Attach.
+func setupMounts(m *setupMsg, trees []int) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	attach := append([]string(nil), m.Attach...)
+	for _, p := range m.Clone {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return fmt.Errorf("clone writable root %s: %w", p, err)
+		}
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			return fmt.Errorf("writable root %s: %w", p, err)
+		}
+		trees = append(trees, fd)
+		attach = append(attach, p)
+	}
+	devs := make([]int, 0, len(devNodes))
+	for _, name := range devNodes {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			return fmt.Errorf("clone /dev/%s: %w", name, err)
+		}
+		devs = append(devs, fd)
+	}
+
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
+		return fmt.Errorf("make the tree read-only: %w", err)
+	}
+
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := setupDev(devs, m.TmpSize); err != nil {
+		return err
+	}
+	tmpOpts := fmt.Sprintf("mode=1777,size=%d", m.TmpSize)
+	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+		return fmt.Errorf("mount /tmp: %w", err)
+	}
+	if isRealDir("/var/tmp") {
+		if err := unix.Mount("/tmp", "/var/tmp", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /var/tmp: %w", err)
+		}
+	}
+	for _, p := range m.Mask {
+		if !isRealDir(p) {
+			continue
+		}
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
+
+	// Attach shallow paths first so deeper roots land on top of them.
+	order := make([]int, len(attach))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return strings.Count(attach[order[a]], "/") < strings.Count(attach[order[b]], "/")
+	})
+	for _, i := range order {
+		target := attach[i]
+		if err := ensureMountpoint(target); err != nil {
+			return err
+		}
+		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach %s: %w", target, err)
+		}
+		unix.Close(trees[i])
+	}
+	return protectWorkspace(m)
+}
+
+func setupDev(devs []int, shmSize int64) error {
+	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for i, name := range devNodes {
+		p := "/dev/" + name
+		if err := os.WriteFile(p, nil, 0o666); err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+		if err := unix.MoveMount(devs[i], "", unix.AT_FDCWD, p, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach %s: %w", p, err)
+		}
+		unix.Close(devs[i])
+	}
+	for _, d := range []string{"/dev/pts", "/dev/shm"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("mkdir %s: %w", d, err)
+		}
+	}
+	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("mount /dev/pts: %w", err)
+	}
+	if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("mode=1777,size=%d", shmSize)); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err)
+	}
+	links := [][2]string{{"pts/ptmx", "/dev/ptmx"}, {"/proc/self/fd", "/dev/fd"},
+		{"/proc/self/fd/0", "/dev/stdin"}, {"/proc/self/fd/1", "/dev/stdout"},
+		{"/proc/self/fd/2", "/dev/stderr"}}
+	for _, l := range links {
+		if err := os.Symlink(l[0], l[1]); err != nil {
+			return fmt.Errorf("symlink %s: %w", l[1], err)
+		}
+	}
+	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/dev", 0, &ro); err != nil {
+		return fmt.Errorf("make /dev read-only: %w", err)
+	}
+	return nil
+}
+
+// ensureMountpoint creates target's missing directories inside tmpfs
+// mounts the helper made (a workspace under /tmp, say). Elsewhere the
+// tree is read-only and a missing target is an error.
+func ensureMountpoint(target string) error {
+	if _, err := os.Stat(target); err == nil {
+		return nil
+	}
+	if !strings.HasPrefix(target, "/tmp/") && !strings.HasPrefix(target, "/var/tmp/") && !strings.HasPrefix(target, "/dev/shm/") {
+		return fmt.Errorf("mount target %s does not exist", target)
+	}
+	if err := os.MkdirAll(target, 0o755); err != nil {
+		return fmt.Errorf("mount target %s: %w", target, err)
+	}
+	return nil
+}
+
+func isRealDir(p string) bool {
+	st, err := os.Lstat(p)
+	return err == nil && st.IsDir()
+}
+
+// protectWorkspace pins directories and binds persistence paths
+// read-only. Every path is opened beneath the workspace with no symlink
+// allowed anywhere, so a planted symlink cannot redirect a mount.
+func protectWorkspace(m *setupMsg) error {
+	if len(m.Pins) == 0 && len(m.ReadOnly) == 0 {
+		return nil
+	}
+	root, err := unix.Open(m.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open workspace: %w", err)
+	}
+	defer unix.Close(root)
+	bind := func(rel string, readOnly bool) error {
+		how := unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		}
+		fd, err := unix.Openat2(root, rel, &how)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				return nil // removed on the host since the plan was made
+			}
+			return fmt.Errorf("protect %s: %w", filepath.Join(m.Workspace, rel), err)
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("protect %s: %w", rel, err)
+		}
+		if t := st.Mode & unix.S_IFMT; t != unix.S_IFDIR && t != unix.S_IFREG {
+			return nil // symlinks and specials are watched, not bound
+		}
+		tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+		if err != nil {
+			return fmt.Errorf("protect %s: %w", rel, err)
+		}
+		defer unix.Close(tree)
+		if readOnly {
+			attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+			if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+				return fmt.Errorf("protect %s: %w", rel, err)
+			}
+		}
+		if err := unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return fmt.Errorf("protect %s: %w", rel, err)
+		}
+		return nil
+	}
+	for _, p := range m.Pins {
+		if err := bind(p, false); err != nil {
+			return err
+		}
+	}
+	for _, p := range m.ReadOnly {
+		if err := bind(p, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loopbackUp brings lo up in the new network namespace.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor and the helper talk over a SOCK_SEQPACKET socketpair
+// (the helper's fd 3): one JSON message per packet, descriptors attached
+// with SCM_RIGHTS.
+
+const (
+	helperArg      = "__sandbox-init" // os.Args[1] of the re-exec'd helper
+	helperSocketFD = 3
+	maxMessage     = 256 << 10
+)
+
+// msgKind names a message.
+type msgKind string
+
+const (
+	msgSetup     msgKind = "setup"     // supervisor -> helper, with descriptors
+	msgTerminate msgKind = "terminate" // supervisor -> helper: SIGTERM everything
+	msgKill      msgKind = "kill"      // supervisor -> helper: SIGKILL everything
+	msgStarted   msgKind = "started"   // helper -> supervisor: the command runs
+	msgError     msgKind = "error"     // helper -> supervisor: setup failed
+	msgExit      msgKind = "exit"      // helper -> supervisor: the command ended
+)
+
+type message struct {
+	Kind  msgKind     `json:"kind"`
+	Setup *setupMsg   `json:"setup,omitempty"`
+	Error string      `json:"error,omitempty"`
+	Code  int         `json:"code,omitempty"` // exit status for msgExit and msgError
+	Sig   int         `json:"sig,omitempty"`
+	Info  *startedMsg `json:"info,omitempty"`
+}
+
+// setupMsg is everything the helper needs. Descriptors travel alongside:
+// fds[0] is the Landlock ruleset, then Cgroups "tasks" files, then one per
+// entry of Attach.
+type setupMsg struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+
+	Namespaces bool `json:"namespaces"`
+	Cgroups    int  `json:"cgroups"` // how many cgroup "tasks" descriptors follow the ruleset
+	// Clone lists writable roots the helper clones itself (when the
+	// supervisor did not hand over id-mapped trees), in mount order.
+	Clone []string `json:"clone,omitempty"`
+	// Attach lists where each handed-over tree goes, in mount order.
+	Attach []string `json:"attach,omitempty"`
+	// Mask lists directories hidden behind an empty read-only tmpfs.
+	Mask []string `json:"mask,omitempty"`
+	// Pins are directories bound onto themselves so they cannot be
+	// renamed or removed; ReadOnly are protected paths bound read-only.
+	// Both are relative to Workspace and resolved without symlinks.
+	Workspace string   `json:"workspace"`
+	Pins      []string `json:"pins,omitempty"`
+	ReadOnly  []string `json:"read_only,omitempty"`
+	TmpSize   int64    `json:"tmp_size"`
+	// TmpDir is the private TMPDIR when there is no mount namespace.
+	TmpDir string `json:"tmp_dir,omitempty"`
+
+	Limits     Limits `json:"limits"`
+	LimitNproc bool   `json:"limit_nproc"` // no pids cgroup: use RLIMIT_NPROC
+	LimitData  bool   `json:"limit_data"`  // no memory cgroup: use RLIMIT_DATA
+
+	LandlockABI   int    `json:"landlock_abi"`
+	LandlockFS    uint64 `json:"landlock_fs"`
+	LandlockFlags uint32 `json:"landlock_flags"`
+	Seccomp       []byte `json:"seccomp"`
+}
+
+type startedMsg struct {
+	SetupNanos int64 `json:"setup_ns"`
+	// Phases are the helper's setup steps in microseconds since its start.
+	Phases []phase `json:"phases,omitempty"`
+}
+
+type phase struct {
+	Name string `json:"name"`
+	US   int64  `json:"us"`
+}
+
+func send(fd int, m message, fds ...int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("sandbox: encode %s: %w", m.Kind, err)
+	}
+	if len(b) > maxMessage {
+		return fmt.Errorf("sandbox: %s message of %d bytes is too large", m.Kind, len(b))
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if err := unix.Sendmsg(fd, b, oob, nil, 0); err != nil {
+		return fmt.Errorf("sandbox: send %s: %w", m.Kind, err)
+	}
+	return nil
+}
+
+// receiver reads messages from one socket, reusing its buffers.
+type receiver struct {
+	fd  int
+	buf []byte
+	oob []byte
+}
+
+func newReceiver(fd int) *receiver {
+	return &receiver{fd: fd, buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(16*4))}
+}
+
+// recv reads one message. Received descriptors are close-on-exec.
+func (r *receiver) recv() (message, []int, error) {
+	fd, buf, oob := r.fd, r.buf, r.oob
+	n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return message{}, nil, fmt.Errorf("sandbox: receive: %w", err)
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+		return message{}, nil, fmt.Errorf("sandbox: receive: message truncated")
+	}
+	if n == 0 {
+		return message{}, nil, os.ErrClosed
+	}
+	var fds []int
+	if oobn > 0 {
+		cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return message{}, nil, fmt.Errorf("sandbox: receive: %w", err)
+		}
+		for _, c := range cmsgs {
+			r, err := unix.ParseUnixRights(&c)
+			if err != nil {
+				return message{}, nil, fmt.Errorf("sandbox: receive: %w", err)
+			}
+			fds = append(fds, r...)
+		}
+	}
+	var m message
+	if err := json.Unmarshal(buf[:n], &m); err != nil {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+		return message{}, nil, fmt.Errorf("sandbox: decode message: %w", err)
+	}
+	return m, fds, nil
+}

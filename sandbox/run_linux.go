@@ -1,0 +1,667 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoIsolation is returned when namespaces were required but the kernel
+// or the environment refused them.
+var ErrNoIsolation = errors.New("sandbox: namespaces are unavailable")
+
+// defaultHostID is the host uid and gid a root caller's command runs as.
+const defaultHostID = 100000
+
+// Run runs spec.Argv in a new sandbox and waits for it and every process
+// it started. An error means sandboxd itself failed (exit status 125);
+// the command's own failures are in Result.
+func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
+	t0 := time.Now()
+	res := Result{}
+	sup, err := landlock.Probe()
+	if err != nil {
+		return res, err
+	}
+	res.LandlockABI = sup.ABI
+	root := os.Geteuid() == 0
+	if spec.HostUID == 0 {
+		spec.HostUID, spec.HostGID = defaultHostID, defaultHostID
+	}
+	if spec.KillGrace == 0 {
+		spec.KillGrace = 2 * time.Second
+	}
+	wantNS := spec.Isolation != string(LandlockOnly)
+	if !wantNS && root {
+		return res, fmt.Errorf("sandbox: refusing to run as host root without a user namespace (isolation %q)", spec.Isolation)
+	}
+	runID := newRunID()
+	if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
+		return res, fmt.Errorf("sandbox: state directory: %w", err)
+	}
+
+	// Only 0-2 reach the helper, and from it the command.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+
+	// The Landlock carve-out, the compiled filter and the persistence plan
+	// are built while the helper starts.
+	prepc := startPrepare(sup, &spec, wantNS, log)
+	mark := func(what string) { log.Debug("supervisor", "phase", what, "at_us", time.Since(t0).Microseconds()) }
+	for _, c := range spec.Caches {
+		if err := os.MkdirAll(c, 0o700); err != nil {
+			return res, fmt.Errorf("sandbox: cache directory: %w", err)
+		}
+	}
+
+	var cg *cgroup
+	cgInfo := probeCgroups()
+	if c, err := newCgroup(cgInfo, "sandboxd-"+runID, spec.Limits); err == nil {
+		cg = c
+		defer cg.remove()
+		res.Containment = "pids cgroup"
+		if cg.v2 {
+			res.Containment += " (v2)"
+		} else {
+			res.Containment += " (v1)"
+		}
+	} else {
+		res.Containment = "RLIMIT_NPROC"
+		res.Degraded = append(res.Degraded, "no pids cgroup ("+err.Error()+"); processes are bounded by RLIMIT_NPROC only")
+	}
+	if cg == nil || !cg.memory {
+		res.Degraded = append(res.Degraded, "no memory cgroup; memory is bounded by RLIMIT_DATA only")
+	}
+
+	mark("cgroup")
+	h, err := startHelper(spec, wantNS, root)
+	mark("helper started")
+	log.Debug("start", "us", startDur.Microseconds())
+	if err != nil && wantNS && spec.Isolation != string(Namespaces) && !root && isNSRefusal(err) {
+		log.Debug("namespaces refused, falling back to landlock-only", "err", err)
+		wantNS = false
+		// The ruleset must now also close TCP; prepare again.
+		if p := <-prepc; p.rs != nil {
+			p.rs.Close()
+		}
+		prepc = startPrepare(sup, &spec, false, log)
+		h, err = startHelper(spec, false, root)
+	}
+	if err != nil {
+		p := <-prepc
+		if p.rs != nil {
+			p.rs.Close()
+		}
+		if errors.Is(err, ErrNoIsolation) || isNSRefusal(err) {
+			return res, fmt.Errorf("%w: %v", ErrNoIsolation, err)
+		}
+		return res, err
+	}
+	defer h.cleanup()
+	if wantNS {
+		res.Isolation, res.NetworkMode = Namespaces, NetNS
+	} else {
+		res.Isolation, res.NetworkMode = LandlockOnly, NetLandlock
+		res.Degraded = append(res.Degraded,
+			"no namespaces: no private /tmp, /proc or /dev; host unix sockets are unreachable only because seccomp refuses AF_UNIX; UDP and other protocols only because seccomp refuses them; processes are not in a pid namespace",
+			"no network namespace: Landlock denies every TCP connect and bind, so servers inside cannot listen on loopback")
+	}
+	// The helper joins the run's cgroup itself, through descriptors opened
+	// here: writing "0" to a v1 "tasks" file moves only the calling thread
+	// and skips the global lock that makes moving a whole process wait
+	// for an RCU grace period (up to ~10 ms here). The command is forked
+	// from that thread, so it and all its descendants are in the group.
+	var cgFDs []int
+	if cg != nil {
+		cgFDs, err = cg.openJoin()
+		if err != nil {
+			h.kill()
+			<-prepc
+			return res, err
+		}
+		defer func() {
+			for _, fd := range cgFDs {
+				unix.Close(fd)
+			}
+		}()
+	}
+	setup := &setupMsg{
+		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
+		Namespaces:  wantNS,
+		Workspace:   spec.Workspace,
+		TmpSize:     spec.Limits.TmpSize,
+		Limits:      spec.Limits,
+		LimitNproc:  true,
+		LimitData:   cg == nil || !cg.memory,
+		LandlockABI: sup.ABI,
+		LandlockFS:  uint64(sup.FS),
+	}
+	var fds []int
+	if wantNS {
+		setup.Mask = maskedDirs()
+		roots := append([]string{spec.Workspace}, spec.Writable...)
+		roots = append(roots, spec.Caches...)
+		if root {
+			// Id-mapped trees: the command's host uid owns what root owns.
+			userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", h.cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				h.kill()
+				<-prepc
+				return res, fmt.Errorf("sandbox: user namespace: %w", err)
+			}
+			defer unix.Close(userns)
+			if spec.Home != "" && h.homeMapped {
+				fd, err := idmappedTree(spec.Home, userns, true)
+				if err != nil {
+					h.kill()
+					<-prepc
+					return res, err
+				}
+				defer unix.Close(fd)
+				fds = append(fds, fd)
+				setup.Attach = append(setup.Attach, spec.Home)
+			}
+			for _, r := range roots {
+				fd, err := idmappedTree(r, userns, false)
+				if err != nil {
+					h.kill()
+					<-prepc
+					return res, err
+				}
+				defer unix.Close(fd)
+				fds = append(fds, fd)
+				setup.Attach = append(setup.Attach, r)
+			}
+		} else {
+			setup.Clone = roots
+		}
+	} else {
+		tmp := filepath.Join(spec.StateDir, "tmp", runID)
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			h.kill()
+			<-prepc
+			return res, fmt.Errorf("sandbox: private TMPDIR: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		setup.TmpDir = tmp
+		setup.Env = setEnv(setup.Env, "TMPDIR", tmp)
+		res.Degraded = append(res.Degraded, "TMPDIR is a private directory without a size limit (no tmpfs without a mount namespace)")
+	}
+
+	mark("id-mapped trees")
+	p := <-prepc
+	mark("prepared")
+	if p.err != nil {
+		if p.rs != nil {
+			p.rs.Close()
+		}
+		h.kill()
+		return res, p.err
+	}
+	defer p.rs.Close()
+	if p.plan != nil {
+		setup.Pins, setup.ReadOnly = p.plan.pins, p.plan.readOnly
+	}
+	setup.Seccomp = p.bpf
+	if sup.LogFlags {
+		setup.LandlockFlags = 0
+	}
+	setup.Cgroups = len(cgFDs)
+	all := append([]int{p.rs.FD()}, cgFDs...)
+	if err := send(h.sock, message{Kind: msgSetup, Setup: setup}, append(all, fds...)...); err != nil {
+		h.kill()
+		return res, err
+	}
+	p.rs.Close()
+	mark("setup sent")
+	code, sig, timedOut, err := h.wait(ctx, spec.Timeout, spec.KillGrace, log)
+	mark("command ended")
+	res.Setup = h.setup
+	if res.Setup == 0 {
+		res.Setup = time.Since(t0)
+	} else {
+		res.Setup += h.started.Sub(t0)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.ExitCode, res.Signal, res.TimedOut = code, sig, timedOut
+	mark("before sweep")
+	defer mark("done")
+	if p.plan != nil {
+		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))
+		res.Persistence = removed
+		if err != nil {
+			return res, fmt.Errorf("sandbox: persistence sweep: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// prepared is the work done beside the helper's start.
+type prepared struct {
+	rs   *landlock.Ruleset
+	bpf  []byte
+	plan *persistPlan
+	err  error
+}
+
+// startPrepare builds the ruleset, loads the filter and (with namespaces)
+// plans the persistence protection, concurrently.
+func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <-chan prepared {
+	t0 := time.Now()
+	c := make(chan prepared, 1)
+	go func() {
+		var p prepared
+		var wg sync.WaitGroup
+		var planErr, bpfErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if ns {
+				p.plan, planErr = planPersistence(spec.Workspace, spec.Protected)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			p.bpf, bpfErr = cachedFilter(spec.StateDir)
+		}()
+		p.rs, p.err = buildRuleset(sup, spec, !ns)
+		wg.Wait()
+		p.err = errors.Join(p.err, planErr, bpfErr)
+		if p.rs != nil {
+			log.Debug("prepared", "landlock_rules", p.rs.Rules(), "took_us", time.Since(t0).Microseconds())
+		}
+		c <- p
+	}()
+	return c
+}
+
+// helper is a started helper process.
+type helper struct {
+	cmd        *exec.Cmd
+	sock       int
+	relays     sync.WaitGroup
+	homeMapped bool
+	started    time.Time
+	setup      time.Duration
+	lockDone   chan struct{}
+	exited     chan error
+}
+
+var startDur time.Duration
+
+func startHelper(spec Spec, ns, root bool) (*helper, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+	}
+	theirs := os.NewFile(uintptr(pair[1]), "sandbox-control")
+	h := &helper{sock: pair[0], exited: make(chan error, 1)}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{"sandboxd", helperArg},
+		Env:        []string{},
+		Dir:        "/",
+		ExtraFiles: []*os.File{theirs},
+	}
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if ns {
+		uid, gid := os.Getuid(), os.Getgid()
+		inUID, inGID, hostUID, hostGID := uid, gid, uid, gid
+		if root {
+			hostUID, hostGID = spec.HostUID, spec.HostGID
+			inUID, inGID = ownerOf(spec.Workspace)
+			if hu, _ := ownerOf(spec.Home); spec.Home != "" && hu == inUID {
+				h.homeMapped = true
+			}
+		}
+		attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+			unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inUID, HostID: hostUID, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: inGID, HostID: hostGID, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+		attr.Credential = &syscall.Credential{Uid: uint32(inUID), Gid: uint32(inGID), NoSetGroups: true}
+		// A non-zero uid inside keeps its namespace capabilities across
+		// exec only as ambient capabilities.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+	}
+	cmd.SysProcAttr = attr
+
+	cmd.Stdin = spec.Stdin
+	outs := []io.Writer{spec.Stdout, spec.Stderr}
+	for i, w := range outs {
+		f, direct := w.(*os.File)
+		if direct && isTerminal(f) {
+			if i == 0 {
+				cmd.Stdout = f
+			} else {
+				cmd.Stderr = f
+			}
+			continue
+		}
+		// A fresh pipe owned by the command's host uid, so that reopening
+		// /dev/stdout inside works, relayed to the real destination.
+		r, pw, err := os.Pipe()
+		if err != nil {
+			unix.Close(pair[0])
+			theirs.Close()
+			return nil, fmt.Errorf("sandbox: pipe: %w", err)
+		}
+		if root && ns {
+			unix.Fchown(int(pw.Fd()), spec.HostUID, spec.HostGID)
+		}
+		if i == 0 {
+			cmd.Stdout = pw
+		} else {
+			cmd.Stderr = pw
+		}
+		dst := w
+		if dst == nil {
+			dst = io.Discard
+		}
+		h.relays.Add(1)
+		go func() {
+			defer h.relays.Done()
+			io.Copy(dst, r)
+			r.Close()
+		}()
+		defer pw.Close()
+	}
+	h.cmd = cmd
+
+	// Pdeathsig fires when the thread that forked the helper exits, so
+	// that thread stays locked until the helper is gone.
+	startErr := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The helper is born with no_new_privs on every thread: it is
+		// inherited from this (never unlocked) thread across clone and
+		// exec, which saves the helper a call on all of its threads.
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			startErr <- fmt.Errorf("no_new_privs: %w", err)
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			startErr <- err
+			return
+		}
+		startErr <- nil
+		h.exited <- cmd.Wait()
+	}()
+	ts := time.Now()
+	err = <-startErr
+	startDur = time.Since(ts)
+	theirs.Close()
+	if err != nil {
+		unix.Close(pair[0])
+		return nil, fmt.Errorf("sandbox: start helper: %w", err)
+	}
+	return h, nil
+}
+
+func isNSRefusal(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) ||
+		errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EUSERS)
+}
+
+func (h *helper) kill() {
+	h.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+func (h *helper) cleanup() {
+	h.kill()
+	unix.Close(h.sock)
+}
+
+// wait follows the helper until it exits, forwarding signals and enforcing
+// the timeout, and returns the command's status.
+func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *slog.Logger) (code, sig int, timedOut bool, err error) {
+	msgs := make(chan message, 4)
+	go func() {
+		defer close(msgs)
+		rcv := newReceiver(h.sock)
+		for {
+			m, fds, err := rcv.recv()
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
+	defer signal.Stop(sigs)
+
+	var timer <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		timer = t.C
+	}
+	var killTimer <-chan time.Time
+	var last message
+	haveExit := false
+	done := ctx.Done()
+	terminate := func() {
+		send(h.sock, message{Kind: msgTerminate})
+		kt := time.NewTimer(grace)
+		killTimer = kt.C
+	}
+	for {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				msgs = nil
+				continue
+			}
+			switch m.Kind {
+			case msgStarted:
+				h.started = time.Now()
+				if m.Info != nil {
+					h.setup = time.Duration(m.Info.SetupNanos)
+					for _, p := range m.Info.Phases {
+						log.Debug("helper", "phase", p.Name, "at_us", p.US)
+					}
+				}
+			case msgExit, msgError:
+				last, haveExit = m, true
+				log.Debug("wait", "event", "exit message")
+			}
+		case s := <-sigs:
+			h.cmd.Process.Signal(s)
+		case <-timer:
+			timedOut = true
+			timer = nil
+			log.Debug("timeout; terminating")
+			terminate()
+		case <-done:
+			done = nil
+			terminate()
+		case <-killTimer:
+			killTimer = nil
+			send(h.sock, message{Kind: msgKill})
+			// In a pid namespace killing the helper kills everything.
+			time.AfterFunc(200*time.Millisecond, h.kill)
+		case werr := <-h.exited:
+			log.Debug("wait", "event", "helper exited")
+			// Drain what the helper said before it went (the reader ends
+			// at EOF now that the helper's end is closed).
+			for m := range drain(msgs) {
+				if m.Kind == msgExit || m.Kind == msgError {
+					last, haveExit = m, true
+				}
+			}
+			h.relays.Wait()
+			log.Debug("wait", "event", "relays done")
+			if timedOut {
+				return 124, 0, true, nil
+			}
+			if haveExit && last.Kind == msgExit {
+				return last.Code, last.Sig, false, nil
+			}
+			if haveExit && last.Kind == msgError {
+				if last.Code == 126 || last.Code == 127 {
+					fmt.Fprintln(os.Stderr, last.Error)
+					return last.Code, 0, false, nil
+				}
+				return 0, 0, false, errors.New(last.Error)
+			}
+			return 0, 0, false, fmt.Errorf("sandbox: helper ended without a status: %v", werr)
+		}
+	}
+}
+
+// drain returns c, or a closed channel when c is nil.
+func drain(c chan message) <-chan message {
+	if c == nil {
+		c = make(chan message)
+		close(c)
+	}
+	return c
+}
+
+func idmappedTree(path string, userns int, readOnly bool) (int, error) {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: clone %s: %w", path, err)
+	}
+	attr := unix.MountAttr{
+		Attr_set:  unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV,
+		Userns_fd: uint64(userns),
+	}
+	if readOnly {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("sandbox: id-map %s: %w", path, err)
+	}
+	return fd, nil
+}
+
+// buildRuleset creates the Landlock ruleset with the carve-out and the
+// writable roots; the helper adds its own mounts.
+func buildRuleset(sup landlock.Support, spec *Spec, restrictNet bool) (*landlock.Ruleset, error) {
+	rs, err := landlock.New(sup, landlock.Options{RestrictNet: restrictNet})
+	if err != nil {
+		return nil, err
+	}
+	var carved landlock.Access
+	if spec.ListCarved {
+		carved = landlock.AccessReadDir
+	}
+	if err := rs.Carve(spec.Read, spec.Deny, landlock.ReadAccess, carved); err != nil {
+		rs.Close()
+		return nil, err
+	}
+	writable := append([]string{spec.Workspace}, spec.Writable...)
+	writable = append(writable, spec.Caches...)
+	for _, w := range writable {
+		if d, bad := landlock.Covers(w, spec.Deny); bad {
+			rs.Close()
+			return nil, fmt.Errorf("sandbox: writable root %s contains the denied path %s; Landlock cannot deny reads inside a writable root", w, d)
+		}
+		if err := rs.AddPath(w, sup.FS); err != nil {
+			rs.Close()
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+// cachedFilter returns the compiled seccomp program, compiling it once per
+// filter version into the state directory.
+func cachedFilter(stateDir string) ([]byte, error) {
+	rules := seccomp.Build(seccomp.Options{})
+	path := filepath.Join(stateDir, "seccomp", rules.Key()+".bpf")
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 && len(b)%8 == 0 {
+		return b, nil
+	}
+	prog, err := seccomp.Compile(rules)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+		writeAtomic(path, prog)
+	}
+	return prog, nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// maskedDirs are host runtime directories replaced by an empty tmpfs.
+func maskedDirs() []string {
+	dirs := []string{"/run", "/var/run"}
+	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+		dirs = append(dirs, filepath.Clean(x))
+	}
+	return dirs
+}
+
+func ownerOf(p string) (int, int) {
+	var st unix.Stat_t
+	if unix.Stat(p, &st) != nil {
+		return 0, 0
+	}
+	return int(st.Uid), int(st.Gid)
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func setEnv(env []string, key, val string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+"="+val)
+}
+
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

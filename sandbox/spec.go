@@ -1,0 +1,121 @@
+package sandbox
+
+import (
+	"io"
+	"time"
+)
+
+// Isolation says how a command was contained.
+type Isolation string
+
+const (
+	// Namespaces: user, mount, pid, network, IPC and UTS namespaces, plus
+	// Landlock, seccomp and a pids cgroup or rlimit.
+	Namespaces Isolation = "namespaces"
+	// LandlockOnly: no namespaces could be created; Landlock (filesystem,
+	// TCP and scopes), seccomp and rlimits only.
+	LandlockOnly Isolation = "landlock-only"
+)
+
+// NetworkMode says how the network is closed.
+type NetworkMode string
+
+const (
+	// NetNS: an empty network namespace with loopback up.
+	NetNS NetworkMode = "netns"
+	// NetLandlock: Landlock denies every TCP connect and bind; seccomp
+	// refuses every other socket family and type.
+	NetLandlock NetworkMode = "landlock"
+)
+
+// Spec is everything one sandboxed run needs. Paths are absolute and
+// resolved; the caller (cmd/sandboxd) turns flags and policy into a Spec.
+type Spec struct {
+	// Argv is the command to run; Argv[0] is looked up in PATH from Env.
+	Argv []string
+	// Env is the command's whole environment (already scrubbed).
+	Env []string
+	// Dir is the command's working directory.
+	Dir string
+	// Workspace is the main writable root.
+	Workspace string
+	// Writable lists further writable roots (not the workspace, not TMPDIR).
+	Writable []string
+	// Caches are sandbox-private writable directories (created if missing)
+	// that outlive the run, keyed to the workspace by the caller.
+	Caches []string
+	// Read lists the hierarchies the command may read and execute
+	// (normally just "/").
+	Read []string
+	// Deny lists paths carved out of Read (last element may be a glob).
+	Deny []string
+	// ListCarved lets the command list the directories above denied paths
+	// ("/", "~"), and through Landlock's inheritance every directory
+	// beneath them, denied ones included (names, not contents). The strict
+	// profile turns it off.
+	ListCarved bool
+	// Protected lists workspace-relative persistence names (".git",
+	// ".envrc", ...); ".git" entries are found at any depth.
+	Protected []string
+	// Home is the caller's home directory. When the caller is root and
+	// the command runs as an unprivileged host uid, Home is mounted
+	// read-only with an id mapping so the command can read what its user
+	// could read (secrets stay denied by Landlock).
+	Home string
+	// StateDir is sandboxd's state directory (caches, compiled filters,
+	// quarantine); it is never readable from inside.
+	StateDir string
+	// Limits bound the command's resources.
+	Limits Limits
+	// Isolation: "" or "auto" picks namespaces when possible;
+	// Namespaces requires them; LandlockOnly skips them.
+	Isolation string
+	// Timeout, if non-zero, ends the command: SIGTERM to every process,
+	// then SIGKILL after KillGrace.
+	Timeout   time.Duration
+	KillGrace time.Duration
+	// HostUID and HostGID are the host ids the command runs as when the
+	// caller is root (default 100000).
+	HostUID, HostGID int
+
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Limits bound a run.
+type Limits struct {
+	Pids     int64 // tasks (processes and threads)
+	Memory   int64 // bytes
+	FileSize int64 // bytes, largest file the command may write
+	TmpSize  int64 // bytes, private /tmp
+}
+
+// Result is what happened.
+type Result struct {
+	// ExitCode follows sandboxd's contract: the command's status,
+	// 128+N when killed by signal N, 124 on timeout.
+	ExitCode int
+	// Signal is the signal that ended the command, if any.
+	Signal int
+	// TimedOut reports that Timeout fired.
+	TimedOut    bool
+	LandlockABI int
+	Isolation   Isolation
+	NetworkMode NetworkMode
+	// Degraded lists what this run could not enforce and why (empty when
+	// fully isolated).
+	Degraded []string
+	// Containment names the mechanism that bounded the process count.
+	Containment string
+	// Persistence lists protected paths the command created and that were
+	// moved out of the workspace after it ended.
+	Persistence []Removed
+	// Setup is how long preparing the sandbox took.
+	Setup time.Duration
+}
+
+// Removed is one persistence path created during a run.
+type Removed struct {
+	Path       string `json:"path"`
+	Quarantine string `json:"quarantine,omitempty"`
+}

@@ -1,0 +1,11 @@
+//go:build !linux || !cgo
+
+package seccomp
+
+import "errors"
+
+// Compile fails closed where libseccomp is not linked in: sandboxd never
+// runs a command without its system call filter.
+func Compile(r Rules) ([]byte, error) {
+	return nil, errors.New("seccomp: built without libseccomp (cgo); cannot build the system call filter")
+}

@@ -1,0 +1,331 @@
+package seccomp
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The filter is permanent, so every probe runs in a child copy of the test
+// binary that installs it first (the go-landlock pattern).
+const childEnv = "SANDBOXD_SECCOMP_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(child())
+	}
+	os.Exit(m.Run())
+}
+
+type probe struct {
+	name string
+	call func(dir string) error
+	want unix.Errno // 0 = success
+}
+
+func raw(nr uintptr, args ...uintptr) error {
+	var a [6]uintptr
+	copy(a[:], args)
+	_, _, e := unix.Syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func socket(domain, typ, proto int) func(string) error {
+	return func(string) error {
+		fd, err := unix.Socket(domain, typ, proto)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+}
+
+func cstr(s string) uintptr {
+	b, _ := unix.BytePtrFromString(s)
+	return uintptr(unsafe.Pointer(b))
+}
+
+var probes = []probe{
+	{"socket tcp4", socket(unix.AF_INET, unix.SOCK_STREAM, 0), 0},
+	{"socket tcp4 nonblock cloexec", socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0), 0},
+	{"socket tcp6 proto tcp", socket(unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_TCP), 0},
+	{"socket udp4", socket(unix.AF_INET, unix.SOCK_DGRAM, 0), unix.EACCES},
+	{"socket udp6 nonblock", socket(unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0), unix.EACCES},
+	{"socket raw", socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP), unix.EACCES},
+	{"socket mptcp", socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), unix.EACCES},
+	{"socket sctp", socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP), unix.EACCES},
+	{"socket unix", socket(unix.AF_UNIX, unix.SOCK_STREAM, 0), unix.EACCES},
+	{"socket netlink", socket(unix.AF_NETLINK, unix.SOCK_RAW, 0), unix.EACCES},
+	{"socket packet", socket(unix.AF_PACKET, unix.SOCK_RAW, 0), unix.EACCES},
+	{"socket vsock", socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0), unix.EACCES},
+	{"socket family 77", socket(77, unix.SOCK_STREAM, 0), unix.ENOSYS},
+	{"socketpair unix", func(string) error {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+		return err
+	}, 0},
+	{"setsockopt nodelay", func(string) error {
+		fd, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		defer unix.Close(fd)
+		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	}, 0},
+	{"setsockopt reuseaddr", func(string) error {
+		fd, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		defer unix.Close(fd)
+		return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	}, 0},
+	{"setsockopt fastopen connect", func(string) error {
+		fd, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		defer unix.Close(fd)
+		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, tcpFastOpenConnect, 1)
+	}, unix.EPERM},
+	{"setsockopt fastopen", func(string) error {
+		fd, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		defer unix.Close(fd)
+		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, tcpFastOpen, 5)
+	}, unix.EPERM},
+	{"sendto fastopen", func(string) error {
+		fd, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+		defer unix.Close(fd)
+		return unix.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}})
+	}, unix.EPERM},
+	{"ioctl FIONREAD", func(string) error {
+		var p [2]int
+		unix.Pipe(p[:])
+		defer unix.Close(p[0])
+		defer unix.Close(p[1])
+		_, err := unix.IoctlGetInt(p[0], unix.TIOCINQ)
+		return err
+	}, 0},
+	{"ioctl TIOCSTI", func(string) error { return raw(unix.SYS_IOCTL, 0, unix.TIOCSTI, 0) }, unix.EPERM},
+	{"ioctl TIOCSTI high bits", func(string) error { return raw(unix.SYS_IOCTL, 0, 0x1_0000_0000|unix.TIOCSTI, 0) }, unix.EPERM},
+	{"ioctl TIOCLINUX", func(string) error { return raw(unix.SYS_IOCTL, 0, unix.TIOCLINUX, 0) }, unix.EPERM},
+	{"unshare user", func(string) error { return unix.Unshare(unix.CLONE_NEWUSER) }, unix.EPERM},
+	{"setns", func(string) error { return raw(unix.SYS_SETNS, 0, 0) }, unix.EPERM},
+	{"clone newuser", func(string) error { return raw(unix.SYS_CLONE, unix.CLONE_NEWUSER|uintptr(unix.SIGCHLD)) }, unix.EPERM},
+	{"clone newnet", func(string) error { return raw(unix.SYS_CLONE, unix.CLONE_NEWNET|uintptr(unix.SIGCHLD)) }, unix.EPERM},
+	{"clone3", func(string) error { return raw(unix.SYS_CLONE3, 0, 0) }, unix.ENOSYS},
+	{"openat2", func(string) error { return raw(unix.SYS_OPENAT2, 0, 0, 0, 0) }, unix.ENOSYS},
+	{"io_uring_setup", func(string) error { return raw(unix.SYS_IO_URING_SETUP, 1, 0) }, unix.ENOSYS},
+	{"keyctl", func(string) error { return raw(unix.SYS_KEYCTL, 0) }, unix.ENOSYS},
+	{"add_key", func(string) error { return raw(unix.SYS_ADD_KEY, 0) }, unix.ENOSYS},
+	{"landlock_create_ruleset", func(string) error { return raw(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1) }, unix.ENOSYS},
+	{"landlock_restrict_self", func(string) error { return raw(unix.SYS_LANDLOCK_RESTRICT_SELF, 0, 0) }, unix.ENOSYS},
+	{"mount", func(string) error { return unix.Mount("none", "/", "", unix.MS_REMOUNT, "") }, unix.EPERM},
+	{"open_tree", func(string) error { return raw(unix.SYS_OPEN_TREE, ^uintptr(99), cstr("/"), 0) }, unix.EPERM},
+	{"fsopen", func(string) error { return raw(unix.SYS_FSOPEN, cstr("tmpfs"), 0) }, unix.EPERM},
+	{"ptrace", func(string) error { return raw(unix.SYS_PTRACE, unix.PTRACE_TRACEME) }, unix.EPERM},
+	{"process_vm_readv", func(string) error { return raw(unix.SYS_PROCESS_VM_READV, 1) }, unix.EPERM},
+	{"bpf", func(string) error { return raw(unix.SYS_BPF, 0) }, unix.EPERM},
+	{"perf_event_open", func(string) error { return raw(unix.SYS_PERF_EVENT_OPEN, 0) }, unix.EPERM},
+	{"userfaultfd", func(string) error { return raw(unix.SYS_USERFAULTFD, 0) }, unix.EPERM},
+	{"open_by_handle_at", func(string) error { return raw(unix.SYS_OPEN_BY_HANDLE_AT, 0) }, unix.EPERM},
+	{"kexec_load", func(string) error { return raw(unix.SYS_KEXEC_LOAD, 0) }, unix.EPERM},
+	{"init_module", func(string) error { return raw(unix.SYS_INIT_MODULE, 0) }, unix.EPERM},
+	{"reboot", func(string) error { return raw(unix.SYS_REBOOT, 0) }, unix.EPERM},
+	{"unknown syscall 1000", func(string) error { return raw(1000) }, unix.ENOSYS},
+	{"personality query", func(string) error { return raw(unix.SYS_PERSONALITY, 0xffffffff) }, 0},
+	{"personality no-randomize", func(string) error { return raw(unix.SYS_PERSONALITY, 0x0040000) }, unix.ENOSYS},
+	{"chmod 0755", func(d string) error { return unix.Chmod(filepath.Join(d, "f"), 0o755) }, 0},
+	{"chmod 4755", func(d string) error { return unix.Chmod(filepath.Join(d, "f"), 0o4755) }, unix.EPERM},
+	{"chmod 2755", func(d string) error { return unix.Chmod(filepath.Join(d, "f"), 0o2755) }, unix.EPERM},
+	{"fchmodat 4755", func(d string) error { return unix.Fchmodat(unix.AT_FDCWD, filepath.Join(d, "f"), 0o4755, 0) }, unix.EPERM},
+	{"fchmodat2 6755", func(d string) error {
+		return raw(unix.SYS_FCHMODAT2, ^uintptr(99), cstr(filepath.Join(d, "f")), 0o6755, 0)
+	}, unix.EPERM},
+	{"fchmod 4755", func(d string) error {
+		fd, err := unix.Open(filepath.Join(d, "f"), unix.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Fchmod(fd, 0o4755)
+	}, unix.EPERM},
+	{"openat create 0644", func(d string) error {
+		fd, err := unix.Open(filepath.Join(d, "g"), unix.O_CREAT|unix.O_WRONLY, 0o644)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}, 0},
+	{"openat create 4755", func(d string) error {
+		_, err := unix.Open(filepath.Join(d, "h"), unix.O_CREAT|unix.O_WRONLY, 0o4755)
+		return err
+	}, unix.EPERM},
+	{"openat tmpfile 2755", func(d string) error {
+		_, err := unix.Open(d, unix.O_TMPFILE|unix.O_WRONLY, 0o2755)
+		return err
+	}, unix.EPERM},
+	{"openat read with garbage mode", func(d string) error {
+		fd, err := unix.Open(filepath.Join(d, "f"), unix.O_RDONLY, 0o4755)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}, 0},
+	{"creat 4755", func(d string) error {
+		return raw(unix.SYS_CREAT, cstr(filepath.Join(d, "i")), 0o4755)
+	}, unix.EPERM},
+	{"mknod fifo", func(d string) error { return unix.Mkfifo(filepath.Join(d, "fifo"), 0o644) }, 0},
+	{"mknod chr", func(d string) error { return unix.Mknod(filepath.Join(d, "null"), unix.S_IFCHR|0o666, 0x103) }, unix.EPERM},
+	{"mknod blk", func(d string) error { return unix.Mknod(filepath.Join(d, "blk"), unix.S_IFBLK|0o666, 0x800) }, unix.EPERM},
+	{"fork via clone", func(string) error {
+		cmd := exec.Command("/bin/true")
+		return cmd.Run()
+	}, 0},
+}
+
+type result struct {
+	Name  string `json:"name"`
+	Errno int    `json:"errno"`
+	Other string `json:"other,omitempty"`
+}
+
+func child() int {
+	prog, err := os.ReadFile(os.Getenv(childEnv))
+	if err != nil {
+		return 3
+	}
+	dir := os.Getenv("SANDBOXD_SECCOMP_TEST_DIR")
+	runtime.LockOSThread()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 4
+	}
+	if err := Install(prog); err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 5
+	}
+	if os.Getenv("SANDBOXD_SECCOMP_TEST_X32") != "" {
+		// getpid through the x32 ABI: the filter must kill the process.
+		unix.Syscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
+		return 0
+	}
+	var out []result
+	for _, p := range probes {
+		err := p.call(dir)
+		r := result{Name: p.name}
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			r.Errno = int(errno)
+		} else if err != nil {
+			r.Other = err.Error()
+		}
+		out = append(out, r)
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+	return 0
+}
+
+func compiled(t *testing.T) string {
+	t.Helper()
+	prog, err := Compile(Build(Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "filter.bpf")
+	if err := os.WriteFile(p, prog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFilterEffects(t *testing.T) {
+	prog := compiled(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+prog, "SANDBOXD_SECCOMP_TEST_DIR="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var got []result
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("child output: %v\n%s", err, out)
+	}
+	if len(got) != len(probes) {
+		t.Fatalf("got %d results, want %d", len(got), len(probes))
+	}
+	for i, p := range probes {
+		r := got[i]
+		if r.Other != "" {
+			t.Errorf("%s: unexpected error %s", p.name, r.Other)
+			continue
+		}
+		if unix.Errno(r.Errno) != p.want {
+			t.Errorf("%s: errno %v (%d), want %v (%d)", p.name, unix.Errno(r.Errno), r.Errno, p.want, int(p.want))
+		}
+	}
+	// Effects behind the errnos: no setuid file, no device node.
+	for _, name := range []string{"h", "i", "null", "blk"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s was created despite the filter", name)
+		}
+	}
+	st, err := os.Stat(filepath.Join(dir, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("f mode %v carries setuid/setgid", st.Mode())
+	}
+}
+
+func TestRulesValid(t *testing.T) {
+	r := Build(Options{})
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Key() != Build(Options{}).Key() {
+		t.Fatal("key is not stable")
+	}
+	// Nothing refused may also be allowed unconditionally.
+	allowed := map[int]bool{}
+	for _, g := range allowedGroups {
+		for _, nr := range g {
+			if allowed[nr] {
+				t.Errorf("syscall %d listed twice", nr)
+			}
+			allowed[nr] = true
+		}
+	}
+	for _, ref := range refused {
+		for _, nr := range ref.nrs {
+			if allowed[nr] {
+				t.Errorf("syscall %d is both allowed and refused (%s)", nr, ref.why)
+			}
+		}
+	}
+}
+
+func TestX32IsKilled(t *testing.T) {
+	prog := compiled(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+prog, "SANDBOXD_SECCOMP_TEST_X32=1")
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("x32 call returned normally (err=%v); the filter must kill it", err)
+	}
+	ws := exit.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
+		t.Fatalf("x32 call ended with %v, want SIGSYS", err)
+	}
+}
