@@ -59,7 +59,7 @@ func testMain(m *testing.M) int {
 	baseDir = run
 	defer os.RemoveAll(run)
 	binary = filepath.Join(run, "sandboxd")
-	cmd := exec.Command("go", "build", "-o", binary, "../cmd/sandboxd")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", binary, "../cmd/sandboxd")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration: build:", err)

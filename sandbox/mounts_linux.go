@@ -82,6 +82,11 @@ func setupMounts(m *setupMsg, trees []int) error {
 		}
 	}
 
+	for _, p := range m.Skeleton {
+		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
+			return fmt.Errorf("skeleton %s: %w", p, err)
+		}
+	}
 	// Attach shallow paths first so deeper roots land on top of them.
 	order := make([]int, len(attach))
 	for i := range order {
@@ -92,7 +97,7 @@ func setupMounts(m *setupMsg, trees []int) error {
 	})
 	for _, i := range order {
 		target := attach[i]
-		if err := ensureMountpoint(target); err != nil {
+		if err := ensureMountpoint(target, m.Skeleton); err != nil {
 			return err
 		}
 		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
@@ -144,14 +149,18 @@ func setupDev(devs []int, shmSize int64) error {
 }
 
 // ensureMountpoint creates target's missing directories inside tmpfs
-// mounts the helper made (a workspace under /tmp, say). Elsewhere the
-// tree is read-only and a missing target is an error.
-func ensureMountpoint(target string) error {
+// mounts the helper made (a workspace under /tmp, or below a skeleton).
+// Elsewhere the tree is read-only and a missing target is an error.
+func ensureMountpoint(target string, skeleton []string) error {
 	if _, err := os.Stat(target); err == nil {
 		return nil
 	}
-	if !strings.HasPrefix(target, "/tmp/") && !strings.HasPrefix(target, "/var/tmp/") && !strings.HasPrefix(target, "/dev/shm/") {
-		return fmt.Errorf("mount target %s does not exist", target)
+	ours := strings.HasPrefix(target, "/tmp/") || strings.HasPrefix(target, "/var/tmp/") || strings.HasPrefix(target, "/dev/shm/")
+	for _, s := range skeleton {
+		ours = ours || strings.HasPrefix(target, s+"/")
+	}
+	if !ours {
+		return fmt.Errorf("mount target %s does not exist or cannot be reached", target)
 	}
 	if err := os.MkdirAll(target, 0o755); err != nil {
 		return fmt.Errorf("mount target %s: %w", target, err)

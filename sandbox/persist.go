@@ -82,7 +82,7 @@ func planPersistence(ws string, names []string) (*persistPlan, error) {
 		p.readOnly = append(p.readOnly, rel)
 	}
 
-	var gitEntries []string
+	var gitEntries, bareDirs []string
 	for _, n := range names {
 		n = filepath.Clean(n)
 		if n == ".git" {
@@ -113,6 +113,13 @@ func planPersistence(ws string, names []string) (*persistPlan, error) {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if d.Name() == "HEAD" && d.Type().IsRegular() && isGitDir(filepath.Dir(path)) {
+			// A bare repository under another name: git uses it when
+			// run inside it.
+			if rel, _ := filepath.Rel(ws, filepath.Dir(path)); rel != "." && filepath.Base(rel) != ".git" {
+				bareDirs = append(bareDirs, rel)
+			}
 		}
 		if d.IsDir() && path != ws {
 			if info, err := d.Info(); err == nil {
@@ -160,9 +167,32 @@ func planPersistence(ws string, names []string) (*persistPlan, error) {
 			}
 		}
 	}
+	for _, b := range bareDirs {
+		if id, _, err := lstatID(filepath.Join(ws, b)); err == nil {
+			p.gitDirs[b] = id
+		}
+		pin(filepath.Join(b, "x"))
+		protectGitDir(p, ws, b, filepath.Dir(b), pin, protect)
+	}
 	sort.Strings(p.readOnly)
 	p.readOnly = dedupe(p.readOnly)
 	return p, nil
+}
+
+// gitRedirects are files in a git directory that point git at another
+// config or object store.
+var gitRedirects = []string{"commondir", "config.worktree"}
+
+// isGitDir reports whether dir looks like a git directory to git itself
+// (HEAD, objects/ and refs/), whatever its name.
+func isGitDir(dir string) bool {
+	for _, sub := range []string{"objects", "refs"} {
+		st, err := os.Lstat(filepath.Join(dir, sub))
+		if err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // protectGitDir protects one git directory gd (workspace-relative) whose
@@ -175,8 +205,19 @@ func protectGitDir(p *persistPlan, ws, gd, worktree string, pin func(string), pr
 	}
 	protect(hooks)
 	protect(filepath.Join(gd, "config"))
-	if _, err := os.Lstat(filepath.Join(ws, gd, "config.worktree")); err == nil {
-		protect(filepath.Join(gd, "config.worktree"))
+	// Files that make git take its config, hooks and objects from
+	// elsewhere: bound read-only when they exist, watched when not.
+	for _, f := range gitRedirects {
+		protect(filepath.Join(gd, f))
+	}
+	if wts, err := os.ReadDir(filepath.Join(ws, gd, "worktrees")); err == nil {
+		for _, wt := range wts {
+			if wt.IsDir() {
+				for _, f := range gitRedirects {
+					protect(filepath.Join(gd, "worktrees", wt.Name(), f))
+				}
+			}
+		}
 	}
 	for _, ref := range gitConfigPaths(filepath.Join(ws, gd, "config")) {
 		target := ref
@@ -325,6 +366,13 @@ func (p *persistPlan) sweep(ws, quarantine string) ([]Removed, error) {
 				return fs.SkipDir
 			}
 		}
+		if d.Name() == "HEAD" && d.Type().IsRegular() && isGitDir(filepath.Dir(path)) {
+			rel, _ := filepath.Rel(ws, filepath.Dir(path))
+			now, _, err := lstatID(filepath.Dir(path))
+			if rel != "." && filepath.Base(rel) != ".git" && err == nil && p.gitDirs[rel] != now {
+				found = append(found, rel)
+			}
+		}
 		return nil
 	})
 	sort.Strings(found)
@@ -336,10 +384,8 @@ func (p *persistPlan) sweep(ws, quarantine string) ([]Removed, error) {
 		if len(out) > 0 && strings.HasPrefix(rel, out[len(out)-1].Path+"/") {
 			continue
 		}
-		if rel == ".git" || strings.HasSuffix(rel, "/.git") {
-			if safeNewRepo(filepath.Join(ws, rel)) {
-				continue
-			}
+		if _, existed := p.gitDirs[rel]; !existed && isGitDir(filepath.Join(ws, rel)) && safeNewRepo(filepath.Join(ws, rel)) {
+			continue
 		}
 		q, err := quarantineEntry(ws, rel, quarantine)
 		if err != nil {
@@ -370,6 +416,11 @@ func safeNewRepo(gd string) bool {
 	}
 	if st, err := os.Lstat(filepath.Join(gd, "config")); err != nil || !st.Mode().IsRegular() {
 		return false
+	}
+	for _, f := range append(gitRedirects, "worktrees", "modules") {
+		if _, err := os.Lstat(filepath.Join(gd, f)); err == nil {
+			return false
+		}
 	}
 	b, err := os.ReadFile(filepath.Join(gd, "config"))
 	if err != nil {
@@ -405,7 +456,13 @@ func safeGitConfig(text string) bool {
 			default:
 				return false
 			}
-		case "user", "init", "extensions", "author", "committer":
+		case "user", "init", "author", "committer":
+		case "extensions":
+			switch key {
+			case "objectformat", "refstorage", "compatobjectformat":
+			default:
+				return false
+			}
 		case "branch":
 			if sub == "" || (key != "remote" && key != "merge" && key != "rebase") {
 				return false

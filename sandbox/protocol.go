@@ -54,6 +54,10 @@ type setupMsg struct {
 	Clone []string `json:"clone,omitempty"`
 	// Attach lists where each handed-over tree goes, in mount order.
 	Attach []string `json:"attach,omitempty"`
+	// Skeleton lists directories the command's uid cannot search that
+	// lie above an Attach target; each gets an empty tmpfs holding only
+	// the path to the targets.
+	Skeleton []string `json:"skeleton,omitempty"`
 	// Mask lists directories hidden behind an empty read-only tmpfs.
 	Mask []string `json:"mask,omitempty"`
 	// Pins are directories bound onto themselves so they cannot be

@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -59,15 +60,16 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	// Only 0-2 reach the helper, and from it the command.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 
-	// The Landlock carve-out, the compiled filter and the persistence plan
-	// are built while the helper starts.
-	prepc := startPrepare(sup, &spec, wantNS, log)
-	mark := func(what string) { log.Debug("supervisor", "phase", what, "at_us", time.Since(t0).Microseconds()) }
+	// The caches must exist before the ruleset names them.
 	for _, c := range spec.Caches {
 		if err := os.MkdirAll(c, 0o700); err != nil {
 			return res, fmt.Errorf("sandbox: cache directory: %w", err)
 		}
 	}
+	// The Landlock carve-out, the compiled filter and the persistence plan
+	// are built while the helper starts.
+	prepc := startPrepare(sup, &spec, wantNS, log)
+	mark := func(what string) { log.Debug("supervisor", "phase", what, "at_us", time.Since(t0).Microseconds()) }
 
 	var cg *cgroup
 	cgInfo := probeCgroups()
@@ -187,6 +189,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 				fds = append(fds, fd)
 				setup.Attach = append(setup.Attach, r)
 			}
+			setup.Skeleton = skeletonDirs(setup.Attach, spec.HostUID, spec.HostGID)
 		} else {
 			setup.Clone = roots
 		}
@@ -625,6 +628,68 @@ func writeAtomic(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// skeletonDirs returns, for mount targets below a directory the command's
+// host uid cannot search (a root caller's workspace under /root, say), the
+// highest such directory. The helper, which runs as that uid, could not
+// reach the target; it mounts an empty tmpfs there instead and creates
+// just the path to each target. Nothing is hidden that the command could
+// have read: it had no search permission. A directory inside another
+// (id-mapped, so searchable) target does not count.
+func skeletonDirs(targets []string, uid, gid int) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range targets {
+		for _, a := range ancestors(t) {
+			if underAny(a, targets, t) {
+				break
+			}
+			var st unix.Stat_t
+			if unix.Stat(a, &st) != nil {
+				break
+			}
+			if searchable(&st, uid, gid) {
+				continue
+			}
+			if !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+			break
+		}
+	}
+	return out
+}
+
+// ancestors lists the proper ancestors of p below "/", outermost first.
+func ancestors(p string) []string {
+	var out []string
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
+}
+
+// underAny reports whether dir is at or below a target other than self.
+func underAny(dir string, targets []string, self string) bool {
+	for _, t := range targets {
+		if t != self && (dir == t || strings.HasPrefix(dir, t+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+func searchable(st *unix.Stat_t, uid, gid int) bool {
+	switch {
+	case int(st.Uid) == uid:
+		return st.Mode&0o100 != 0
+	case int(st.Gid) == gid:
+		return st.Mode&0o010 != 0
+	default:
+		return st.Mode&0o001 != 0
+	}
 }
 
 // maskedDirs are host runtime directories replaced by an empty tmpfs.

@@ -52,7 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "sandboxd: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "sandboxd: unknown command %q (see sandboxd help)\n", args[0])
 		return exitSandboxd
 	}
 }

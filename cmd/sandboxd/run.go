@@ -156,6 +156,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return fail(err)
 	}
 	if f.requireIsolation {
+		if res.Isolation == string(sandbox.LandlockOnly) {
+			return fail(errors.New(`--require-isolation conflicts with the policy's isolation = "landlock-only"`))
+		}
 		res.Isolation = string(sandbox.Namespaces)
 	}
 	spec, err := buildSpec(argv, cwd, ws, env, res)

@@ -1,0 +1,99 @@
+// Command launch measures how long it takes to start and finish a trivial
+// command under sandboxd, next to the same command under bare bash and
+// under bubblewrap, interleaved in one run so that all three see the same
+// machine. It prints a Markdown table for docs/BENCHMARKS.md.
+//
+//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+type contender struct {
+	name string
+	argv []string
+	took []time.Duration
+}
+
+func main() {
+	n := flag.Int("n", 200, "runs per command")
+	bin := flag.String("sandboxd", "bin/sandboxd", "the sandboxd binary")
+	flag.Parse()
+	if err := run(*n, *bin); err != nil {
+		fmt.Fprintln(os.Stderr, "launch:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, bin string) error {
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	// The workspace sits beside the checkout: the sandbox has its own /tmp.
+	ws, err := os.MkdirTemp(".", ".bench-ws-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	ws, _ = filepath.Abs(ws)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		return fmt.Errorf("bubblewrap is needed for the baseline: %w", err)
+	}
+	cs := []*contender{
+		{name: "bash -c true", argv: []string{"bash", "-c", "true"}},
+		{name: "bwrap --unshare-all ... true", argv: []string{bwrap, "--unshare-all", "--die-with-parent",
+			"--ro-bind", "/", "/", "--bind", ws, ws, "--dev", "/dev", "--proc", "/proc", "true"}},
+		{name: "sandboxd run -- true", argv: []string{bin, "run", "--workspace", ws, "--", "true"}},
+	}
+	// Warm up caches (the compiled seccomp filter, page cache).
+	for _, c := range cs {
+		for i := 0; i < 5; i++ {
+			if out, err := exec.Command(c.argv[0], c.argv[1:]...).CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %v\n%s", c.name, err, out)
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		for _, c := range cs {
+			cmd := exec.Command(c.argv[0], c.argv[1:]...)
+			cmd.Dir = ws
+			t := time.Now()
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%s: %v", c.name, err)
+			}
+			c.took = append(c.took, time.Since(t))
+		}
+	}
+	bw := median(cs[1].took)
+	fmt.Printf("| command | runs | median | p10 | p90 | median / bwrap |\n|---|---|---|---|---|---|\n")
+	for _, c := range cs {
+		m := median(c.took)
+		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f |\n", c.name, len(c.took), ms(m),
+			ms(pct(c.took, 10)), ms(pct(c.took, 90)), float64(m)/float64(bw))
+	}
+	return nil
+}
+
+func sorted(d []time.Duration) []time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s
+}
+
+func median(d []time.Duration) time.Duration { return pct(d, 50) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := sorted(d)
+	return s[(len(s)-1)*p/100]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
