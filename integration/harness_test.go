@@ -511,4 +511,3 @@ func (r result) reportString(key string) string {
 	v, _ := r.report[key].(string)
 	return v
 }
-

@@ -37,17 +37,17 @@ func TestNetTCPToHost(t *testing.T) {
 			l6.Close()
 			targets = append(targets, tcpListener(t, "tcp6", "[::1]:0"))
 		}
-		if ip := hostIPv4(); ip != "" {
+		if ip := netHostIPv4(); ip != "" {
 			targets = append(targets, tcpListener(t, "tcp", net.JoinHostPort(ip, "0")))
 		}
 		var script strings.Builder
 		for _, l := range targets {
-			host, port := splitAddr(t, l.addr)
+			host, port := netSplitAddr(t, l.addr)
 			if !strings.Contains(host, ":") {
 				fmt.Fprintf(&script, "(echo bash-tcp > /dev/tcp/%s/%s) 2>/dev/null && echo BASH_CONNECTED %s\n", host, port, host)
 			}
 		}
-		script.WriteString(py(`
+		script.WriteString(netPy(`
 import socket
 for host, port in @TARGETS@:
     fam = socket.AF_INET6 if ':' in host else socket.AF_INET
@@ -59,10 +59,10 @@ for host, port in @TARGETS@:
         print('PY_CONNECTED', host)
     except OSError as e:
         print('python connect', host, 'errno', e.errno)
-`, "@TARGETS@", pyTargets(t, targets)))
+`, "@TARGETS@", netPyTargets(t, targets)))
 		script.WriteString("echo END\n")
 		r := e.sh(script.String())
-		ran(t, r)
+		netRan(t, r)
 		if strings.Contains(r.stdout, "CONNECTED") {
 			t.Errorf("a TCP connection to the host succeeded\n%s", r)
 		}
@@ -76,8 +76,8 @@ for host, port in @TARGETS@:
 func TestNetUDPToHost(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		l := udpListener(t)
-		host, port := splitAddr(t, l.addr)
-		r := e.sh(fmt.Sprintf("(echo bash-udp > /dev/udp/%s/%s) 2>/dev/null && echo BASH_SENT\n", host, port) + py(`
+		host, port := netSplitAddr(t, l.addr)
+		r := e.sh(fmt.Sprintf("(echo bash-udp > /dev/udp/%s/%s) 2>/dev/null && echo BASH_SENT\n", host, port) + netPy(`
 import socket
 addr = ('@HOST@', @PORT@)
 def attempt(name, fam, typ, proto, dest):
@@ -98,7 +98,7 @@ attempt('dgram6', socket.AF_INET6, socket.SOCK_DGRAM, 0, ('::ffff:@HOST@', @PORT
 attempt('raw-udp', socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP, addr)
 attempt('stream-udp', socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_UDP, addr)
 `, "@HOST@", host, "@PORT@", port) + "echo END\n")
-		ran(t, r)
+		netRan(t, r)
 		if strings.Contains(r.stdout, "SENT") {
 			t.Errorf("a UDP datagram was sent\n%s", r)
 		}
@@ -116,8 +116,8 @@ attempt('stream-udp', socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_UDP, ad
 func TestNetMPTCP(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		l := tcpListener(t, "tcp", "127.0.0.1:0")
-		host, port := splitAddr(t, l.addr)
-		r := e.sh(py(`
+		host, port := netSplitAddr(t, l.addr)
+		r := e.sh(netPy(`
 import socket
 for fam, host in [(socket.AF_INET, '@HOST@'), (socket.AF_INET6, '::ffff:@HOST@')]:
     try:
@@ -133,7 +133,7 @@ for fam, host in [(socket.AF_INET, '@HOST@'), (socket.AF_INET6, '::ffff:@HOST@')
     except OSError as e:
         print('mptcp', fam, 'connect errno', e.errno)
 `, "@HOST@", host, "@PORT@", port) + "echo END\n")
-		ran(t, r)
+		netRan(t, r)
 		if strings.Contains(r.stdout, "CONNECTED") {
 			t.Errorf("an MPTCP connection succeeded\n%s", r)
 		}
@@ -149,8 +149,8 @@ for fam, host in [(socket.AF_INET, '@HOST@'), (socket.AF_INET6, '::ffff:@HOST@')
 func TestNetTCPFastOpen(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		l := tcpListener(t, "tcp", "127.0.0.1:0")
-		host, port := splitAddr(t, l.addr)
-		r := e.sh(py(`
+		host, port := netSplitAddr(t, l.addr)
+		r := e.sh(netPy(`
 import socket
 addr = ('@HOST@', @PORT@)
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -185,7 +185,7 @@ try:
 except OSError as e:
     print('fastopen errno', e.errno)
 `, "@HOST@", host, "@PORT@", port) + "echo END\n")
-		ran(t, r)
+		netRan(t, r)
 		if strings.Contains(r.stdout, "SENT") {
 			t.Errorf("Fast Open data was sent\n%s", r)
 		}
@@ -205,20 +205,20 @@ func TestNetHostUnixSockets(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		sockDir := e.mkdir("sock", 0o777)
 		path := filepath.Join(sockDir, "host.sock")
-		pathL := unixListener(t, "unix", path)
+		pathL := netUnixListener(t, "unix", path)
 		os.Chmod(path, 0o777)
 		dgramPath := filepath.Join(sockDir, "dgram.sock")
-		dgramL := unixgramListener(t, dgramPath)
+		dgramL := netUnixgramListener(t, dgramPath)
 		os.Chmod(dgramPath, 0o777)
 		abstract := "sandboxd-it-" + randHex(6)
-		abstractL := unixListener(t, "unix", "@"+abstract)
+		abstractL := netUnixListener(t, "unix", "@"+abstract)
 		xdg := e.mkdir("xdg", 0o700)
 		busPath := filepath.Join(xdg, "bus")
-		busL := unixListener(t, "unix", busPath)
+		busL := netUnixListener(t, "unix", busPath)
 		os.Chmod(busPath, 0o777)
 		e.chown(busPath)
 
-		script := py(`
+		script := netPy(`
 import socket
 targets = [('@PATH@', socket.SOCK_STREAM), ('@DGRAM@', socket.SOCK_DGRAM), ('\0@ABSTRACT@', socket.SOCK_STREAM),
            ('\0@ABSTRACT@', socket.SOCK_SEQPACKET), ('@BUS@', socket.SOCK_STREAM)]
@@ -263,7 +263,7 @@ echo "XDGENV[$(ls -A "${XDG_RUNTIME_DIR:-/nonexistent}" 2>/dev/null)]"
 echo END
 `, path, abstract, xdg)
 		r := e.sandboxdOpts(runOpts{env: []string{"XDG_RUNTIME_DIR=" + xdg}}, "run", "-c", script)
-		ran(t, r)
+		netRan(t, r)
 		if strings.Contains(r.stdout, "UNIX_REACHED") {
 			t.Errorf("a host unix socket was reached\n%s", r)
 		}
@@ -299,7 +299,7 @@ data = c.recv(100)
 c.sendall(b'PONG:' + data)
 c.close()
 PYEOF
-` + py(`
+` + netPy(`
 import socket, time, os
 for _ in range(500):
     if os.path.exists('.port'):
@@ -310,7 +310,7 @@ c = socket.create_connection(('127.0.0.1', port), timeout=5)
 c.sendall(b'@NONCE@')
 print('reply', c.recv(100).decode())
 `, "@NONCE@", nonce) + "wait\nrm -f .port\necho END\n")
-		ran(t, r)
+		netRan(t, r)
 		if !strings.Contains(r.stdout, "reply PONG:"+nonce+"\n") {
 			t.Fatalf("the in-sandbox loopback server was not reachable from inside\n%s", r)
 		}
@@ -328,7 +328,7 @@ unshare -n sh -c 'echo IN_NEW_NETNS' 2>/dev/null || echo "unshare -n failed"
 unshare -Urn sh -c 'echo IN_NEW_USERNETNS' 2>/dev/null || echo "unshare -Urn failed"
 unshare -Ur true && echo UNSHARE_TRUE_OK
 unshare -n true && echo UNSHARE_TRUE_OK
-` + py(`
+` + netPy(`
 import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 def ns():
@@ -353,7 +353,7 @@ if ns() != before:
 [ "$userns" = "$(readlink /proc/self/ns/user)" ] && [ "$netns" = "$(readlink /proc/$$/ns/net)" ] && echo "ns unchanged"
 echo END
 `)
-		ran(t, r)
+		netRan(t, r)
 		for _, bad := range []string{"IN_NEW_", "UNSHARE_TRUE_OK", "NS_CHANGED", "UID_CHANGED", "os.unshare ok"} {
 			if strings.Contains(r.stdout, bad) {
 				t.Errorf("a new namespace was created (%s)\n%s", bad, r)
@@ -377,9 +377,9 @@ echo END
 // none of them yields a descriptor or a child.
 func TestNetRefusedSyscalls(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
-		bin := cc(t, e.dir, "refused", refusedSrc)
+		bin := cc(t, e.dir, "refused", netRefusedSrc)
 		r := e.sh(bin + "; echo END")
-		ran(t, r)
+		netRan(t, r)
 		want := map[string]int{
 			"io_uring_setup":          38,
 			"io_uring_enter":          38,
@@ -414,10 +414,11 @@ func TestNetRefusedSyscalls(t *testing.T) {
 // TestNetInt80Socketcall: a 32-bit system call (int 0x80 socketcall)
 // kills the process before it can open a UDP socket; the host UDP
 // listener receives nothing. A run on the host proves the program works.
+// An x32 socket call is killed the same way.
 func TestNetInt80Socketcall(t *testing.T) {
-	bin := cc(t, t.TempDir(), "int80", int80Src)
+	bin := cc(t, t.TempDir(), "int80", netInt80Src)
 	control := udpListener(t)
-	_, cport := splitAddr(t, control.addr)
+	_, cport := netSplitAddr(t, control.addr)
 	out, err := exec.Command(bin, cport).CombinedOutput()
 	if err != nil {
 		t.Fatalf("control run on the host: %v\n%s", err, out)
@@ -442,69 +443,117 @@ func TestNetInt80Socketcall(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.Chmod(prog, 0o755)
+		x32 := cc(t, e.dir, "x32", netX32Src)
 		l := udpListener(t)
-		_, port := splitAddr(t, l.addr)
-		r := e.sh(prog + " " + port + `; echo "rc=$?"`)
+		_, port := netSplitAddr(t, l.addr)
+		r := e.sh(prog + " " + port + `; echo "rc=$?"; ` + x32 + `; echo "x32 rc=$?"`)
 		if !strings.Contains(r.stdout, "before int80\n") {
 			t.Fatalf("the program did not run\n%s", r)
 		}
 		if strings.Contains(r.stdout, "socketcall socket ret=") {
 			t.Errorf("the int 0x80 system call returned instead of killing the process\n%s", r)
 		}
-		if !strings.Contains(r.stdout, "rc=159\n") {
+		if !strings.Contains(r.stdout, "\nrc=159\n") {
 			t.Errorf("want the process killed by SIGSYS (rc=159)\n%s", r)
+		}
+		// An x32 call (bit 30 of the number) is another architecture too.
+		if !strings.Contains(r.stdout, "before x32\n") || strings.Contains(r.stdout, "x32 socket ret=") ||
+			!strings.Contains(r.stdout, "x32 rc=159\n") {
+			t.Errorf("want the x32 system call to kill the process (rc=159)\n%s", r)
 		}
 		l.mustBeSilent(t)
 	})
 }
 
 // TestNetTIOCSTI: a command whose stdin is the caller's terminal cannot
-// push input into it (TIOCSTI), directly or after making it its
-// controlling terminal.
+// push input into it (TIOCSTI), directly, through /dev/tty, with the
+// request's upper bits set, or after making the terminal its controlling
+// terminal; also when the terminal is sandboxd's own controlling terminal.
 func TestNetTIOCSTI(t *testing.T) {
-	forEach(t, func(t *testing.T, e *env) {
-		master, slave := openPTY(t)
-		// Control: the reader below sees injected input.
-		injectTIOCSTI(t, slave, "CONTROL-"+e.canary[len(e.canary)-4:])
-		if got := drainPTY(master, slave); !strings.Contains(got, "CONTROL-") {
-			t.Fatalf("control: TIOCSTI from the test was not observed: %q", got)
+	for _, ctty := range []bool{false, true} {
+		name := "inherited"
+		if ctty {
+			name = "controlling"
 		}
-		canaryHex := hex.EncodeToString([]byte(e.canary))
-		r := e.runWithStdin(slave, py(`
-import fcntl, termios, os
+		t.Run(name, func(t *testing.T) {
+			forEach(t, func(t *testing.T, e *env) {
+				master, slave := netOpenPTY(t)
+				// Control: the reader below sees injected input.
+				netInjectTIOCSTI(t, slave, "CONTROL-"+e.canary[len(e.canary)-4:])
+				if got := netDrainPTY(master, slave); !strings.Contains(got, "CONTROL-") {
+					t.Fatalf("control: TIOCSTI from the test was not observed: %q", got)
+				}
+				canaryHex := hex.EncodeToString([]byte(e.canary))
+				r := e.netRunWithStdin(slave, ctty, netPy(`
+import ctypes, fcntl, os, termios
+libc = ctypes.CDLL(None, use_errno=True)
 data = bytes.fromhex('@HEX@')
-def inject(who):
+def inject(who, fd):
     ok, errs = 0, set()
     for ch in data:
         try:
-            fcntl.ioctl(0, termios.TIOCSTI, bytes([ch]))
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([ch]))
             ok += 1
         except OSError as e:
             errs.add(e.errno)
-    print(who, 'isatty', os.isatty(0), 'injected', ok, 'errnos', sorted(errs), flush=True)
-inject('direct')
+    print(who, 'isatty', os.isatty(fd), 'injected', ok, 'errnos', sorted(errs), flush=True)
+def inject_raw(who, fd):
+    # The kernel reads the request as 32 bits: set the upper ones.
+    ok, errs = 0, set()
+    for ch in data:
+        c = ctypes.c_char(ch)
+        if libc.syscall(16, fd, ctypes.c_ulong(0xffffffff00000000 | termios.TIOCSTI), ctypes.byref(c)) == 0:
+            ok += 1
+        else:
+            errs.add(ctypes.get_errno())
+    print(who, 'injected', ok, 'errnos', sorted(errs), flush=True)
+def reopen(who, path):
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    except OSError as e:
+        print(who, 'open', path, 'errno', e.errno, flush=True)
+        return
+    inject(who, fd)
+inject('stdin', 0)
+inject_raw('stdin-upper-bits', 0)
+reopen('slave-by-name', '@SLAVE@')
+reopen('dev-tty', '/dev/tty')
 pid = os.fork()
 if pid == 0:
     os.setsid()
-    try:
-        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-        print('ctty acquired', flush=True)
-    except OSError as e:
-        print('TIOCSCTTY errno', e.errno, flush=True)
-    inject('session-leader')
+    for steal in (0, 1):
+        try:
+            fcntl.ioctl(0, termios.TIOCSCTTY, steal)
+            print('ctty acquired', steal, flush=True)
+            break
+        except OSError as e:
+            print('TIOCSCTTY', steal, 'errno', e.errno, flush=True)
+    inject('session-leader', 0)
+    inject_raw('session-leader-upper-bits', 0)
+    reopen('session-leader-dev-tty', '/dev/tty')
     os._exit(0)
 os.waitpid(pid, 0)
-`, "@HEX@", canaryHex)+"echo END\n")
-		ran(t, r)
-		time.Sleep(50 * time.Millisecond)
-		if got := drainPTY(master, slave); strings.Contains(got, e.canary) {
-			t.Fatalf("text injected with TIOCSTI reached the terminal: %q\n%s", got, r)
-		}
-		if m := regexp.MustCompile(`injected ([1-9]\d*)`).FindString(r.stdout); m != "" {
-			t.Errorf("TIOCSTI succeeded (%s)\n%s", m, r)
-		}
-		e.noCanary(t, r)
-	})
+`, "@HEX@", canaryHex, "@SLAVE@", slave.Name())+"echo END\n")
+				netRan(t, r)
+				time.Sleep(50 * time.Millisecond)
+				if got := netDrainPTY(master, slave); strings.Contains(got, e.canary) {
+					t.Fatalf("text injected with TIOCSTI reached the terminal: %q\n%s", got, r)
+				}
+				// Precondition: the terminal really is the command's stdin
+				// (otherwise this test exercises nothing).
+				if !strings.Contains(r.stdout, "stdin isatty True injected 0 errnos [1]\n") {
+					t.Errorf("want the terminal passed as stdin and TIOCSTI on it refused with EPERM\n%s", r)
+				}
+				if m := regexp.MustCompile(`injected ([1-9]\d*)`).FindString(r.stdout); m != "" {
+					t.Errorf("TIOCSTI succeeded (%s)\n%s", m, r)
+				}
+				if ctty && strings.Contains(r.stdout, "ctty acquired") {
+					t.Errorf("the command took over its caller's controlling terminal\n%s", r)
+				}
+				e.noCanary(t, r)
+			})
+		})
+	}
 }
 
 // TestNetInheritedFD: a descriptor the caller leaves open (fd 3, a file
@@ -523,7 +572,7 @@ cat /proc/self/fd/3
 ls -l /proc/self/fd
 for d in /proc/[0-9]*; do ls -l $d/fd; for n in 3 4 5 6 7 8 9; do cat $d/fd/$n; done; done
 echo END`)
-		ran(t, r)
+		netRan(t, r)
 		e.noCanary(t, r)
 	})
 }
@@ -535,7 +584,7 @@ func TestNetOtherProcesses(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		victims := []*exec.Cmd{victim(t, e.canary)}
 		if !e.id.root() {
-			victims = append(victims, victimAs(t, e, e.canary))
+			victims = append(victims, netVictimAs(t, e, e.canary))
 		}
 		var pids []string
 		for _, v := range victims {
@@ -547,7 +596,7 @@ func TestNetOtherProcesses(t *testing.T) {
   kill -STOP $p && echo "STOPPED $p"
 done
 cat /proc/*/environ | tr '\0' '\n'
-` + py(`
+` + netPy(`
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -561,7 +610,7 @@ for pid in [@PIDS@]:
     if fd >= 0:
         print('pidfd_send_signal', libc.syscall(424, fd, 9, None, 0), 'errno', ctypes.get_errno())
 `, "@PIDS@", strings.Join(pids, ", ")) + "echo END\n")
-		ran(t, r)
+		netRan(t, r)
 		e.noCanary(t, r)
 		time.Sleep(50 * time.Millisecond)
 		for _, v := range victims {
@@ -580,24 +629,25 @@ for pid in [@PIDS@]:
 
 // ---- helpers ----
 
-// py returns a shell fragment that runs src with python3, after replacing
-// each old with new (pairs).
-func py(src string, oldnew ...string) string {
+// netPy returns a shell fragment that runs src with python3, after replacing
+// each old with new (pairs). The program comes on fd 3, so stdin stays the
+// command's own.
+func netPy(src string, oldnew ...string) string {
 	if len(oldnew) > 0 {
 		src = strings.NewReplacer(oldnew...).Replace(src)
 	}
-	return "python3 - <<'PYEOF'\n" + strings.TrimLeft(src, "\n") + "PYEOF\n"
+	return "python3 /dev/fd/3 3<<'PYEOF'\n" + strings.TrimLeft(src, "\n") + "PYEOF\n"
 }
 
-// ran fails unless the script reached its final `echo END`.
-func ran(t *testing.T, r result) {
+// netRan fails unless the script reached its final `echo END`.
+func netRan(t *testing.T, r result) {
 	t.Helper()
 	if !strings.Contains(r.stdout, "END\n") {
 		t.Fatalf("the command did not run to its end\n%s", r)
 	}
 }
 
-func splitAddr(t *testing.T, addr string) (host, port string) {
+func netSplitAddr(t *testing.T, addr string) (host, port string) {
 	t.Helper()
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -606,18 +656,18 @@ func splitAddr(t *testing.T, addr string) (host, port string) {
 	return host, port
 }
 
-// pyTargets renders listeners as a python list of (host, port).
-func pyTargets(t *testing.T, ls []*listener) string {
+// netPyTargets renders listeners as a python list of (host, port).
+func netPyTargets(t *testing.T, ls []*listener) string {
 	var parts []string
 	for _, l := range ls {
-		host, port := splitAddr(t, l.addr)
+		host, port := netSplitAddr(t, l.addr)
 		parts = append(parts, fmt.Sprintf("(%q, %s)", host, port))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// hostIPv4 returns a non-loopback IPv4 address of the host, or "".
-func hostIPv4() string {
+// netHostIPv4 returns a non-loopback IPv4 address of the host, or "".
+func netHostIPv4() string {
 	addrs, _ := net.InterfaceAddrs()
 	for _, a := range addrs {
 		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
@@ -627,17 +677,17 @@ func hostIPv4() string {
 	return ""
 }
 
-// unixListener is tcpListener for unix stream sockets ("@name" is
+// netUnixListener is tcpListener for unix stream sockets ("@name" is
 // abstract).
-func unixListener(t *testing.T, network, addr string) *listener {
+func netUnixListener(t *testing.T, network, addr string) *listener {
 	t.Helper()
 	l := tcpListener(t, network, addr)
 	l.addr = addr
 	return l
 }
 
-// unixgramListener records datagrams on a unix datagram socket.
-func unixgramListener(t *testing.T, path string) *listener {
+// netUnixgramListener records datagrams on a unix datagram socket.
+func netUnixgramListener(t *testing.T, path string) *listener {
 	t.Helper()
 	pc, err := net.ListenPacket("unixgram", path)
 	if err != nil {
@@ -661,8 +711,8 @@ func unixgramListener(t *testing.T, path string) *listener {
 	return l
 }
 
-// victimAs is victim running as the env's identity.
-func victimAs(t *testing.T, e *env, canary string) *exec.Cmd {
+// netVictimAs is victim running as the env's identity.
+func netVictimAs(t *testing.T, e *env, canary string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sleep", "600")
 	cmd.Env = []string{"VICTIM_SECRET=" + canary}
@@ -675,10 +725,10 @@ func victimAs(t *testing.T, e *env, canary string) *exec.Cmd {
 	return cmd
 }
 
-// openPTY allocates a pseudo-terminal: the master, and the slave set to
+// netOpenPTY allocates a pseudo-terminal: the master, and the slave set to
 // non-canonical mode with echo (so injected input is both queued on the
 // slave and echoed to the master).
-func openPTY(t *testing.T) (master, slave *os.File) {
+func netOpenPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -709,15 +759,12 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	if err := unix.IoctlSetTermios(sfd, unix.TCSETS, tio); err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.SetNonblock(mfd, true); err != nil {
-		t.Fatal(err)
-	}
 	return m, s
 }
 
-// injectTIOCSTI pushes s into the terminal's input queue (the test runs as
+// netInjectTIOCSTI pushes s into the terminal's input queue (the test runs as
 // root, which may do so on any terminal).
-func injectTIOCSTI(t *testing.T, tty *os.File, s string) {
+func netInjectTIOCSTI(t *testing.T, tty *os.File, s string) {
 	t.Helper()
 	for i := 0; i < len(s); i++ {
 		b := s[i]
@@ -727,14 +774,16 @@ func injectTIOCSTI(t *testing.T, tty *os.File, s string) {
 	}
 }
 
-// drainPTY returns what is pending on the master (output and echo) and in
+// netDrainPTY returns what is pending on the master (output and echo) and in
 // the slave's input queue.
-func drainPTY(master, slave *os.File) string {
+func netDrainPTY(master, slave *os.File) string {
 	var out bytes.Buffer
 	buf := make([]byte, 4096)
+	mfd := int(master.Fd()) // Fd makes the descriptor blocking again
+	unix.SetNonblock(mfd, true)
 	deadline := time.Now().Add(100 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		n, err := unix.Read(int(master.Fd()), buf)
+		n, err := unix.Read(mfd, buf)
 		if n > 0 {
 			out.Write(buf[:n])
 			continue
@@ -759,9 +808,9 @@ func drainPTY(master, slave *os.File) string {
 	return out.String()
 }
 
-// runWithStdin is sandboxdOpts for `run -c script` with a file (a
+// netRunWithStdin is sandboxdOpts for `run -c script` with a file (a
 // terminal) as stdin, with the same environment and identity.
-func (e *env) runWithStdin(stdin *os.File, script string) result {
+func (e *env) netRunWithStdin(stdin *os.File, ctty bool, script string) result {
 	e.t.Helper()
 	report := filepath.Join(e.mkdir("reports", 0o755), "report-"+randHex(4)+".json")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -777,9 +826,15 @@ func (e *env) runWithStdin(stdin *os.File, script string) result {
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if os.Geteuid() == 0 && e.id.uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
-			Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{
+			Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}
+	}
+	if ctty {
+		// sandboxd leads a session whose controlling terminal is stdin,
+		// as when run from an interactive shell.
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
 	}
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
@@ -788,6 +843,9 @@ func (e *env) runWithStdin(stdin *os.File, script string) result {
 	case err == nil:
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.t.Fatalf("sandboxd itself was killed by %v\n%s", ws.Signal(), r)
+		}
 	default:
 		e.t.Fatalf("sandboxd: %v\n%s", err, r)
 	}
@@ -800,7 +858,7 @@ func (e *env) runWithStdin(stdin *os.File, script string) result {
 	return r
 }
 
-const refusedSrc = `#define _GNU_SOURCE
+const netRefusedSrc = `#define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -847,7 +905,7 @@ int main(void) {
 }
 `
 
-const int80Src = `#include <arpa/inet.h>
+const netInt80Src = `#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -885,5 +943,20 @@ int main(int argc, char **argv) {
 	long r = sys32(102, 11 /* SYS_SENDTO */, (long)args);
 	printf("socketcall sendto ret=%ld\n", r);
 	return r == 5 ? 0 : 1;
+}
+`
+
+const netX32Src = `#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int main(void) {
+	printf("before x32\n");
+	fflush(stdout);
+	long r = syscall(0x40000000 | 41 /* x32 socket */, AF_INET, SOCK_DGRAM, 0);
+	printf("x32 socket ret=%ld errno=%d\n", r, errno);
+	return 0;
 }
 `

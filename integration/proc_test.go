@@ -321,10 +321,8 @@ func TestCLIBadInput(t *testing.T) {
 		}
 
 		t.Run("unknown-subcommand", func(t *testing.T) {
-			// Usage follows the error line here, so only the first line is
-			// checked.
 			r := e.sandboxdOpts(runOpts{noReport: true}, "runn", "-c", cmd)
-			if r.code != 125 || !strings.HasPrefix(r.stderr, "sandboxd: unknown command \"runn\"\n") {
+			if r.code != 125 || !strings.HasPrefix(r.stderr, "sandboxd: unknown command \"runn\"") || strings.Count(r.stderr, "\n") != 1 {
 				t.Fatalf("expected exit 125 and an error line naming the command\n%s", r)
 			}
 			if strings.Contains(r.stdout, token) {
