@@ -205,22 +205,12 @@ func (c *cgroup) openJoin() ([]int, error) {
 	return fds, nil
 }
 
-// add moves pid into every group.
-func (c *cgroup) add(pid int) error {
-	for _, d := range c.dirs {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			return fmt.Errorf("cgroup: add %d to %s: %w", pid, d, err)
-		}
-	}
-	return nil
-}
-
-// killAll kills every task left in the group (there should be none once
-// the pid namespace is gone) and removes the groups.
+// remove kills every task left in the groups (there should be none once
+// the pid namespace is gone) and removes them.
 func (c *cgroup) remove() {
 	for _, d := range c.dirs {
 		for i := 0; i < 100; i++ {
-			if os.Remove(d) == nil || errors.Is(os.Remove(d), os.ErrNotExist) {
+			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
 				break
 			}
 			if c.v2 {

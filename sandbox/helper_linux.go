@@ -88,20 +88,16 @@ func HelperMain() {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fail(125, "sandbox: dumpable: %v", err)
 	}
-	mark("dumpable")
 	if err := requireNoNewPrivs(); err != nil {
 		fail(125, "%v", err)
 	}
-	mark("nnp")
 	if err := dropCapabilities(s.Namespaces || os.Geteuid() == 0); err != nil {
 		fail(125, "%v", err)
 	}
-	mark("caps")
 	if err := landlock.Restrict(rs.FD(), s.LandlockFlags); err != nil {
 		fail(125, "sandbox: %v", err)
 	}
 	rs.Close()
-	mark("landlock")
 	if err := seccomp.Install(s.Seccomp); err != nil {
 		fail(125, "sandbox: %v", err)
 	}

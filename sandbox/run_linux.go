@@ -66,9 +66,6 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			return res, fmt.Errorf("sandbox: cache directory: %w", err)
 		}
 	}
-	// The Landlock carve-out, the compiled filter and the persistence plan
-	// are built while the helper starts.
-	prepc := startPrepare(sup, &spec, wantNS, log)
 	mark := func(what string) { log.Debug("supervisor", "phase", what, "at_us", time.Since(t0).Microseconds()) }
 
 	var cg *cgroup
@@ -91,9 +88,12 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	}
 
 	mark("cgroup")
+	// The Landlock carve-out, the compiled filter and the persistence plan
+	// are built while the helper's runtime starts; starting them after the
+	// clone keeps them from competing with it for a CPU.
 	h, err := startHelper(spec, wantNS, root)
+	prepc := startPrepare(sup, &spec, wantNS, log)
 	mark("helper started")
-	log.Debug("start", "us", startDur.Microseconds())
 	if err != nil && wantNS && spec.Isolation != string(Namespaces) && !root && isNSRefusal(err) {
 		log.Debug("namespaces refused, falling back to landlock-only", "err", err)
 		wantNS = false
@@ -101,8 +101,8 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		if p := <-prepc; p.rs != nil {
 			p.rs.Close()
 		}
-		prepc = startPrepare(sup, &spec, false, log)
 		h, err = startHelper(spec, false, root)
+		prepc = startPrepare(sup, &spec, false, log)
 	}
 	if err != nil {
 		p := <-prepc
@@ -115,13 +115,22 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		return res, err
 	}
 	defer h.cleanup()
+	// abort ends a run that failed after the helper started.
+	abort := func(err error) (Result, error) {
+		h.kill()
+		if p := <-prepc; p.rs != nil {
+			p.rs.Close()
+		}
+		return res, err
+	}
 	if wantNS {
 		res.Isolation, res.NetworkMode = Namespaces, NetNS
 	} else {
 		res.Isolation, res.NetworkMode = LandlockOnly, NetLandlock
 		res.Degraded = append(res.Degraded,
 			"no namespaces: no private /tmp, /proc or /dev; host unix sockets are unreachable only because seccomp refuses AF_UNIX; UDP and other protocols only because seccomp refuses them; processes are not in a pid namespace",
-			"no network namespace: Landlock denies every TCP connect and bind, so servers inside cannot listen on loopback")
+			"no network namespace: Landlock denies every TCP connect and bind, so servers inside cannot listen on loopback",
+			"no mount namespace: existing persistence paths in the workspace (.git/hooks, .git/config, ...) are writable; only new ones are caught after the run")
 	}
 	// The helper joins the run's cgroup itself, through descriptors opened
 	// here: writing "0" to a v1 "tasks" file moves only the calling thread
@@ -130,17 +139,10 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	// from that thread, so it and all its descendants are in the group.
 	var cgFDs []int
 	if cg != nil {
-		cgFDs, err = cg.openJoin()
-		if err != nil {
-			h.kill()
-			<-prepc
-			return res, err
+		if cgFDs, err = cg.openJoin(); err != nil {
+			return abort(err)
 		}
-		defer func() {
-			for _, fd := range cgFDs {
-				unix.Close(fd)
-			}
-		}()
+		defer func() { closeAll(cgFDs) }()
 	}
 	setup := &setupMsg{
 		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
@@ -153,7 +155,8 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		LandlockABI: sup.ABI,
 		LandlockFS:  uint64(sup.FS),
 	}
-	var fds []int
+	var trees []int
+	defer func() { closeAll(trees) }()
 	if wantNS {
 		setup.Mask = maskedDirs()
 		roots := append([]string{spec.Workspace}, spec.Writable...)
@@ -162,32 +165,27 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			// Id-mapped trees: the command's host uid owns what root owns.
 			userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", h.cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				h.kill()
-				<-prepc
-				return res, fmt.Errorf("sandbox: user namespace: %w", err)
+				return abort(fmt.Errorf("sandbox: user namespace: %w", err))
 			}
 			defer unix.Close(userns)
+			type tree struct {
+				path     string
+				readOnly bool
+			}
+			var want []tree
 			if spec.Home != "" && h.homeMapped {
-				fd, err := idmappedTree(spec.Home, userns, true)
-				if err != nil {
-					h.kill()
-					<-prepc
-					return res, err
-				}
-				defer unix.Close(fd)
-				fds = append(fds, fd)
-				setup.Attach = append(setup.Attach, spec.Home)
+				want = append(want, tree{spec.Home, true})
 			}
 			for _, r := range roots {
-				fd, err := idmappedTree(r, userns, false)
+				want = append(want, tree{r, false})
+			}
+			for _, t := range want {
+				fd, err := idmappedTree(t.path, userns, t.readOnly)
 				if err != nil {
-					h.kill()
-					<-prepc
-					return res, err
+					return abort(err)
 				}
-				defer unix.Close(fd)
-				fds = append(fds, fd)
-				setup.Attach = append(setup.Attach, r)
+				trees = append(trees, fd)
+				setup.Attach = append(setup.Attach, t.path)
 			}
 			setup.Skeleton = skeletonDirs(setup.Attach, spec.HostUID, spec.HostGID)
 		} else {
@@ -196,9 +194,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	} else {
 		tmp := filepath.Join(spec.StateDir, "tmp", runID)
 		if err := os.MkdirAll(tmp, 0o700); err != nil {
-			h.kill()
-			<-prepc
-			return res, fmt.Errorf("sandbox: private TMPDIR: %w", err)
+			return abort(fmt.Errorf("sandbox: private TMPDIR: %w", err))
 		}
 		defer os.RemoveAll(tmp)
 		setup.TmpDir = tmp
@@ -206,7 +202,6 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		res.Degraded = append(res.Degraded, "TMPDIR is a private directory without a size limit (no tmpfs without a mount namespace)")
 	}
 
-	mark("id-mapped trees")
 	p := <-prepc
 	mark("prepared")
 	if p.err != nil {
@@ -217,35 +212,32 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		return res, p.err
 	}
 	defer p.rs.Close()
-	if p.plan != nil {
+	if p.plan != nil && wantNS {
 		setup.Pins, setup.ReadOnly = p.plan.pins, p.plan.readOnly
 	}
 	setup.Seccomp = p.bpf
-	if sup.LogFlags {
-		setup.LandlockFlags = 0
-	}
 	setup.Cgroups = len(cgFDs)
-	all := append([]int{p.rs.FD()}, cgFDs...)
-	if err := send(h.sock, message{Kind: msgSetup, Setup: setup}, append(all, fds...)...); err != nil {
+	fds := append(append([]int{p.rs.FD()}, cgFDs...), trees...)
+	if err := send(h.sock, message{Kind: msgSetup, Setup: setup}, fds...); err != nil {
 		h.kill()
 		return res, err
 	}
+	// The helper holds its own copies now.
 	p.rs.Close()
+	closeAll(cgFDs)
+	closeAll(trees)
+	cgFDs, trees = nil, nil
 	mark("setup sent")
+
 	code, sig, timedOut, err := h.wait(ctx, spec.Timeout, spec.KillGrace, log)
 	mark("command ended")
-	res.Setup = h.setup
-	if res.Setup == 0 {
-		res.Setup = time.Since(t0)
-	} else {
-		res.Setup += h.started.Sub(t0)
+	if !h.started.IsZero() {
+		res.Setup = h.started.Sub(t0)
 	}
 	if err != nil {
 		return res, err
 	}
 	res.ExitCode, res.Signal, res.TimedOut = code, sig, timedOut
-	mark("before sweep")
-	defer mark("done")
 	if p.plan != nil {
 		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))
 		res.Persistence = removed
@@ -256,6 +248,12 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	return res, nil
 }
 
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
 // prepared is the work done beside the helper's start.
 type prepared struct {
 	rs   *landlock.Ruleset
@@ -264,8 +262,8 @@ type prepared struct {
 	err  error
 }
 
-// startPrepare builds the ruleset, loads the filter and (with namespaces)
-// plans the persistence protection, concurrently.
+// startPrepare builds the ruleset, loads the filter and plans the
+// persistence protection, concurrently.
 func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <-chan prepared {
 	t0 := time.Now()
 	c := make(chan prepared, 1)
@@ -276,9 +274,7 @@ func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if ns {
-				p.plan, planErr = planPersistence(spec.Workspace, spec.Protected)
-			}
+			p.plan, planErr = planPersistence(spec.Workspace, spec.Protected)
 		}()
 		go func() {
 			defer wg.Done()
@@ -306,8 +302,6 @@ type helper struct {
 	lockDone   chan struct{}
 	exited     chan error
 }
-
-var startDur time.Duration
 
 func startHelper(spec Spec, ns, root bool) (*helper, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -407,9 +401,7 @@ func startHelper(spec Spec, ns, root bool) (*helper, error) {
 		startErr <- nil
 		h.exited <- cmd.Wait()
 	}()
-	ts := time.Now()
 	err = <-startErr
-	startDur = time.Since(ts)
 	theirs.Close()
 	if err != nil {
 		unix.Close(pair[0])
@@ -488,7 +480,6 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 				}
 			case msgExit, msgError:
 				last, haveExit = m, true
-				log.Debug("wait", "event", "exit message")
 			}
 		case s := <-sigs:
 			h.cmd.Process.Signal(s)
@@ -506,7 +497,6 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 			// In a pid namespace killing the helper kills everything.
 			time.AfterFunc(200*time.Millisecond, h.kill)
 		case werr := <-h.exited:
-			log.Debug("wait", "event", "helper exited")
 			// Drain what the helper said before it went (the reader ends
 			// at EOF now that the helper's end is closed).
 			for m := range drain(msgs) {
@@ -515,7 +505,6 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 				}
 			}
 			h.relays.Wait()
-			log.Debug("wait", "event", "relays done")
 			if timedOut {
 				return 124, 0, true, nil
 			}

@@ -19,12 +19,11 @@ import (
 	"github.com/sandboxd/sandboxd/sandbox"
 )
 
-// Exit statuses of sandboxd itself (DESIGN.md §3.1).
 const (
-	exitTimeout   = 124
-	exitSandboxd  = 125
-	exitNotExec   = 126
-	exitNotFound  = 127
+	// exitSandboxd is the status when sandboxd itself fails (DESIGN.md
+	// §3.1); 124, 126 and 127 come from the sandbox package.
+	exitSandboxd = 125
+	// workspaceFile is the workspace-local policy, which may only tighten.
 	workspaceFile = ".sandboxd.toml"
 )
 
