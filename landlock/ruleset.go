@@ -130,6 +130,9 @@ func (r *Ruleset) Carve(roots, deny []string, access, carvedAccess Access) error
 		}
 		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // an allow-listed path that does not exist grants nothing
+			}
 			return fmt.Errorf("landlock: open %s: %w", root, err)
 		}
 		if carvedAccess != 0 {

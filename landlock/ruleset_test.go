@@ -168,8 +168,8 @@ func TestCarveStrictAllowList(t *testing.T) {
 	root := tree(t, "home/go/pkg/x", "home/.cargo/credentials.toml", "home/.cargo/bin/cargo", "home/notes")
 	j := func(p string) string { return filepath.Join(root, p) }
 	got := runChild(t, childSpec{
-		Roots: []string{root, j("home/go"), j("home/.cargo")},
-		Deny:  []string{j("home"), j("home/.cargo/credentials.toml")},
+		Roots: []string{root, j("home/go"), j("home/.cargo"), j("home/.missing")},
+		Deny:  []string{j("home"), j("home/.cargo/credentials.toml"), j("home/.missing/secret")},
 		Probe: []string{j("home/go/pkg/x"), j("home/.cargo/bin/cargo"), j("home/.cargo/credentials.toml"), j("home/notes")},
 	})
 	check(t, got, map[string]bool{

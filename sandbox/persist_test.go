@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+)
+
+func TestSafeGitConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		text string
+		want bool
+	}{
+		{"git init", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n", true},
+		{"user and remote", "[user]\n\tname = x\n[remote \"origin\"]\n\turl = https://example.org/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n", true},
+		{"sha256", "[extensions]\n\tobjectformat = sha256\n", true},
+		{"fsmonitor", "[core]\n\tfsmonitor = touch /tmp/x\n", false},
+		{"hooksPath", "[core]\n\thooksPath = .h\n", false},
+		{"pager", "[core]\n\tpager = sh -c x\n", false},
+		{"worktree config", "[extensions]\n\tworktreeConfig = true\n", false},
+		{"alias", "[alias]\n\tst = !sh\n", false},
+		{"filter", "[filter \"x\"]\n\tclean = sh\n", false},
+		{"include", "[include]\n\tpath = ../x\n", false},
+		{"credential", "[credential]\n\thelper = !sh\n", false},
+		{"section with trailing key", "[core] fsmonitor = x\n", false},
+		{"core.worktree", "[core]\n\tworktree = ..\n", false},
+		{"remote without name", "[remote]\n\turl = x\n", false},
+	} {
+		if got := safeGitConfig(tc.text); got != tc.want {
+			t.Errorf("%s: safeGitConfig = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestGitConfigPaths(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	os.WriteFile(cfg, []byte("[core]\n\tHooksPath = \"tools/hooks\"\n[include]\n\tpath = ../shared.gitconfig\n[includeIf \"gitdir:~/\"]\n\tpath = /etc/x\n[user]\n\tname = x\n"), 0o644)
+	got := gitConfigPaths(cfg)
+	want := []string{"tools/hooks", "include:../shared.gitconfig", "include:/etc/x"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("gitConfigPaths = %q, want %q", got, want)
+	}
+}
+
+func TestPlanPersistence(t *testing.T) {
+	ws := t.TempDir()
+	mk := func(p string) {
+		full := filepath.Join(ws, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, []byte("x"), 0o644)
+	}
+	mk(".git/config")
+	mk(".git/HEAD")
+	os.MkdirAll(filepath.Join(ws, ".git/objects"), 0o755)
+	os.MkdirAll(filepath.Join(ws, ".git/refs"), 0o755)
+	mk(".vscode/settings.json")
+	mk("lib/vendor/.git/config")
+	mk("bare/HEAD")
+	mk("bare/config")
+	os.MkdirAll(filepath.Join(ws, "bare/objects"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "bare/refs"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n\thooksPath = tools/hooks\n"), 0o644)
+	mk("tools/hooks/pre-commit")
+
+	p, err := planPersistence(ws, []string{".git", ".vscode", ".envrc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".git/hooks", ".git/config", ".vscode", "lib/vendor/.git/hooks",
+		"lib/vendor/.git/config", "tools/hooks", "bare/hooks", "bare/config"} {
+		if !contains(p.readOnly, want) {
+			t.Errorf("read-only list lacks %s: %q", want, p.readOnly)
+		}
+	}
+	for _, want := range []string{".git", "lib", "lib/vendor", "lib/vendor/.git", "tools", "bare"} {
+		if !contains(p.pins, want) {
+			t.Errorf("pins lack %s: %q", want, p.pins)
+		}
+	}
+	// Parents come before children so each pin lands on a pinned parent.
+	pos := map[string]int{}
+	for i, x := range p.pins {
+		pos[x] = i
+	}
+	if pos["lib"] > pos["lib/vendor"] || pos["lib/vendor"] > pos["lib/vendor/.git"] {
+		t.Errorf("pins out of order: %q", p.pins)
+	}
+	if _, ok := p.watch[".envrc"]; !ok {
+		t.Errorf(".envrc is not watched")
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git/hooks")); err != nil {
+		t.Errorf("a missing .git/hooks should be created empty: %v", err)
+	}
+
+	// After "the run": a new .envrc, a new nested repository with a
+	// hook, and a redirect in the existing repository are quarantined; a
+	// plain new repository is kept.
+	mk(".envrc")
+	mk("sub/.git/HEAD")
+	mk("sub/.git/config")
+	mk("sub/.git/hooks/pre-commit")
+	os.MkdirAll(filepath.Join(ws, "sub/.git/objects"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "sub/.git/refs"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".git/commondir"), []byte("../evil\n"), 0o644)
+	mk("plain/.git/HEAD")
+	os.WriteFile(filepath.Join(ws, "plain/.git/config"), []byte("[core]\n\tbare = false\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "plain/.git/objects"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "plain/.git/refs"), 0o755)
+	q := filepath.Join(t.TempDir(), "q")
+	removed, err := p.sweep(ws, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range removed {
+		paths = append(paths, r.Path)
+	}
+	sort.Strings(paths)
+	want := []string{".envrc", ".git/commondir", "sub/.git"}
+	if !reflect.DeepEqual(paths, want) {
+		t.Fatalf("swept %q, want %q", paths, want)
+	}
+	for _, p := range want {
+		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s is still in the workspace", p)
+		}
+		if _, err := os.Lstat(filepath.Join(q, p)); err != nil {
+			t.Errorf("%s is not in quarantine: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "plain/.git/config")); err != nil {
+		t.Errorf("a plain new repository was removed: %v", err)
+	}
+}
+
+func TestSkeletonDirs(t *testing.T) {
+	base := t.TempDir()
+	// t.TempDir's own parent is private; open the path above base.
+	os.Chmod(filepath.Dir(base), 0o755)
+	locked := filepath.Join(base, "locked")
+	os.MkdirAll(filepath.Join(locked, "home", "ws"), 0o755)
+	os.Chmod(locked, 0o700)
+	open := filepath.Join(base, "open", "ws")
+	os.MkdirAll(open, 0o755)
+	os.Chmod(base, 0o755)
+	got := skeletonDirs([]string{filepath.Join(locked, "home", "ws"), open}, 100000, 100000)
+	if !reflect.DeepEqual(got, []string{locked}) {
+		t.Fatalf("skeletonDirs = %q, want [%s]", got, locked)
+	}
+	// A target below another target is reached through it.
+	got = skeletonDirs([]string{filepath.Join(locked, "home"), filepath.Join(locked, "home", "ws")}, 100000, 100000)
+	if !reflect.DeepEqual(got, []string{locked}) {
+		t.Fatalf("nested: skeletonDirs = %q, want [%s]", got, locked)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// The workspace's git files are written by the sandboxed command: their
+// parsers must never panic, whatever they hold.
+func FuzzGitConfig(f *testing.F) {
+	for _, s := range []string{
+		"[core]\n\thooksPath = x\n", "[include]\npath=\"a\"", "[", "]", "[core \"x\"] a=b", "\x00[user]\nname=\xff",
+		"[remote \"o\"]\nurl = ext::sh -c x\n", "gitdir: ../x",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		safeGitConfig(text)
+		dir := t.TempDir()
+		p := filepath.Join(dir, "config")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Skip()
+		}
+		gitConfigPaths(p)
+		readGitfile(p)
+	})
+}
