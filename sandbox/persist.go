@@ -25,9 +25,6 @@ import (
 // quarantine. The transactional layer (a later issue) replaces the watch
 // with a check at commit.
 
-// maxWalk bounds the workspace walk that finds nested repositories.
-const maxWalk = 2_000_000
-
 type fileID struct{ dev, ino uint64 }
 
 // persistPlan is what the helper binds and what the supervisor checks
@@ -36,7 +33,8 @@ type persistPlan struct {
 	pins     []string          // directories to pin, parents first
 	readOnly []string          // existing protected files and directories
 	watch    map[string]fileID // protected names and what was there at start (zero = nothing)
-	gitDirs  map[string]fileID // every .git entry at start, by path
+	gitDirs  map[string]fileID // every .git entry and bare git directory at start, by path
+	scan     *wsScan           // the workspace scan the plan was made from
 }
 
 func lstatID(p string) (fileID, os.FileInfo, error) {
@@ -49,8 +47,9 @@ func lstatID(p string) (fileID, os.FileInfo, error) {
 }
 
 // planPersistence finds the protected paths of the workspace ws. names are
-// workspace-relative; ".git" is looked for at every depth.
-func planPersistence(ws string, names []string) (*persistPlan, error) {
+// workspace-relative; ".git" is looked for at every depth. prev is the
+// last remembered scan of ws, if any.
+func planPersistence(ws string, names []string, prev *wsScan) (*persistPlan, error) {
 	p := &persistPlan{watch: map[string]fileID{}, gitDirs: map[string]fileID{}}
 	pinned := map[string]bool{}
 	pin := func(rel string) {
@@ -90,49 +89,14 @@ func planPersistence(ws string, names []string) (*persistPlan, error) {
 		}
 		protect(n)
 	}
-	wsDev := uint64(0)
-	if id, _, err := lstatID(ws); err == nil {
-		wsDev = id.dev
-	}
-	count := 0
-	err := filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == ws {
-				return err
-			}
-			return nil // unreadable corners cannot hold anything we could protect
-		}
-		count++
-		if count > maxWalk {
-			return fmt.Errorf("workspace has more than %d entries; choose a narrower --workspace", maxWalk)
-		}
-		if d.Name() == ".git" && path != ws {
-			rel, _ := filepath.Rel(ws, path)
-			gitEntries = append(gitEntries, rel)
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.Name() == "HEAD" && d.Type().IsRegular() && isGitDir(filepath.Dir(path)) {
-			// A bare repository under another name: git uses it when
-			// run inside it.
-			if rel, _ := filepath.Rel(ws, filepath.Dir(path)); rel != "." && filepath.Base(rel) != ".git" {
-				bareDirs = append(bareDirs, rel)
-			}
-		}
-		if d.IsDir() && path != ws {
-			if info, err := d.Info(); err == nil {
-				if sys, ok := info.Sys().(*syscall.Stat_t); ok && uint64(sys.Dev) != wsDev {
-					return fs.SkipDir // another file system mounted in the workspace
-				}
-			}
-		}
-		return nil
-	})
+	scan, err := scanWorkspace(ws, prev)
 	if err != nil {
 		return nil, err
 	}
+	p.scan = scan
+	gitEntries, bareDirs = scan.gitEntries(), scan.bareDirs()
+	sort.Strings(gitEntries)
+	sort.Strings(bareDirs)
 	if _, ok := p.watch[".git"]; !ok {
 		p.watch[".git"] = fileID{}
 	}
@@ -338,9 +302,11 @@ func dedupe(s []string) []string {
 
 // sweep runs after every process of the run is gone. Whatever now sits at
 // a watched name that was not there at the start, and every new .git
-// entry, is moved to quarantine (or removed when quarantine is on another
-// file system). The walk never follows symlinks, and each move is done
-// relative to a parent opened beneath the workspace without symlinks.
+// entry or git directory, is moved to quarantine (or removed when
+// quarantine is on another file system). The scan never follows symlinks,
+// and each move is done relative to a parent opened beneath the workspace
+// without symlinks. Afterwards p.scan is the workspace as the command
+// left it.
 func (p *persistPlan) sweep(ws, quarantine string) ([]Removed, error) {
 	var found []string
 	for rel, before := range p.watch {
@@ -352,29 +318,17 @@ func (p *persistPlan) sweep(ws, quarantine string) ([]Removed, error) {
 			found = append(found, rel)
 		}
 	}
-	filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
+	after, err := scanWorkspace(ws, p.scan)
+	if err != nil {
+		return nil, err
+	}
+	p.scan = after
+	for _, rel := range append(after.gitEntries(), after.bareDirs()...) {
+		now, _, err := lstatID(filepath.Join(ws, rel))
+		if err == nil && p.gitDirs[rel] != now {
+			found = append(found, rel)
 		}
-		if d.Name() == ".git" && path != ws {
-			rel, _ := filepath.Rel(ws, path)
-			now, _, err := lstatID(path)
-			if err == nil && p.gitDirs[rel] != now {
-				found = append(found, rel)
-			}
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-		}
-		if d.Name() == "HEAD" && d.Type().IsRegular() && isGitDir(filepath.Dir(path)) {
-			rel, _ := filepath.Rel(ws, filepath.Dir(path))
-			now, _, err := lstatID(filepath.Dir(path))
-			if rel != "." && filepath.Base(rel) != ".git" && err == nil && p.gitDirs[rel] != now {
-				found = append(found, rel)
-			}
-		}
-		return nil
-	})
+	}
 	sort.Strings(found)
 	found = dedupe(found)
 	var out []Removed

@@ -66,7 +66,7 @@ func TestPlanPersistence(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n\thooksPath = tools/hooks\n"), 0o644)
 	mk("tools/hooks/pre-commit")
 
-	p, err := planPersistence(ws, []string{".git", ".vscode", ".envrc"})
+	p, err := planPersistence(ws, []string{".git", ".vscode", ".envrc"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,4 +186,51 @@ func FuzzGitConfig(f *testing.F) {
 		gitConfigPaths(p)
 		readGitfile(p)
 	})
+}
+
+func TestScanWorkspaceIncremental(t *testing.T) {
+	ws := t.TempDir()
+	for _, d := range []string{"a/b/c", "x/.git/objects", "bare/objects", "bare/refs"} {
+		os.MkdirAll(filepath.Join(ws, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(ws, "bare/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	first, err := scanWorkspace(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := first.gitEntries(); !reflect.DeepEqual(got, []string{"x/.git"}) {
+		t.Fatalf("git entries %q", got)
+	}
+	if got := first.bareDirs(); !reflect.DeepEqual(got, []string{"bare"}) {
+		t.Fatalf("bare dirs %q", got)
+	}
+	if _, ok := first.Dirs["x/.git"]; ok {
+		t.Fatalf("a .git directory's insides were scanned")
+	}
+	// A repository created deep down, with the parent's times set back,
+	// is still found from the previous scan (ctime cannot be set back).
+	deep := filepath.Join(ws, "a/b/c")
+	st, _ := os.Stat(deep)
+	os.MkdirAll(filepath.Join(deep, ".git"), 0o755)
+	os.Chtimes(deep, st.ModTime(), st.ModTime())
+	second, err := scanWorkspace(ws, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := second.gitEntries()
+	sort.Strings(got)
+	if !reflect.DeepEqual(got, []string{"a/b/c/.git", "x/.git"}) {
+		t.Fatalf("after the change: %q", got)
+	}
+	// A remembered scan survives a round trip through the state file.
+	f := filepath.Join(t.TempDir(), "scan.gob")
+	if err := saveScan(f, second); err != nil {
+		t.Fatal(err)
+	}
+	if loaded := loadScan(f); loaded == nil || !reflect.DeepEqual(loaded.Dirs, second.Dirs) {
+		t.Fatalf("scan did not round-trip")
+	}
+	if loadScan(filepath.Join(t.TempDir(), "missing")) != nil {
+		t.Fatalf("a missing scan file loaded")
+	}
 }

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -244,8 +245,17 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("sandbox: persistence sweep: %w", err)
 		}
+		if err := saveScan(scanFile(&spec), p.plan.scan); err != nil {
+			log.Warn("could not remember the workspace scan", "err", err)
+		}
 	}
 	return res, nil
+}
+
+// scanFile is where the last scan of the workspace is remembered.
+func scanFile(spec *Spec) string {
+	sum := sha256.Sum256([]byte(spec.Workspace))
+	return filepath.Join(spec.StateDir, "scan", hex.EncodeToString(sum[:8])+".gob")
 }
 
 func closeAll(fds []int) {
@@ -274,7 +284,7 @@ func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			p.plan, planErr = planPersistence(spec.Workspace, spec.Protected)
+			p.plan, planErr = planPersistence(spec.Workspace, spec.Protected, loadScan(scanFile(spec)))
 		}()
 		go func() {
 			defer wg.Done()
