@@ -42,7 +42,7 @@ func HelperMain() {
 	}
 	rcv := newReceiver(sock)
 	m, fds, err := rcv.recv()
-	if err != nil || m.Kind != msgSetup || m.Setup == nil || len(fds) < 1 {
+	if err != nil || m.Kind != msgSetup || m.Setup == nil {
 		fail(125, "helper: bad setup message: %v", err)
 	}
 	s := m.Setup
@@ -53,10 +53,10 @@ func HelperMain() {
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
 		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM, unix.SIGPIPE)
 
-	if len(fds) < 1+s.Cgroups {
+	if len(fds) < s.Cgroups {
 		fail(125, "helper: setup message lacks descriptors")
 	}
-	cgroupFDs, trees := fds[1:1+s.Cgroups], fds[1+s.Cgroups:]
+	cgroupFDs, trees := fds[:s.Cgroups], fds[s.Cgroups:]
 	if s.Namespaces {
 		if err := setupMounts(s, trees); err != nil {
 			fail(125, "sandbox: %v", err)
@@ -71,6 +71,18 @@ func HelperMain() {
 			fail(125, "sandbox: subreaper: %v", err)
 		}
 	}
+	// The rest of the setup, built by the supervisor while this helper
+	// started and mounted.
+	c, cfds, err := rcv.recv()
+	if err != nil || c.Kind != msgConfine || c.Confine == nil || len(cfds) != 1 {
+		fail(125, "helper: bad confine message: %v", err)
+	}
+	mark("confine received")
+	if s.Namespaces {
+		if err := protectWorkspace(s.Workspace, c.Confine); err != nil {
+			fail(125, "sandbox: %v", err)
+		}
+	}
 	argv0, code, err := lookPath(s.Argv[0], s.Env, s.Dir)
 	if err != nil {
 		fail(code, "sandboxd: %s: %v", s.Argv[0], err)
@@ -79,7 +91,7 @@ func HelperMain() {
 		fail(125, "sandbox: %v", err)
 	}
 	sup := landlock.Support{ABI: s.LandlockABI, FS: landlock.Access(s.LandlockFS)}
-	rs := landlock.Adopt(fds[0], sup)
+	rs := landlock.Adopt(cfds[0], sup)
 	if err := addHelperRules(rs, s); err != nil {
 		fail(125, "sandbox: %v", err)
 	}
@@ -98,7 +110,7 @@ func HelperMain() {
 		fail(125, "sandbox: %v", err)
 	}
 	rs.Close()
-	if err := seccomp.Install(s.Seccomp); err != nil {
+	if err := seccomp.Install(c.Confine.Seccomp); err != nil {
 		fail(125, "sandbox: %v", err)
 	}
 	mark("confined")

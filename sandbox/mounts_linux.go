@@ -24,7 +24,9 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 //  5. host runtime directories are hidden behind empty read-only tmpfs;
 //  6. writable roots (and, for root callers, the id-mapped read-only home)
 //     are attached;
-//  7. persistence paths in the workspace are pinned and bound read-only.
+//
+// Persistence paths are pinned afterwards, by protectWorkspace, once the
+// supervisor has planned them.
 //
 // trees are the supervisor's detached (id-mapped) trees, one per m.Attach.
 func setupMounts(m *setupMsg, trees []int) error {
@@ -105,7 +107,7 @@ func setupMounts(m *setupMsg, trees []int) error {
 		}
 		unix.Close(trees[i])
 	}
-	return protectWorkspace(m)
+	return nil
 }
 
 func setupDev(devs []int, shmSize int64) error {
@@ -176,11 +178,11 @@ func isRealDir(p string) bool {
 // protectWorkspace pins directories and binds persistence paths
 // read-only. Every path is opened beneath the workspace with no symlink
 // allowed anywhere, so a planted symlink cannot redirect a mount.
-func protectWorkspace(m *setupMsg) error {
-	if len(m.Pins) == 0 && len(m.ReadOnly) == 0 {
+func protectWorkspace(workspace string, c *confineMsg) error {
+	if len(c.Pins) == 0 && len(c.ReadOnly) == 0 {
 		return nil
 	}
-	root, err := unix.Open(m.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := unix.Open(workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open workspace: %w", err)
 	}
@@ -195,7 +197,7 @@ func protectWorkspace(m *setupMsg) error {
 			if errors.Is(err, unix.ENOENT) {
 				return nil // removed on the host since the plan was made
 			}
-			return fmt.Errorf("protect %s: %w", filepath.Join(m.Workspace, rel), err)
+			return fmt.Errorf("protect %s: %w", filepath.Join(workspace, rel), err)
 		}
 		defer unix.Close(fd)
 		var st unix.Stat_t
@@ -221,12 +223,12 @@ func protectWorkspace(m *setupMsg) error {
 		}
 		return nil
 	}
-	for _, p := range m.Pins {
+	for _, p := range c.Pins {
 		if err := bind(p, false); err != nil {
 			return err
 		}
 	}
-	for _, p := range m.ReadOnly {
+	for _, p := range c.ReadOnly {
 		if err := bind(p, true); err != nil {
 			return err
 		}

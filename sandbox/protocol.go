@@ -22,7 +22,8 @@ const (
 type msgKind string
 
 const (
-	msgSetup     msgKind = "setup"     // supervisor -> helper, with descriptors
+	msgSetup     msgKind = "setup"     // supervisor -> helper: the mount namespace, with descriptors
+	msgConfine   msgKind = "confine"   // supervisor -> helper: the ruleset, filter and persistence binds
 	msgTerminate msgKind = "terminate" // supervisor -> helper: SIGTERM everything
 	msgKill      msgKind = "kill"      // supervisor -> helper: SIGKILL everything
 	msgStarted   msgKind = "started"   // helper -> supervisor: the command runs
@@ -31,17 +32,19 @@ const (
 )
 
 type message struct {
-	Kind  msgKind     `json:"kind"`
-	Setup *setupMsg   `json:"setup,omitempty"`
+	Kind    msgKind     `json:"kind"`
+	Setup   *setupMsg   `json:"setup,omitempty"`
+	Confine *confineMsg `json:"confine,omitempty"`
 	Error string      `json:"error,omitempty"`
 	Code  int         `json:"code,omitempty"` // exit status for msgExit and msgError
 	Sig   int         `json:"sig,omitempty"`
 	Info  *startedMsg `json:"info,omitempty"`
 }
 
-// setupMsg is everything the helper needs. Descriptors travel alongside:
-// fds[0] is the Landlock ruleset, then Cgroups "tasks" files, then one per
-// entry of Attach.
+// setupMsg is what the helper needs to build its mount namespace; it is
+// sent as soon as the helper runs. Descriptors travel alongside: Cgroups
+// "tasks" files, then one tree per entry of Attach. The rest (confineMsg)
+// follows when the supervisor has built it, while the helper mounts.
 type setupMsg struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
@@ -60,13 +63,8 @@ type setupMsg struct {
 	Skeleton []string `json:"skeleton,omitempty"`
 	// Mask lists directories hidden behind an empty read-only tmpfs.
 	Mask []string `json:"mask,omitempty"`
-	// Pins are directories bound onto themselves so they cannot be
-	// renamed or removed; ReadOnly are protected paths bound read-only.
-	// Both are relative to Workspace and resolved without symlinks.
-	Workspace string   `json:"workspace"`
-	Pins      []string `json:"pins,omitempty"`
-	ReadOnly  []string `json:"read_only,omitempty"`
-	TmpSize   int64    `json:"tmp_size"`
+	Workspace string `json:"workspace"`
+	TmpSize   int64  `json:"tmp_size"`
 	// TmpDir is the private TMPDIR when there is no mount namespace.
 	TmpDir string `json:"tmp_dir,omitempty"`
 
@@ -77,7 +75,17 @@ type setupMsg struct {
 	LandlockABI   int    `json:"landlock_abi"`
 	LandlockFS    uint64 `json:"landlock_fs"`
 	LandlockFlags uint32 `json:"landlock_flags"`
-	Seccomp       []byte `json:"seccomp"`
+}
+
+// confineMsg completes the setup; its one descriptor is the Landlock
+// ruleset.
+type confineMsg struct {
+	// Pins are directories bound onto themselves so they cannot be
+	// renamed or removed; ReadOnly are protected paths bound read-only.
+	// Both are relative to Workspace and resolved without symlinks.
+	Pins     []string `json:"pins,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
+	Seccomp  []byte   `json:"seccomp"`
 }
 
 type startedMsg struct {

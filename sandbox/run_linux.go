@@ -203,6 +203,17 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		res.Degraded = append(res.Degraded, "TMPDIR is a private directory without a size limit (no tmpfs without a mount namespace)")
 	}
 
+	// The helper can build its mount namespace while the ruleset, the
+	// filter and the persistence plan are finished here.
+	setup.Cgroups = len(cgFDs)
+	if err := send(h.sock, message{Kind: msgSetup, Setup: setup}, append(append([]int(nil), cgFDs...), trees...)...); err != nil {
+		return abort(err)
+	}
+	// The helper holds its own copies now.
+	closeAll(cgFDs)
+	closeAll(trees)
+	cgFDs, trees = nil, nil
+
 	p := <-prepc
 	mark("prepared")
 	if p.err != nil {
@@ -213,21 +224,15 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		return res, p.err
 	}
 	defer p.rs.Close()
+	confine := &confineMsg{Seccomp: p.bpf}
 	if p.plan != nil && wantNS {
-		setup.Pins, setup.ReadOnly = p.plan.pins, p.plan.readOnly
+		confine.Pins, confine.ReadOnly = p.plan.pins, p.plan.readOnly
 	}
-	setup.Seccomp = p.bpf
-	setup.Cgroups = len(cgFDs)
-	fds := append(append([]int{p.rs.FD()}, cgFDs...), trees...)
-	if err := send(h.sock, message{Kind: msgSetup, Setup: setup}, fds...); err != nil {
+	if err := send(h.sock, message{Kind: msgConfine, Confine: confine}, p.rs.FD()); err != nil {
 		h.kill()
 		return res, err
 	}
-	// The helper holds its own copies now.
 	p.rs.Close()
-	closeAll(cgFDs)
-	closeAll(trees)
-	cgFDs, trees = nil, nil
 	mark("setup sent")
 
 	code, sig, timedOut, err := h.wait(ctx, spec.Timeout, spec.KillGrace, log)

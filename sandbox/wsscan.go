@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"encoding/gob"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +37,9 @@ type dirInfo struct {
 type wsScan struct {
 	Dev  uint64
 	Dirs map[string]dirInfo
+	// fresh reports whether the scan read any directory again (or had no
+	// memory to start from): only then is it worth saving.
+	fresh bool
 }
 
 // gitEntries lists every .git entry the scan found.
@@ -71,7 +73,7 @@ func scanWorkspace(ws string, prev *wsScan) (*wsScan, error) {
 	if err := unix.Lstat(ws, &root); err != nil {
 		return nil, fmt.Errorf("scan workspace: %w", err)
 	}
-	s := &wsScan{Dev: root.Dev, Dirs: map[string]dirInfo{}}
+	s := &wsScan{Dev: root.Dev, Dirs: map[string]dirInfo{}, fresh: prev == nil || len(prev.Dirs) == 0}
 	var old map[string]dirInfo
 	if prev != nil && prev.Dev == root.Dev {
 		old = prev.Dirs
@@ -92,6 +94,7 @@ func scanWorkspace(ws string, prev *wsScan) (*wsScan, error) {
 		ctime := st.Ctim.Nano()
 		info, ok := old[rel]
 		if !ok || info.Ino != st.Ino || info.Ctime == 0 || info.Ctime != ctime {
+			s.fresh = true
 			var err error
 			info, err = readDirInfo(path)
 			if err != nil {
@@ -162,8 +165,13 @@ func loadScan(path string) *wsScan {
 	return &s
 }
 
-// saveScan remembers a scan for the next run.
+// saveScan remembers a scan for the next run, unless nothing in it is
+// new. The file is only a cache: a torn write fails to decode and costs
+// the next run a full scan, so it is not synced.
 func saveScan(path string, s *wsScan) error {
+	if !s.fresh && len(s.Dirs) > 0 {
+		return nil
+	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
 		return err
@@ -171,8 +179,17 @@ func saveScan(path string, s *wsScan) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	if err := writeAtomic(path, buf.Bytes()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".scan-*")
+	if err != nil {
 		return err
 	}
-	return nil
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
