@@ -35,10 +35,10 @@ type message struct {
 	Kind    msgKind     `json:"kind"`
 	Setup   *setupMsg   `json:"setup,omitempty"`
 	Confine *confineMsg `json:"confine,omitempty"`
-	Error string      `json:"error,omitempty"`
-	Code  int         `json:"code,omitempty"` // exit status for msgExit and msgError
-	Sig   int         `json:"sig,omitempty"`
-	Info  *startedMsg `json:"info,omitempty"`
+	Error   string      `json:"error,omitempty"`
+	Code    int         `json:"code,omitempty"` // exit status for msgExit and msgError
+	Sig     int         `json:"sig,omitempty"`
+	Info    *startedMsg `json:"info,omitempty"`
 }
 
 // setupMsg is what the helper needs to build its mount namespace; it is
@@ -62,9 +62,9 @@ type setupMsg struct {
 	// the path to the targets.
 	Skeleton []string `json:"skeleton,omitempty"`
 	// Mask lists directories hidden behind an empty read-only tmpfs.
-	Mask []string `json:"mask,omitempty"`
-	Workspace string `json:"workspace"`
-	TmpSize   int64  `json:"tmp_size"`
+	Mask      []string `json:"mask,omitempty"`
+	Workspace string   `json:"workspace"`
+	TmpSize   int64    `json:"tmp_size"`
 	// TmpDir is the private TMPDIR when there is no mount namespace.
 	TmpDir string `json:"tmp_dir,omitempty"`
 
