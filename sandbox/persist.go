@@ -322,6 +322,8 @@ func (p *persistPlan) sweep(ws, quarantine string) ([]Removed, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the plan read afresh is new to the remembered scan too.
+	after.fresh = after.fresh || p.scan.fresh
 	p.scan = after
 	for _, rel := range append(after.gitEntries(), after.bareDirs()...) {
 		now, _, err := lstatID(filepath.Join(ws, rel))

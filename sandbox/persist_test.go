@@ -135,6 +135,10 @@ func TestPlanPersistence(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "plain/.git/config")); err != nil {
 		t.Errorf("a plain new repository was removed: %v", err)
 	}
+	// The plan had no memory, so the scan after the run must be saved.
+	if !p.scan.fresh {
+		t.Errorf("the scan after a first run is not marked for saving")
+	}
 }
 
 func TestSkeletonDirs(t *testing.T) {

@@ -3,7 +3,7 @@
 // under bubblewrap, interleaved in one run so that all three see the same
 // machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
-//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd]
+//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-phases]
 package main
 
 import (
@@ -12,7 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,8 +28,13 @@ type contender struct {
 func main() {
 	n := flag.Int("n", 200, "runs per command")
 	bin := flag.String("sandboxd", "bin/sandboxd", "the sandboxd binary")
+	phases := flag.Bool("phases", false, "also print where sandboxd's time goes (medians of its -v phases)")
 	flag.Parse()
-	if err := run(*n, *bin); err != nil {
+	err := run(*n, *bin)
+	if err == nil && *phases {
+		err = phaseTable(*n, *bin)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "launch:", err)
 		os.Exit(1)
 	}
@@ -79,6 +87,39 @@ func run(n int, bin string) error {
 		m := median(c.took)
 		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f |\n", c.name, len(c.took), ms(m),
 			ms(pct(c.took, 10)), ms(pct(c.took, 90)), float64(m)/float64(bw))
+	}
+	return nil
+}
+
+// phaseTable runs `sandboxd run -v -- true` n times and prints the median
+// time at which each phase it logs was reached. Supervisor phases count
+// from the start of sandbox.Run, helper phases from the helper's main.
+func phaseTable(n int, bin string) error {
+	ws, err := os.MkdirTemp(".", ".bench-ws-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(ws)
+	at := map[string][]time.Duration{}
+	var order []string
+	re := regexp.MustCompile(`msg=(supervisor|helper) phase=("[^"]*"|\S+) at_us=(\d+)`)
+	for i := 0; i < n; i++ {
+		out, err := exec.Command(bin, "run", "-v", "--workspace", ws, "--", "true").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("sandboxd run -v: %v\n%s", err, out)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(out), -1) {
+			name := m[1] + ": " + strings.Trim(m[2], `"`)
+			us, _ := strconv.Atoi(m[3])
+			if _, ok := at[name]; !ok {
+				order = append(order, name)
+			}
+			at[name] = append(at[name], time.Duration(us)*time.Microsecond)
+		}
+	}
+	fmt.Printf("\n| phase (sandboxd run -v) | reached at (median) |\n|---|---|\n")
+	for _, name := range order {
+		fmt.Printf("| %s | %s |\n", name, ms(median(at[name])))
 	}
 	return nil
 }
