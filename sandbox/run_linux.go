@@ -90,10 +90,9 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 
 	mark("cgroup")
 	// The Landlock carve-out, the compiled filter and the persistence plan
-	// are built while the helper's runtime starts; starting them after the
-	// clone keeps them from competing with it for a CPU.
-	h, err := startHelper(spec, wantNS, root)
+	// are built while the helper starts and mounts.
 	prepc := startPrepare(sup, &spec, wantNS, log)
+	h, err := startHelper(spec, wantNS, root)
 	mark("helper started")
 	if err != nil && wantNS && spec.Isolation != string(Namespaces) && !root && isNSRefusal(err) {
 		log.Debug("namespaces refused, falling back to landlock-only", "err", err)
@@ -102,8 +101,8 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		if p := <-prepc; p.rs != nil {
 			p.rs.Close()
 		}
-		h, err = startHelper(spec, false, root)
 		prepc = startPrepare(sup, &spec, false, log)
+		h, err = startHelper(spec, false, root)
 	}
 	if err != nil {
 		p := <-prepc
