@@ -397,7 +397,13 @@ func tcpListener(t *testing.T, network, addr string) *listener {
 // udpListener records datagrams on the host's loopback.
 func udpListener(t *testing.T) *listener {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	return packetListener(t, "udp", "127.0.0.1:0")
+}
+
+// packetListener records every datagram sent to a host socket.
+func packetListener(t *testing.T, network, addr string) *listener {
+	t.Helper()
+	pc, err := net.ListenPacket(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -689,26 +689,7 @@ func netUnixListener(t *testing.T, network, addr string) *listener {
 // netUnixgramListener records datagrams on a unix datagram socket.
 func netUnixgramListener(t *testing.T, path string) *listener {
 	t.Helper()
-	pc, err := net.ListenPacket("unixgram", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &listener{addr: path, close: func() { pc.Close() }}
-	t.Cleanup(l.close)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			l.mu.Lock()
-			l.conns++
-			l.got = append(l.got, buf[:n]...)
-			l.mu.Unlock()
-		}
-	}()
-	return l
+	return packetListener(t, "unixgram", path)
 }
 
 // netVictimAs is victim running as the env's identity.
