@@ -130,7 +130,8 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		res.Degraded = append(res.Degraded,
 			"no namespaces: no private /tmp, /proc or /dev; host unix sockets are unreachable only because seccomp refuses AF_UNIX; UDP and other protocols only because seccomp refuses them; processes are not in a pid namespace",
 			"no network namespace: Landlock denies every TCP connect and bind, so servers inside cannot listen on loopback",
-			"no mount namespace: existing persistence paths in the workspace (.git/hooks, .git/config, ...) are writable; only new ones are caught after the run")
+			"no mount namespace: existing persistence paths in the workspace (.git/hooks, .git/config, ...) are writable; only new ones are caught after the run",
+			"no user namespace: the bounding capability set cannot be cleared without CAP_SETPCAP (no_new_privs keeps it from granting anything)")
 	}
 	// The helper joins the run's cgroup itself, through descriptors opened
 	// here: writing "0" to a v1 "tasks" file moves only the calling thread
