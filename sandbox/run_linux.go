@@ -182,6 +182,13 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			}
 			for _, t := range want {
 				fd, err := idmappedTree(t.path, userns, t.readOnly)
+				if err != nil && t.readOnly {
+					// The home is a convenience (reading ~/.gitconfig,
+					// module caches); without it the command reads only
+					// what other users may read there.
+					res.Degraded = append(res.Degraded, "home directory not mapped for reading: "+err.Error())
+					continue
+				}
 				if err != nil {
 					return abort(err)
 				}
