@@ -90,7 +90,7 @@ func Doctor(stateDir string) Diagnosis {
 		version = "v2"
 	}
 	if cg.PidsDir == "" {
-		add("cgroups", false, "%s: %s; fork bombs are bounded by RLIMIT_NPROC only", version, cg.Reason)
+		add("cgroups", false, "%s: %s; fork bombs are bounded by RLIMIT_NPROC and memory by RLIMIT_DATA only", version, cg.Reason)
 		d.Degraded = append(d.Degraded, "no pids cgroup: "+cg.Reason)
 	} else {
 		mem := "memory controller unavailable (RLIMIT_DATA instead)"
