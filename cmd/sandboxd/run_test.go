@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseRunFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		argv    []string
+		wantErr string
+	}{
+		{[]string{"--", "true"}, []string{"true"}, ""},
+		{[]string{"-c", "echo hi"}, []string{"bash", "-c", "echo hi"}, ""},
+		{[]string{"--timeout", "2s", "--", "sleep", "1"}, []string{"sleep", "1"}, ""},
+		{[]string{}, nil, "no command"},
+		{[]string{"-c", "x", "--", "y"}, nil, "not both"},
+		{[]string{"--reviewer", "magic", "--", "true"}, nil, "--reviewer"},
+		{[]string{"--retries", "-1", "--", "true"}, nil, "--retries"},
+		{[]string{"--timeout", "-1s", "--", "true"}, nil, "--timeout"},
+		{[]string{"--frobnicate", "--", "true"}, nil, "frobnicate"},
+	} {
+		_, argv, err := parseRunFlags(tc.args, io.Discard)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err %v, want one mentioning %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || strings.Join(argv, "\x00") != strings.Join(tc.argv, "\x00") {
+			t.Errorf("%q: argv %q, err %v; want %q", tc.args, argv, err, tc.argv)
+		}
+	}
+}
+
+func TestResolveWorkspaceRefuses(t *testing.T) {
+	home := t.TempDir()
+	ws := filepath.Join(home, "proj")
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	link := filepath.Join(t.TempDir(), "etc-link")
+	os.Symlink("/etc", link)
+	env := hostEnv{home: home, configDir: filepath.Join(home, ".config"), stateBase: filepath.Join(home, ".local", "state")}
+	for _, bad := range []string{"/", "/etc", "/usr/lib", home, filepath.Dir(home), link,
+		filepath.Join(home, "missing"), filepath.Join(home, ".local", "state", "sandboxd")} {
+		if bad == filepath.Join(home, ".local", "state", "sandboxd") {
+			os.MkdirAll(bad, 0o755)
+		}
+		if _, _, err := resolveWorkspace(bad, env); err == nil {
+			t.Errorf("workspace %s was accepted", bad)
+		}
+	}
+	got, _, err := resolveWorkspace(ws, env)
+	if err != nil || got != ws {
+		t.Fatalf("resolveWorkspace(%s) = %s, %v", ws, got, err)
+	}
+}
+
+// run's own failures are one line on stderr and exit 125.
+func TestRunBadInput(t *testing.T) {
+	for _, args := range [][]string{{}, {"frob"}, {"run"}, {"run", "--workspace", "/", "--", "true"}} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), args, func(k string) string {
+			if k == "HOME" {
+				return t.TempDir()
+			}
+			return ""
+		}, strings.NewReader(""), io.Discard, &stderr)
+		if code != exitSandboxd {
+			t.Errorf("%q: exit %d, want %d", args, code, exitSandboxd)
+		}
+		if len(args) > 0 && strings.Count(stderr.String(), "\n") != 1 {
+			t.Errorf("%q: stderr %q is not one line", args, stderr.String())
+		}
+	}
+}
