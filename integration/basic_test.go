@@ -34,3 +34,30 @@ func TestWriteInsideAndOutside(t *testing.T) {
 		}
 	})
 }
+
+// TestWorkspaceUnderTmp: the sandbox's /tmp is its own tmpfs, yet a
+// workspace below the host's /tmp (behind a directory only its owner can
+// search, as mktemp makes them) is still the real one.
+func TestWorkspaceUnderTmp(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		base, err := os.MkdirTemp("/tmp", "sandboxd-it-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { removeAll(base) })
+		os.Chmod(base, 0o711)
+		private := filepath.Join(base, "private")
+		os.Mkdir(private, 0o700)
+		e.chown(private)
+		ws := filepath.Join(private, "ws")
+		os.Mkdir(ws, 0o755)
+		e.chown(ws)
+		r := e.sandboxdOpts(runOpts{dir: ws}, "run", "-c", "echo under-tmp > f.txt; pwd")
+		if r.code != 0 {
+			t.Fatalf("run in a workspace under /tmp failed\n%s", r)
+		}
+		if b, err := os.ReadFile(filepath.Join(ws, "f.txt")); err != nil || string(b) != "under-tmp\n" {
+			t.Fatalf("the write did not reach the host workspace: %q %v\n%s", b, err, r)
+		}
+	})
+}

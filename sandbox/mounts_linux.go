@@ -85,6 +85,9 @@ func setupMounts(m *setupMsg, trees []int) error {
 	}
 
 	for _, p := range m.Skeleton {
+		if inOwnTmpfs(p) {
+			continue // a fresh tmpfs here already: ensureMountpoint makes the path
+		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
 			return fmt.Errorf("skeleton %s: %w", p, err)
 		}
@@ -157,7 +160,7 @@ func ensureMountpoint(target string, skeleton []string) error {
 	if _, err := os.Stat(target); err == nil {
 		return nil
 	}
-	ours := strings.HasPrefix(target, "/tmp/") || strings.HasPrefix(target, "/var/tmp/") || strings.HasPrefix(target, "/dev/shm/")
+	ours := inOwnTmpfs(target)
 	for _, s := range skeleton {
 		ours = ours || strings.HasPrefix(target, s+"/")
 	}
@@ -168,6 +171,11 @@ func ensureMountpoint(target string, skeleton []string) error {
 		return fmt.Errorf("mount target %s: %w", target, err)
 	}
 	return nil
+}
+
+// inOwnTmpfs reports whether p lies in a tmpfs the helper mounted itself.
+func inOwnTmpfs(p string) bool {
+	return strings.HasPrefix(p, "/tmp/") || strings.HasPrefix(p, "/var/tmp/") || strings.HasPrefix(p, "/dev/shm/")
 }
 
 func isRealDir(p string) bool {
