@@ -5,7 +5,9 @@
 set -u
 bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 # Beside the checkout, not under /tmp: the sandbox has a private /tmp.
-mkdir -p "$PWD/.demo" && base=$(mktemp -d "$PWD/.demo/run.XXXXXX") && chmod 755 "$base"
+top=$PWD
+case "$top" in /tmp/*|/var/tmp/*) top=${XDG_CACHE_HOME:-$HOME/.cache} ;; esac
+mkdir -p "$top/.demo" && base=$(mktemp -d "$top/.demo/run.XXXXXX") && chmod 755 "$base"
 trap 'rm -rf "$base"; [ -n "${srv:-}" ] && kill $srv 2>/dev/null' EXIT INT TERM
 ws="$base/workspace"; home="$base/home"; outside="$base/outside.txt"
 mkdir -p "$ws" "$home/.ssh" && chmod 700 "$home"

@@ -61,3 +61,26 @@ func TestWorkspaceUnderTmp(t *testing.T) {
 		}
 	})
 }
+
+// TestHomeUnderTmp: a HOME below the host's /tmp must not make its
+// secrets readable through the rule that opens the sandbox's private /tmp.
+func TestHomeUnderTmp(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		base, err := os.MkdirTemp("/tmp", "sandboxd-it-home-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { removeAll(base) })
+		os.Chmod(base, 0o755)
+		home := filepath.Join(base, "home")
+		os.Mkdir(home, 0o700)
+		e.chown(home)
+		e.writeFile(filepath.Join(home, ".ssh", "id_rsa"), e.canary+"\n", 0o600)
+		r := e.sandboxdOpts(runOpts{env: []string{"HOME=" + home}}, "run", "-c",
+			"cat ~/.ssh/id_rsa; cat "+filepath.Join(home, ".ssh", "id_rsa")+"; echo END")
+		if !strings.Contains(r.stdout, "END") {
+			t.Fatalf("command did not run\n%s", r)
+		}
+		e.noCanary(t, r)
+	})
+}

@@ -174,7 +174,14 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 				readOnly bool
 			}
 			var want []tree
-			if spec.Home != "" && h.homeMapped {
+			switch {
+			case spec.Home == "" || !h.homeMapped:
+			case inOwnTmpfs(spec.Home):
+				// Below the private /tmp, whose rule grants every right to
+				// all beneath it, the carve-out could not hold: the
+				// home is not mapped at all.
+				res.Degraded = append(res.Degraded, "home directory is below /tmp and is not visible inside")
+			default:
 				want = append(want, tree{spec.Home, true})
 			}
 			for _, r := range roots {
