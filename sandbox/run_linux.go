@@ -326,9 +326,7 @@ type helper struct {
 	sock       int
 	relays     sync.WaitGroup
 	homeMapped bool
-	started    time.Time
-	setup      time.Duration
-	lockDone   chan struct{}
+	started    time.Time // when the helper reported the command started
 	exited     chan error
 }
 
@@ -502,7 +500,6 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 			case msgStarted:
 				h.started = time.Now()
 				if m.Info != nil {
-					h.setup = time.Duration(m.Info.SetupNanos)
 					for _, p := range m.Info.Phases {
 						log.Debug("helper", "phase", p.Name, "at_us", p.US)
 					}
