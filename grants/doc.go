@@ -1,0 +1,16 @@
+// Package grants issues and consumes exact, expiring, one-use permissions
+// for boundary requests (DESIGN.md §3.2).
+//
+// A Request is hashed over a canonical, length-prefixed encoding of every
+// field that stays the same between an attempt and its retry, so a grant
+// matches exactly one (session, cwd, command, surface, operation, path,
+// resolved path, device, inode, destination, agent, intent) and nothing
+// that differs in any of them. A Grant carries a 256-bit random token;
+// Consume compares it in constant time, checks session, hash and expiry
+// on a monotonic clock, and removes the grant atomically, so of any
+// number of racing consumers exactly one wins. A consume attempt that
+// presents a real token for another request burns the grant.
+//
+// The package knows nothing of Landlock, the proxy or reviewers; it must
+// never import landlock, sandbox, netproxy, review or openai-go.
+package grants

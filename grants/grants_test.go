@@ -1,0 +1,235 @@
+package grants
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func baseRequest() Request {
+	return Request{
+		Session: "s1", Cwd: "/w", Command: "cp a /etc/x", Surface: Filesystem,
+		Operation: "write_file", Path: "/etc/x", ResolvedPath: "/etc/x", Dev: 2049, Ino: 77,
+		Agent: "pi", Intent: "install the config", ToolCallID: "call-1", Attempt: 1,
+	}
+}
+
+func TestConsumeOnceExactly(t *testing.T) {
+	s := NewStore()
+	req := baseRequest()
+	g, err := s.Issue(req, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry differs only in ids that are not hashed.
+	retry := req
+	retry.ToolCallID, retry.Attempt = "call-2", 2
+	if err := s.Consume(g.Token, retry); err != nil {
+		t.Fatalf("consume: %v", err)
+	}
+	if err := s.Consume(g.Token, retry); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("replay: %v, want ErrUnknown", err)
+	}
+	if s.Len() != 0 {
+		t.Fatalf("%d grants left", s.Len())
+	}
+}
+
+// Every bound field, changed alone, makes the grant not match, and burns it.
+func TestEveryBoundFieldMatters(t *testing.T) {
+	changes := map[string]func(*Request){
+		"session":       func(r *Request) { r.Session = "s2" },
+		"cwd":           func(r *Request) { r.Cwd = "/w2" },
+		"command":       func(r *Request) { r.Command = "cp a /etc/y" },
+		"surface":       func(r *Request) { r.Surface = Network },
+		"operation":     func(r *Request) { r.Operation = "truncate" },
+		"path":          func(r *Request) { r.Path = "/etc/./x" },
+		"resolved_path": func(r *Request) { r.ResolvedPath = "/etc/y" },
+		"dev":           func(r *Request) { r.Dev = 2050 },
+		"ino":           func(r *Request) { r.Ino = 78 },
+		"destination":   func(r *Request) { r.Destination = "example.org:443" },
+		"agent":         func(r *Request) { r.Agent = "claude" },
+		"intent":        func(r *Request) { r.Intent = "something else" },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			s := NewStore()
+			req := baseRequest()
+			g, _ := s.Issue(req, time.Minute)
+			other := req
+			change(&other)
+			err := s.Consume(g.Token, other)
+			want := ErrMismatch
+			if name == "session" {
+				want = ErrSession
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("consume with %s changed: %v, want %v", name, err, want)
+			}
+			if err := s.Consume(g.Token, req); !errors.Is(err, ErrUnknown) {
+				t.Fatalf("the grant survived a mismatched consume: %v", err)
+			}
+		})
+	}
+}
+
+func TestExpiryOnInjectedClock(t *testing.T) {
+	now := time.Now()
+	s := NewStore(WithClock(func() time.Time { return now }))
+	g, _ := s.Issue(baseRequest(), 30*time.Second)
+	now = now.Add(30 * time.Second)
+	if err := s.Consume(g.Token, baseRequest()); !errors.Is(err, ErrExpired) {
+		t.Fatalf("at expiry: %v, want ErrExpired", err)
+	}
+	g, _ = s.Issue(baseRequest(), 30*time.Second)
+	now = now.Add(29 * time.Second)
+	if err := s.Consume(g.Token, baseRequest()); err != nil {
+		t.Fatalf("before expiry: %v", err)
+	}
+	s.Issue(baseRequest(), time.Second)
+	now = now.Add(time.Hour)
+	if n := s.Prune(); n != 1 || s.Len() != 0 {
+		t.Fatalf("prune removed %d, %d left", n, s.Len())
+	}
+}
+
+func TestBadTokens(t *testing.T) {
+	s := NewStore()
+	g, _ := s.Issue(baseRequest(), time.Minute)
+	forged := tokenPrefix + strings.Repeat("A", tokenLen-len(tokenPrefix))
+	for name, tok := range map[string]string{
+		"empty":      "",
+		"truncated":  g.Token[:len(g.Token)-1],
+		"oversized":  g.Token + "A",
+		"no prefix":  strings.TrimPrefix(g.Token, tokenPrefix) + "xxxxx",
+		"bad chars":  g.Token[:len(g.Token)-1] + "!",
+		"huge":       strings.Repeat("x", 1<<20),
+		"forged":     forged,
+		"other case": strings.ToUpper(g.Token[:len(tokenPrefix)]) + g.Token[len(tokenPrefix):],
+	} {
+		err := s.Consume(tok, baseRequest())
+		if err == nil {
+			t.Errorf("%s token accepted", name)
+		}
+		if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknown) {
+			t.Errorf("%s token: %v", name, err)
+		}
+	}
+	// None of them burned the real grant.
+	if err := s.Consume(g.Token, baseRequest()); err != nil {
+		t.Fatalf("real token after bad ones: %v", err)
+	}
+}
+
+func TestIssueRefusesNonsense(t *testing.T) {
+	s := NewStore()
+	if _, err := s.Issue(baseRequest(), 0); err == nil {
+		t.Error("zero ttl accepted")
+	}
+	r := baseRequest()
+	r.Session = ""
+	if _, err := s.Issue(r, time.Minute); err == nil {
+		t.Error("grant without a session issued")
+	}
+}
+
+// 50 racing consumers, 100 times: exactly one wins each time.
+func TestRacingConsumers(t *testing.T) {
+	s := NewStore()
+	for round := 0; round < 100; round++ {
+		g, _ := s.Issue(baseRequest(), time.Minute)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := 0; i < 50; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if s.Consume(g.Token, baseRequest()) == nil {
+					wins.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("round %d: %d consumers won", round, wins.Load())
+		}
+	}
+}
+
+func TestCanonicalNoDelimiterAmbiguity(t *testing.T) {
+	a := Request{Command: "a|b", Cwd: "c"}
+	b := Request{Command: "a", Cwd: "b|c"}
+	if a.Hash() == b.Hash() {
+		t.Fatal("command a|b + cwd c collides with command a + cwd b|c")
+	}
+	// Values that look like encoded fields do not collide either.
+	c := Request{Command: "x\x03cwd\x01y"}
+	d := Request{Command: "x", Cwd: "y"}
+	if c.Hash() == d.Hash() {
+		t.Fatal("an embedded encoding collides")
+	}
+	// Ids that differ between attempts do not change the hash.
+	e, f := baseRequest(), baseRequest()
+	f.ToolCallID, f.Attempt = "other", 9
+	if e.Hash() != f.Hash() {
+		t.Fatal("tool call id or attempt changed the hash")
+	}
+}
+
+func TestCanonicalSortedAndSparse(t *testing.T) {
+	pairs, err := decodeCanonical(baseRequest().Canonical())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(pairs); i++ {
+		if pairs[i-1][0] >= pairs[i][0] {
+			t.Fatalf("keys out of order: %q", pairs)
+		}
+	}
+	for _, p := range pairs {
+		if p[1] == "" {
+			t.Fatalf("empty field encoded: %q", pairs)
+		}
+	}
+}
+
+// The canonical encoding must be injective: decoding gives back exactly
+// the fields, so two requests with different fields never share a hash
+// short of a SHA-256 collision.
+func FuzzCanonical(f *testing.F) {
+	f.Add("a|b", "c", "write_file", "/etc/x", uint64(1), uint64(2), "")
+	f.Add("a", "b|c", "read_file", "", uint64(0), uint64(0), "example.org:443")
+	f.Add("\x00\x01", "\xff", "", "\x03cwd", uint64(1<<63), uint64(0), "")
+	f.Fuzz(func(t *testing.T, command, cwd, op, path string, dev, ino uint64, dest string) {
+		r := Request{Command: command, Cwd: cwd, Operation: op, Path: path, Dev: dev, Ino: ino, Destination: dest, Session: "s"}
+		got, err := decodeCanonical(r.Canonical())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, r.fields()) {
+			t.Fatalf("decoded %q, want %q", got, r.fields())
+		}
+	})
+}
+
+func BenchmarkIssueConsume(b *testing.B) {
+	s := NewStore()
+	req := baseRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := s.Issue(req, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Consume(g.Token, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package grants
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"strconv"
+)
+
+// Surface is what kind of boundary a request crosses.
+type Surface string
+
+const (
+	// Filesystem: a path and an access right.
+	Filesystem Surface = "filesystem"
+	// Network: a destination host:port.
+	Network Surface = "network"
+)
+
+// Request is one boundary request. Only the fields marked "hashed" bind a
+// grant; the others describe the request for reviewers and logs.
+type Request struct {
+	Session   string  // hashed: the agent session
+	Cwd       string  // hashed: the command's working directory
+	Command   string  // hashed: the exact command string
+	Surface   Surface // hashed
+	Operation string  // hashed: read_file, write_file, make_reg, connect, ...
+	// Path is the path as the command named it; ResolvedPath the same
+	// with every symlink resolved. Both are hashed.
+	Path         string
+	ResolvedPath string
+	// Dev and Ino identify the object ResolvedPath named when the request
+	// was made (zero for an object that does not exist yet). Hashed, so a
+	// path swapped for another object between review and retry no longer
+	// matches.
+	Dev, Ino uint64
+	// Destination is host:port for network requests. Hashed.
+	Destination string
+	Agent       string // hashed: which agent asked
+	Intent      string // hashed: the user's request, evidence for review
+	// ToolCallID and Attempt differ between an attempt and its retry and
+	// are not hashed.
+	ToolCallID string
+	Attempt    int
+}
+
+// fields returns the hashed fields as key/value pairs in key order,
+// empty ones left out. Keys are fixed strings listed in sorted order;
+// adding a field means adding it here, in its place.
+func (r Request) fields() [][2]string {
+	var dev, ino string
+	if r.Dev != 0 || r.Ino != 0 {
+		dev, ino = strconv.FormatUint(r.Dev, 10), strconv.FormatUint(r.Ino, 10)
+	}
+	all := [...][2]string{
+		{"agent", r.Agent},
+		{"command", r.Command},
+		{"cwd", r.Cwd},
+		{"destination", r.Destination},
+		{"dev", dev},
+		{"ino", ino},
+		{"intent", r.Intent},
+		{"operation", r.Operation},
+		{"path", r.Path},
+		{"resolved_path", r.ResolvedPath},
+		{"session", r.Session},
+		{"surface", string(r.Surface)},
+	}
+	out := make([][2]string, 0, len(all))
+	for _, f := range all {
+		if f[1] != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Canonical returns the canonical encoding of the hashed fields: for each
+// non-empty field in key order, the key's length, the key, the value's
+// length and the value, lengths as uvarints. No delimiter can be forged
+// by a value: command "a|b" with cwd "c" and command "a" with cwd "b|c"
+// encode differently.
+func (r Request) Canonical() []byte {
+	fs := r.fields()
+	n := 0
+	for _, f := range fs {
+		n += 2*binary.MaxVarintLen64 + len(f[0]) + len(f[1])
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fs {
+		b = binary.AppendUvarint(b, uint64(len(f[0])))
+		b = append(b, f[0]...)
+		b = binary.AppendUvarint(b, uint64(len(f[1])))
+		b = append(b, f[1]...)
+	}
+	return b
+}
+
+// Hash is the request hash: SHA-256 of the canonical encoding.
+func (r Request) Hash() [32]byte { return sha256.Sum256(r.Canonical()) }
+
+// HashHex is Hash in hex, for reports and logs.
+func (r Request) HashHex() string {
+	h := r.Hash()
+	return hex.EncodeToString(h[:])
+}
+
+// errCanonical reports a malformed canonical encoding.
+var errCanonical = errors.New("grants: malformed canonical encoding")
+
+// decodeCanonical splits a canonical encoding back into its pairs. It
+// exists so tests can prove the encoding is injective.
+func decodeCanonical(b []byte) ([][2]string, error) {
+	var out [][2]string
+	for len(b) > 0 {
+		var pair [2]string
+		for i := range pair {
+			n, k := binary.Uvarint(b)
+			if k <= 0 || n > uint64(len(b)-k) {
+				return nil, errCanonical
+			}
+			pair[i] = string(b[k : k+int(n)])
+			b = b[k+int(n):]
+		}
+		out = append(out, pair)
+	}
+	return out, nil
+}

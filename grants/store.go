@@ -1,0 +1,152 @@
+package grants
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// tokenPrefix marks sandboxd grant tokens so they are recognisable in
+// logs and cannot be confused with other secrets.
+const tokenPrefix = "sbxg_"
+
+// tokenLen is the length of a token: the prefix and 32 random bytes in
+// unpadded base64url.
+var tokenLen = len(tokenPrefix) + base64.RawURLEncoding.EncodedLen(32)
+
+// Errors Consume returns. Each means the grant does not apply; none of
+// them widens anything.
+var (
+	ErrMalformed = errors.New("grants: malformed token")      // wrong length, prefix or alphabet
+	ErrUnknown   = errors.New("grants: no such grant")        // forged, consumed or replayed
+	ErrExpired   = errors.New("grants: grant expired")        // past its expiry
+	ErrSession   = errors.New("grants: grant is for another session")
+	ErrMismatch  = errors.New("grants: grant is for another request")
+)
+
+// Grant is a one-use permission for exactly one request.
+type Grant struct {
+	Token       string    // 256-bit random, shown once
+	RequestHash [32]byte  // Request.Hash of the allowed request
+	Session     string    // the session it was issued in
+	ExpiresAt   time.Time // carries a monotonic reading from the store's clock
+	Uses        int       // always 1
+}
+
+// Store holds issued grants in memory. It is safe for concurrent use.
+type Store struct {
+	now func() time.Time
+	// mu guards grants.
+	mu sync.Mutex
+	// grants is keyed by the SHA-256 of the token, so the map lookup
+	// itself leaks nothing about the token's bytes; the token is then
+	// compared in constant time.
+	grants map[[32]byte]*Grant
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock injects a clock (tests). It must return readings with a
+// monotonic component, as time.Now does.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// NewStore returns an empty store.
+func NewStore(opts ...Option) *Store {
+	s := &Store{now: time.Now, grants: map[[32]byte]*Grant{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Issue creates a grant for req that expires after ttl.
+func (s *Store) Issue(req Request, ttl time.Duration) (Grant, error) {
+	if ttl <= 0 {
+		return Grant{}, fmt.Errorf("grants: ttl must be positive, not %v", ttl)
+	}
+	if req.Session == "" {
+		return Grant{}, errors.New("grants: a grant needs a session")
+	}
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return Grant{}, fmt.Errorf("grants: random token: %w", err)
+	}
+	g := Grant{
+		Token:       tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
+		RequestHash: req.Hash(),
+		Session:     req.Session,
+		ExpiresAt:   s.now().Add(ttl),
+		Uses:        1,
+	}
+	key := sha256.Sum256([]byte(g.Token))
+	s.mu.Lock()
+	s.grants[key] = &g
+	s.mu.Unlock()
+	return g, nil
+}
+
+// wellFormed checks a presented token's shape before any lookup.
+func wellFormed(token string) bool {
+	if len(token) != tokenLen || !strings.HasPrefix(token, tokenPrefix) {
+		return false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token[len(tokenPrefix):])
+	return err == nil && len(b) == 32
+}
+
+// Consume uses the grant identified by token for req. On success the
+// grant is gone; on any mismatch of session or request it is gone too
+// (a real token presented for something else is not retried), and an
+// expired grant is removed when it is found.
+func (s *Store) Consume(token string, req Request) error {
+	if !wellFormed(token) {
+		return ErrMalformed
+	}
+	key := sha256.Sum256([]byte(token))
+	want := req.Hash()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.grants[key]
+	if !ok || subtle.ConstantTimeCompare([]byte(g.Token), []byte(token)) != 1 {
+		return ErrUnknown
+	}
+	delete(s.grants, key)
+	switch {
+	case !s.now().Before(g.ExpiresAt):
+		return ErrExpired
+	case subtle.ConstantTimeCompare([]byte(g.Session), []byte(req.Session)) != 1:
+		return ErrSession
+	case subtle.ConstantTimeCompare(g.RequestHash[:], want[:]) != 1:
+		return ErrMismatch
+	}
+	return nil
+}
+
+// Prune removes expired grants and returns how many it removed.
+func (s *Store) Prune() int {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k, g := range s.grants {
+		if !now.Before(g.ExpiresAt) {
+			delete(s.grants, k)
+			n++
+		}
+	}
+	return n
+}
+
+// Len returns how many grants are outstanding.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.grants)
+}
