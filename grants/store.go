@@ -23,9 +23,9 @@ var tokenLen = len(tokenPrefix) + base64.RawURLEncoding.EncodedLen(32)
 // Errors Consume returns. Each means the grant does not apply; none of
 // them widens anything.
 var (
-	ErrMalformed = errors.New("grants: malformed token")      // wrong length, prefix or alphabet
-	ErrUnknown   = errors.New("grants: no such grant")        // forged, consumed or replayed
-	ErrExpired   = errors.New("grants: grant expired")        // past its expiry
+	ErrMalformed = errors.New("grants: malformed token") // wrong length, prefix or alphabet
+	ErrUnknown   = errors.New("grants: no such grant")   // forged, consumed or replayed
+	ErrExpired   = errors.New("grants: grant expired")   // past its expiry
 	ErrSession   = errors.New("grants: grant is for another session")
 	ErrMismatch  = errors.New("grants: grant is for another request")
 )
