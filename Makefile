@@ -18,6 +18,7 @@ demo: build
 	@./demo/demo.sh $(BIN)
 
 test: test-deps test-user
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
 
