@@ -1,0 +1,139 @@
+package broker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Breaker thresholds (DESIGN via the seeds: 3 consecutive or 10 of the
+// last 50 decisions denied).
+const (
+	breakerConsecutive = 3
+	breakerWindow      = 50
+	breakerInWindow    = 10
+)
+
+// Breaker is the per-session circuit breaker. Its state lives in a file
+// per session under dir (sandboxd's state directory, out of the
+// sandbox's reach), so it holds across `sandboxd run` invocations of the
+// same session; every update happens under an exclusive lock.
+type Breaker struct {
+	dir string
+	now func() time.Time
+}
+
+// breakerState is the file's content.
+type breakerState struct {
+	Recent      []bool    `json:"recent"` // newest last; true = denied
+	Consecutive int       `json:"consecutive"`
+	Locked      bool      `json:"locked"`
+	LockedAt    time.Time `json:"locked_at,omitzero"`
+	Reason      string    `json:"reason,omitempty"`
+}
+
+// NewBreaker keeps breaker state under dir.
+func NewBreaker(dir string) *Breaker { return &Breaker{dir: dir, now: time.Now} }
+
+func (b *Breaker) file(session string) string {
+	sum := sha256.Sum256([]byte(session))
+	return filepath.Join(b.dir, hex.EncodeToString(sum[:12]))
+}
+
+// update runs f on the session's state under the lock and saves it.
+func (b *Breaker) update(session string, f func(*breakerState)) (breakerState, error) {
+	if err := os.MkdirAll(b.dir, 0o700); err != nil {
+		return breakerState{}, fmt.Errorf("broker: breaker state: %w", err)
+	}
+	base := b.file(session)
+	lock, err := os.OpenFile(base+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return breakerState{}, fmt.Errorf("broker: breaker lock: %w", err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return breakerState{}, fmt.Errorf("broker: breaker lock: %w", err)
+	}
+	var st breakerState
+	b1, err := os.ReadFile(base + ".json")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return st, fmt.Errorf("broker: breaker state: %w", err)
+	default:
+		if err := json.Unmarshal(b1, &st); err != nil {
+			// A damaged state file fails closed: locked until a human
+			// lifts it.
+			st = breakerState{Locked: true, LockedAt: b.now(), Reason: "breaker state unreadable"}
+		}
+	}
+	if f == nil {
+		return st, nil
+	}
+	f(&st)
+	out, _ := json.Marshal(st)
+	tmp := base + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+		return st, fmt.Errorf("broker: breaker state: %w", err)
+	}
+	if err := os.Rename(tmp, base+".json"); err != nil {
+		return st, fmt.Errorf("broker: breaker state: %w", err)
+	}
+	return st, nil
+}
+
+// Locked reports whether the session is locked down and why.
+func (b *Breaker) Locked(session string) (bool, string, error) {
+	st, err := b.update(session, nil)
+	return st.Locked, st.Reason, err
+}
+
+// Record adds one decision and locks the session when the thresholds are
+// crossed. It reports whether this decision locked it.
+func (b *Breaker) Record(session string, denied bool) (bool, error) {
+	tripped := false
+	_, err := b.update(session, func(st *breakerState) {
+		st.Recent = append(st.Recent, denied)
+		if len(st.Recent) > breakerWindow {
+			st.Recent = st.Recent[len(st.Recent)-breakerWindow:]
+		}
+		if denied {
+			st.Consecutive++
+		} else {
+			st.Consecutive = 0
+		}
+		n := 0
+		for _, d := range st.Recent {
+			if d {
+				n++
+			}
+		}
+		if st.Locked {
+			return
+		}
+		switch {
+		case st.Consecutive >= breakerConsecutive:
+			st.Reason = fmt.Sprintf("%d denials in a row", st.Consecutive)
+		case n >= breakerInWindow:
+			st.Reason = fmt.Sprintf("%d of the last %d decisions were denials", n, len(st.Recent))
+		default:
+			return
+		}
+		st.Locked, st.LockedAt, tripped = true, b.now(), true
+	})
+	return tripped, err
+}
+
+// Lift ends a lockdown; only a human's decision may call it.
+func (b *Breaker) Lift(session string) error {
+	_, err := b.update(session, func(st *breakerState) { *st = breakerState{} })
+	return err
+}

@@ -1,0 +1,165 @@
+package broker
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/grants"
+)
+
+// Rule matches boundary requests: a surface, an operation (exact, a
+// class, or "*") and a target pattern (a path glob for the filesystem, a
+// host[:port] glob for the network).
+type Rule struct {
+	Surface   grants.Surface
+	Operation string
+	Target    string
+}
+
+// operationClasses group the operations rules can name together.
+var operationClasses = map[string][]string{
+	"read":  {"read_file", "read_dir", "execute"},
+	"write": {"write_file", "truncate", "make_reg", "make_dir", "make_sym", "make_fifo", "make_sock", "make_char", "make_block", "remove_file", "remove_dir", "refer", "rename", "link", "chmod", "chown", "utime", "xattr", "persist"},
+}
+
+// ParseRule reads "fs OPERATION PATTERN" or "net OPERATION PATTERN", e.g.
+// "fs read ~/datasets/**", "fs write_file /etc/hosts", "net connect
+// *.pypi.org:443". home expands a leading "~".
+func ParseRule(s, home string) (Rule, error) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return Rule{}, fmt.Errorf("rule %q: want SURFACE OPERATION PATTERN", s)
+	}
+	var r Rule
+	switch f[0] {
+	case "fs":
+		r.Surface = grants.Filesystem
+	case "net":
+		r.Surface = grants.Network
+	default:
+		return Rule{}, fmt.Errorf("rule %q: surface must be fs or net", s)
+	}
+	r.Operation, r.Target = f[1], f[2]
+	if r.Surface == grants.Filesystem {
+		if r.Target == "~" || strings.HasPrefix(r.Target, "~/") {
+			if home == "" {
+				return Rule{}, fmt.Errorf("rule %q: no home to expand ~", s)
+			}
+			r.Target = home + strings.TrimPrefix(r.Target, "~")
+		}
+		if !strings.HasPrefix(r.Target, "/") {
+			return Rule{}, fmt.Errorf("rule %q: a filesystem pattern must be absolute or start with ~/", s)
+		}
+	}
+	if _, err := path.Match(strings.ReplaceAll(r.Target, "**", "*"), ""); err != nil {
+		return Rule{}, fmt.Errorf("rule %q: bad pattern: %w", s, err)
+	}
+	return r, nil
+}
+
+// Matches reports whether the rule covers req.
+func (r Rule) Matches(req grants.Request) bool {
+	if r.Surface != req.Surface || !r.matchOperation(req.Operation) {
+		return false
+	}
+	if r.Surface == grants.Network {
+		return matchHost(r.Target, req.Destination)
+	}
+	// A rule must cover both the path as named and as resolved, so a
+	// symlink cannot carry an allowed name to a denied object, nor a
+	// denied object hide behind an allowed name.
+	p := req.ResolvedPath
+	if p == "" {
+		p = req.Path
+	}
+	return matchPath(r.Target, p) && (req.Path == "" || matchPath(r.Target, req.Path))
+}
+
+// MatchesEither reports whether the rule covers the path as named or as
+// resolved: deny and ask rules use it, so either name is enough to stop.
+func (r Rule) MatchesEither(req grants.Request) bool {
+	if r.Surface != req.Surface || !r.matchOperation(req.Operation) {
+		return false
+	}
+	if r.Surface == grants.Network {
+		return matchHost(r.Target, req.Destination)
+	}
+	return matchPath(r.Target, req.Path) || matchPath(r.Target, req.ResolvedPath)
+}
+
+func (r Rule) matchOperation(op string) bool {
+	if r.Operation == "*" || r.Operation == op {
+		return true
+	}
+	for _, o := range operationClasses[r.Operation] {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// matchPath matches an absolute path against a glob where "*" and "?"
+// stay within one element and "**" spans any number of elements
+// (including none).
+func matchPath(pattern, name string) bool {
+	if name == "" {
+		return false
+	}
+	return matchParts(strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(strings.Trim(name, "/"), "/"))
+}
+
+func matchParts(pat, name []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for i := 0; i <= len(name); i++ {
+				if matchParts(pat[1:], name[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, err := path.Match(pat[0], name[0]); err != nil || !ok {
+			return false
+		}
+		pat, name = pat[1:], name[1:]
+	}
+	return len(name) == 0
+}
+
+// matchHost matches "host:port" against a pattern: "*.example.org:443",
+// "example.org" (any port), "*:443". Host names compare case-insensitively.
+func matchHost(pattern, dest string) bool {
+	if dest == "" {
+		return false
+	}
+	host, port := splitHostPort(dest)
+	phost, pport := splitHostPort(pattern)
+	if pport != "" && pport != "*" && pport != port {
+		return false
+	}
+	host, phost = strings.ToLower(host), strings.ToLower(phost)
+	if phost == "*" {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(phost, "*."); ok {
+		return strings.HasSuffix(host, "."+rest)
+	}
+	return host == phost
+}
+
+func splitHostPort(s string) (string, string) {
+	if strings.HasPrefix(s, "[") {
+		if end := strings.Index(s, "]"); end >= 0 {
+			return s[1:end], strings.TrimPrefix(s[end+1:], ":")
+		}
+	}
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && strings.Count(s, ":") == 1 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
