@@ -1,0 +1,219 @@
+package kaudit
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultDir is where holders coordinate: machine-wide, root-only, and
+// cleared at boot like the kernel's audit settings.
+const DefaultDir = "/run/sandboxd/kaudit"
+
+// MinBacklog is the backlog limit Landlock's records need under bursts.
+const MinBacklog = 8192
+
+// saved is what the first holder found and changed.
+type saved struct {
+	Mask         uint32 `json:"mask"` // which fields sandboxd changed
+	Enabled      uint32 `json:"enabled"`
+	BacklogLimit uint32 `json:"backlog_limit"`
+}
+
+// Holder is one sandboxd run that needs kernel audit on.
+type Holder struct {
+	dir  string
+	self *os.File // locked for the holder's lifetime
+}
+
+// Acquire turns kernel audit on (and the backlog up) if it is not, and
+// registers the caller as a holder until Release.
+func Acquire(dir string) (*Holder, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "holders"), 0o700); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, ErrPermission
+		}
+		return nil, fmt.Errorf("kaudit: %w", err)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	c, err := dial()
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	st, err := c.status()
+	if err != nil {
+		return nil, err
+	}
+	live := pruneHolders(dir)
+	statePath := filepath.Join(dir, "state.json")
+	if _, err := os.Stat(statePath); errors.Is(err, fs.ErrNotExist) {
+		// Nobody changed anything yet (or a previous holder restored).
+		want, mask := st, uint32(0)
+		if st.Enabled == 0 {
+			want.Enabled, mask = 1, mask|maskEnabled
+		}
+		if st.BacklogLimit < MinBacklog {
+			want.BacklogLimit, mask = MinBacklog, mask|maskBacklogLimit
+		}
+		if mask != 0 {
+			// Record first, then change: a crash in between leaves a
+			// state file whose restore is a no-op.
+			b, _ := json.Marshal(saved{Mask: mask, Enabled: st.Enabled, BacklogLimit: st.BacklogLimit})
+			if err := writeSynced(statePath, b); err != nil {
+				return nil, err
+			}
+			if err := c.set(mask, want); err != nil {
+				os.Remove(statePath)
+				return nil, err
+			}
+		}
+	} else if live == 0 && st.Enabled == 0 {
+		// A crashed holder's state exists but audit is off again (reboot
+		// clears /run, so someone turned it off): start over.
+		os.Remove(statePath)
+		unlock()
+		return Acquire(dir)
+	}
+	self, err := newHolderFile(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Holder{dir: dir, self: self}, nil
+}
+
+// Release unregisters the holder and, if it was the last, restores what
+// the first holder changed.
+func (h *Holder) Release() error {
+	if h == nil || h.self == nil {
+		return nil
+	}
+	unlock, err := lockDir(h.dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	os.Remove(h.self.Name())
+	h.self.Close()
+	h.self = nil
+	if pruneHolders(h.dir) > 0 {
+		return nil
+	}
+	return restore(h.dir)
+}
+
+// restore puts back the recorded settings and removes the record.
+func restore(dir string) error {
+	statePath := filepath.Join(dir, "state.json")
+	b, err := os.ReadFile(statePath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("kaudit: %w", err)
+	}
+	var s saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("kaudit: state file: %w", err)
+	}
+	c, err := dial()
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	if s.Mask != 0 {
+		if err := c.set(s.Mask, Status{Enabled: s.Enabled, BacklogLimit: s.BacklogLimit}); err != nil {
+			return err
+		}
+	}
+	return os.Remove(statePath)
+}
+
+// lockDir takes the directory's exclusive lock.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("kaudit: lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kaudit: lock: %w", err)
+	}
+	done := false
+	return func() {
+		if !done {
+			done = true
+			f.Close()
+		}
+	}, nil
+}
+
+// newHolderFile creates and locks this holder's file.
+func newHolderFile(dir string) (*os.File, error) {
+	var r [8]byte
+	rand.Read(r[:])
+	p := filepath.Join(dir, "holders", fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(r[:])))
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("kaudit: holder: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(p)
+		return nil, fmt.Errorf("kaudit: holder lock: %w", err)
+	}
+	return f, nil
+}
+
+// pruneHolders removes files of holders that died (their lock is free)
+// and returns how many live holders remain.
+func pruneHolders(dir string) int {
+	entries, _ := os.ReadDir(filepath.Join(dir, "holders"))
+	live := 0
+	for _, e := range entries {
+		p := filepath.Join(dir, "holders", e.Name())
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.Remove(p) // its holder is gone
+		} else {
+			live++
+		}
+		f.Close()
+	}
+	return live
+}
+
+func writeSynced(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("kaudit: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("kaudit: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("kaudit: %w", err)
+	}
+	f.Close()
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("kaudit: %w", err)
+	}
+	return nil
+}
