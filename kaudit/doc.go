@@ -4,8 +4,7 @@
 // and reads the records from the audit multicast group.
 //
 // Kernel audit is machine-wide. One holder at a time changes it: holders
-// take a lock in /run/sandboxd/kaudit (cleared at boot, as the kernel's
-// audit settings are), the first one records the original settings in a
+// take a lock in /run/sandboxd/kaudit, the first one records the original settings in a
 // state file before it changes anything, each holder keeps a lock on a
 // file of its own while it runs, and the last to leave — or the next to
 // arrive after a crash — restores the recorded settings. Only the

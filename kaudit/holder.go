@@ -13,8 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultDir is where holders coordinate: machine-wide, root-only, and
-// cleared at boot like the kernel's audit settings.
+// DefaultDir is where holders coordinate: machine-wide and root-only. A
+// state file left there by a holder that crashed before a reboot is
+// recognised (audit is off again) and discarded.
 const DefaultDir = "/run/sandboxd/kaudit"
 
 // MinBacklog is the backlog limit Landlock's records need under bursts.
@@ -69,9 +70,11 @@ func Acquire(dir string) (*Holder, error) {
 		}
 		if mask != 0 {
 			// Record first, then change: a crash in between leaves a
-			// state file whose restore is a no-op.
+			// state file whose restore is a no-op. Not synced: it must
+			// outlive a crash of sandboxd, not of the machine (a reboot
+			// resets the kernel's settings too).
 			b, _ := json.Marshal(saved{Mask: mask, Enabled: st.Enabled, BacklogLimit: st.BacklogLimit})
-			if err := writeSynced(statePath, b); err != nil {
+			if err := writeState(statePath, b); err != nil {
 				return nil, err
 			}
 			if err := c.set(mask, want); err != nil {
@@ -197,7 +200,7 @@ func pruneHolders(dir string) int {
 	return live
 }
 
-func writeSynced(path string, b []byte) error {
+func writeState(path string, b []byte) error {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -207,11 +210,9 @@ func writeSynced(path string, b []byte) error {
 		f.Close()
 		return fmt.Errorf("kaudit: %w", err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("kaudit: %w", err)
 	}
-	f.Close()
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("kaudit: %w", err)
 	}

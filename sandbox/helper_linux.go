@@ -110,6 +110,11 @@ func HelperMain() {
 		fail(125, "sandbox: %v", err)
 	}
 	rs.Close()
+	if s.LandlockFlags != 0 {
+		// Announce the domain (with this pid) to the supervisor's audit
+		// reader through one deliberate denial.
+		probeDomain()
+	}
 	if err := seccomp.Install(c.Confine.Seccomp); err != nil {
 		fail(125, "sandbox: %v", err)
 	}
@@ -152,6 +157,12 @@ func HelperMain() {
 	}()
 	status := reapUntil(pid, s.Namespaces, sigs, ctl)
 	killAll(s.Namespaces, unix.SIGKILL)
+	if s.LandlockFlags != 0 {
+		// Every process of the command is gone: mark the end of its
+		// audit records.
+		reapAll(s.Namespaces)
+		probeDomain()
+	}
 	var exit message
 	switch {
 	case status.Exited():
@@ -192,6 +203,17 @@ func reapUntil(pid int, ns bool, sigs <-chan os.Signal, ctl <-chan msgKind) unix
 			case msgKill:
 				killAll(ns, unix.SIGKILL)
 			}
+		}
+	}
+}
+
+// reapAll waits until the helper has no children left, so none of the
+// command's processes can log a denial after the end marker.
+func reapAll(ns bool) {
+	for {
+		_, err := unix.Wait4(-1, nil, 0, nil)
+		if err != nil { // ECHILD: none left
+			return
 		}
 	}
 }

@@ -89,6 +89,23 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	}
 
 	mark("cgroup")
+	// Exact boundaries come from Landlock's kernel audit records, which
+	// only root may switch on and read.
+	var det *auditDetector
+	switch {
+	case !root:
+		res.Detection = Detection{Detector: "none", Why: "kernel audit needs root (CAP_AUDIT_CONTROL, CAP_AUDIT_READ); no fallback detector yet"}
+	case !sup.LogFlags:
+		res.Detection = Detection{Detector: "none", Why: fmt.Sprintf("Landlock ABI %d cannot log denials (needs ABI 7)", sup.ABI)}
+	default:
+		if det, err = startAuditDetector(log); err != nil {
+			res.Detection = Detection{Detector: "none", Why: "kernel audit unavailable: " + err.Error()}
+			det = nil
+		} else {
+			defer det.stop()
+		}
+	}
+	mark("detector")
 	// The Landlock carve-out, the compiled filter and the persistence plan
 	// are built while the helper starts and mounts.
 	prepc := startPrepare(sup, &spec, wantNS, log)
@@ -147,14 +164,15 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	}
 	setup := &setupMsg{
 		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
-		Namespaces:  wantNS,
-		Workspace:   spec.Workspace,
-		TmpSize:     spec.Limits.TmpSize,
-		Limits:      spec.Limits,
-		LimitNproc:  true,
-		LimitData:   cg == nil || !cg.memory,
-		LandlockABI: sup.ABI,
-		LandlockFS:  uint64(sup.FS),
+		LandlockFlags: map[bool]uint32{true: landlockLogFlags}[det != nil],
+		Namespaces:    wantNS,
+		Workspace:     spec.Workspace,
+		TmpSize:       spec.Limits.TmpSize,
+		Limits:        spec.Limits,
+		LimitNproc:    true,
+		LimitData:     cg == nil || !cg.memory,
+		LandlockABI:   sup.ABI,
+		LandlockFS:    uint64(sup.FS),
 	}
 	var trees []int
 	defer func() { closeAll(trees) }()
@@ -258,6 +276,10 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		return res, err
 	}
 	res.ExitCode, res.Signal, res.TimedOut = code, sig, timedOut
+	if det != nil {
+		res.Denials, res.Detection = det.collect(h.cmd.Process.Pid, time.Second)
+		mark("denials collected")
+	}
 	if p.plan != nil {
 		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))
 		res.Persistence = removed

@@ -112,6 +112,11 @@ type Result struct {
 	Persistence []Removed
 	// Setup is how long preparing the sandbox took.
 	Setup time.Duration
+	// Denials are the accesses the kernel refused the command, exactly,
+	// deduplicated; Detection says how they were observed and whether any
+	// were lost.
+	Denials   []Denial
+	Detection Detection
 }
 
 // Removed is one persistence path created during a run.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
@@ -69,7 +71,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 		return nil, nil, err
 	}
 	switch f.reviewer {
-	case "auto", "model", "human", "off":
+	case "auto", "off":
+	case "model", "human":
+		return nil, nil, fmt.Errorf("--reviewer %s is not available yet; use off (anything the policy does not allow is denied)", f.reviewer)
 	default:
 		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
 	}
@@ -93,22 +97,23 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 
 // report is the --report JSON (DESIGN.md §3.1).
 type report struct {
-	ExitCode    int               `json:"exit_code"`
-	Attempts    int               `json:"attempts"`
-	LandlockABI int               `json:"landlock_abi"`
-	NetworkMode string            `json:"network_mode"`
-	Isolation   string            `json:"isolation"`
-	Boundaries  []json.RawMessage `json:"boundaries"`
-	Degraded    []string          `json:"degraded,omitempty"`
-	Containment string            `json:"containment,omitempty"`
-	TimedOut    bool              `json:"timed_out,omitempty"`
-	Signal      int               `json:"signal,omitempty"`
-	Persistence []sandbox.Removed `json:"persistence,omitempty"`
-	Session     string            `json:"session,omitempty"`
-	Workspace   string            `json:"workspace,omitempty"`
-	Command     []string          `json:"command,omitempty"`
-	SetupMS     float64           `json:"setup_ms,omitempty"`
-	Error       string            `json:"error,omitempty"`
+	ExitCode    int                `json:"exit_code"`
+	Attempts    int                `json:"attempts"`
+	LandlockABI int                `json:"landlock_abi"`
+	NetworkMode string             `json:"network_mode"`
+	Isolation   string             `json:"isolation"`
+	Boundaries  []boundary         `json:"boundaries"`
+	Detection   *sandbox.Detection `json:"detection,omitempty"`
+	Degraded    []string           `json:"degraded,omitempty"`
+	Containment string             `json:"containment,omitempty"`
+	TimedOut    bool               `json:"timed_out,omitempty"`
+	Signal      int                `json:"signal,omitempty"`
+	Persistence []sandbox.Removed  `json:"persistence,omitempty"`
+	Session     string             `json:"session,omitempty"`
+	Workspace   string             `json:"workspace,omitempty"`
+	Command     []string           `json:"command,omitempty"`
+	SetupMS     float64            `json:"setup_ms,omitempty"`
+	Error       string             `json:"error,omitempty"`
 }
 
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -125,7 +130,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	rep := report{Attempts: 0, Boundaries: []json.RawMessage{}, Session: f.session, Command: argv}
+	rep := report{Attempts: 0, Boundaries: []boundary{}, Session: f.session, Command: argv}
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
 		rep.ExitCode, rep.Error = exitSandboxd, err.Error()
@@ -189,6 +194,24 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "sandboxd: the command created the persistence path %s in the workspace; it was %s.\n", r.Path, where)
 	}
 	rep.ExitCode, rep.TimedOut, rep.Signal, rep.Persistence = out.ExitCode, out.TimedOut, out.Signal, out.Persistence
+	rep.Detection = &out.Detection
+	b := newBroker(env, ws, res, f, log)
+	for _, d := range out.Denials {
+		req := grants.Request{
+			Session: f.session, Cwd: cwd, Command: commandString(f, argv), Surface: grants.Surface(d.Surface),
+			Operation: d.Operation, Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Destination: d.Destination,
+			Agent: "cli", Intent: f.intent, Attempt: 1,
+		}
+		dec := b.Decide(ctx, req).Decision
+		rep.Boundaries = append(rep.Boundaries, boundary{Attempt: 1, Surface: d.Surface, Operation: d.Operation,
+			Path: d.Path, Destination: d.Destination, Decision: string(dec.Outcome), Source: string(dec.Source), Rationale: dec.Rationale})
+		if dec.Outcome != broker.Allow {
+			printDenial(stderr, d, dec)
+		}
+	}
+	if out.Detection.Lost != 0 {
+		fmt.Fprintf(stderr, "sandboxd: warning: some denials may not have been seen (%s)\n", out.Detection.Why)
+	}
 	rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
 	if out.TimedOut {
 		fmt.Fprintf(stderr, "sandboxd: timed out after %s; every process of the command was ended\n", f.timeout)
@@ -197,6 +220,71 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return exitSandboxd
 	}
 	return out.ExitCode
+}
+
+// boundary is one entry of the report's boundaries (DESIGN.md §3.1).
+type boundary struct {
+	Attempt     int    `json:"attempt"`
+	Surface     string `json:"surface"`
+	Operation   string `json:"operation"`
+	Path        string `json:"path,omitempty"`
+	Destination string `json:"destination,omitempty"`
+	Decision    string `json:"decision"`
+	Source      string `json:"source"`
+	Rationale   string `json:"rationale,omitempty"`
+	Grant       string `json:"grant,omitempty"`
+}
+
+// newBroker builds the decision pipeline for this run. Only the policy and
+// the hard denies decide yet: there is no reviewer ("off").
+func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog.Logger) *broker.Broker {
+	state := filepath.Join(env.stateBase, "sandboxd")
+	cfg := broker.Config{
+		Hard: broker.HardDenies{
+			Secrets:   p.Secrets,
+			Own:       []string{filepath.Join(env.configDir, "sandboxd"), state, filepath.Join(env.home, ".local", "share", "sandboxd")},
+			Home:      env.home,
+			Workspace: ws,
+			Protected: p.Protected,
+		},
+		Grants: grants.NewStore(),
+		Log:    log,
+	}
+	if f.session != "" {
+		cfg.Breaker = broker.NewBreaker(filepath.Join(state, "breaker"))
+	}
+	return broker.New(cfg)
+}
+
+// commandString is the exact command a grant binds to.
+func commandString(f *runFlags, argv []string) string {
+	if f.command != "" {
+		return f.command
+	}
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// printDenial tells the agent, in words safe to show a model, what was
+// denied, why and by whom, and that another route to it will be denied
+// too.
+func printDenial(w io.Writer, d sandbox.Denial, dec broker.Decision) {
+	target := d.Path
+	if d.Surface == "network" {
+		target = d.Destination
+	}
+	fmt.Fprintf(w, "sandboxd: denied %s %s\n  why: %s\n  decided by: %s\n  Retrying the same access another way (another path, tool or command) will be denied too.\n",
+		d.Operation, target, dec.Rationale, dec.Source)
 }
 
 func writeReport(path string, rep report, stderr io.Writer) bool {
