@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
@@ -123,7 +124,12 @@ func auditReachable() bool {
 
 func auditDetail() string {
 	if auditReachable() {
-		return "NETLINK_AUDIT multicast (group 1) can be joined: Landlock denials can be read exactly"
+		st, err := kaudit.CurrentStatus()
+		state := "unknown"
+		if err == nil {
+			state = fmt.Sprintf("enabled=%d backlog_limit=%d", st.Enabled, st.BacklogLimit)
+		}
+		return "NETLINK_AUDIT multicast can be joined: Landlock denials are read exactly; run turns kernel audit on while it runs and restores it (now " + state + ")"
 	}
 	return "NETLINK_AUDIT multicast cannot be joined (needs CAP_AUDIT_READ); boundary detection would rely on seccomp notification"
 }
