@@ -46,8 +46,11 @@ func Compile(r Rules) ([]byte, error) {
 			continue
 		}
 		act := libseccomp.ActAllow
-		if rule.Action == Errno {
+		switch rule.Action {
+		case Errno:
 			act = libseccomp.ActErrno.SetReturnCode(int16(rule.Errno))
+		case Notify:
+			act = libseccomp.ActNotify
 		}
 		call := libseccomp.ScmpSyscall(rule.Nr)
 		if len(rule.Conds) == 0 {

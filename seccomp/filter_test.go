@@ -7,8 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -205,9 +208,14 @@ func child() int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 4
 	}
-	if err := Install(prog); err != nil {
-		os.Stderr.WriteString(err.Error())
-		return 5
+	if os.Getenv("SANDBOXD_SECCOMP_TEST_OBSERVE") == "" {
+		if err := Install(prog); err != nil {
+			os.Stderr.WriteString(err.Error())
+			return 5
+		}
+	}
+	if os.Getenv("SANDBOXD_SECCOMP_TEST_OBSERVE") != "" {
+		return observeChild(prog, dir)
 	}
 	if os.Getenv("SANDBOXD_SECCOMP_TEST_X32") != "" {
 		// getpid through the x32 ABI: the filter must kill the process.
@@ -327,5 +335,133 @@ func TestX32IsKilled(t *testing.T) {
 	ws := exit.Sys().(syscall.WaitStatus)
 	if !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
 		t.Fatalf("x32 call ended with %v, want SIGSYS", err)
+	}
+}
+
+// observeChild installs the observing filter with a listener answered by
+// a goroutine of its own, makes a list of calls and prints which were
+// observed (by name) and what each returned.
+func observeChild(prog []byte, dir string) int {
+	fd, err := InstallWithListener(prog)
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 6
+	}
+	l := NewListener(fd)
+	seen := make(chan int, 64)
+	go func() {
+		for {
+			n, ok, err := l.Receive(1000)
+			if err != nil {
+				return
+			}
+			if ok {
+				seen <- n.Nr
+				l.Continue(n.ID)
+			}
+		}
+	}()
+	p := filepath.Join(dir, "f")
+	type step struct {
+		name string
+		call func() error
+	}
+	steps := []step{
+		{"open read", func() error {
+			f, err := os.Open(p)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"open write", func() error {
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"open create", func() error {
+			f, err := os.OpenFile(filepath.Join(dir, "new"), os.O_WRONLY|os.O_CREATE, 0o644)
+			if err == nil {
+				f.Close()
+			}
+			return err
+		}},
+		{"open create setuid", func() error {
+			_, err := unix.Open(filepath.Join(dir, "suid"), unix.O_WRONLY|unix.O_CREAT, 0o4755)
+			return err
+		}},
+		{"mkdir", func() error { return os.Mkdir(filepath.Join(dir, "d"), 0o755) }},
+		{"chmod", func() error { return os.Chmod(p, 0o600) }},
+		{"chmod setuid", func() error { return unix.Chmod(p, 0o4755) }},
+		{"rename", func() error { return os.Rename(filepath.Join(dir, "new"), filepath.Join(dir, "new2")) }},
+		{"unlink", func() error { return os.Remove(filepath.Join(dir, "new2")) }},
+		{"connect", func() error {
+			s, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
+			defer unix.Close(s)
+			return unix.Connect(s, &unix.SockaddrInet4{Port: 1, Addr: [4]byte{127, 0, 0, 1}})
+		}},
+	}
+	out := map[string]string{}
+	for _, st := range steps {
+		err := st.call()
+		var names []string
+		for {
+			select {
+			case nr := <-seen:
+				names = append(names, strconv.Itoa(nr))
+				continue
+			case <-time.After(20 * time.Millisecond):
+			}
+			break
+		}
+		errs := "ok"
+		if err != nil {
+			errs = err.Error()
+		}
+		out[st.name] = strings.Join(names, ",") + "|" + errs
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+	return 0
+}
+
+func TestObserveFilter(t *testing.T) {
+	prog, err := Compile(Build(Options{Observe: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := filepath.Join(t.TempDir(), "observe.bpf")
+	os.WriteFile(pf, prog, 0o600)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+pf, "SANDBOXD_SECCOMP_TEST_DIR="+dir, "SANDBOXD_SECCOMP_TEST_OBSERVE=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	nr := func(n int) string { return strconv.Itoa(n) }
+	want := map[string]string{
+		"open read":          "|ok",
+		"open write":         nr(unix.SYS_OPENAT) + "|ok",
+		"open create":        nr(unix.SYS_OPENAT) + "|ok",
+		"open create setuid": "|operation not permitted",
+		"mkdir":              nr(unix.SYS_MKDIRAT) + "|ok",
+		"chmod":              nr(unix.SYS_FCHMODAT) + "|ok",
+		"chmod setuid":       "|operation not permitted",
+		"rename":             nr(unix.SYS_RENAMEAT) + "|ok",
+		"unlink":             nr(unix.SYS_UNLINKAT) + "|ok",
+		"connect":            nr(unix.SYS_CONNECT) + "|connection refused",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: got %q, want %q", k, got[k], w)
+		}
 	}
 }

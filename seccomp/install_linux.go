@@ -29,3 +29,25 @@ func Install(prog []byte) error {
 	}
 	return nil
 }
+
+// InstallWithListener is Install for a program with Notify rules: it
+// returns the notification descriptor (close-on-exec) that the supervisor
+// reads. Threads that cannot be synchronised make it fail (ESRCH) rather
+// than leave some threads unfiltered.
+func InstallWithListener(prog []byte) (int, error) {
+	if len(prog) == 0 || len(prog)%8 != 0 || len(prog)/8 > 0xffff {
+		return -1, fmt.Errorf("seccomp: program of %d bytes is not a BPF program", len(prog))
+	}
+	fprog := unix.SockFprog{
+		Len:    uint16(len(prog) / 8),
+		Filter: (*unix.SockFilter)(unsafe.Pointer(&prog[0])),
+	}
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC | unix.SECCOMP_FILTER_FLAG_TSYNC_ESRCH | unix.SECCOMP_FILTER_FLAG_NEW_LISTENER)
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp: install: %w", errno)
+	}
+	fd := int(r)
+	unix.CloseOnExec(fd)
+	return fd, nil
+}

@@ -19,6 +19,10 @@ const (
 	Allow Action = iota + 1
 	// Errno fails the call with the rule's Errno.
 	Errno
+	// Notify stops the caller until the supervisor, listening on the
+	// filter's notification descriptor, lets the call continue. It is
+	// used to observe, never to decide: the kernel still enforces.
+	Notify
 )
 
 // Op compares one system call argument.
@@ -66,9 +70,52 @@ const DefaultErrno = unix.ENOSYS
 
 // Options select the few parts of the filter that vary between sandboxes.
 type Options struct {
-	// Reserved for later issues (for example AF_UNIX sockets where the
-	// mount namespace hides every host socket path). The zero value is the
-	// strictest filter.
+	// Observe turns every call that could write, create, remove, rename,
+	// link or change metadata, and every connect, into a user
+	// notification, so the supervisor learns exactly what was attempted
+	// even where a read-only mount (EROFS) leaves no audit record.
+	// Read-only opens are not observed.
+	Observe bool
+}
+
+// observed are the calls Observe reports (open and openat are split by
+// their flags in observeOpen).
+var observed = map[int]bool{
+	unix.SYS_CREAT: true, unix.SYS_MKDIR: true, unix.SYS_MKDIRAT: true,
+	unix.SYS_UNLINK: true, unix.SYS_UNLINKAT: true, unix.SYS_RMDIR: true,
+	unix.SYS_RENAME: true, unix.SYS_RENAMEAT: true, unix.SYS_RENAMEAT2: true,
+	unix.SYS_LINK: true, unix.SYS_LINKAT: true, unix.SYS_SYMLINK: true, unix.SYS_SYMLINKAT: true,
+	unix.SYS_MKNOD: true, unix.SYS_MKNODAT: true,
+	unix.SYS_CHMOD: true, unix.SYS_FCHMOD: true, unix.SYS_FCHMODAT: true, unix.SYS_FCHMODAT2: true,
+	unix.SYS_CHOWN: true, unix.SYS_FCHOWN: true, unix.SYS_LCHOWN: true, unix.SYS_FCHOWNAT: true,
+	unix.SYS_UTIME: true, unix.SYS_UTIMES: true, unix.SYS_UTIMENSAT: true, unix.SYS_FUTIMESAT: true,
+	unix.SYS_SETXATTR: true, unix.SYS_LSETXATTR: true, unix.SYS_FSETXATTR: true,
+	unix.SYS_REMOVEXATTR: true, unix.SYS_LREMOVEXATTR: true, unix.SYS_FREMOVEXATTR: true,
+	unix.SYS_SETXATTRAT: true, unix.SYS_REMOVEXATTRAT: true,
+	unix.SYS_TRUNCATE: true, unix.SYS_FTRUNCATE: true,
+	unix.SYS_CONNECT: true,
+}
+
+// createBits are the open flags that create a file.
+const createBits = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
+
+// observeOpen replaces the allow rules of open (flags at argument fa,
+// mode at fa+1) with: read-only opens allowed, every writing, truncating
+// or creating open observed. Each rule is a single masked comparison per
+// argument, and the rules of different actions never overlap (the
+// setuid/setgid refusals need a creation flag and a mode bit, which the
+// observed creations exclude).
+func observeOpen(nr int, name string, fa uint) []Rule {
+	masked := func(arg uint, mask, v uint64) Cond { return Cond{Arg: arg, Op: MaskedEq, Mask: mask, Value: v} }
+	r := func(a Action, conds ...Cond) Rule { return Rule{Nr: nr, Name: name, Action: a, Conds: conds} }
+	return []Rule{
+		r(Allow, masked(fa, createBits|unix.O_WRONLY|unix.O_RDWR|unix.O_TRUNC, 0)),
+		r(Notify, masked(fa, createBits|unix.O_WRONLY, unix.O_WRONLY)),
+		r(Notify, masked(fa, createBits|unix.O_RDWR, unix.O_RDWR)),
+		r(Notify, masked(fa, createBits|unix.O_TRUNC, unix.O_TRUNC)),
+		r(Notify, masked(fa, unix.O_CREAT, unix.O_CREAT), masked(fa+1, privModeBits, 0)),
+		r(Notify, masked(fa, unix.O_TMPFILE&^unix.O_DIRECTORY, unix.O_TMPFILE&^unix.O_DIRECTORY), masked(fa+1, privModeBits, 0)),
+	}
 }
 
 // Mode bits that must never be set by the sandbox.
@@ -340,7 +387,6 @@ func conditional() []Rule {
 
 // Build returns the filter for opts.
 func Build(opts Options) Rules {
-	_ = opts
 	var list []Rule
 	for _, group := range allowedGroups {
 		for _, nr := range group {
@@ -353,6 +399,21 @@ func Build(opts Options) Rules {
 		}
 	}
 	list = append(list, conditional()...)
+	if opts.Observe {
+		var out []Rule
+		for _, r := range list {
+			switch {
+			case r.Action == Allow && (r.Nr == unix.SYS_OPEN || r.Nr == unix.SYS_OPENAT):
+				continue // replaced below
+			case r.Action == Allow && observed[r.Nr]:
+				r.Action = Notify
+			}
+			out = append(out, r)
+		}
+		out = append(out, observeOpen(unix.SYS_OPEN, "open", 1)...)
+		out = append(out, observeOpen(unix.SYS_OPENAT, "openat", 2)...)
+		list = out
+	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].Nr < list[j].Nr })
 	return Rules{List: list}
 }
