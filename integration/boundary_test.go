@@ -21,12 +21,12 @@ func TestBoundarySecretRead(t *testing.T) {
 		det, _ := r.report["detection"].(map[string]any)
 		bs, _ := r.report["boundaries"].([]any)
 		if !e.id.root() {
-			if det["detector"] != "none" || det["why"] == "" {
+			if det["detector"] != "seccomp" || det["why"] == "" {
 				t.Fatalf("unprivileged detection: %v", det)
 			}
 			return
 		}
-		if det["detector"] != "audit" {
+		if det["detector"] != "audit+seccomp" {
 			t.Fatalf("detection: %v", det)
 		}
 		var hits []map[string]any
@@ -55,7 +55,12 @@ func TestBoundarySecretRead(t *testing.T) {
 // (the run's own probes of its audit domain are not boundaries).
 func TestBoundaryNothingDenied(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
-		r := e.sh("echo hi > f && cat f").mustSucceed(t)
+		r := e.sh(`echo hi > f && cat f && mkdir -p d && mv f d/ && chmod 600 d/f && python3 -c '
+import socket, threading
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+threading.Thread(target=lambda: s.accept()[0].sendall(b"x"), daemon=True).start()
+c = socket.create_connection(s.getsockname()); print(c.recv(1))
+'`).mustSucceed(t)
 		if bs, _ := r.report["boundaries"].([]any); len(bs) != 0 {
 			t.Fatalf("boundaries for a clean run: %v", bs)
 		}
@@ -63,4 +68,76 @@ func TestBoundaryNothingDenied(t *testing.T) {
 			t.Fatalf("denial block for a clean run\n%s", r)
 		}
 	})
+}
+
+// TestBoundaryExact: each way of crossing the boundary is reported with
+// its exact surface, operation and path or destination, as root and as
+// an unprivileged user, and nothing the workspace allows is reported.
+func TestBoundaryExact(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		outside := e.outside("o.txt", "x\n")
+		exec := e.mkdir("tools", 0o755)
+		e.writeFile(filepath.Join(exec, "run.sh"), "#!/bin/sh\necho hi\n", 0o755)
+		l := tcpListener(t, "tcp", "127.0.0.1:0")
+		_, port, _ := strings.Cut(l.addr, ":")
+		e.sh("git init -q . && git config user.email a@b && git config user.name n")
+		r := e.sh(strings.Join([]string{
+			"echo x > /etc/sandboxd-it-x",
+			"mkdir /usr/sandboxd-it-x",
+			"mv " + outside + " ./moved",
+			"chmod 600 " + outside,
+			"exec 3<>/dev/tcp/93.184.216.34/443",
+			"exec 4<>/dev/tcp/127.0.0.1/" + port,
+			"echo evil > .git/hooks/pre-commit",
+			"touch fine.txt && mkdir -p fine/dir && mv fine.txt fine/dir/",
+			"echo END",
+		}, "; "))
+		if !strings.Contains(r.stdout, "END") {
+			t.Fatalf("command did not run\n%s", r)
+		}
+		l.mustBeSilent(t)
+		got := map[string]map[string]any{}
+		for _, b := range r.report["boundaries"].([]any) {
+			m := b.(map[string]any)
+			target, _ := m["path"].(string)
+			if target == "" {
+				target, _ = m["destination"].(string)
+			}
+			got[m["surface"].(string)+" "+m["operation"].(string)+" "+target] = m
+		}
+		for _, want := range []string{
+			"filesystem make_reg /etc/sandboxd-it-x",
+			"filesystem make_dir /usr/sandboxd-it-x",
+			"filesystem rename " + outside,
+			"filesystem chmod " + outside,
+			"network connect 93.184.216.34:443",
+			"network connect 127.0.0.1:" + port,
+			"filesystem make_reg " + filepath.Join(e.ws, ".git/hooks/pre-commit"),
+		} {
+			b, ok := got[want]
+			if !ok {
+				t.Errorf("missing boundary %q; got %v", want, keys(got))
+				continue
+			}
+			if b["decision"] != "deny" {
+				t.Errorf("%s: decision %v", want, b["decision"])
+			}
+		}
+		if b := got["filesystem make_reg "+filepath.Join(e.ws, ".git/hooks/pre-commit")]; b != nil && b["source"] != "hard-deny" {
+			t.Errorf("persistence path decided by %v, want hard-deny", b["source"])
+		}
+		for k := range got {
+			if strings.Contains(k, "fine") {
+				t.Errorf("a write the workspace allows was reported: %s", k)
+			}
+		}
+	})
+}
+
+func keys(m map[string]map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -115,9 +115,16 @@ func HelperMain() {
 		// reader through one deliberate denial.
 		probeDomain()
 	}
-	if err := seccomp.Install(c.Confine.Seccomp); err != nil {
+	// The filter observes write and connect calls; the supervisor answers
+	// them on the descriptor it gets here, before anything can block.
+	lfd, err := seccomp.InstallWithListener(c.Confine.Seccomp)
+	if err != nil {
 		fail(125, "sandbox: %v", err)
 	}
+	if err := send(sock, message{Kind: msgListener}, lfd); err != nil {
+		fail(125, "sandbox: %v", err)
+	}
+	unix.Close(lfd)
 	mark("confined")
 	// Join the run's cgroups with this thread only; the command is forked
 	// from it (see Run).

@@ -26,6 +26,7 @@ const (
 	msgConfine   msgKind = "confine"   // supervisor -> helper: the ruleset, filter and persistence binds
 	msgTerminate msgKind = "terminate" // supervisor -> helper: SIGTERM everything
 	msgKill      msgKind = "kill"      // supervisor -> helper: SIGKILL everything
+	msgListener  msgKind = "listener"  // helper -> supervisor: the seccomp notification descriptor
 	msgStarted   msgKind = "started"   // helper -> supervisor: the command runs
 	msgError     msgKind = "error"     // helper -> supervisor: setup failed
 	msgExit      msgKind = "exit"      // helper -> supervisor: the command ended

@@ -278,8 +278,32 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	res.ExitCode, res.Signal, res.TimedOut = code, sig, timedOut
 	if det != nil {
 		res.Denials, res.Detection = det.collect(h.cmd.Process.Pid, time.Second)
-		mark("denials collected")
 	}
+	if h.obs != nil {
+		writable := append([]string{spec.Workspace}, spec.Writable...)
+		writable = append(writable, spec.Caches...)
+		if wantNS {
+			writable = append(writable, "/tmp", "/var/tmp", "/dev/shm", "/dev/pts", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+		} else {
+			writable = append(writable, setup.TmpDir, "/dev/null", "/dev/zero", "/dev/full")
+		}
+		var readOnly, pinned []string
+		if p.plan != nil && wantNS {
+			for _, r := range p.plan.readOnly {
+				readOnly = append(readOnly, filepath.Join(spec.Workspace, r))
+			}
+			for _, r := range p.plan.pins {
+				pinned = append(pinned, filepath.Join(spec.Workspace, r))
+			}
+		}
+		res.Denials = mergeDenials(res.Denials, refused(h.obs.finish(), writable, readOnly, pinned, wantNS))
+		if res.Detection.Detector == "none" {
+			res.Detection = Detection{Detector: "seccomp", Why: "writes and connects are observed by seccomp; reads are not detected without kernel audit (" + res.Detection.Why + ")"}
+		} else {
+			res.Detection.Detector += "+seccomp"
+		}
+	}
+	mark("denials collected")
 	if p.plan != nil {
 		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))
 		res.Persistence = removed
@@ -329,7 +353,7 @@ func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <
 		}()
 		go func() {
 			defer wg.Done()
-			p.bpf, bpfErr = cachedFilter(spec.StateDir)
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: true})
 		}()
 		p.rs, p.err = buildRuleset(sup, spec, !ns)
 		wg.Wait()
@@ -350,6 +374,11 @@ type helper struct {
 	homeMapped bool
 	started    time.Time // when the helper reported the command started
 	exited     chan error
+	// obs observes the command's write and connect calls; set by the
+	// message reader when the helper hands over the descriptor.
+	obs *observer
+	// shared are the writable roots the sandbox sees at their host paths.
+	shared []string
 }
 
 func startHelper(spec Spec, ns, root bool) (*helper, error) {
@@ -359,6 +388,7 @@ func startHelper(spec Spec, ns, root bool) (*helper, error) {
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "sandbox-control")
 	h := &helper{sock: pair[0], exited: make(chan error, 1)}
+	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"sandboxd", helperArg},
@@ -482,6 +512,12 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 		rcv := newReceiver(h.sock)
 		for {
 			m, fds, err := rcv.recv()
+			if err == nil && m.Kind == msgListener && len(fds) == 1 && h.obs == nil {
+				// Answer notifications at once: the helper and the
+				// command stop in every observed call until we do.
+				h.obs = startObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
+				fds = fds[1:]
+			}
 			for _, f := range fds {
 				unix.Close(f)
 			}
@@ -631,8 +667,8 @@ func buildRuleset(sup landlock.Support, spec *Spec, restrictNet bool) (*landlock
 
 // cachedFilter returns the compiled seccomp program, compiling it once per
 // filter version into the state directory.
-func cachedFilter(stateDir string) ([]byte, error) {
-	rules := seccomp.Build(seccomp.Options{})
+func cachedFilter(stateDir string, opts seccomp.Options) ([]byte, error) {
+	rules := seccomp.Build(opts)
 	path := filepath.Join(stateDir, "seccomp", rules.Key()+".bpf")
 	if b, err := os.ReadFile(path); err == nil && len(b) > 0 && len(b)%8 == 0 {
 		return b, nil

@@ -1,0 +1,549 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// An intent is one observed call that could write or connect: what the
+// command tried, named as the kernel would resolve it in the sandbox.
+// Observation never decides anything; the kernel still enforces, and the
+// supervisor later judges from its own copy of the policy which intents
+// the sandbox refused.
+type intent struct {
+	Op          string // write_file, make_reg, make_dir, remove_file, remove_dir, rename, link, make_sym, make_fifo, make_sock, chmod, chown, utime, xattr, truncate, connect
+	Path        string // absolute, symlinks resolved as far as they exist
+	Destination string // host:port for connect
+	// Inside is set for a loopback connect that a server in the sandbox's
+	// own network namespace was listening for when the call was made.
+	Inside bool
+}
+
+// observer answers a filter's notifications, recording intents.
+type observer struct {
+	l    *seccomp.Listener
+	log  *slog.Logger
+	skip int // the helper's own pid: its probes are not the command's
+
+	// Used only by the run goroutine: memory descriptors by pid, a
+	// reusable buffer, and the writable roots the sandbox sees at the
+	// same paths as the host (so paths in them resolve without entering
+	// the sandbox).
+	mems  map[int]*os.File
+	buf   []byte
+	roots []fastRoot
+
+	// mu guards intents and seen.
+	mu      sync.Mutex
+	intents []intent
+	seen    map[intent]bool
+	done    chan struct{}
+	stop    chan struct{}
+}
+
+type fastRoot struct {
+	path string
+	fd   int
+}
+
+// maxMems bounds the cache of /proc/PID/mem descriptors.
+const maxMems = 256
+
+func startObserver(fd, helperPid int, shared []string, log *slog.Logger) *observer {
+	o := &observer{l: seccomp.NewListener(fd), log: log, skip: helperPid,
+		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
+		seen: map[intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
+	for _, r := range shared {
+		if rfd, err := unix.Open(r, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			o.roots = append(o.roots, fastRoot{path: r, fd: rfd})
+		}
+	}
+	go o.run()
+	return o
+}
+
+func (o *observer) run() {
+	defer close(o.done)
+	defer o.l.Close()
+	defer func() {
+		for _, f := range o.mems {
+			f.Close()
+		}
+		for _, r := range o.roots {
+			unix.Close(r.fd)
+		}
+	}()
+	for {
+		n, ok, err := o.l.Receive(100)
+		if err != nil {
+			if !errors.Is(err, seccomp.ErrGone) {
+				o.log.Warn("observer", "err", err)
+			}
+			return
+		}
+		if !ok {
+			select {
+			case <-o.stop:
+				return
+			default:
+				continue
+			}
+		}
+		in, good := o.decode(n)
+		// What was read from the process's memory is only trusted if the
+		// call is still the one we were told about.
+		valid := o.l.Valid(n.ID)
+		if err := o.l.Continue(n.ID); err != nil {
+			o.log.Warn("observer", "err", err)
+		}
+		if good && valid && n.Pid != o.skip {
+			o.mu.Lock()
+			for _, i := range in {
+				if !o.seen[i] {
+					o.seen[i] = true
+					o.intents = append(o.intents, i)
+				}
+			}
+			o.mu.Unlock()
+		}
+	}
+}
+
+// finish waits until every process under the filter is gone (or stop is
+// called) and returns the intents.
+func (o *observer) finish() []intent {
+	select {
+	case <-o.done:
+	default:
+		close(o.stop)
+		<-o.done
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.intents
+}
+
+// proc reads a stopped process's memory and resolves its paths.
+type proc struct {
+	pid int
+	o   *observer
+}
+
+func (p *proc) mem() (*os.File, error) {
+	if f := p.o.mems[p.pid]; f != nil {
+		return f, nil
+	}
+	if len(p.o.mems) >= maxMems {
+		for k, f := range p.o.mems {
+			f.Close()
+			delete(p.o.mems, k)
+		}
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", p.pid))
+	if err != nil {
+		return nil, err
+	}
+	p.o.mems[p.pid] = f
+	return f, nil
+}
+
+// str reads a NUL-terminated string (at most PATH_MAX) at addr. Short
+// paths need one small read; the pid's memory descriptor is kept (a pid
+// cannot be reused while the sandbox's processes are being observed:
+// they are all children of its pid namespace or of the helper).
+func (p *proc) str(addr uint64) (string, error) {
+	if addr == 0 {
+		return "", errors.New("null pointer")
+	}
+	m, err := p.mem()
+	if err != nil {
+		return "", err
+	}
+	for _, size := range []int{256, unix.PathMax} {
+		n, err := m.ReadAt(p.o.buf[:size], int64(addr))
+		if i := bytes.IndexByte(p.o.buf[:n], 0); i >= 0 {
+			return string(p.o.buf[:i]), nil
+		}
+		if n == 0 && err != nil {
+			return "", err
+		}
+	}
+	return "", errors.New("unterminated path")
+}
+
+func (p *proc) bytes(addr uint64, n int) ([]byte, error) {
+	m, err := p.mem()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, n)
+	if _, err := m.ReadAt(buf, int64(addr)); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// dir returns the directory a *at call's dirfd names (AT_FDCWD: the cwd).
+func (p *proc) dir(dirfd uint64) (string, error) {
+	if int32(dirfd) == unix.AT_FDCWD {
+		return os.Readlink(fmt.Sprintf("/proc/%d/cwd", p.pid))
+	}
+	return os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", p.pid, int32(dirfd)))
+}
+
+// fdPath names what a descriptor refers to.
+func (p *proc) fdPath(fd uint64) (string, error) {
+	return os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", p.pid, int32(fd)))
+}
+
+// at resolves (dirfd, path) as the process would, and reports whether
+// the result exists. With follow, a final symlink is followed too. An
+// unresolvable path is returned cleaned but unresolved, which is still
+// exactly what was attempted.
+func (p *proc) at(dirfd, pathAddr uint64, follow bool) (string, bool, error) {
+	name, err := p.str(pathAddr)
+	if err != nil {
+		return "", false, err
+	}
+	if !filepath.IsAbs(name) {
+		base, err := p.dir(dirfd)
+		if err != nil {
+			return "", false, err
+		}
+		name = filepath.Join(base, name)
+	}
+	name = filepath.Clean(name)
+	if path, ok, found := p.fast(name, follow); found {
+		return path, ok, nil
+	}
+	path := p.resolve(name, follow)
+	_, err = os.Lstat(fmt.Sprintf("/proc/%d/root%s", p.pid, path))
+	return path, err == nil, nil
+}
+
+// fast resolves a path inside a root the sandbox shares with the host at
+// the same path (the workspace, writable roots, caches) without entering
+// the sandbox: if every directory on the way is a real directory beneath
+// the root (no symlink, no other file system), the path is already
+// resolved. found is false when the slow path must decide.
+func (p *proc) fast(name string, follow bool) (path string, exists, found bool) {
+	for _, r := range p.o.roots {
+		if name != r.path && !strings.HasPrefix(name, r.path+"/") {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(name, r.path), "/")
+		if rel == "" {
+			return name, true, true
+		}
+		parent := filepath.Dir(rel)
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV}
+		fd, err := unix.Openat2(r.fd, parent, &how)
+		if err != nil {
+			return "", false, false
+		}
+		var st unix.Stat_t
+		err = unix.Fstatat(fd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW)
+		unix.Close(fd)
+		if err == nil && follow && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return "", false, false
+		}
+		return name, err == nil, true
+	}
+	return "", false, false
+}
+
+func (p *proc) resolve(name string, follow bool) string {
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", p.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return name
+	}
+	defer unix.Close(root)
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	target, parent := strings.TrimPrefix(name, "/"), strings.TrimPrefix(filepath.Dir(name), "/")
+	if follow {
+		if fd, err := unix.Openat2(root, target, &how); err == nil {
+			defer unix.Close(fd)
+			if r, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); err == nil {
+				return r
+			}
+		}
+	}
+	if parent == "" {
+		parent = "."
+	}
+	fd, err := unix.Openat2(root, parent, &how)
+	if err != nil {
+		return name
+	}
+	defer unix.Close(fd)
+	r, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return name
+	}
+	return filepath.Join(r, filepath.Base(name))
+}
+
+// decode turns a notification into intents.
+func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
+	p := &proc{pid: n.Pid, o: o}
+	a := n.Args
+	one := func(op string, path string, err error) ([]intent, bool) {
+		if err != nil {
+			return nil, false
+		}
+		return []intent{{Op: op, Path: path}}, true
+	}
+	openOp := func(path string, exists bool, flags uint64) string {
+		switch {
+		case flags&unix.O_CREAT != 0 && !exists:
+			return "make_reg"
+		case flags&unix.O_TRUNC != 0:
+			return "truncate"
+		default:
+			return "write_file"
+		}
+	}
+	switch n.Nr {
+	case unix.SYS_OPENAT:
+		path, ok, err := p.at(a[0], a[1], a[2]&unix.O_NOFOLLOW == 0)
+		if err != nil {
+			return nil, false
+		}
+		return one(openOp(path, ok, a[2]), path, nil)
+	case unix.SYS_OPEN:
+		path, ok, err := p.at(cwd, a[0], a[1]&unix.O_NOFOLLOW == 0)
+		if err != nil {
+			return nil, false
+		}
+		return one(openOp(path, ok, a[1]), path, nil)
+	case unix.SYS_CREAT:
+		path, ok, err := p.at(cwd, a[0], true)
+		if err != nil {
+			return nil, false
+		}
+		return one(openOp(path, ok, unix.O_CREAT|unix.O_TRUNC), path, nil)
+	case unix.SYS_MKDIR:
+		return one(p.op("make_dir", cwd, a[0], false))
+	case unix.SYS_MKDIRAT:
+		return one(p.op("make_dir", a[0], a[1], false))
+	case unix.SYS_UNLINK:
+		return one(p.op("remove_file", cwd, a[0], false))
+	case unix.SYS_RMDIR:
+		return one(p.op("remove_dir", cwd, a[0], false))
+	case unix.SYS_UNLINKAT:
+		op := "remove_file"
+		if a[2]&unix.AT_REMOVEDIR != 0 {
+			op = "remove_dir"
+		}
+		return one(p.op(op, a[0], a[1], false))
+	case unix.SYS_RENAME:
+		return p.pair("rename", cwd, a[0], cwd, a[1])
+	case unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2:
+		return p.pair("rename", a[0], a[1], a[2], a[3])
+	case unix.SYS_LINK:
+		return one(p.op("link", cwd, a[1], false))
+	case unix.SYS_LINKAT:
+		return one(p.op("link", a[2], a[3], false))
+	case unix.SYS_SYMLINK:
+		return one(p.op("make_sym", cwd, a[1], false))
+	case unix.SYS_SYMLINKAT:
+		return one(p.op("make_sym", a[1], a[2], false))
+	case unix.SYS_MKNOD:
+		return one(p.op(mknodOp(a[1]), cwd, a[0], false))
+	case unix.SYS_MKNODAT:
+		return one(p.op(mknodOp(a[2]), a[0], a[1], false))
+	case unix.SYS_CHMOD:
+		return one(p.op("chmod", cwd, a[0], true))
+	case unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2:
+		return one(p.op("chmod", a[0], a[1], true))
+	case unix.SYS_CHOWN:
+		return one(p.op("chown", cwd, a[0], true))
+	case unix.SYS_LCHOWN:
+		return one(p.op("chown", cwd, a[0], false))
+	case unix.SYS_FCHOWNAT:
+		return one(p.op("chown", a[0], a[1], a[4]&unix.AT_SYMLINK_NOFOLLOW == 0))
+	case unix.SYS_UTIME, unix.SYS_UTIMES:
+		return one(p.op("utime", cwd, a[0], true))
+	case unix.SYS_FUTIMESAT:
+		return one(p.op("utime", a[0], a[1], true))
+	case unix.SYS_UTIMENSAT:
+		if a[1] == 0 {
+			path, err := p.fdPath(a[0])
+			return one("utime", path, err)
+		}
+		return one(p.op("utime", a[0], a[1], a[3]&unix.AT_SYMLINK_NOFOLLOW == 0))
+	case unix.SYS_SETXATTR, unix.SYS_REMOVEXATTR:
+		return one(p.op("xattr", cwd, a[0], true))
+	case unix.SYS_LSETXATTR, unix.SYS_LREMOVEXATTR:
+		return one(p.op("xattr", cwd, a[0], false))
+	case unix.SYS_SETXATTRAT, unix.SYS_REMOVEXATTRAT:
+		return one(p.op("xattr", a[0], a[1], a[2]&unix.AT_SYMLINK_NOFOLLOW == 0))
+	case unix.SYS_TRUNCATE:
+		return one(p.op("truncate", cwd, a[0], true))
+	case unix.SYS_FCHMOD, unix.SYS_FCHOWN, unix.SYS_FTRUNCATE, unix.SYS_FSETXATTR, unix.SYS_FREMOVEXATTR:
+		path, err := p.fdPath(a[0])
+		op := map[int]string{unix.SYS_FCHMOD: "chmod", unix.SYS_FCHOWN: "chown", unix.SYS_FTRUNCATE: "truncate",
+			unix.SYS_FSETXATTR: "xattr", unix.SYS_FREMOVEXATTR: "xattr"}[n.Nr]
+		return one(op, path, err)
+	case unix.SYS_CONNECT:
+		dest, err := p.sockaddr(a[1], a[2])
+		if err != nil || dest == "" {
+			return nil, false
+		}
+		return []intent{{Op: "connect", Destination: dest, Inside: listening(n.Pid, dest)}}, true
+	}
+	return nil, false
+}
+
+// cwd stands for AT_FDCWD in calls without a directory argument (the
+// kernel reads the argument as a 32-bit int).
+var cwd = func() uint64 { v := int32(unix.AT_FDCWD); return uint64(uint32(v)) }()
+
+func (p *proc) op(op string, dirfd, pathAddr uint64, follow bool) (string, string, error) {
+	path, _, err := p.at(dirfd, pathAddr, follow)
+	return op, path, err
+}
+
+func (p *proc) pair(op string, d1, p1, d2, p2 uint64) ([]intent, bool) {
+	a, _, err1 := p.at(d1, p1, false)
+	b, _, err2 := p.at(d2, p2, false)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	return []intent{{Op: op, Path: a}, {Op: op, Path: b}}, true
+}
+
+func mknodOp(mode uint64) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return "make_fifo"
+	case unix.S_IFSOCK:
+		return "make_sock"
+	default:
+		return "make_reg"
+	}
+}
+
+// sockaddr reads an IPv4 or IPv6 address and port.
+func (p *proc) sockaddr(addr, length uint64) (string, error) {
+	if length < 2 || length > 128 {
+		return "", nil
+	}
+	b, err := p.bytes(addr, int(length))
+	if err != nil {
+		return "", err
+	}
+	switch binary.NativeEndian.Uint16(b[0:2]) {
+	case unix.AF_INET:
+		if len(b) < 8 {
+			return "", nil
+		}
+		port := binary.BigEndian.Uint16(b[2:4])
+		return net.JoinHostPort(net.IP(b[4:8]).String(), strconv.Itoa(int(port))), nil
+	case unix.AF_INET6:
+		if len(b) < 24 {
+			return "", nil
+		}
+		port := binary.BigEndian.Uint16(b[2:4])
+		return net.JoinHostPort(net.IP(b[8:24]).String(), strconv.Itoa(int(port))), nil
+	}
+	return "", nil
+}
+
+// listening reports whether a loopback destination has a listening TCP
+// socket in the network namespace of pid (the sandbox's own loopback).
+func listening(pid int, dest string) bool {
+	host, port, err := net.SplitHostPort(dest)
+	ip := net.ParseIP(host)
+	if err != nil || ip == nil || !ip.IsLoopback() {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return false
+	}
+	want := fmt.Sprintf(":%04X ", n)
+	for _, table := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			// local_address is field 1 ("0100007F:1F90"), st field 3 (0A = LISTEN).
+			if len(f) > 3 && f[3] == "0A" && strings.HasSuffix(f[1]+" ", want) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refused judges which intents the sandbox refused, from its own policy:
+// anything outside the writable roots, and inside them the persistence
+// paths bound read-only and the directories pinned in place. A connect
+// in the network namespace reaches only the sandbox's own loopback; any
+// other destination is refused.
+func refused(in []intent, writable, readOnly, pinned []string, netns bool) []Denial {
+	under := func(p string, roots []string) bool {
+		for _, r := range roots {
+			if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var out []Denial
+	for _, i := range in {
+		if i.Op == "connect" {
+			host, _, _ := net.SplitHostPort(i.Destination)
+			if ip := net.ParseIP(host); netns && ip != nil && ip.IsLoopback() && i.Inside {
+				continue // a server inside the sandbox
+			}
+			out = append(out, Denial{Surface: "network", Operation: "connect", Destination: i.Destination})
+			continue
+		}
+		denied := !under(i.Path, writable) || under(i.Path, readOnly)
+		if !denied && (i.Op == "rename" || i.Op == "remove_dir") {
+			for _, p := range pinned {
+				if i.Path == p {
+					denied = true
+				}
+			}
+		}
+		if denied && !noiseReads[i.Path] {
+			out = append(out, Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path})
+		}
+	}
+	return out
+}
+
+// mergeDenials adds b's denials to a's, dropping duplicates of (surface,
+// operation, path, destination).
+func mergeDenials(a, b []Denial) []Denial {
+	key := func(d Denial) string {
+		return d.Surface + "\x00" + d.Operation + "\x00" + d.Path + "\x00" + d.Destination
+	}
+	seen := map[string]bool{}
+	var out []Denial
+	for _, d := range append(a, b...) {
+		if !seen[key(d)] {
+			seen[key(d)] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
