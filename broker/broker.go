@@ -42,6 +42,9 @@ type Config struct {
 	Breaker  *Breaker   // nil: no circuit breaker
 	GrantTTL time.Duration
 	Log      *slog.Logger
+	// Grantable, if set, says whether the sandbox can grant a request
+	// exactly; one it cannot is denied before any reviewer is asked.
+	Grantable func(grants.Request) (bool, string)
 }
 
 // Broker decides boundary requests.
@@ -100,6 +103,11 @@ func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
 	}
 	if hard, why := b.cfg.Hard.check(req); hard {
 		return deny(SourceHardDeny, why)
+	}
+	if b.cfg.Grantable != nil {
+		if ok, why := b.cfg.Grantable(req); !ok {
+			return deny(SourceHardDeny, "not grantable: "+why)
+		}
 	}
 	asked := false
 	for _, r := range b.cfg.Rules.Ask {

@@ -61,6 +61,9 @@ func HelperMain() {
 		if err := setupMounts(s, trees); err != nil {
 			fail(125, "sandbox: %v", err)
 		}
+		if err := bindExceptionsInHelper(s.ExceptionBinds); err != nil {
+			fail(125, "sandbox: %v", err)
+		}
 		mark("mounts")
 		if err := loopbackUp(); err != nil {
 			fail(125, "sandbox: %v", err)

@@ -26,6 +26,7 @@ type intent struct {
 	Op          string // write_file, make_reg, make_dir, remove_file, remove_dir, rename, link, make_sym, make_fifo, make_sock, chmod, chown, utime, xattr, truncate, connect
 	Path        string // absolute, symlinks resolved as far as they exist
 	Destination string // host:port for connect
+	Ino         uint64 // the object's inode, when it existed at the call
 	// Inside is set for a loopback connect that a server in the sandbox's
 	// own network namespace was listening for when the call was made.
 	Inside bool
@@ -212,57 +213,68 @@ func (p *proc) fdPath(fd uint64) (string, error) {
 // the result exists. With follow, a final symlink is followed too. An
 // unresolvable path is returned cleaned but unresolved, which is still
 // exactly what was attempted.
-func (p *proc) at(dirfd, pathAddr uint64, follow bool) (string, bool, error) {
+func (p *proc) at(dirfd, pathAddr uint64, follow bool) (string, uint64, error) {
 	name, err := p.str(pathAddr)
 	if err != nil {
-		return "", false, err
+		return "", 0, err
 	}
 	if !filepath.IsAbs(name) {
 		base, err := p.dir(dirfd)
 		if err != nil {
-			return "", false, err
+			return "", 0, err
 		}
 		name = filepath.Join(base, name)
 	}
 	name = filepath.Clean(name)
-	if path, ok, found := p.fast(name, follow); found {
-		return path, ok, nil
+	if path, ino, found := p.fast(name, follow); found {
+		return path, ino, nil
 	}
 	path := p.resolve(name, follow)
-	_, err = os.Lstat(fmt.Sprintf("/proc/%d/root%s", p.pid, path))
-	return path, err == nil, nil
+	var st unix.Stat_t
+	if unix.Lstat(fmt.Sprintf("/proc/%d/root%s", p.pid, path), &st) != nil {
+		return path, 0, nil
+	}
+	return path, st.Ino, nil
 }
 
 // fast resolves a path inside a root the sandbox shares with the host at
 // the same path (the workspace, writable roots, caches) without entering
 // the sandbox: if every directory on the way is a real directory beneath
 // the root (no symlink, no other file system), the path is already
-// resolved. found is false when the slow path must decide.
-func (p *proc) fast(name string, follow bool) (path string, exists, found bool) {
+// resolved. ino is the object's inode (0: it does not exist). found is
+// false when the slow path must decide.
+func (p *proc) fast(name string, follow bool) (path string, ino uint64, found bool) {
 	for _, r := range p.o.roots {
 		if name != r.path && !strings.HasPrefix(name, r.path+"/") {
 			continue
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(name, r.path), "/")
 		if rel == "" {
-			return name, true, true
+			var st unix.Stat_t
+			if unix.Fstat(r.fd, &st) != nil {
+				return "", 0, false
+			}
+			return name, st.Ino, true
 		}
 		parent := filepath.Dir(rel)
 		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV}
 		fd, err := unix.Openat2(r.fd, parent, &how)
 		if err != nil {
-			return "", false, false
+			return "", 0, false
 		}
 		var st unix.Stat_t
 		err = unix.Fstatat(fd, filepath.Base(rel), &st, unix.AT_SYMLINK_NOFOLLOW)
 		unix.Close(fd)
-		if err == nil && follow && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			return "", false, false
+		if err != nil {
+			return name, 0, true
 		}
-		return name, err == nil, true
+		if follow && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return "", 0, false
+		}
+		return name, st.Ino, true
 	}
-	return "", false, false
+	return "", 0, false
 }
 
 func (p *proc) resolve(name string, follow bool) string {
@@ -300,41 +312,40 @@ func (p *proc) resolve(name string, follow bool) string {
 func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 	p := &proc{pid: n.Pid, o: o}
 	a := n.Args
-	one := func(op string, path string, err error) ([]intent, bool) {
+	one := func(op string, path string, ino uint64, err error) ([]intent, bool) {
 		if err != nil {
 			return nil, false
 		}
-		return []intent{{Op: op, Path: path}}, true
+		return []intent{{Op: op, Path: path, Ino: ino}}, true
 	}
-	openOp := func(path string, exists bool, flags uint64) string {
-		switch {
-		case flags&unix.O_CREAT != 0 && !exists:
-			return "make_reg"
-		case flags&unix.O_TRUNC != 0:
-			return "truncate"
-		default:
-			return "write_file"
+	// An open names everything it asks for: creating a file, writing an
+	// existing one, truncating it (Landlock checks each separately).
+	opens := func(path string, ino uint64, flags uint64, err error) ([]intent, bool) {
+		if err != nil {
+			return nil, false
 		}
+		if flags&unix.O_CREAT != 0 && ino == 0 {
+			return []intent{{Op: "make_reg", Path: path}}, true
+		}
+		var out []intent
+		if flags&(unix.O_WRONLY|unix.O_RDWR) != 0 {
+			out = append(out, intent{Op: "write_file", Path: path, Ino: ino})
+		}
+		if flags&unix.O_TRUNC != 0 {
+			out = append(out, intent{Op: "truncate", Path: path, Ino: ino})
+		}
+		return out, len(out) > 0
 	}
 	switch n.Nr {
 	case unix.SYS_OPENAT:
-		path, ok, err := p.at(a[0], a[1], a[2]&unix.O_NOFOLLOW == 0)
-		if err != nil {
-			return nil, false
-		}
-		return one(openOp(path, ok, a[2]), path, nil)
+		path, ino, err := p.at(a[0], a[1], a[2]&unix.O_NOFOLLOW == 0)
+		return opens(path, ino, a[2], err)
 	case unix.SYS_OPEN:
-		path, ok, err := p.at(cwd, a[0], a[1]&unix.O_NOFOLLOW == 0)
-		if err != nil {
-			return nil, false
-		}
-		return one(openOp(path, ok, a[1]), path, nil)
+		path, ino, err := p.at(cwd, a[0], a[1]&unix.O_NOFOLLOW == 0)
+		return opens(path, ino, a[1], err)
 	case unix.SYS_CREAT:
-		path, ok, err := p.at(cwd, a[0], true)
-		if err != nil {
-			return nil, false
-		}
-		return one(openOp(path, ok, unix.O_CREAT|unix.O_TRUNC), path, nil)
+		path, ino, err := p.at(cwd, a[0], true)
+		return opens(path, ino, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, err)
 	case unix.SYS_MKDIR:
 		return one(p.op("make_dir", cwd, a[0], false))
 	case unix.SYS_MKDIRAT:
@@ -382,7 +393,7 @@ func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 	case unix.SYS_UTIMENSAT:
 		if a[1] == 0 {
 			path, err := p.fdPath(a[0])
-			return one("utime", path, err)
+			return one("utime", path, 0, err)
 		}
 		return one(p.op("utime", a[0], a[1], a[3]&unix.AT_SYMLINK_NOFOLLOW == 0))
 	case unix.SYS_SETXATTR, unix.SYS_REMOVEXATTR:
@@ -397,7 +408,7 @@ func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 		path, err := p.fdPath(a[0])
 		op := map[int]string{unix.SYS_FCHMOD: "chmod", unix.SYS_FCHOWN: "chown", unix.SYS_FTRUNCATE: "truncate",
 			unix.SYS_FSETXATTR: "xattr", unix.SYS_FREMOVEXATTR: "xattr"}[n.Nr]
-		return one(op, path, err)
+		return one(op, path, 0, err)
 	case unix.SYS_CONNECT:
 		dest, err := p.sockaddr(a[1], a[2])
 		if err != nil || dest == "" {
@@ -412,9 +423,9 @@ func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 // kernel reads the argument as a 32-bit int).
 var cwd = func() uint64 { v := int32(unix.AT_FDCWD); return uint64(uint32(v)) }()
 
-func (p *proc) op(op string, dirfd, pathAddr uint64, follow bool) (string, string, error) {
-	path, _, err := p.at(dirfd, pathAddr, follow)
-	return op, path, err
+func (p *proc) op(op string, dirfd, pathAddr uint64, follow bool) (string, string, uint64, error) {
+	path, ino, err := p.at(dirfd, pathAddr, follow)
+	return op, path, ino, err
 }
 
 func (p *proc) pair(op string, d1, p1, d2, p2 uint64) ([]intent, bool) {
@@ -497,7 +508,7 @@ func listening(pid int, dest string) bool {
 // paths bound read-only and the directories pinned in place. A connect
 // in the network namespace reaches only the sandbox's own loopback; any
 // other destination is refused.
-func refused(in []intent, writable, readOnly, pinned []string, netns bool) []Denial {
+func refused(in []intent, writable, readOnly, pinned []string, granted []Exception, netns bool) []Denial {
 	under := func(p string, roots []string) bool {
 		for _, r := range roots {
 			if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
@@ -517,6 +528,11 @@ func refused(in []intent, writable, readOnly, pinned []string, netns bool) []Den
 			continue
 		}
 		denied := !under(i.Path, writable) || under(i.Path, readOnly)
+		for _, g := range granted {
+			if g.Path == i.Path && g.covers(i.Op) {
+				denied = false
+			}
+		}
 		if !denied && (i.Op == "rename" || i.Op == "remove_dir") {
 			for _, p := range pinned {
 				if i.Path == p {
@@ -525,7 +541,7 @@ func refused(in []intent, writable, readOnly, pinned []string, netns bool) []Den
 			}
 		}
 		if denied && !noiseReads[i.Path] {
-			out = append(out, Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path})
+			out = append(out, Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path, Ino: i.Ino})
 		}
 	}
 	return out

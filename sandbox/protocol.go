@@ -66,6 +66,9 @@ type setupMsg struct {
 	Mask      []string `json:"mask,omitempty"`
 	Workspace string   `json:"workspace"`
 	TmpSize   int64    `json:"tmp_size"`
+	// ExceptionBinds are granted files the helper binds itself (callers
+	// whose command runs as their own uid: no id-mapped trees).
+	ExceptionBinds []ExceptionBind `json:"exception_binds,omitempty"`
 	// TmpDir is the private TMPDIR when there is no mount namespace.
 	TmpDir string `json:"tmp_dir,omitempty"`
 

@@ -106,9 +106,16 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		}
 	}
 	mark("detector")
+	// Granted exceptions: each object opened (or, to create, created) and
+	// checked to be the granted one before anything else uses it.
+	opened, err := openExceptions(spec.Exceptions)
+	if err != nil {
+		return res, err
+	}
+	defer closeExceptions(opened)
 	// The Landlock carve-out, the compiled filter and the persistence plan
 	// are built while the helper starts and mounts.
-	prepc := startPrepare(sup, &spec, wantNS, log)
+	prepc := startPrepare(sup, &spec, opened, wantNS, log)
 	h, err := startHelper(spec, wantNS, root)
 	mark("helper started")
 	if err != nil && wantNS && spec.Isolation != string(Namespaces) && !root && isNSRefusal(err) {
@@ -118,7 +125,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		if p := <-prepc; p.rs != nil {
 			p.rs.Close()
 		}
-		prepc = startPrepare(sup, &spec, false, log)
+		prepc = startPrepare(sup, &spec, opened, false, log)
 		h, err = startHelper(spec, false, root)
 	}
 	if err != nil {
@@ -221,8 +228,19 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 				setup.Attach = append(setup.Attach, t.path)
 			}
 			setup.Skeleton = skeletonDirs(setup.Attach, spec.HostUID, spec.HostGID)
+			for _, o := range opened {
+				fd, err := exceptionTree(o, userns)
+				if err != nil {
+					return abort(err)
+				}
+				trees = append(trees, fd)
+				setup.Attach = append(setup.Attach, o.Path)
+			}
 		} else {
 			setup.Clone = roots
+			for _, o := range opened {
+				setup.ExceptionBinds = append(setup.ExceptionBinds, ExceptionBind{Operation: o.Operation, Path: o.Path, Dev: o.Dev, Ino: o.Ino})
+			}
 		}
 	} else {
 		tmp := filepath.Join(spec.StateDir, "tmp", runID)
@@ -296,7 +314,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 				pinned = append(pinned, filepath.Join(spec.Workspace, r))
 			}
 		}
-		res.Denials = mergeDenials(res.Denials, refused(h.obs.finish(), writable, readOnly, pinned, wantNS))
+		res.Denials = mergeDenials(res.Denials, refused(h.obs.finish(), writable, readOnly, pinned, spec.Exceptions, wantNS))
 		if res.Detection.Detector == "none" {
 			res.Detection = Detection{Detector: "seccomp", Why: "writes and connects are observed by seccomp; reads are not detected without kernel audit (" + res.Detection.Why + ")"}
 		} else {
@@ -339,7 +357,7 @@ type prepared struct {
 
 // startPrepare builds the ruleset, loads the filter and plans the
 // persistence protection, concurrently.
-func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <-chan prepared {
+func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns bool, log *slog.Logger) <-chan prepared {
 	t0 := time.Now()
 	c := make(chan prepared, 1)
 	go func() {
@@ -355,7 +373,7 @@ func startPrepare(sup landlock.Support, spec *Spec, ns bool, log *slog.Logger) <
 			defer wg.Done()
 			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: true})
 		}()
-		p.rs, p.err = buildRuleset(sup, spec, !ns)
+		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
 		wg.Wait()
 		p.err = errors.Join(p.err, planErr, bpfErr)
 		if p.rs != nil {
@@ -637,7 +655,7 @@ func idmappedTree(path string, userns int, readOnly bool) (int, error) {
 
 // buildRuleset creates the Landlock ruleset with the carve-out and the
 // writable roots; the helper adds its own mounts.
-func buildRuleset(sup landlock.Support, spec *Spec, restrictNet bool) (*landlock.Ruleset, error) {
+func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, restrictNet bool) (*landlock.Ruleset, error) {
 	rs, err := landlock.New(sup, landlock.Options{RestrictNet: restrictNet})
 	if err != nil {
 		return nil, err
@@ -658,6 +676,13 @@ func buildRuleset(sup landlock.Support, spec *Spec, restrictNet bool) (*landlock
 			return nil, fmt.Errorf("sandbox: writable root %s contains the denied path %s; Landlock cannot deny reads inside a writable root", w, d)
 		}
 		if err := rs.AddPath(w, sup.FS); err != nil {
+			rs.Close()
+			return nil, err
+		}
+	}
+	// Each granted object gets exactly its right, on its inode.
+	for _, o := range opened {
+		if err := rs.AddFD(o.fd, o.access()); err != nil {
 			rs.Close()
 			return nil, err
 		}

@@ -78,6 +78,10 @@ type Spec struct {
 	// caller is root (default 100000).
 	HostUID, HostGID int
 
+	// Exceptions are granted accesses this run adds, exactly (a retry
+	// after a review).
+	Exceptions []Exception
+
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 }

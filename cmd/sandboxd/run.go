@@ -12,13 +12,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/termfilter"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -72,8 +76,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 	}
 	switch f.reviewer {
 	case "auto", "off":
-	case "model", "human":
-		return nil, nil, fmt.Errorf("--reviewer %s is not available yet; use off (anything the policy does not allow is denied)", f.reviewer)
+	case "human":
+	case "model":
+		return nil, nil, fmt.Errorf("--reviewer model is not available yet; use human or off")
 	default:
 		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
 	}
@@ -171,55 +176,156 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	spec.Timeout = f.timeout
 	spec.Stdin, spec.Stdout, spec.Stderr = stdin, stdout, stderr
+	var reviewer broker.Reviewer
+	if f.reviewer == "human" {
+		reviewer = &review.Human{}
+		// A person reads this terminal: the command's output to it passes
+		// through a filter that keeps it from faking or hiding a prompt.
+		spec.Stdout, spec.Stderr = filtered(stdout), filtered(stderr)
+	}
+	store := grants.NewStore()
+	b := newBroker(env, ws, res, f, log, reviewer, store)
 
-	out, err := sandbox.Run(ctx, spec, log)
-	rep.LandlockABI = out.LandlockABI
-	rep.Isolation, rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
-	rep.Degraded, rep.Containment = out.Degraded, out.Containment
-	if err != nil {
-		if errors.Is(err, sandbox.ErrNoIsolation) && res.Isolation == string(sandbox.Namespaces) {
-			return fail(fmt.Errorf("%v; refusing to run without isolation (--require-isolation or isolation = \"namespaces\")", err))
+	var out sandbox.Result
+	for attempt := 1; ; attempt++ {
+		out, err = sandbox.Run(ctx, spec, log)
+		rep.LandlockABI = out.LandlockABI
+		rep.Isolation, rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
+		rep.Degraded, rep.Containment = out.Degraded, out.Containment
+		if err != nil {
+			if errors.Is(err, sandbox.ErrNoIsolation) && res.Isolation == string(sandbox.Namespaces) {
+				return fail(fmt.Errorf("%v; refusing to run without isolation (--require-isolation or isolation = \"namespaces\")", err))
+			}
+			return fail(err)
 		}
-		return fail(err)
-	}
-	rep.Attempts = 1
-	if out.Isolation == sandbox.LandlockOnly {
-		fmt.Fprintf(stderr, "sandboxd: warning: isolation is landlock-only: %s\n", strings.Join(out.Degraded, "; "))
-	}
-	for _, r := range out.Persistence {
-		where := "removed"
-		if r.Quarantine != "" {
-			where = "moved to " + r.Quarantine
+		rep.Attempts = attempt
+		if attempt == 1 && out.Isolation == sandbox.LandlockOnly {
+			fmt.Fprintf(stderr, "sandboxd: warning: isolation is landlock-only: %s\n", strings.Join(out.Degraded, "; "))
 		}
-		fmt.Fprintf(stderr, "sandboxd: the command created the persistence path %s in the workspace; it was %s.\n", r.Path, where)
-	}
-	rep.ExitCode, rep.TimedOut, rep.Signal, rep.Persistence = out.ExitCode, out.TimedOut, out.Signal, out.Persistence
-	rep.Detection = &out.Detection
-	b := newBroker(env, ws, res, f, log)
-	for _, d := range out.Denials {
-		req := grants.Request{
-			Session: f.session, Cwd: cwd, Command: commandString(f, argv), Surface: grants.Surface(d.Surface),
-			Operation: d.Operation, Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Destination: d.Destination,
-			Agent: "cli", Intent: f.intent, Attempt: 1,
+		for _, r := range out.Persistence {
+			where := "removed"
+			if r.Quarantine != "" {
+				where = "moved to " + r.Quarantine
+			}
+			fmt.Fprintf(stderr, "sandboxd: the command created the persistence path %s in the workspace; it was %s.\n", r.Path, where)
 		}
-		dec := b.Decide(ctx, req).Decision
-		rep.Boundaries = append(rep.Boundaries, boundary{Attempt: 1, Surface: d.Surface, Operation: d.Operation,
-			Path: d.Path, Destination: d.Destination, Decision: string(dec.Outcome), Source: string(dec.Source), Rationale: dec.Rationale})
-		if dec.Outcome != broker.Allow {
-			printDenial(stderr, d, dec)
+		rep.ExitCode, rep.TimedOut, rep.Signal = out.ExitCode, out.TimedOut, out.Signal
+		rep.Persistence = append(rep.Persistence, out.Persistence...)
+		rep.Detection = &out.Detection
+		if out.Detection.Lost != 0 {
+			fmt.Fprintf(stderr, "sandboxd: warning: some denials may not have been seen (%s)\n", out.Detection.Why)
 		}
-	}
-	if out.Detection.Lost != 0 {
-		fmt.Fprintf(stderr, "sandboxd: warning: some denials may not have been seen (%s)\n", out.Detection.Why)
+		if out.TimedOut {
+			fmt.Fprintf(stderr, "sandboxd: timed out after %s; every process of the command was ended\n", f.timeout)
+		}
+
+		// Review every boundary of this attempt.
+		type allowed struct {
+			req   grants.Request
+			grant *grants.Grant
+			at    int // index in rep.Boundaries
+		}
+		var granted []allowed
+		allAllowed := len(out.Denials) > 0
+		for _, d := range out.Denials {
+			req := requestFor(d, f, cwd, argv, attempt)
+			r := b.Decide(ctx, req)
+			bd := boundary{Attempt: attempt, Surface: d.Surface, Operation: d.Operation, Path: d.Path,
+				Destination: d.Destination, Decision: string(r.Decision.Outcome), Source: string(r.Decision.Source),
+				Rationale: r.Decision.Rationale}
+			if r.Grant != nil {
+				bd.Grant = "issued"
+				granted = append(granted, allowed{req: req, grant: r.Grant, at: len(rep.Boundaries)})
+			} else {
+				allAllowed = false
+				printDenial(stderr, d, r.Decision)
+			}
+			rep.Boundaries = append(rep.Boundaries, bd)
+		}
+		if !allAllowed || attempt > f.retries {
+			break
+		}
+		// Every boundary was allowed: consume each grant against the
+		// object as it is now, and run the same command again with exactly
+		// those exceptions.
+		var exceptions []sandbox.Exception
+		var names []string
+		ok := true
+		for _, g := range granted {
+			now := currentRequest(g.req)
+			err := store.Consume(g.grant.Token, now)
+			switch {
+			case err == nil:
+				rep.Boundaries[g.at].Grant = "consumed"
+				exceptions = append(exceptions, sandbox.Exception{Operation: now.Operation, Path: now.ResolvedPath, Ino: now.Ino})
+				names = append(names, now.Operation+" "+now.ResolvedPath)
+			case errors.Is(err, grants.ErrExpired):
+				rep.Boundaries[g.at].Grant = "expired"
+				ok = false
+			default:
+				rep.Boundaries[g.at].Grant = "rejected"
+				rep.Boundaries[g.at].Rationale = "the grant no longer fits: " + err.Error()
+				ok = false
+			}
+		}
+		if !ok {
+			fmt.Fprintln(stderr, "sandboxd: a grant no longer fits what it was given for (the object changed, or it expired); not retrying")
+			break
+		}
+		fmt.Fprintf(stderr, "sandboxd: retrying the same command with exactly: %s\n", strings.Join(names, ", "))
+		spec.Exceptions = exceptions
 	}
 	rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
-	if out.TimedOut {
-		fmt.Fprintf(stderr, "sandboxd: timed out after %s; every process of the command was ended\n", f.timeout)
-	}
 	if !writeReport(f.report, rep, stderr) {
 		return exitSandboxd
 	}
 	return out.ExitCode
+}
+
+// requestFor is the boundary request a denial makes.
+func requestFor(d sandbox.Denial, f *runFlags, cwd string, argv []string, attempt int) grants.Request {
+	return grants.Request{
+		Session: sessionOf(f), Cwd: cwd, Command: commandString(f, argv), Surface: grants.Surface(d.Surface),
+		Operation: d.Operation, Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Destination: d.Destination,
+		Agent: "cli", Intent: f.intent, Attempt: attempt,
+	}
+}
+
+// sessionOf names the run's session; without --session each run is its
+// own (grants need one).
+func sessionOf(f *runFlags) string {
+	if f.session != "" {
+		return f.session
+	}
+	return "run-" + strconv.Itoa(os.Getpid())
+}
+
+// currentRequest is req with the object's identity as it is now, so a
+// grant for a path that was replaced (a symlink swapped in, a file
+// recreated, a file to create that appeared) no longer matches.
+func currentRequest(req grants.Request) grants.Request {
+	now := req
+	now.ToolCallID, now.Attempt = "", req.Attempt+1
+	if req.Surface != grants.Filesystem {
+		return now
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(req.ResolvedPath, &st); err != nil {
+		now.Ino = 0
+	} else {
+		now.Ino = st.Ino
+	}
+	return now
+}
+
+// filtered wraps a terminal in termfilter; other writers pass unchanged.
+func filtered(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+			return termfilter.New(f)
+		}
+	}
+	return w
 }
 
 // boundary is one entry of the report's boundaries (DESIGN.md §3.1).
@@ -235,9 +341,9 @@ type boundary struct {
 	Grant       string `json:"grant,omitempty"`
 }
 
-// newBroker builds the decision pipeline for this run. Only the policy and
-// the hard denies decide yet: there is no reviewer ("off").
-func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog.Logger) *broker.Broker {
+// newBroker builds the decision pipeline for this run: policy and hard
+// denies, then the reviewer (none for "off"/"auto", a person for "human").
+func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog.Logger, reviewer broker.Reviewer, store *grants.Store) *broker.Broker {
 	state := filepath.Join(env.stateBase, "sandboxd")
 	cfg := broker.Config{
 		Hard: broker.HardDenies{
@@ -247,11 +353,19 @@ func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog
 			Workspace: ws,
 			Protected: p.Protected,
 		},
-		Grants: grants.NewStore(),
-		Log:    log,
+		Grants:   store,
+		Reviewer: reviewer,
+		Log:      log,
+		Grantable: func(r grants.Request) (bool, string) {
+			return sandbox.Grantable(string(r.Surface), r.Operation)
+		},
 	}
 	if f.session != "" {
 		cfg.Breaker = broker.NewBreaker(filepath.Join(state, "breaker"))
+	}
+	if reviewer == nil {
+		// A nil *review.Human must not become a non-nil interface.
+		cfg.Reviewer = nil
 	}
 	return broker.New(cfg)
 }

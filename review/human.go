@@ -1,0 +1,143 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultTimeout is how long a person has to answer.
+const DefaultTimeout = 60 * time.Second
+
+// Human asks the person at sandboxd's controlling terminal. Nothing the
+// command printed can stand in for the prompt: the command's output to a
+// terminal passes through termfilter, which drops every sequence that
+// could move the cursor or rewrite lines, and the prompt is written and
+// read on /dev/tty directly, not on the command's streams. No terminal,
+// no answer in time, or anything but "y"/"yes" is a deny.
+type Human struct {
+	// TTY is the terminal device (default /dev/tty).
+	TTY string
+	// Timeout bounds the wait for an answer (default DefaultTimeout).
+	Timeout time.Duration
+}
+
+// IsHuman marks Human for the broker's lockdown rule.
+func (*Human) IsHuman() {}
+
+// Review shows exactly what would be allowed and takes one answer.
+func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
+	tty := h.TTY
+	if tty == "" {
+		tty = "/dev/tty"
+	}
+	timeout := h.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	deny := func(why string) (broker.Decision, error) {
+		return broker.Decision{Outcome: broker.Deny, Rationale: why, Source: broker.SourceHuman}, nil
+	}
+	fd, err := unix.Open(tty, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return deny("no terminal to ask a person on")
+	}
+	defer unix.Close(fd)
+	// Drop anything typed before the question was asked.
+	unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
+	target := req.Path
+	if req.Surface == grants.Network {
+		target = req.Destination
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\r\n\x1b[0m---- sandboxd: permission request ----\r\n")
+	fmt.Fprintf(&b, "  allow:   %s %s\r\n", safe(req.Operation), safe(target))
+	fmt.Fprintf(&b, "  command: %s\r\n", safe(req.Command))
+	fmt.Fprintf(&b, "  cwd:     %s\r\n", safe(req.Cwd))
+	if req.Intent != "" {
+		fmt.Fprintf(&b, "  intent:  %s\r\n", safe(req.Intent))
+	}
+	fmt.Fprintf(&b, "Allow exactly this, once? [y/N] ")
+	if _, err := unix.Write(fd, b.Bytes()); err != nil {
+		return deny("could not write to the terminal")
+	}
+	answer, err := readLine(ctx, fd, timeout)
+	if err != nil {
+		unix.Write(fd, []byte("\r\n"))
+		return deny("no answer: " + err.Error())
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return broker.Decision{Outcome: broker.Allow, Rationale: "allowed by the person at the terminal", Source: broker.SourceHuman}, nil
+	}
+	return deny("denied by the person at the terminal")
+}
+
+// readLine reads one line (at most 64 bytes) within timeout.
+func readLine(ctx context.Context, fd int, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	var line []byte
+	buf := make([]byte, 64)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "", errors.New("timed out")
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		wait := min(left, 200*time.Millisecond)
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, int(wait.Milliseconds())+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return "", err
+		}
+		if n == 0 {
+			continue
+		}
+		if pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 && pfd[0].Revents&unix.POLLIN == 0 {
+			return "", errors.New("terminal closed")
+		}
+		r, err := unix.Read(fd, buf)
+		if err != nil {
+			if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return "", err
+		}
+		if r == 0 {
+			return "", errors.New("terminal closed")
+		}
+		line = append(line, buf[:r]...)
+		if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
+			return string(line[:i]), nil
+		}
+		if len(line) > 64 {
+			return "", errors.New("answer too long")
+		}
+	}
+}
+
+// safe shows a string from the command (a path, the command itself) so
+// it cannot carry terminal controls into the prompt.
+func safe(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != ' ' {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}

@@ -1,0 +1,216 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/sandboxd/sandboxd/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// Exception is one granted access a retried run adds, exactly: one
+// operation on one object, identified by its path and inode.
+type Exception struct {
+	// Operation is read_file, execute, write_file, truncate or make_reg.
+	Operation string
+	// Path is the resolved absolute path (no symlink on the way).
+	Path string
+	// Dev and Ino identify the object the grant was for; for make_reg
+	// they are zero and the path must not exist yet.
+	Dev, Ino uint64
+}
+
+// ErrNotGrantable is returned for operations no exception can express
+// exactly: Landlock's create, remove, rename and link rights cover a whole
+// directory, and it does not restrict metadata (chmod, chown, utime,
+// xattr) at all, so granting any of them would grant more than was asked.
+var ErrNotGrantable = errors.New("not grantable exactly")
+
+// Grantable reports whether an operation can be granted exactly, and why
+// not.
+func Grantable(surface, op string) (bool, string) {
+	if surface != "filesystem" {
+		return false, "network grants arrive with the egress proxy; the sandbox has no way out yet"
+	}
+	switch op {
+	case "read_file", "execute", "write_file", "truncate", "make_reg":
+		return true, ""
+	case "chmod", "chown", "utime", "xattr":
+		return false, "Landlock does not restrict metadata, so a writable mount for it would allow every metadata change"
+	default:
+		return false, "Landlock grants " + op + " for a whole directory, which is more than one object"
+	}
+}
+
+// access is the Landlock right an exception grants.
+func (e Exception) access() landlock.Access {
+	switch e.Operation {
+	case "read_file":
+		return landlock.AccessReadFile
+	case "execute":
+		return landlock.AccessExecute | landlock.AccessReadFile
+	case "write_file":
+		return landlock.AccessWriteFile
+	case "make_reg":
+		// The file did not exist; sandboxd created it empty, and the
+		// command's creating open (usually O_TRUNC too) writes it.
+		return landlock.AccessWriteFile | landlock.AccessTruncate
+	case "truncate":
+		return landlock.AccessTruncate
+	}
+	return 0
+}
+
+// covers reports whether the exception allows op on its object.
+func (e Exception) covers(op string) bool {
+	switch e.Operation {
+	case "make_reg":
+		return op == "make_reg" || op == "write_file" || op == "truncate"
+	case "execute":
+		return op == "execute" || op == "read_file"
+	}
+	return op == e.Operation
+}
+
+// writes reports whether the object must be on a writable mount.
+func (e Exception) writes() bool {
+	return e.Operation == "write_file" || e.Operation == "make_reg" || e.Operation == "truncate"
+}
+
+// openedException is an exception whose object the supervisor holds.
+type openedException struct {
+	Exception
+	fd int // O_PATH, identity checked
+}
+
+// openExceptions opens each exception's object without following any
+// symlink and checks it is the granted one; for make_reg it creates the
+// file (it must not exist), as the caller, so the retry writes exactly
+// that inode. Descriptors belong to the caller.
+func openExceptions(es []Exception) ([]openedException, error) {
+	var out []openedException
+	fail := func(err error) ([]openedException, error) {
+		for _, o := range out {
+			unix.Close(o.fd)
+		}
+		return nil, err
+	}
+	for _, e := range es {
+		if ok, why := Grantable("filesystem", e.Operation); !ok {
+			return fail(fmt.Errorf("sandbox: %s %s: %w: %s", e.Operation, e.Path, ErrNotGrantable, why))
+		}
+		if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path {
+			return fail(fmt.Errorf("sandbox: exception path %q is not absolute and clean", e.Path))
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		if e.Operation == "make_reg" {
+			dirHow := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+			dir, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(e.Path), &dirHow)
+			if err != nil {
+				return fail(fmt.Errorf("sandbox: grant for %s: parent: %w", e.Path, err))
+			}
+			f, err := unix.Openat(dir, filepath.Base(e.Path), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			unix.Close(dir)
+			if err != nil {
+				return fail(fmt.Errorf("sandbox: grant to create %s: %w", e.Path, err))
+			}
+			unix.Close(f)
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, e.Path, &how)
+		if err != nil {
+			return fail(fmt.Errorf("sandbox: grant for %s: %w", e.Path, err))
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return fail(fmt.Errorf("sandbox: grant for %s: %w", e.Path, err))
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			unix.Close(fd)
+			return fail(fmt.Errorf("sandbox: grant for %s: not a regular file", e.Path))
+		}
+		if e.Operation != "make_reg" && (st.Ino != e.Ino || (e.Dev != 0 && st.Dev != e.Dev)) {
+			unix.Close(fd)
+			return fail(fmt.Errorf("sandbox: grant for %s: the path now names another object (inode %d, granted %d)", e.Path, st.Ino, e.Ino))
+		}
+		o := openedException{Exception: e, fd: fd}
+		o.Dev, o.Ino = st.Dev, st.Ino
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// exceptionTree clones the single file of an exception into a detached
+// mount: writable or read-only as the operation needs, id-mapped when the
+// command runs as another host uid (userns >= 0).
+func exceptionTree(o openedException, userns int) (int, error) {
+	tree, err := unix.OpenTree(o.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: grant for %s: clone: %w", o.Path, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if o.writes() {
+		attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+	} else {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if userns >= 0 {
+		attr.Attr_set |= unix.MOUNT_ATTR_IDMAP
+		attr.Userns_fd = uint64(userns)
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(tree)
+		return -1, fmt.Errorf("sandbox: grant for %s: %w", o.Path, err)
+	}
+	return tree, nil
+}
+
+// bindExceptionsInHelper is the unprivileged path: the helper cannot get
+// id-mapped trees from the supervisor, so it clones each granted file
+// itself, by its resolved path with no symlink allowed, after checking
+// the inode is the granted one.
+func bindExceptionsInHelper(es []ExceptionBind) error {
+	for _, e := range es {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		fd, err := unix.Openat2(unix.AT_FDCWD, e.Path, &how)
+		if err != nil {
+			return fmt.Errorf("grant for %s: %w", e.Path, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino || st.Dev != e.Dev {
+			unix.Close(fd)
+			return fmt.Errorf("grant for %s: the path now names another object", e.Path)
+		}
+		tree, err := exceptionTree(openedException{Exception: Exception{Operation: e.Operation, Path: e.Path}, fd: fd}, -1)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		err = unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+		unix.Close(tree)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("grant for %s: attach: %w", e.Path, err)
+		}
+	}
+	return nil
+}
+
+// ExceptionBind is what the helper needs to bind one granted file itself.
+type ExceptionBind struct {
+	Operation string `json:"operation"`
+	Path      string `json:"path"`
+	Dev       uint64 `json:"dev"`
+	Ino       uint64 `json:"ino"`
+}
+
+// closeExceptions releases the supervisor's descriptors.
+func closeExceptions(es []openedException) {
+	for _, o := range es {
+		unix.Close(o.fd)
+	}
+}
