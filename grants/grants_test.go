@@ -51,6 +51,7 @@ func TestEveryBoundFieldMatters(t *testing.T) {
 		"resolved_path": func(r *Request) { r.ResolvedPath = "/etc/y" },
 		"dev":           func(r *Request) { r.Dev = 2050 },
 		"ino":           func(r *Request) { r.Ino = 78 },
+		"born":          func(r *Request) { r.Born = 12345 },
 		"destination":   func(r *Request) { r.Destination = "example.org:443" },
 		"agent":         func(r *Request) { r.Agent = "claude" },
 		"intent":        func(r *Request) { r.Intent = "something else" },

@@ -35,6 +35,9 @@ type Request struct {
 	// path swapped for another object between review and retry no longer
 	// matches.
 	Dev, Ino uint64
+	// Born is the object's birth time (ns), so an inode number the file
+	// system reused for a new object does not match either. Hashed.
+	Born int64
 	// Destination is host:port for network requests. Hashed.
 	Destination string
 	Agent       string // hashed: which agent asked
@@ -49,12 +52,16 @@ type Request struct {
 // empty ones left out. Keys are fixed strings listed in sorted order;
 // adding a field means adding it here, in its place.
 func (r Request) fields() [][2]string {
-	var dev, ino string
+	var dev, ino, born string
 	if r.Dev != 0 || r.Ino != 0 {
 		dev, ino = strconv.FormatUint(r.Dev, 10), strconv.FormatUint(r.Ino, 10)
 	}
+	if r.Born != 0 {
+		born = strconv.FormatInt(r.Born, 10)
+	}
 	all := [...][2]string{
 		{"agent", r.Agent},
+		{"born", born},
 		{"command", r.Command},
 		{"cwd", r.Cwd},
 		{"destination", r.Destination},

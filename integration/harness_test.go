@@ -214,6 +214,10 @@ type runOpts struct {
 	timeout    time.Duration // test-side guard (default 60s)
 	noReport   bool
 	dir        string // working directory (default the workspace)
+	// tty, if set, is sandboxd's controlling terminal and stdin (and, with
+	// ttyStdout, its stdout): a human reviewer's prompt appears there.
+	tty       *os.File
+	ttyStdout bool
 }
 
 // sandboxd runs the binary as the env's identity with HOME set to the
@@ -259,9 +263,17 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = o.extraFiles
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
 	if os.Geteuid() == 0 && e.id.uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{
-			Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}}
+		cmd.SysProcAttr.Credential = &syscall.Credential{
+			Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}
+	}
+	if o.tty != nil {
+		cmd.Stdin = o.tty
+		if o.ttyStdout {
+			cmd.Stdout = o.tty
+		}
+		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
 	}
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String()}

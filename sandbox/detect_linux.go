@@ -34,6 +34,7 @@ type Denial struct {
 	Path string `json:"path,omitempty"`
 	Dev  string `json:"-"`
 	Ino  uint64 `json:"-"`
+	Born int64  `json:"-"` // birth time of the object, when it existed
 	// Destination is host:port for network denials.
 	Destination string `json:"destination,omitempty"`
 }

@@ -16,9 +16,33 @@ type Exception struct {
 	Operation string
 	// Path is the resolved absolute path (no symlink on the way).
 	Path string
-	// Dev and Ino identify the object the grant was for; for make_reg
-	// they are zero and the path must not exist yet.
+	// Dev, Ino and Born (birth time, ns) identify the object the grant
+	// was for; for make_reg they are zero and the path must not exist yet.
 	Dev, Ino uint64
+	Born     int64
+}
+
+// ErrGrantStale means a granted object is no longer the one that was
+// granted (replaced, swapped for a symlink, or, for a create, it now
+// exists): the exception is not applied.
+var ErrGrantStale = errors.New("the granted object changed")
+
+// Identity returns the inode and birth time of what path names, without
+// following a final symlink (a symlink is an object of its own). ok is
+// false when nothing is there.
+func Identity(path string) (ino uint64, born int64, regular, ok bool) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_TYPE|unix.STATX_BTIME, &stx); err != nil {
+		return 0, 0, false, false
+	}
+	return stx.Ino, bornOf(&stx), stx.Mode&unix.S_IFMT == unix.S_IFREG, true
+}
+
+func bornOf(stx *unix.Statx_t) int64 {
+	if stx.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return stx.Btime.Sec*1e9 + int64(stx.Btime.Nsec)
 }
 
 // ErrNotGrantable is returned for operations no exception can express
@@ -114,30 +138,36 @@ func openExceptions(es []Exception) ([]openedException, error) {
 			}
 			f, err := unix.Openat(dir, filepath.Base(e.Path), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 			unix.Close(dir)
+			if errors.Is(err, unix.EEXIST) {
+				return fail(fmt.Errorf("sandbox: grant to create %s: %w (it exists now)", e.Path, ErrGrantStale))
+			}
 			if err != nil {
 				return fail(fmt.Errorf("sandbox: grant to create %s: %w", e.Path, err))
 			}
 			unix.Close(f)
 		}
 		fd, err := unix.Openat2(unix.AT_FDCWD, e.Path, &how)
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOENT) {
+			return fail(fmt.Errorf("sandbox: grant for %s: %w (%v)", e.Path, ErrGrantStale, err))
+		}
 		if err != nil {
 			return fail(fmt.Errorf("sandbox: grant for %s: %w", e.Path, err))
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		var stx unix.Statx_t
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_INO|unix.STATX_TYPE|unix.STATX_BTIME, &stx); err != nil {
 			unix.Close(fd)
 			return fail(fmt.Errorf("sandbox: grant for %s: %w", e.Path, err))
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		if stx.Mode&unix.S_IFMT != unix.S_IFREG {
 			unix.Close(fd)
-			return fail(fmt.Errorf("sandbox: grant for %s: not a regular file", e.Path))
+			return fail(fmt.Errorf("sandbox: grant for %s: %w (not a regular file now)", e.Path, ErrGrantStale))
 		}
-		if e.Operation != "make_reg" && (st.Ino != e.Ino || (e.Dev != 0 && st.Dev != e.Dev)) {
+		if e.Operation != "make_reg" && (stx.Ino != e.Ino || (e.Born != 0 && bornOf(&stx) != e.Born)) {
 			unix.Close(fd)
-			return fail(fmt.Errorf("sandbox: grant for %s: the path now names another object (inode %d, granted %d)", e.Path, st.Ino, e.Ino))
+			return fail(fmt.Errorf("sandbox: grant for %s: %w (another object is there now)", e.Path, ErrGrantStale))
 		}
 		o := openedException{Exception: e, fd: fd}
-		o.Dev, o.Ino = st.Dev, st.Ino
+		o.Dev, o.Ino = unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino
 		out = append(out, o)
 	}
 	return out, nil

@@ -27,6 +27,7 @@ type intent struct {
 	Path        string // absolute, symlinks resolved as far as they exist
 	Destination string // host:port for connect
 	Ino         uint64 // the object's inode, when it existed at the call
+	Born        int64  // and its birth time
 	// Inside is set for a loopback connect that a server in the sandbox's
 	// own network namespace was listening for when the call was made.
 	Inside bool
@@ -541,7 +542,7 @@ func refused(in []intent, writable, readOnly, pinned []string, granted []Excepti
 			}
 		}
 		if denied && !noiseReads[i.Path] {
-			out = append(out, Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path, Ino: i.Ino})
+			out = append(out, Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born})
 		}
 	}
 	return out

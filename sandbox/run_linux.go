@@ -321,6 +321,18 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			res.Detection.Detector += "+seccomp"
 		}
 	}
+	// Name each object by what is there now (inode and birth time): the
+	// identity a grant binds to, checked again before a retry.
+	for i, d := range res.Denials {
+		if d.Surface != "filesystem" {
+			continue
+		}
+		if ino, born, _, ok := Identity(d.Path); ok {
+			res.Denials[i].Ino, res.Denials[i].Born = ino, born
+		} else {
+			res.Denials[i].Ino, res.Denials[i].Born = 0, 0
+		}
+	}
 	mark("denials collected")
 	if p.plan != nil {
 		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))

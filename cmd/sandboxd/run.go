@@ -187,8 +187,21 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	b := newBroker(env, ws, res, f, log, reviewer, store)
 
 	var out sandbox.Result
+	var consumedAt []int // boundaries whose grants the current attempt uses
 	for attempt := 1; ; attempt++ {
+		prev := out
 		out, err = sandbox.Run(ctx, spec, log)
+		if err != nil && errors.Is(err, sandbox.ErrGrantStale) {
+			// Between the review and the retry the object changed: the
+			// grant no longer applies, and nothing is retried.
+			for _, i := range consumedAt {
+				rep.Boundaries[i].Grant = "rejected"
+				rep.Boundaries[i].Rationale = err.Error()
+			}
+			fmt.Fprintf(stderr, "sandboxd: not retrying: %v\n", err)
+			out = prev
+			break
+		}
 		rep.LandlockABI = out.LandlockABI
 		rep.Isolation, rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
 		rep.Degraded, rep.Containment = out.Degraded, out.Containment
@@ -250,6 +263,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		// those exceptions.
 		var exceptions []sandbox.Exception
 		var names []string
+		consumedAt = nil
 		ok := true
 		for _, g := range granted {
 			now := currentRequest(g.req)
@@ -257,7 +271,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 			switch {
 			case err == nil:
 				rep.Boundaries[g.at].Grant = "consumed"
-				exceptions = append(exceptions, sandbox.Exception{Operation: now.Operation, Path: now.ResolvedPath, Ino: now.Ino})
+				consumedAt = append(consumedAt, g.at)
+				exceptions = append(exceptions, sandbox.Exception{Operation: now.Operation, Path: now.ResolvedPath, Ino: now.Ino, Born: now.Born})
 				names = append(names, now.Operation+" "+now.ResolvedPath)
 			case errors.Is(err, grants.ErrExpired):
 				rep.Boundaries[g.at].Grant = "expired"
@@ -286,7 +301,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 func requestFor(d sandbox.Denial, f *runFlags, cwd string, argv []string, attempt int) grants.Request {
 	return grants.Request{
 		Session: sessionOf(f), Cwd: cwd, Command: commandString(f, argv), Surface: grants.Surface(d.Surface),
-		Operation: d.Operation, Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Destination: d.Destination,
+		Operation: d.Operation, Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Born: d.Born, Destination: d.Destination,
 		Agent: "cli", Intent: f.intent, Attempt: attempt,
 	}
 }
@@ -309,11 +324,9 @@ func currentRequest(req grants.Request) grants.Request {
 	if req.Surface != grants.Filesystem {
 		return now
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(req.ResolvedPath, &st); err != nil {
-		now.Ino = 0
-	} else {
-		now.Ino = st.Ino
+	now.Ino, now.Born = 0, 0
+	if ino, born, _, ok := sandbox.Identity(req.ResolvedPath); ok {
+		now.Ino, now.Born = ino, born
 	}
 	return now
 }
