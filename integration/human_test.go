@@ -217,3 +217,34 @@ func TestHumanSwapBetweenReviewAndRetry(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyAllowRetries: a policy allow rule grants without a person:
+// the write happens on the retry, exactly once, and a write the rule does
+// not cover stays denied.
+func TestPolicyAllowRetries(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		outDir := e.mkdir("out", 0o755)
+		target := filepath.Join(outDir, "ok.txt")
+		pol := filepath.Join(e.mkdir("policy", 0o755), "p.toml")
+		e.writeFile(pol, "[boundaries]\nallow = [\"fs make_reg "+target+"\"]\n", 0o644)
+		r := e.sandboxd("run", "--policy", pol, "-c", "echo one >> "+target+" && echo two > "+filepath.Join(outDir, "not.txt"))
+		if b, err := os.ReadFile(target); err != nil || string(b) != "one\n" {
+			t.Fatalf("allowed write: %q %v\n%s", b, err, r)
+		}
+		if _, err := os.Lstat(filepath.Join(outDir, "not.txt")); err == nil {
+			t.Fatalf("a write the rule does not cover happened\n%s", r)
+		}
+		var allowed, denied bool
+		for _, b := range boundaries(r) {
+			if b["path"] == target && b["source"] == "policy" && b["grant"] == "consumed" && b["attempt"] == float64(1) {
+				allowed = true
+			}
+			if b["attempt"] == float64(2) && b["decision"] == "deny" && b["source"] == "no-reviewer" {
+				denied = true
+			}
+		}
+		if !allowed || !denied || r.report["attempts"] != float64(2) {
+			t.Fatalf("boundaries %v attempts %v\n%s", boundaries(r), r.report["attempts"], r)
+		}
+	})
+}

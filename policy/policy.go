@@ -46,6 +46,21 @@ type Policy struct {
 	Env Env `toml:"env"`
 	// Limits holds the [limits] table.
 	Limits Limits `toml:"limits"`
+	// Boundaries holds the [boundaries] table.
+	Boundaries Boundaries `toml:"boundaries"`
+}
+
+// Boundaries is the [boundaries] table: rules the broker applies to
+// boundary requests before any reviewer, "SURFACE OPERATION PATTERN" each:
+// "fs write_file /etc/hosts", "fs read ~/datasets/**", "net connect
+// *.pypi.org:443". deny beats ask beats allow.
+type Boundaries struct {
+	// Allow lists requests granted without review.
+	Allow []string `toml:"allow" tighten:"subset"`
+	// Ask lists requests that always go to the reviewer, even if allowed.
+	Ask []string `toml:"ask" tighten:"union"`
+	// Deny lists requests refused without review.
+	Deny []string `toml:"deny" tighten:"union"`
 }
 
 // Filesystem is the [filesystem] table.

@@ -29,6 +29,9 @@ type Resolved struct {
 	// Protected holds the workspace persistence paths: relative to the
 	// workspace, cleaned, never absolute, never containing "..".
 	Protected []string
+	// BoundaryAllow, BoundaryAsk and BoundaryDeny hold the boundary rules
+	// as written ("~" is expanded by the broker's parser).
+	BoundaryAllow, BoundaryAsk, BoundaryDeny []string
 	// EnvAllow holds the environment patterns kept despite EnvDeny.
 	EnvAllow []string
 	// EnvDeny holds the environment patterns stripped (built-ins plus
@@ -159,6 +162,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	envDeny.add(DefaultEnvDeny()...)
 	envDeny.add(p.Env.Deny...)
 	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
+	r.BoundaryAllow, r.BoundaryAsk, r.BoundaryDeny = p.Boundaries.Allow, p.Boundaries.Ask, p.Boundaries.Deny
 	return r, nil
 }
 

@@ -28,6 +28,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return checkList(v, normProtected)
 	case "env.allow", "env.deny":
 		return checkList(v, normEnvPattern)
+	case "boundaries.allow", "boundaries.ask", "boundaries.deny":
+		return checkList(v, normRule)
 	case "limits.pids":
 		if n := v.Int(); n < MinPids {
 			return -1, fmt.Sprintf("must be at least %d (got %d)", MinPids, n)
@@ -182,4 +184,26 @@ func normEnvPattern(s string) (string, string) {
 		return "", fmt.Sprintf("%q: a name or pattern must not contain '=' or NUL", s)
 	}
 	return s, ""
+}
+
+// normRule checks "SURFACE OPERATION PATTERN" (the broker parses it; this
+// gives errors a file and line).
+func normRule(s string) (string, string) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return "", fmt.Sprintf("rule %q: want SURFACE OPERATION PATTERN, e.g. \"fs write_file /etc/hosts\"", s)
+	}
+	switch f[0] {
+	case "fs":
+		if !strings.HasPrefix(f[2], "/") && f[2] != "~" && !strings.HasPrefix(f[2], "~/") {
+			return "", fmt.Sprintf("rule %q: a filesystem pattern must be absolute or start with ~/", s)
+		}
+	case "net":
+	default:
+		return "", fmt.Sprintf("rule %q: the surface must be fs or net", s)
+	}
+	if strings.ContainsRune(s, 0) {
+		return "", fmt.Sprintf("rule %q contains a NUL byte", s)
+	}
+	return strings.Join(f, " "), ""
 }

@@ -184,7 +184,10 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		spec.Stdout, spec.Stderr = filtered(stdout), filtered(stderr)
 	}
 	store := grants.NewStore()
-	b := newBroker(env, ws, res, f, log, reviewer, store)
+	b, err := newBroker(env, ws, res, f, log, reviewer, store)
+	if err != nil {
+		return fail(err)
+	}
 
 	var out sandbox.Result
 	var consumedAt []int // boundaries whose grants the current attempt uses
@@ -356,9 +359,23 @@ type boundary struct {
 
 // newBroker builds the decision pipeline for this run: policy and hard
 // denies, then the reviewer (none for "off"/"auto", a person for "human").
-func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog.Logger, reviewer broker.Reviewer, store *grants.Store) *broker.Broker {
+func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog.Logger, reviewer broker.Reviewer, store *grants.Store) (*broker.Broker, error) {
 	state := filepath.Join(env.stateBase, "sandboxd")
+	var rules broker.Rules
+	for _, set := range []struct {
+		in  []string
+		out *[]broker.Rule
+	}{{p.BoundaryAllow, &rules.Allow}, {p.BoundaryAsk, &rules.Ask}, {p.BoundaryDeny, &rules.Deny}} {
+		for _, s := range set.in {
+			r, err := broker.ParseRule(s, env.home)
+			if err != nil {
+				return nil, fmt.Errorf("policy: boundaries: %w", err)
+			}
+			*set.out = append(*set.out, r)
+		}
+	}
 	cfg := broker.Config{
+		Rules: rules,
 		Hard: broker.HardDenies{
 			Secrets:   p.Secrets,
 			Own:       []string{filepath.Join(env.configDir, "sandboxd"), state, filepath.Join(env.home, ".local", "share", "sandboxd")},
@@ -376,11 +393,7 @@ func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog
 	if f.session != "" {
 		cfg.Breaker = broker.NewBreaker(filepath.Join(state, "breaker"))
 	}
-	if reviewer == nil {
-		// A nil *review.Human must not become a non-nil interface.
-		cfg.Reviewer = nil
-	}
-	return broker.New(cfg)
+	return broker.New(cfg), nil
 }
 
 // commandString is the exact command a grant binds to.
