@@ -329,6 +329,15 @@ func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 			return []intent{{Op: "make_reg", Path: path}}, true
 		}
 		var out []intent
+		if flags&unix.O_ACCMODE != unix.O_WRONLY && flags&unix.O_PATH == 0 {
+			// Read-only and read-write opens read (only observed when
+			// reads are: no audit to report them).
+			op := "read_file"
+			if flags&unix.O_DIRECTORY != 0 {
+				op = "read_dir"
+			}
+			out = append(out, intent{Op: op, Path: path, Ino: ino})
+		}
 		if flags&(unix.O_WRONLY|unix.O_RDWR) != 0 {
 			out = append(out, intent{Op: "write_file", Path: path, Ino: ino})
 		}
@@ -509,7 +518,7 @@ func listening(pid int, dest string) bool {
 // paths bound read-only and the directories pinned in place. A connect
 // in the network namespace reaches only the sandbox's own loopback; any
 // other destination is refused.
-func refused(in []intent, writable, readOnly, pinned []string, granted []Exception, netns bool) []Denial {
+func refused(in []intent, writable, readOnly, pinned []string, granted []Exception, reads readPolicy, netns bool) []Denial {
 	under := func(p string, roots []string) bool {
 		for _, r := range roots {
 			if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
@@ -528,7 +537,16 @@ func refused(in []intent, writable, readOnly, pinned []string, granted []Excepti
 			out = append(out, Denial{Surface: "network", Operation: "connect", Destination: i.Destination})
 			continue
 		}
-		denied := !under(i.Path, writable) || under(i.Path, readOnly)
+		var denied bool
+		switch i.Op {
+		case "read_file", "read_dir":
+			if !reads.observed || i.Ino == 0 {
+				continue // audit reports denied reads; a missing file is no boundary (as with Landlock)
+			}
+			denied = reads.denied(i.Path)
+		default:
+			denied = !under(i.Path, writable) || under(i.Path, readOnly)
+		}
 		for _, g := range granted {
 			if g.Path == i.Path && g.covers(i.Op) {
 				denied = false
@@ -546,6 +564,46 @@ func refused(in []intent, writable, readOnly, pinned []string, granted []Excepti
 		}
 	}
 	return out
+}
+
+// readPolicy is the sandbox's read carve-out, for judging observed reads
+// the same way Landlock does: a path is denied when a denied path is at or
+// above it and no explicitly granted root (the strict profile's allow
+// list) is at or below that denial and above the path.
+type readPolicy struct {
+	observed bool
+	roots    []string
+	deny     []string
+}
+
+func (r readPolicy) denied(p string) bool {
+	covers := func(dir, p string) bool {
+		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	}
+	for _, d := range r.deny {
+		hit := covers(d, p)
+		if !hit && strings.ContainsAny(filepath.Base(d), "*?[") {
+			for a := p; a != "/" && a != "."; a = filepath.Dir(a) {
+				if ok, _ := filepath.Match(d, a); ok {
+					hit = true
+					break
+				}
+			}
+		}
+		if !hit {
+			continue
+		}
+		exempt := false
+		for _, root := range r.roots {
+			if root != "/" && covers(root, p) && covers(d, root) {
+				exempt = true
+			}
+		}
+		if !exempt {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeDenials adds b's denials to a's, dropping duplicates of (surface,

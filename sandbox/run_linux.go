@@ -94,7 +94,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	var det *auditDetector
 	switch {
 	case !root:
-		res.Detection = Detection{Detector: "none", Why: "kernel audit needs root (CAP_AUDIT_CONTROL, CAP_AUDIT_READ); no fallback detector yet"}
+		res.Detection = Detection{Detector: "none", Why: "kernel audit needs root (CAP_AUDIT_CONTROL, CAP_AUDIT_READ)"}
 	case !sup.LogFlags:
 		res.Detection = Detection{Detector: "none", Why: fmt.Sprintf("Landlock ABI %d cannot log denials (needs ABI 7)", sup.ABI)}
 	default:
@@ -115,7 +115,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	defer closeExceptions(opened)
 	// The Landlock carve-out, the compiled filter and the persistence plan
 	// are built while the helper starts and mounts.
-	prepc := startPrepare(sup, &spec, opened, wantNS, log)
+	prepc := startPrepare(sup, &spec, opened, wantNS, det == nil, log)
 	h, err := startHelper(spec, wantNS, root)
 	mark("helper started")
 	if err != nil && wantNS && spec.Isolation != string(Namespaces) && !root && isNSRefusal(err) {
@@ -125,7 +125,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		if p := <-prepc; p.rs != nil {
 			p.rs.Close()
 		}
-		prepc = startPrepare(sup, &spec, opened, false, log)
+		prepc = startPrepare(sup, &spec, opened, false, det == nil, log)
 		h, err = startHelper(spec, false, root)
 	}
 	if err != nil {
@@ -314,9 +314,10 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 				pinned = append(pinned, filepath.Join(spec.Workspace, r))
 			}
 		}
-		res.Denials = mergeDenials(res.Denials, refused(h.obs.finish(), writable, readOnly, pinned, spec.Exceptions, wantNS))
+		reads := readPolicy{observed: det == nil, roots: spec.Read, deny: spec.Deny}
+		res.Denials = mergeDenials(res.Denials, refused(h.obs.finish(), writable, readOnly, pinned, spec.Exceptions, reads, wantNS))
 		if res.Detection.Detector == "none" {
-			res.Detection = Detection{Detector: "seccomp", Why: "writes and connects are observed by seccomp; reads are not detected without kernel audit (" + res.Detection.Why + ")"}
+			res.Detection = Detection{Detector: "seccomp", Why: "no kernel audit (" + res.Detection.Why + "): every open is observed and denied reads are judged from sandboxd's copy of the policy, which matches Landlock's carve-out but may differ where file permissions deny first"}
 		} else {
 			res.Detection.Detector += "+seccomp"
 		}
@@ -369,7 +370,7 @@ type prepared struct {
 
 // startPrepare builds the ruleset, loads the filter and plans the
 // persistence protection, concurrently.
-func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns bool, log *slog.Logger) <-chan prepared {
+func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns, observeReads bool, log *slog.Logger) <-chan prepared {
 	t0 := time.Now()
 	c := make(chan prepared, 1)
 	go func() {
@@ -383,7 +384,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 		}()
 		go func() {
 			defer wg.Done()
-			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: true})
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: true, ObserveReads: observeReads})
 		}()
 		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
 		wg.Wait()

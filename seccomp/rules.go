@@ -76,6 +76,9 @@ type Options struct {
 	// even where a read-only mount (EROFS) leaves no audit record.
 	// Read-only opens are not observed.
 	Observe bool
+	// ObserveReads observes read-only opens too: the detector of denied
+	// reads where kernel audit cannot be read (unprivileged callers).
+	ObserveReads bool
 }
 
 // observed are the calls Observe reports (open and openat are split by
@@ -412,6 +415,13 @@ func Build(opts Options) Rules {
 		}
 		out = append(out, observeOpen(unix.SYS_OPEN, "open", 1)...)
 		out = append(out, observeOpen(unix.SYS_OPENAT, "openat", 2)...)
+		if opts.ObserveReads {
+			for i, r := range out {
+				if (r.Nr == unix.SYS_OPEN || r.Nr == unix.SYS_OPENAT) && r.Action == Allow {
+					out[i].Action = Notify
+				}
+			}
+		}
 		list = out
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].Nr < list[j].Nr })
