@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -135,4 +137,49 @@ func keys(m map[string]map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestBoundaryTenThousandDenials: every one of 10 000 distinct denied
+// reads in one run is reported, or the report says how many were lost.
+func TestBoundaryTenThousandDenials(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		dir := filepath.Join(e.home, ".ssh", "many")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 10000; i++ {
+			os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), []byte(e.canary), 0o600)
+		}
+		filepath.Walk(filepath.Join(e.home, ".ssh"), func(p string, _ os.FileInfo, _ error) error { e.chown(p); return nil })
+		r := e.sh(`python3 -c '
+import os
+d = os.path.expanduser("~/.ssh/many")
+n = 0
+for i in range(10000):
+    try:
+        open(os.path.join(d, str(i))).read()
+    except PermissionError:
+        n += 1
+print("DENIED", n)
+'`)
+		e.noCanary(t, r)
+		if !strings.Contains(r.stdout, "DENIED 10000") {
+			t.Fatalf("the reads were not all denied\n%.2000s", r.stdout)
+		}
+		det, _ := r.report["detection"].(map[string]any)
+		lost, _ := det["lost"].(float64)
+		n := 0
+		for _, b := range boundaries(r) {
+			if strings.HasPrefix(b["path"].(string), dir+"/") && b["operation"] == "read_file" {
+				n++
+			}
+		}
+		if n == 0 { bs := boundaries(r); if len(bs) > 3 { bs = bs[:3] }; t.Logf("sample %v; stderr %.500s", bs, r.stderr) }
+		if n != 10000 && lost == 0 {
+			t.Fatalf("%d of 10000 denials reported and none said lost (detection %v)", n, det)
+		}
+		if n != 10000 {
+			t.Logf("%d reported, %v lost (the report says so)", n, lost)
+		}
+	})
 }

@@ -169,6 +169,17 @@ func (p *proc) str(addr uint64) (string, error) {
 	if addr == 0 {
 		return "", errors.New("null pointer")
 	}
+	s, err := p.readStr(addr)
+	if err != nil {
+		// A cached descriptor outlives an execve: it still names the old
+		// address space, which reads as empty. Open the memory again, once.
+		p.forget()
+		s, err = p.readStr(addr)
+	}
+	return s, err
+}
+
+func (p *proc) readStr(addr uint64) (string, error) {
 	m, err := p.mem()
 	if err != nil {
 		return "", err
@@ -178,23 +189,38 @@ func (p *proc) str(addr uint64) (string, error) {
 		if i := bytes.IndexByte(p.o.buf[:n], 0); i >= 0 {
 			return string(p.o.buf[:i]), nil
 		}
-		if n == 0 && err != nil {
+		if n < size {
+			if err == nil {
+				err = errors.New("short read")
+			}
 			return "", err
 		}
 	}
 	return "", errors.New("unterminated path")
 }
 
+// forget drops the cached memory descriptor of the process.
+func (p *proc) forget() {
+	if f := p.o.mems[p.pid]; f != nil {
+		f.Close()
+		delete(p.o.mems, p.pid)
+	}
+}
+
 func (p *proc) bytes(addr uint64, n int) ([]byte, error) {
-	m, err := p.mem()
-	if err != nil {
-		return nil, err
-	}
 	buf := make([]byte, n)
-	if _, err := m.ReadAt(buf, int64(addr)); err != nil {
-		return nil, err
+	for fresh := false; ; fresh = true {
+		m, err := p.mem()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := m.ReadAt(buf, int64(addr)); err == nil {
+			return buf, nil
+		} else if fresh {
+			return nil, err
+		}
+		p.forget() // see str
 	}
-	return buf, nil
 }
 
 // dir returns the directory a *at call's dirfd names (AT_FDCWD: the cwd).
