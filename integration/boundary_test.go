@@ -174,13 +174,6 @@ print("DENIED", n)
 				n++
 			}
 		}
-		if n == 0 {
-			bs := boundaries(r)
-			if len(bs) > 3 {
-				bs = bs[:3]
-			}
-			t.Logf("sample %v; stderr %.500s", bs, r.stderr)
-		}
 		if n != 10000 && lost == 0 {
 			t.Fatalf("%d of 10000 denials reported and none said lost (detection %v)", n, det)
 		}
