@@ -182,3 +182,26 @@ print("DENIED", n)
 		}
 	})
 }
+
+// TestBoundaryExecDenied: running a program from a denied tree is reported
+// as an execute boundary with its path, by either detector.
+func TestBoundaryExecDenied(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		tool := filepath.Join(e.home, ".ssh", "tool")
+		b, err := os.ReadFile("/bin/true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.writeFile(tool, string(b), 0o755)
+		r := e.sh(tool + "; echo END")
+		if !strings.Contains(r.stdout, "END") {
+			t.Fatalf("command did not run\n%s", r)
+		}
+		for _, bd := range boundaries(r) {
+			if bd["path"] == tool && bd["operation"] == "execute" && bd["decision"] == "deny" {
+				return
+			}
+		}
+		t.Fatalf("no execute boundary for %s: %v\n%s", tool, boundaries(r), r)
+	})
+}

@@ -382,6 +382,14 @@ func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 	case unix.SYS_CREAT:
 		path, ino, err := p.at(cwd, a[0], true)
 		return opens(path, ino, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, err)
+	case unix.SYS_EXECVE:
+		return one(p.op("execute", cwd, a[0], true))
+	case unix.SYS_EXECVEAT:
+		if a[1] == 0 || a[4]&unix.AT_EMPTY_PATH != 0 {
+			path, err := p.fdPath(a[0])
+			return one("execute", path, 0, err)
+		}
+		return one(p.op("execute", a[0], a[1], a[4]&unix.AT_SYMLINK_NOFOLLOW == 0))
 	case unix.SYS_MKDIR:
 		return one(p.op("make_dir", cwd, a[0], false))
 	case unix.SYS_MKDIRAT:
@@ -565,7 +573,7 @@ func refused(in []intent, writable, readOnly, pinned []string, granted []Excepti
 		}
 		var denied bool
 		switch i.Op {
-		case "read_file", "read_dir":
+		case "read_file", "read_dir", "execute":
 			if !reads.observed || i.Ino == 0 {
 				continue // audit reports denied reads; a missing file is no boundary (as with Landlock)
 			}

@@ -76,8 +76,9 @@ type Options struct {
 	// even where a read-only mount (EROFS) leaves no audit record.
 	// Read-only opens are not observed.
 	Observe bool
-	// ObserveReads observes read-only opens too: the detector of denied
-	// reads where kernel audit cannot be read (unprivileged callers).
+	// ObserveReads observes read-only opens and execs too: the detector
+	// of denied reads and executions where kernel audit cannot be read
+	// (unprivileged callers).
 	ObserveReads bool
 }
 
@@ -417,7 +418,9 @@ func Build(opts Options) Rules {
 		out = append(out, observeOpen(unix.SYS_OPENAT, "openat", 2)...)
 		if opts.ObserveReads {
 			for i, r := range out {
-				if (r.Nr == unix.SYS_OPEN || r.Nr == unix.SYS_OPENAT) && r.Action == Allow {
+				switch {
+				case (r.Nr == unix.SYS_OPEN || r.Nr == unix.SYS_OPENAT) && r.Action == Allow,
+					r.Nr == unix.SYS_EXECVE || r.Nr == unix.SYS_EXECVEAT:
 					out[i].Action = Notify
 				}
 			}
