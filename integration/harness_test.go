@@ -218,6 +218,8 @@ type runOpts struct {
 	// ttyStdout, its stdout): a human reviewer's prompt appears there.
 	tty       *os.File
 	ttyStdout bool
+	// ttyInherited makes tty only stdin, not the controlling terminal.
+	ttyInherited bool
 }
 
 // sandboxd runs the binary as the env's identity with HOME set to the
@@ -273,7 +275,9 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 		if o.ttyStdout {
 			cmd.Stdout = o.tty
 		}
-		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+		if !o.ttyInherited {
+			cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
+		}
 	}
 	err := cmd.Run()
 	r := result{stdout: stdout.String(), stderr: stderr.String()}

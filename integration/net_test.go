@@ -2,9 +2,7 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -484,7 +482,7 @@ func TestNetTIOCSTI(t *testing.T) {
 					t.Fatalf("control: TIOCSTI from the test was not observed: %q", got)
 				}
 				canaryHex := hex.EncodeToString([]byte(e.canary))
-				r := e.netRunWithStdin(slave, ctty, netPy(`
+				r := e.sandboxdOpts(runOpts{tty: slave, ttyInherited: !ctty}, "run", "-c", netPy(`
 import ctypes, fcntl, os, termios
 libc = ctypes.CDLL(None, use_errno=True)
 data = bytes.fromhex('@HEX@')
@@ -787,56 +785,6 @@ func netDrainPTY(master, slave *os.File) string {
 		out.Write(buf[:n])
 	}
 	return out.String()
-}
-
-// netRunWithStdin is sandboxdOpts for `run -c script` with a file (a
-// terminal) as stdin, with the same environment and identity.
-func (e *env) netRunWithStdin(stdin *os.File, ctty bool, script string) result {
-	e.t.Helper()
-	report := filepath.Join(e.mkdir("reports", 0o755), "report-"+randHex(4)+".json")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "run", "--report", report, "-c", script)
-	cmd.Dir = e.ws
-	cmd.Env = []string{
-		"HOME=" + e.home,
-		"PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"LANG=C.UTF-8",
-		"USER=" + e.id.name,
-	}
-	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	if os.Geteuid() == 0 && e.id.uid != 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{
-			Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}
-	}
-	if ctty {
-		// sandboxd leads a session whose controlling terminal is stdin,
-		// as when run from an interactive shell.
-		cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
-	}
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		r.code = exit.ExitCode()
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			e.t.Fatalf("sandboxd itself was killed by %v\n%s", ws.Signal(), r)
-		}
-	default:
-		e.t.Fatalf("sandboxd: %v\n%s", err, r)
-	}
-	if ctx.Err() != nil {
-		e.t.Fatalf("sandboxd did not finish\n%s", r)
-	}
-	if b, err := os.ReadFile(report); err == nil {
-		json.Unmarshal(b, &r.report)
-	}
-	return r
 }
 
 const netRefusedSrc = `#define _GNU_SOURCE
