@@ -67,6 +67,33 @@ c = socket.create_connection(s.getsockname()); print(c.recv(1))
 	})
 }
 
+// TestBoundaryDetectOff: with detection off the sandbox holds exactly
+// as before (the secret stays unread, the outside file unchanged), and
+// nothing is reported, reviewed or retried.
+func TestBoundaryDetectOff(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		outside := filepath.Join(e.home, "outside.txt")
+		if err := os.WriteFile(outside, []byte("before\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e.chown(outside)
+		unchanged := fileUnchanged(t, outside)
+		r := e.sandboxd("run", "--detect", "off", "-c", "cat ~/.ssh/id_rsa; echo x >> "+outside+"; chmod 600 "+outside+"; echo END")
+		if !strings.Contains(r.stdout, "END") {
+			t.Fatalf("command did not run\n%s", r)
+		}
+		e.noCanary(t, r)
+		unchanged()
+		det, _ := r.report["detection"].(map[string]any)
+		if det["detector"] != "none" || r.report["attempts"] != float64(1) {
+			t.Fatalf("detection %v, attempts %v; want none, 1", det, r.report["attempts"])
+		}
+		if bs, _ := r.report["boundaries"].([]any); len(bs) != 0 || strings.Contains(r.stderr, "sandboxd: denied") {
+			t.Fatalf("boundaries reported with detection off: %v\n%s", bs, r)
+		}
+	})
+}
+
 // TestBoundaryExact: each way of crossing the boundary is reported with
 // its exact surface, operation and path or destination, as root and as
 // an unprivileged user, and nothing the workspace allows is reported.

@@ -93,6 +93,8 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	// only root may switch on and read.
 	var det *auditDetector
 	switch {
+	case spec.NoDetect:
+		res.Detection = Detection{Detector: "none", Why: "detection turned off"}
 	case !root:
 		res.Detection = Detection{Detector: "none", Why: "kernel audit needs root (CAP_AUDIT_CONTROL, CAP_AUDIT_READ)"}
 	case !sup.LogFlags:
@@ -297,7 +299,9 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	if det != nil {
 		res.Denials, res.Detection = det.collect(h.cmd.Process.Pid, time.Second)
 	}
-	if h.obs != nil {
+	if h.obs != nil && spec.NoDetect {
+		h.obs.finish() // nothing was observed
+	} else if h.obs != nil {
 		writable := append([]string{spec.Workspace}, spec.Writable...)
 		writable = append(writable, spec.Caches...)
 		if wantNS {
@@ -370,6 +374,8 @@ type prepared struct {
 
 // startPrepare builds the ruleset, loads the filter and plans the
 // persistence protection, concurrently.
+// The filter observes write-intent calls unless detection is off, and
+// reads too when there is no audit detector (observeReads).
 func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns, observeReads bool, log *slog.Logger) <-chan prepared {
 	t0 := time.Now()
 	c := make(chan prepared, 1)
@@ -384,7 +390,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 		}()
 		go func() {
 			defer wg.Done()
-			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: true, ObserveReads: observeReads})
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect})
 		}()
 		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
 		wg.Wait()

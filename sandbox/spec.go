@@ -81,6 +81,10 @@ type Spec struct {
 	// Exceptions are granted accesses this run adds, exactly (a retry
 	// after a review).
 	Exceptions []Exception
+	// NoDetect turns boundary detection off: no kernel audit, no
+	// observed calls. Enforcement is unchanged; denials are simply not
+	// reported, so none can be reviewed.
+	NoDetect bool
 
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer

@@ -1,7 +1,7 @@
 // Command launch measures how long it takes to start and finish a trivial
-// command under sandboxd, next to the same command under bare bash and
-// under bubblewrap, interleaved in one run so that all three see the same
-// machine. It prints a Markdown table for docs/BENCHMARKS.md.
+// command under sandboxd (with and without boundary detection), next to
+// the same command under bare bash and under bubblewrap, interleaved in
+// one run so that all see the same machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
 //	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-phases]
 package main
@@ -60,6 +60,7 @@ func run(n int, bin string) error {
 		{name: "bash -c true", argv: []string{"bash", "-c", "true"}},
 		{name: "bwrap --unshare-all ... true", argv: []string{bwrap, "--unshare-all", "--die-with-parent",
 			"--ro-bind", "/", "/", "--bind", ws, ws, "--dev", "/dev", "--proc", "/proc", "true"}},
+		{name: "sandboxd run --detect off -- true", argv: []string{bin, "run", "--detect", "off", "--workspace", ws, "--", "true"}},
 		{name: "sandboxd run -- true", argv: []string{bin, "run", "--workspace", ws, "--", "true"}},
 	}
 	// Warm up caches (the compiled seccomp filter, page cache).

@@ -1,8 +1,8 @@
 // Command writes times a build-like burst of file writes in the
 // workspace — create, write and close 10 000 small files, then remove
-// them — under bare bash, under bubblewrap and under sandboxd (whose
-// seccomp filter stops every creating open for the supervisor to
-// observe), interleaved, and prints a Markdown table for
+// them — under bare bash, under bubblewrap and under sandboxd with
+// detection off and on (when on, its seccomp filter stops every creating
+// open for the supervisor to observe), interleaved, and prints a Markdown table for
 // docs/BENCHMARKS.md.
 //
 //	go run ./bench/writes -n 5 [-files 10000] [-sandboxd bin/sandboxd]
@@ -53,6 +53,7 @@ for i in range(%d):
 		{name: "bash", argv: []string{"bash", "-c", script}},
 		{name: "bwrap", argv: []string{"bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
 			"--bind", ws, ws, "--chdir", ws, "--dev", "/dev", "--proc", "/proc", "bash", "-c", script}},
+		{name: "sandboxd --detect off (nothing observed)", argv: []string{bin, "run", "--detect", "off", "--workspace", ws, "-c", script}},
 		{name: "sandboxd (writes observed)", argv: []string{bin, "run", "--workspace", ws, "-c", script}},
 	}
 	for i := 0; i < n; i++ {

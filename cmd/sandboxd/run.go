@@ -47,6 +47,7 @@ type runFlags struct {
 	noTransaction    bool
 	command          string
 	verbose          bool
+	detect           string
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error) {
@@ -63,6 +64,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
 	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
 	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
+	fs.StringVar(&f.detect, "detect", "auto", "boundary detection: auto, or off (denials are enforced but not reported or reviewed)")
 	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
 	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does to stderr")
 	if err := fs.Parse(args); err != nil {
@@ -81,6 +83,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 		return nil, nil, fmt.Errorf("--reviewer model is not available yet; use human or off")
 	default:
 		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
+	}
+	if f.detect != "auto" && f.detect != "off" {
+		return nil, nil, fmt.Errorf("--detect must be auto or off, not %q", f.detect)
 	}
 	if f.retries < 0 {
 		return nil, nil, fmt.Errorf("--retries must not be negative")
@@ -175,6 +180,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return fail(err)
 	}
 	spec.Timeout = f.timeout
+	spec.NoDetect = f.detect == "off"
 	spec.Stdin, spec.Stdout, spec.Stderr = stdin, stdout, stderr
 	var reviewer broker.Reviewer
 	if f.reviewer == "human" {

@@ -23,6 +23,8 @@ func TestParseRunFlags(t *testing.T) {
 		{[]string{"-c", "x", "--", "y"}, nil, "not both"},
 		{[]string{"--reviewer", "magic", "--", "true"}, nil, "--reviewer"},
 		{[]string{"--retries", "-1", "--", "true"}, nil, "--retries"},
+		{[]string{"--detect", "sometimes", "--", "true"}, nil, "--detect"},
+		{[]string{"--detect", "off", "--", "true"}, []string{"true"}, ""},
 		{[]string{"--timeout", "-1s", "--", "true"}, nil, "--timeout"},
 		{[]string{"--frobnicate", "--", "true"}, nil, "frobnicate"},
 	} {
