@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sandboxd/sandboxd/gitconfig"
 	"golang.org/x/sys/unix"
 )
 
@@ -218,48 +218,24 @@ func protectGitDir(p *persistPlan, ws, gd, worktree string, pin func(string), pr
 }
 
 // gitConfigPaths returns core.hooksPath values and include paths
-// ("include:"-prefixed) from a git config file. It understands the
-// sections it needs and ignores the rest; anything it cannot parse adds
-// nothing (the file itself is read-only during the run anyway).
+// ("include:"-prefixed) from a git config file. A file that cannot be
+// parsed adds nothing (it is itself read-only during the run).
 func gitConfigPaths(file string) []string {
-	f, err := os.Open(file)
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	ents, err := gitconfig.Parse(b)
+	if err != nil {
+		return nil
+	}
 	var out []string
-	section := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				continue
-			}
-			section = strings.ToLower(strings.TrimSpace(line[1:end]))
-			if sp := strings.IndexByte(section, ' '); sp >= 0 {
-				section = section[:sp]
-			}
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
-		}
-		key, val, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		key = strings.ToLower(strings.TrimSpace(key))
-		val = strings.Trim(strings.TrimSpace(val), `"`)
+	for _, e := range ents {
 		switch {
-		case section == "core" && key == "hookspath":
-			out = append(out, val)
-		case (section == "include" || section == "includeif") && key == "path":
-			out = append(out, "include:"+val)
+		case e.Section == "core" && e.Key == "hookspath":
+			out = append(out, e.Value)
+		case (e.Section == "include" || e.Section == "includeif") && e.Key == "path":
+			out = append(out, "include:"+e.Value)
 		}
 	}
 	return out
@@ -385,49 +361,45 @@ func safeNewRepo(gd string) bool {
 	return safeGitConfig(string(b))
 }
 
-// safeGitConfig accepts only config keys that cannot run a program.
+// safeGitConfig accepts only config keys from a short list of those a
+// new repository normally has; anything else, or a file that does not
+// parse, is refused.
 func safeGitConfig(text string) bool {
-	section := ""
-	for _, raw := range strings.Split(text, "\n") {
-		line := strings.TrimSpace(raw)
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 || strings.TrimSpace(line[end+1:]) != "" {
-				return false
-			}
-			section = strings.ToLower(strings.TrimSpace(line[1:end]))
-			continue
-		}
-		key, _, _ := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		name, sub, _ := strings.Cut(section, " ")
-		switch name {
+	ents, err := gitconfig.Parse([]byte(text))
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		switch e.Section {
 		case "core":
-			switch key {
+			switch e.Key {
 			case "repositoryformatversion", "filemode", "bare", "logallrefupdates",
 				"ignorecase", "precomposeunicode", "symlinks", "autocrlf", "eol":
 			default:
 				return false
 			}
 		case "user", "init", "author", "committer":
+			if e.Key == "templatedir" {
+				return false
+			}
 		case "extensions":
-			switch key {
+			switch e.Key {
 			case "objectformat", "refstorage", "compatobjectformat":
 			default:
 				return false
 			}
 		case "branch":
-			if sub == "" || (key != "remote" && key != "merge" && key != "rebase") {
+			if e.Subsection == "" || (e.Key != "remote" && e.Key != "merge" && e.Key != "rebase") {
 				return false
 			}
 		case "remote":
-			if sub == "" || (key != "url" && key != "fetch") {
+			if e.Subsection == "" || (e.Key != "url" && e.Key != "fetch") {
 				return false
 			}
 		default:
+			return false
+		}
+		if _, bad := gitconfig.ExecCapable(e); bad {
 			return false
 		}
 	}
