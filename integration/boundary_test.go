@@ -136,7 +136,8 @@ func TestBoundaryExact(t *testing.T) {
 			"filesystem chmod " + outside,
 			"network connect 93.184.216.34:443",
 			"network connect 127.0.0.1:" + port,
-			"filesystem make_reg " + filepath.Join(e.ws, ".git/hooks/pre-commit"),
+			// Held in the copy-on-write layer, refused at commit.
+			"filesystem persist " + filepath.Join(e.ws, ".git/hooks/pre-commit"),
 		} {
 			b, ok := got[want]
 			if !ok {
@@ -147,7 +148,7 @@ func TestBoundaryExact(t *testing.T) {
 				t.Errorf("%s: decision %v", want, b["decision"])
 			}
 		}
-		if b := got["filesystem make_reg "+filepath.Join(e.ws, ".git/hooks/pre-commit")]; b != nil && b["source"] != "hard-deny" {
+		if b := got["filesystem persist "+filepath.Join(e.ws, ".git/hooks/pre-commit")]; b != nil && b["source"] != "hard-deny" {
 			t.Errorf("persistence path decided by %v, want hard-deny", b["source"])
 		}
 		for k := range got {

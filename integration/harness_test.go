@@ -105,6 +105,26 @@ type env struct {
 	ws     string
 	canary string // a unique string stored in the secrets
 	extra  []string
+	// runArgs are flags every e.sh run gets (e.g. --no-transaction).
+	runArgs []string
+}
+
+// forModes runs f once per identity in each workspace mode: "layer"
+// (the default: writes held in a copy-on-write layer, persistence checked
+// at commit) and "direct" (--no-transaction: persistence paths bound
+// read-only during the run, new ones swept out after it).
+func forModes(t *testing.T, f func(t *testing.T, e *env, layer bool)) {
+	t.Helper()
+	for _, mode := range []string{"layer", "direct"} {
+		t.Run(mode, func(t *testing.T) {
+			forEach(t, func(t *testing.T, e *env) {
+				if mode == "direct" {
+					e.runArgs = []string{"--no-transaction"}
+				}
+				f(t, e, mode == "layer")
+			})
+		})
+	}
 }
 
 // forEach runs f once per identity, each with a fresh env.
@@ -208,6 +228,8 @@ func (r result) String() string {
 
 // runOpts tune one run.
 type runOpts struct {
+	// killed: sandboxd is expected to die by a signal (crash tests).
+	killed     bool
 	stdin      string
 	extraFiles []*os.File
 	env        []string      // added to the environment
@@ -232,7 +254,7 @@ func (e *env) sandboxd(args ...string) result {
 // sh runs `sandboxd run --report R -c script`.
 func (e *env) sh(script string) result {
 	e.t.Helper()
-	return e.sandboxd("run", "-c", script)
+	return e.sandboxd(append(append([]string{"run"}, e.runArgs...), "-c", script)...)
 }
 
 func (e *env) sandboxdOpts(o runOpts, args ...string) result {
@@ -286,7 +308,7 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 	case err == nil:
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
-		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && !o.killed {
 			e.t.Fatalf("sandboxd itself was killed by %v\n%s", ws.Signal(), r)
 		}
 	default:

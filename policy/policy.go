@@ -29,6 +29,8 @@ const (
 	MinFileSize Size = 1 * MiB
 	// MinTmpSize is the smallest accepted limits.tmp_size.
 	MinTmpSize Size = 1 * MiB
+	// MinLayerSize is the smallest accepted limits.layer_size.
+	MinLayerSize Size = 1 * MiB
 )
 
 // Policy is the content of a policy file. The `toml` tag names the key; the
@@ -98,20 +100,26 @@ type Limits struct {
 	FileSize Size `toml:"file_size" tighten:"min"`
 	// TmpSize is the size of the private /tmp tmpfs.
 	TmpSize Size `toml:"tmp_size" tighten:"min"`
+	// LayerSize bounds the copy-on-write layer that holds an attempt's
+	// workspace writes until commit (memory-backed, charged to the run's
+	// memory limit); a write beyond it fails with ENOSPC inside.
+	LayerSize Size `toml:"layer_size" tighten:"min"`
 }
 
 // Default returns the built-in policy: profile "default", isolation "auto",
-// limits pids 4096, memory 8GiB, file_size 16GiB, tmp_size 1GiB, and empty
+// limits pids 4096, memory 8GiB, file_size 16GiB, tmp_size 1GiB,
+// layer_size 4GiB, and empty
 // (nil) lists.
 func Default() Policy {
 	return Policy{
 		Profile:   ProfileDefault,
 		Isolation: IsolationAuto,
 		Limits: Limits{
-			Pids:     4096,
-			Memory:   8 * GiB,
-			FileSize: 16 * GiB,
-			TmpSize:  1 * GiB,
+			Pids:      4096,
+			Memory:    8 * GiB,
+			FileSize:  16 * GiB,
+			TmpSize:   1 * GiB,
+			LayerSize: 4 * GiB,
 		},
 	}
 }

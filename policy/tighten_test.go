@@ -49,7 +49,9 @@ func TestTightenAllowed(t *testing.T) {
 			func(p *Policy) { p.Filesystem.AllowSecrets = []string{} }},
 		{"subset home_allow", "profile = \"strict\"\n[filesystem]\nhome_allow = [\"~/a\"]\n", "[filesystem]\nhome_allow = [\"~/a\"]\n", func(p *Policy) {}},
 		{"min lowers limits", "", "[limits]\npids = 64\nmemory = \"1GiB\"\nfile_size = \"16GiB\"\ntmp_size = \"64MiB\"\n",
-			func(p *Policy) { p.Limits = Limits{Pids: 64, Memory: GiB, FileSize: 16 * GiB, TmpSize: 64 * MiB} }},
+			func(p *Policy) {
+				p.Limits = Limits{Pids: 64, Memory: GiB, FileSize: 16 * GiB, TmpSize: 64 * MiB, LayerSize: 4 * GiB}
+			}},
 		{"profile raises", "", "profile = \"strict\"\n", func(p *Policy) { p.Profile = "strict" }},
 		{"profile keeps", "profile = \"strict\"\n", "profile = \"strict\"\n", func(p *Policy) {}},
 		{"isolation raises from landlock-only", "isolation = \"landlock-only\"\n", "isolation = \"auto\"\n", func(p *Policy) { p.Isolation = "auto" }},

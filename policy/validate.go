@@ -41,6 +41,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return -1, checkMinSize(v, MinFileSize)
 	case "limits.tmp_size":
 		return -1, checkMinSize(v, MinTmpSize)
+	case "limits.layer_size":
+		return -1, checkMinSize(v, MinLayerSize)
 	}
 	return -1, "internal error: no validation rule for this key"
 }

@@ -58,8 +58,15 @@ func HelperMain() {
 	}
 	cgroupFDs, trees := fds[:s.Cgroups], fds[s.Cgroups:]
 	if s.Namespaces {
-		if err := setupMounts(s, trees); err != nil {
+		layerFD, err := setupMounts(s, trees)
+		if err != nil {
 			fail(125, "sandbox: %v", err)
+		}
+		if layerFD >= 0 {
+			if err := send(sock, message{Kind: msgLayer}, layerFD); err != nil {
+				fail(125, "sandbox: %v", err)
+			}
+			unix.Close(layerFD)
 		}
 		if err := bindExceptionsInHelper(s.ExceptionBinds); err != nil {
 			fail(125, "sandbox: %v", err)
@@ -137,6 +144,7 @@ func HelperMain() {
 		}
 		unix.Close(fd)
 	}
+	waitCoarseClock(s.NotBefore)
 	pid, err := syscall.ForkExec(argv0, s.Argv, &syscall.ProcAttr{
 		Dir:   s.Dir,
 		Env:   s.Env,
@@ -184,6 +192,18 @@ func HelperMain() {
 	}
 	send(sock, exit)
 	os.Exit(exit.Code & 0xff)
+}
+
+// waitCoarseClock returns once CLOCK_REALTIME_COARSE, which stamps file
+// changes, is past t (nanoseconds); normally it already is.
+func waitCoarseClock(t int64) {
+	for t > 0 {
+		var now unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &now) != nil || now.Nano() > t {
+			return
+		}
+		time.Sleep(time.Duration(t-now.Nano()) + 100*time.Microsecond)
+	}
 }
 
 // reapUntil waits for the command, reaping every other process on the way
@@ -371,7 +391,12 @@ func addHelperRules(rs *landlock.Ruleset, s *setupMsg) error {
 	all := landlock.Access(s.LandlockFS)
 	dev := landlock.ReadAccess | landlock.AccessWriteFile | landlock.AccessIoctlDev
 	if s.Namespaces {
-		for _, p := range []string{"/tmp", "/dev/shm"} {
+		roots := []string{"/tmp", "/dev/shm"}
+		if s.Layer > 0 {
+			// The overlay's inodes are not the workspace's.
+			roots = append(roots, s.Workspace)
+		}
+		for _, p := range roots {
 			if err := rs.AddPath(p, all); err != nil {
 				return err
 			}

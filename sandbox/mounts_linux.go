@@ -29,19 +29,30 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // supervisor has planned them.
 //
 // trees are the supervisor's detached (id-mapped) trees, one per m.Attach.
-func setupMounts(m *setupMsg, trees []int) error {
+//
+// With m.Layer set, the workspace is covered by a copy-on-write layer as
+// soon as it is attached (before deeper roots land on it); the returned
+// descriptor is the layer's file system, for the supervisor, or -1.
+func setupMounts(m *setupMsg, trees []int) (layerFD int, err error) {
+	layerFD = -1
+	defer func() {
+		if err != nil && layerFD >= 0 {
+			unix.Close(layerFD)
+			layerFD = -1
+		}
+	}()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make / private: %w", err)
+		return layerFD, fmt.Errorf("make / private: %w", err)
 	}
 	attach := append([]string(nil), m.Attach...)
 	for _, p := range m.Clone {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
-			return fmt.Errorf("clone writable root %s: %w", p, err)
+			return layerFD, fmt.Errorf("clone writable root %s: %w", p, err)
 		}
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY}
 		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-			return fmt.Errorf("writable root %s: %w", p, err)
+			return layerFD, fmt.Errorf("writable root %s: %w", p, err)
 		}
 		trees = append(trees, fd)
 		attach = append(attach, p)
@@ -50,29 +61,29 @@ func setupMounts(m *setupMsg, trees []int) error {
 	for _, name := range devNodes {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err != nil {
-			return fmt.Errorf("clone /dev/%s: %w", name, err)
+			return layerFD, fmt.Errorf("clone /dev/%s: %w", name, err)
 		}
 		devs = append(devs, fd)
 	}
 
 	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
-		return fmt.Errorf("make the tree read-only: %w", err)
+		return layerFD, fmt.Errorf("make the tree read-only: %w", err)
 	}
 
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount /proc: %w", err)
+		return layerFD, fmt.Errorf("mount /proc: %w", err)
 	}
 	if err := setupDev(devs, m.TmpSize); err != nil {
-		return err
+		return layerFD, err
 	}
 	tmpOpts := fmt.Sprintf("mode=1777,size=%d", m.TmpSize)
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
-		return fmt.Errorf("mount /tmp: %w", err)
+		return layerFD, fmt.Errorf("mount /tmp: %w", err)
 	}
 	if isRealDir("/var/tmp") {
 		if err := unix.Mount("/tmp", "/var/tmp", "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind /var/tmp: %w", err)
+			return layerFD, fmt.Errorf("bind /var/tmp: %w", err)
 		}
 	}
 	for _, p := range m.Mask {
@@ -80,7 +91,7 @@ func setupMounts(m *setupMsg, trees []int) error {
 			continue
 		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
-			return fmt.Errorf("hide %s: %w", p, err)
+			return layerFD, fmt.Errorf("hide %s: %w", p, err)
 		}
 	}
 
@@ -89,7 +100,7 @@ func setupMounts(m *setupMsg, trees []int) error {
 			continue // a fresh tmpfs here already: ensureMountpoint makes the path
 		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
-			return fmt.Errorf("skeleton %s: %w", p, err)
+			return layerFD, fmt.Errorf("skeleton %s: %w", p, err)
 		}
 	}
 	// Attach shallow paths first so deeper roots land on top of them.
@@ -103,14 +114,91 @@ func setupMounts(m *setupMsg, trees []int) error {
 	for _, i := range order {
 		target := attach[i]
 		if err := ensureMountpoint(target, m.Skeleton); err != nil {
-			return err
+			return layerFD, err
 		}
 		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("attach %s: %w", target, err)
+			return layerFD, fmt.Errorf("attach %s: %w", target, err)
 		}
 		unix.Close(trees[i])
+		if target == m.Workspace && m.Layer > 0 {
+			if layerFD, err = mountLayer(target, m.Layer); err != nil {
+				return layerFD, err
+			}
+		}
 	}
-	return nil
+	return layerFD, nil
+}
+
+// mountLayer covers dir with an overlay whose upper layer lives in a
+// fresh tmpfs of at most size bytes (a write beyond it fails with ENOSPC
+// inside, never filling the host's disk). The tmpfs is never attached
+// anywhere the command could reach; its descriptor goes to the
+// supervisor, which commits or discards the layer after the command.
+// userxattr: the overlay belongs to the sandbox's user namespace, which
+// also rules out redirect_dir (renaming a directory that exists in the
+// workspace fails with EXDEV; mv falls back to copying).
+func mountLayer(dir string, size int64) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return -1, fmt.Errorf("layer: %w", err)
+	}
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("layer: tmpfs: %w", err)
+	}
+	defer unix.Close(fs)
+	for _, kv := range [][2]string{{"size", fmt.Sprint(size)}, {"mode", "0700"}} {
+		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
+			return -1, fmt.Errorf("layer: tmpfs %s: %w", kv[0], err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("layer: tmpfs: %w", err)
+	}
+	mfd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("layer: tmpfs: %w", err)
+	}
+	fail := func(what string, err error) (int, error) {
+		unix.Close(mfd)
+		return -1, fmt.Errorf("layer: %s: %w", what, err)
+	}
+	for _, d := range []string{"upper", "work"} {
+		if err := unix.Mkdirat(mfd, d, 0o700); err != nil {
+			return fail(d, err)
+		}
+	}
+	// The layer's root directory stands for the workspace's.
+	if err := unix.Fchmodat(mfd, "upper", st.Mode&0o7777, 0); err != nil {
+		return fail("upper", err)
+	}
+	ov, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return fail("overlay", err)
+	}
+	defer unix.Close(ov)
+	self := fmt.Sprintf("/proc/self/fd/%d/", mfd)
+	for _, kv := range [][2]string{{"lowerdir+", dir}, {"upperdir", self + "upper"}, {"workdir", self + "work"},
+		{"redirect_dir", "nofollow"}, {"metacopy", "off"}, {"index", "off"}} {
+		if err := unix.FsconfigSetString(ov, kv[0], kv[1]); err != nil {
+			return fail("overlay "+kv[0], err)
+		}
+	}
+	if err := unix.FsconfigSetFlag(ov, "userxattr"); err != nil {
+		return fail("overlay userxattr", err)
+	}
+	if err := unix.FsconfigCreate(ov); err != nil {
+		return fail("overlay", err)
+	}
+	om, err := unix.Fsmount(ov, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+	if err != nil {
+		return fail("overlay", err)
+	}
+	defer unix.Close(om)
+	if err := unix.MoveMount(om, "", unix.AT_FDCWD, dir, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fail("attach overlay", err)
+	}
+	return mfd, nil
 }
 
 func setupDev(devs []int, shmSize int64) error {

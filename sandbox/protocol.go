@@ -27,6 +27,7 @@ const (
 	msgTerminate msgKind = "terminate" // supervisor -> helper: SIGTERM everything
 	msgKill      msgKind = "kill"      // supervisor -> helper: SIGKILL everything
 	msgListener  msgKind = "listener"  // helper -> supervisor: the seccomp notification descriptor
+	msgLayer     msgKind = "layer"     // helper -> supervisor: the copy-on-write layer's file system
 	msgStarted   msgKind = "started"   // helper -> supervisor: the command runs
 	msgError     msgKind = "error"     // helper -> supervisor: setup failed
 	msgExit      msgKind = "exit"      // helper -> supervisor: the command ended
@@ -66,6 +67,13 @@ type setupMsg struct {
 	Mask      []string `json:"mask,omitempty"`
 	Workspace string   `json:"workspace"`
 	TmpSize   int64    `json:"tmp_size"`
+	// Layer, when non-zero, puts the workspace behind a copy-on-write
+	// layer of at most this many bytes.
+	Layer int64 `json:"layer,omitempty"`
+	// NotBefore: the command starts only once the coarse wall clock is
+	// past this (nanoseconds), so every change made while it runs gets a
+	// later change time than anything before it.
+	NotBefore int64 `json:"not_before,omitempty"`
 	// ExceptionBinds are granted files the helper binds itself (callers
 	// whose command runs as their own uid: no id-mapped trees).
 	ExceptionBinds []ExceptionBind `json:"exception_binds,omitempty"`

@@ -37,6 +37,11 @@ const defaultHostID = 100000
 func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	t0 := time.Now()
 	res := Result{}
+	// Anything in the workspace whose change time is later than started
+	// was changed after the attempt began: the helper starts the command
+	// only once the coarse clock that stamps file changes has passed it.
+	var started unix.Timespec
+	unix.ClockGettime(unix.CLOCK_REALTIME, &started)
 	sup, err := landlock.Probe()
 	if err != nil {
 		return res, err
@@ -118,6 +123,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	// The Landlock carve-out, the compiled filter and the persistence plan
 	// are built while the helper starts and mounts.
 	prepc := startPrepare(sup, &spec, opened, wantNS, det == nil, log)
+	txn := spec.Transaction && wantNS
 	h, err := startHelper(spec, wantNS, root)
 	mark("helper started")
 	if err != nil && wantNS && spec.Isolation != string(Namespaces) && !root && isNSRefusal(err) {
@@ -129,6 +135,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		}
 		prepc = startPrepare(sup, &spec, opened, false, det == nil, log)
 		h, err = startHelper(spec, false, root)
+		txn = false
 	}
 	if err != nil {
 		p := <-prepc
@@ -148,6 +155,15 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			p.rs.Close()
 		}
 		return res, err
+	}
+	switch {
+	case txn:
+		res.Transaction = Transaction{Mode: "layer"}
+	case !spec.Transaction:
+		res.Transaction = Transaction{Mode: "none", Why: "turned off (--no-transaction)"}
+	default:
+		res.Transaction = Transaction{Mode: "none", Why: "no mount namespace for a copy-on-write layer"}
+		res.Degraded = append(res.Degraded, "no copy-on-write layer: the command writes straight to the workspace, and a retry runs over the first attempt's effects")
 	}
 	if wantNS {
 		res.Isolation, res.NetworkMode = Namespaces, NetNS
@@ -182,6 +198,9 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		LimitData:     cg == nil || !cg.memory,
 		LandlockABI:   sup.ABI,
 		LandlockFS:    uint64(sup.FS),
+	}
+	if txn {
+		setup.Layer, setup.NotBefore = spec.LayerSize, started.Nano()
 	}
 	var trees []int
 	defer func() { closeAll(trees) }()
@@ -277,7 +296,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	}
 	defer p.rs.Close()
 	confine := &confineMsg{Seccomp: p.bpf}
-	if p.plan != nil && wantNS {
+	if p.plan != nil && wantNS && !txn {
 		confine.Pins, confine.ReadOnly = p.plan.pins, p.plan.readOnly
 	}
 	if err := send(h.sock, message{Kind: msgConfine, Confine: confine}, p.rs.FD()); err != nil {
@@ -289,6 +308,17 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 
 	code, sig, timedOut, err := h.wait(ctx, spec.Timeout, spec.KillGrace, log)
 	mark("command ended")
+	if h.layer != nil {
+		res.Layer = &Layer{Root: h.layer, Started: time.Unix(started.Unix()),
+			HostUID: os.Getuid(), HostGID: os.Getgid(), UID: os.Getuid(), GID: os.Getgid()}
+		if root {
+			res.Layer.HostUID, res.Layer.HostGID = spec.HostUID, spec.HostGID
+			res.Layer.UID, res.Layer.GID = ownerOf(spec.Workspace)
+		}
+		h.layer = nil
+	} else if txn && err == nil {
+		return res, errors.New("sandbox: the helper did not hand over the workspace layer")
+	}
 	if !h.started.IsZero() {
 		res.Setup = h.started.Sub(t0)
 	}
@@ -310,7 +340,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			writable = append(writable, setup.TmpDir, "/dev/null", "/dev/zero", "/dev/full")
 		}
 		var readOnly, pinned []string
-		if p.plan != nil && wantNS {
+		if p.plan != nil && wantNS && !txn {
 			for _, r := range p.plan.readOnly {
 				readOnly = append(readOnly, filepath.Join(spec.Workspace, r))
 			}
@@ -339,7 +369,9 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		}
 	}
 	mark("denials collected")
-	if p.plan != nil {
+	if p.plan != nil && !txn {
+		// Without a layer, persistence paths made during the run are
+		// swept out now; with one, the commit checks them.
 		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))
 		res.Persistence = removed
 		if err != nil {
@@ -386,6 +418,9 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
+			if spec.Transaction && ns {
+				return // the commit checks persistence paths instead
+			}
 			p.plan, planErr = planPersistence(spec.Workspace, spec.Protected, loadScan(scanFile(spec)))
 		}()
 		go func() {
@@ -414,6 +449,9 @@ type helper struct {
 	// obs observes the command's write and connect calls; set by the
 	// message reader when the helper hands over the descriptor.
 	obs *observer
+	// layer is the workspace's copy-on-write layer, handed over by the
+	// helper once it is mounted.
+	layer *os.File
 	// shared are the writable roots the sandbox sees at their host paths.
 	shared []string
 }
@@ -452,7 +490,10 @@ func startHelper(spec Spec, ns, root bool) (*helper, error) {
 		attr.Credential = &syscall.Credential{Uid: uint32(inUID), Gid: uint32(inGID), NoSetGroups: true}
 		// A non-zero uid inside keeps its namespace capabilities across
 		// exec only as ambient capabilities.
-		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+		// CAP_DAC_OVERRIDE: overlayfs works in its work directory with
+		// the mounter's credentials. All of these are the namespace's,
+		// over the caller's own files only, and gone before the command.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 	}
 	cmd.SysProcAttr = attr
 
@@ -538,6 +579,9 @@ func (h *helper) kill() {
 func (h *helper) cleanup() {
 	h.kill()
 	unix.Close(h.sock)
+	if h.layer != nil {
+		h.layer.Close()
+	}
 }
 
 // wait follows the helper until it exits, forwarding signals and enforcing
@@ -553,6 +597,10 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 				// Answer notifications at once: the helper and the
 				// command stop in every observed call until we do.
 				h.obs = startObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
+				fds = fds[1:]
+			}
+			if err == nil && m.Kind == msgLayer && len(fds) == 1 && h.layer == nil {
+				h.layer = os.NewFile(uintptr(fds[0]), "layer")
 				fds = fds[1:]
 			}
 			for _, f := range fds {

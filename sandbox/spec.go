@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"io"
+	"os"
 	"time"
 )
 
@@ -81,6 +82,15 @@ type Spec struct {
 	// Exceptions are granted accesses this run adds, exactly (a retry
 	// after a review).
 	Exceptions []Exception
+	// Transaction puts the workspace behind a copy-on-write layer of at
+	// most LayerSize bytes: the command's writes, deletes and renames in
+	// the workspace land in the layer (Result.Layer), which the caller
+	// commits or discards. It needs a mount namespace; without one the
+	// run writes straight through and Result.Transaction says why.
+	// Persistence paths are then checked at commit instead of being bound
+	// read-only during the run.
+	Transaction bool
+	LayerSize   int64
 	// NoDetect turns boundary detection off: no kernel audit, no
 	// observed calls. Enforcement is unchanged; denials are simply not
 	// reported, so none can be reviewed.
@@ -125,6 +135,41 @@ type Result struct {
 	// were lost.
 	Denials   []Denial
 	Detection Detection
+	// Layer holds the attempt's workspace writes when the run was
+	// transactional; the caller must Commit or Close it. Transaction says
+	// which mode ran and, when it is "none", why.
+	Layer       *Layer
+	Transaction Transaction
+}
+
+// Transaction says how the workspace was written.
+type Transaction struct {
+	Mode string `json:"mode"` // "layer" or "none"
+	Why  string `json:"why,omitempty"`
+}
+
+// Layer is one attempt's copy-on-write layer: a tmpfs that only the
+// supervisor still holds once the command has ended. Its "upper"
+// directory holds what the attempt changed in the workspace, in overlayfs
+// form (whiteouts, opaque directories marked with user.overlay.opaque).
+type Layer struct {
+	// Root is the layer's file system.
+	Root *os.File
+	// Started is the coarse wall-clock time taken before the attempt
+	// began: anything in the workspace with a later change time was
+	// changed from outside while the attempt ran.
+	Started time.Time
+	// Files the command created are owned in the layer by HostUID and
+	// HostGID; in the workspace they belong to UID and GID.
+	HostUID, HostGID, UID, GID int
+}
+
+// Close discards the layer.
+func (l *Layer) Close() error {
+	if l == nil || l.Root == nil {
+		return nil
+	}
+	return l.Root.Close()
 }
 
 // Removed is one persistence path created during a run.

@@ -29,6 +29,7 @@ Usage:
   sandboxd run [flags] -- COMMAND [ARG...]
   sandboxd run [flags] -c 'shell command'
   sandboxd doctor [--json]
+  sandboxd recover [--json]
   sandboxd version
 
 Run "sandboxd run -h" for the run flags.
@@ -43,6 +44,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch args[0] {
 	case "run":
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "recover":
+		return recoverCommand(args[1:], getenv, stdout, stderr)
 	case "doctor":
 		return doctorCommand(args[1:], getenv, stdout, stderr)
 	case "version":

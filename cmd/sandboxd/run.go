@@ -119,6 +119,7 @@ type report struct {
 	TimedOut    bool               `json:"timed_out,omitempty"`
 	Signal      int                `json:"signal,omitempty"`
 	Persistence []sandbox.Removed  `json:"persistence,omitempty"`
+	Transaction *txnReport         `json:"transaction,omitempty"`
 	Session     string             `json:"session,omitempty"`
 	Workspace   string             `json:"workspace,omitempty"`
 	Command     []string           `json:"command,omitempty"`
@@ -181,6 +182,12 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	spec.Timeout = f.timeout
 	spec.NoDetect = f.detect == "off"
+	spec.Transaction = !f.noTransaction
+	spec.LayerSize = int64(res.Limits.LayerSize)
+	rep.Transaction = &txnReport{Mode: "none"}
+	// A commit a crash interrupted is finished (or rolled back) before
+	// anything new runs.
+	rep.Transaction.Recovered = recoverCommits(spec.StateDir, stderr, log)
 	spec.Stdin, spec.Stdout, spec.Stderr = stdin, stdout, stderr
 	var reviewer broker.Reviewer
 	if f.reviewer == "human" {
@@ -197,9 +204,40 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 
 	var out sandbox.Result
 	var consumedAt []int // boundaries whose grants the current attempt uses
+	// pending is the latest attempt's layer: dropped when a retry ran,
+	// committed when no retry follows.
+	var pending *sandbox.Layer
+	defer func() { pending.Close() }()
+	commit := func() error {
+		if pending == nil {
+			return nil
+		}
+		l := pending
+		pending = nil
+		outc, err := commitLayer(ctx, l, &spec, getenv, stderr, log)
+		rep.Transaction.Committed = &outc
+		for _, r := range outc.Refused {
+			rep.Boundaries = append(rep.Boundaries, boundary{Attempt: rep.Attempts, Surface: "filesystem", Operation: "persist",
+				Path: filepath.Join(spec.Workspace, r.Path), Decision: "deny", Source: "hard-deny", Rationale: r.Why})
+		}
+		return err
+	}
 	for attempt := 1; ; attempt++ {
 		prev := out
 		out, err = sandbox.Run(ctx, spec, log)
+		if out.Layer != nil {
+			if pending != nil {
+				pending.Close()
+				rep.Transaction.Discarded++
+			}
+			pending = out.Layer
+		}
+		if out.Transaction.Mode != "" {
+			rep.Transaction.Mode, rep.Transaction.Why = out.Transaction.Mode, out.Transaction.Why
+			if out.Transaction.Mode == "layer" {
+				rep.Transaction.LayerSize = spec.LayerSize
+			}
+		}
 		if err != nil && errors.Is(err, sandbox.ErrGrantStale) {
 			// Between the review and the retry the object changed: the
 			// grant no longer applies, and nothing is retried.
@@ -215,6 +253,10 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		rep.Isolation, rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
 		rep.Degraded, rep.Containment = out.Degraded, out.Containment
 		if err != nil {
+			// The attempt before this one, if any, is the final one.
+			if cerr := commit(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
 			if errors.Is(err, sandbox.ErrNoIsolation) && res.Isolation == string(sandbox.Namespaces) {
 				return fail(fmt.Errorf("%v; refusing to run without isolation (--require-isolation or isolation = \"namespaces\")", err))
 			}
@@ -300,6 +342,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		spec.Exceptions = exceptions
 	}
 	rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
+	if err := commit(); err != nil {
+		return fail(err)
+	}
 	if !writeReport(f.report, rep, stderr) {
 		return exitSandboxd
 	}

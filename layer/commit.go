@@ -1,0 +1,480 @@
+// Package layer commits an attempt's copy-on-write layer into the
+// workspace: exactly what the command changed, never over a change made
+// from outside while it ran, never a persistence path, never through a
+// symlink or onto anything outside the workspace, and atomically with
+// respect to a crash of sandboxd (a journal in the state directory is
+// replayed by the next run or by `sandboxd recover`).
+//
+// The layer is an overlayfs upper directory: new and changed files,
+// directories (opaque when they replace what was below), symlinks, and
+// whiteouts (character devices 0/0) for what was removed. Commit reads
+// it in three steps: plan (walk the layer, check each change against the
+// persistence rules and against the workspace as it is now), stage (copy
+// every file to commit next to the workspace, on its file system, then
+// mark the journal staged), apply (renames and removals, each recorded as
+// done). Only apply touches the workspace; a crash before it leaves the
+// workspace untouched, a crash during it is finished by recovery.
+package layer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Source is one attempt's layer.
+type Source struct {
+	// Upper is the overlay's upper directory.
+	Upper *os.File
+	// Started is the wall-clock time the attempt began; a workspace entry
+	// whose change time is later was changed from outside during the
+	// attempt (the sandbox starts the command only once the coarse clock
+	// that stamps changes has passed it).
+	Started time.Time
+	// Files owned by HostUID/HostGID in the layer belong to UID/GID in the
+	// workspace.
+	HostUID, HostGID, UID, GID int
+}
+
+// Options say where and how to commit.
+type Options struct {
+	// Workspace is the directory the layer covered.
+	Workspace string
+	// StateDir holds journals and, when it shares the workspace's mount,
+	// staged files (StateDir/txn).
+	StateDir string
+	// RunID names this commit (journal, staging and conflict copies).
+	RunID string
+	// Protected are workspace-relative persistence names; a change at or
+	// below one is not committed. ".git" is handled by the git rules,
+	// at every depth.
+	Protected []string
+	Log       *slog.Logger
+	// CrashAt makes the process kill itself with SIGKILL at a named point
+	// ("stage:N", "staged", "apply:N"): a failpoint for crash tests.
+	CrashAt string
+}
+
+// Outcome is what a commit did.
+type Outcome struct {
+	Files     int        `json:"files"`
+	Dirs      int        `json:"dirs"`
+	Symlinks  int        `json:"symlinks"`
+	Removed   int        `json:"removed"`
+	Bytes     int64      `json:"bytes"`
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+	Refused   []Refused  `json:"refused,omitempty"`
+	Skipped   []Refused  `json:"skipped,omitempty"`
+	// Stripped lists files committed without the setuid/setgid bits the
+	// command gave them.
+	Stripped []string `json:"stripped,omitempty"`
+}
+
+// Conflict is a path the attempt changed that was also changed in the
+// workspace while it ran. The workspace's version stays; the attempt's,
+// if it had one, is saved as SavedAs.
+type Conflict struct {
+	Path    string `json:"path"`
+	SavedAs string `json:"saved_as,omitempty"`
+	Why     string `json:"why"`
+}
+
+// Refused is a change that was not committed, and why.
+type Refused struct {
+	Path string `json:"path"`
+	Why  string `json:"why"`
+}
+
+// op is one step of applying a commit; ops are journaled and each is
+// idempotent, so a replay after a crash finishes the commit.
+type op struct {
+	Kind   string `json:"k"`           // remove, mkdir, place, symlink, meta
+	Path   string `json:"p"`           // workspace-relative
+	Stage  string `json:"s,omitempty"` // staged file name (place)
+	Target string `json:"t,omitempty"` // symlink target
+	Mode   uint32 `json:"m,omitempty"`
+	UID    int    `json:"u"`
+	GID    int    `json:"g"`
+	Atime  int64  `json:"a,omitempty"`
+	Mtime  int64  `json:"mt,omitempty"`
+	// Expect is what the workspace entry must still be when the op runs
+	// (checked on the first run, not on replay).
+	Expect *expect `json:"e,omitempty"`
+}
+
+// expect names a workspace entry as planned: absent, or this inode with
+// this change time.
+type expect struct {
+	Absent bool   `json:"absent,omitempty"`
+	Ino    uint64 `json:"ino,omitempty"`
+	Ctime  int64  `json:"ctime,omitempty"`
+}
+
+// opaqueXattr marks an upper directory that hides everything below it
+// (overlayfs with userxattr).
+const opaqueXattr = "user.overlay.opaque"
+
+// committer carries one commit.
+type committer struct {
+	src     Source
+	opt     Options
+	ws      int // workspace root, O_PATH
+	since   int64
+	out     Outcome
+	ops     []op
+	metas   []op // directory metadata, applied last, deepest first
+	guard   *guard
+	stage   *stager
+	chown   bool
+	staged  int
+	started time.Time
+}
+
+// Commit applies src to the workspace. An error means the commit could
+// not be made; the journal then says whether anything was applied, and
+// recovery finishes or discards it.
+func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	ws, err := unix.Open(opt.Workspace, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("layer: workspace: %w", err)
+	}
+	defer unix.Close(ws)
+	c := &committer{src: src, opt: opt, ws: ws, since: src.Started.UnixNano(), chown: os.Geteuid() == 0, started: time.Now()}
+	c.guard = newGuard(ws, int(src.Upper.Fd()), opt.Protected)
+	j, err := newJournal(opt.StateDir, opt.RunID, opt.Workspace)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer j.close()
+	c.stage, err = newStager(j, ws, opt)
+	if err != nil {
+		j.discard()
+		return Outcome{}, err
+	}
+	if err := c.walk(ctx, int(src.Upper.Fd()), ""); err != nil {
+		c.stage.discard()
+		j.discard()
+		return c.out, fmt.Errorf("layer: %w", err)
+	}
+	sort.SliceStable(c.metas, func(a, b int) bool {
+		return strings.Count(c.metas[a].Path, "/") > strings.Count(c.metas[b].Path, "/")
+	})
+	ops := append(c.ops, c.metas...)
+	if len(ops) == 0 {
+		c.stage.discard()
+		j.discard()
+		return c.out, nil
+	}
+	if err := j.markStaged(ops, c.stage.dir); err != nil {
+		c.stage.discard()
+		j.discard()
+		return c.out, err
+	}
+	c.crash("staged")
+	for i := range ops {
+		if err := applyOp(ws, c.stage, &ops[i], true, &c.out, opt.RunID); err != nil {
+			return c.out, fmt.Errorf("layer: apply %s %s: %w", ops[i].Kind, ops[i].Path, err)
+		}
+		j.markDone(i)
+		c.crash(fmt.Sprintf("apply:%d", i+1))
+	}
+	c.stage.discard()
+	j.finish()
+	opt.Log.Debug("layer committed", "ops", len(ops), "bytes", c.out.Bytes, "took", time.Since(c.started))
+	return c.out, nil
+}
+
+func (c *committer) crash(at string) {
+	if c.opt.CrashAt != "" && c.opt.CrashAt == at {
+		unix.Kill(os.Getpid(), unix.SIGKILL)
+		select {}
+	}
+}
+
+// walk plans the commit of the layer directory dir (an open descriptor)
+// at workspace path rel.
+func (c *committer) walk(ctx context.Context, dir int, rel string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	names, err := readDirNames(dir)
+	if err != nil {
+		return fmt.Errorf("read layer %s: %w", rel, err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		p := relJoin(rel, name)
+		st, err := lstatAt(dir, name)
+		if err != nil {
+			return fmt.Errorf("layer %s: %w", p, err)
+		}
+		switch fileType(&st) {
+		case unix.S_IFCHR:
+			if st.Rdev_major == 0 && st.Rdev_minor == 0 {
+				c.whiteout(p)
+				continue
+			}
+			c.out.Skipped = append(c.out.Skipped, Refused{p, "a device node is never committed"})
+		case unix.S_IFBLK:
+			c.out.Skipped = append(c.out.Skipped, Refused{p, "a device node is never committed"})
+		case unix.S_IFIFO:
+			c.out.Skipped = append(c.out.Skipped, Refused{p, "a named pipe is never committed"})
+		case unix.S_IFSOCK:
+			c.out.Skipped = append(c.out.Skipped, Refused{p, "a socket is never committed"})
+		case unix.S_IFDIR:
+			if err := c.dir(ctx, dir, name, p, &st); err != nil {
+				return err
+			}
+		case unix.S_IFLNK:
+			if err := c.symlink(dir, name, p, &st); err != nil {
+				return err
+			}
+		case unix.S_IFREG:
+			if err := c.file(dir, name, p, &st); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// refuse records a persistence refusal for p when the guard says so.
+func (c *committer) refuse(p string, k kind, content func() ([]byte, error)) bool {
+	why, bad := c.guard.check(p, k, content)
+	if bad {
+		c.out.Refused = append(c.out.Refused, Refused{p, why})
+	}
+	return bad
+}
+
+// current is what the workspace holds at p now.
+func (c *committer) current(p string) (*expect, *unix.Statx_t, error) {
+	st, err := lstatRel(c.ws, p)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return &expect{Absent: true}, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return &expect{Ino: st.Ino, Ctime: nanos(st.Ctime)}, &st, nil
+}
+
+func (c *committer) whiteout(p string) {
+	if c.refuse(p, kindRemove, nil) {
+		return
+	}
+	exp, _, err := c.current(p)
+	if err != nil {
+		c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
+		return
+	}
+	if exp.Absent {
+		return
+	}
+	if changedSince(c.ws, p, c.since) {
+		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "removed by the command but changed in the workspace while it ran; the workspace's version stays"})
+		return
+	}
+	c.ops = append(c.ops, op{Kind: "remove", Path: p, Expect: exp})
+	c.out.Removed++
+}
+
+func (c *committer) dir(ctx context.Context, parent int, name, p string, st *unix.Statx_t) error {
+	if c.refuse(p, kindDir, nil) {
+		return nil
+	}
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", p, err)
+	}
+	defer unix.Close(fd)
+	opaque := false
+	var buf [4]byte
+	if n, err := unix.Fgetxattr(fd, opaqueXattr, buf[:]); err == nil && n == 1 && buf[0] == 'y' {
+		opaque = true
+	}
+	exp, wst, err := c.current(p)
+	if err != nil {
+		c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
+		return nil
+	}
+	isDir := wst != nil && fileType(wst) == unix.S_IFDIR
+	if wst != nil && !isDir {
+		// A file (or symlink) replaced by a directory.
+		if changedSince(c.ws, p, c.since) {
+			c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "replaced by a directory by the command but changed in the workspace while it ran; the workspace's version stays"})
+			return nil
+		}
+		c.ops = append(c.ops, op{Kind: "remove", Path: p, Expect: exp})
+		isDir = false
+	}
+	meta := op{Kind: "meta", Path: p, Mode: c.mode(p, uint32(st.Mode)), UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid))}
+	if !isDir {
+		c.ops = append(c.ops, op{Kind: "mkdir", Path: p, Expect: &expect{Absent: true}})
+		c.out.Dirs++
+		meta.Atime, meta.Mtime = nanos(st.Atime), nanos(st.Mtime)
+	} else if opaque {
+		// Everything that was below and is not in the layer goes.
+		wfd, err := openBeneath(c.ws, p, unix.O_RDONLY|unix.O_DIRECTORY)
+		if err != nil {
+			return fmt.Errorf("workspace %s: %w", p, err)
+		}
+		below, err := readDirNames(wfd)
+		unix.Close(wfd)
+		if err != nil {
+			return fmt.Errorf("workspace %s: %w", p, err)
+		}
+		sort.Strings(below)
+		for _, n := range below {
+			if _, err := lstatAt(fd, n); err == nil {
+				continue // replaced by the layer's entry
+			}
+			c.whiteout(relJoin(p, n))
+		}
+	}
+	if isDir && wst.Mode&0o7777 == uint16(meta.Mode) && int(wst.Uid) == meta.UID && int(wst.Gid) == meta.GID {
+		meta.Kind = "" // nothing to change
+	}
+	if meta.Kind != "" {
+		c.metas = append(c.metas, meta)
+	}
+	return c.walk(ctx, fd, p)
+}
+
+func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(parent, name, buf)
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", p, err)
+	}
+	target := string(buf[:n])
+	if c.refuse(p, kindSymlink, nil) {
+		return nil
+	}
+	exp, ok := c.replaceable(p)
+	if !ok {
+		// Conflict: the link is saved beside the workspace's version.
+		saved := c.conflictName(p)
+		c.ops = append(c.ops, op{Kind: "symlink", Path: saved, Target: target, UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid)), Expect: &expect{Absent: true}})
+		c.out.Conflicts[len(c.out.Conflicts)-1].SavedAs = saved
+		return nil
+	}
+	c.ops = append(c.ops, op{Kind: "symlink", Path: p, Target: target, UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid)),
+		Atime: nanos(st.Atime), Mtime: nanos(st.Mtime), Expect: exp})
+	c.out.Symlinks++
+	return nil
+}
+
+func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) && !c.chown {
+		// The command made its own file unreadable; the layer is ours.
+		unix.Fchmodat(parent, name, uint32(st.Mode)&0o7777|0o400, 0)
+		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("layer %s: %w", p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	content := func() ([]byte, error) {
+		if st.Size > 4<<20 {
+			return nil, errors.New("too large to be a config file")
+		}
+		b := make([]byte, st.Size)
+		n, err := f.ReadAt(b, 0)
+		if n == len(b) {
+			err = nil
+		}
+		return b[:n], err
+	}
+	if c.refuse(p, kindFile, content) {
+		return nil
+	}
+	target := p
+	exp, ok := c.replaceable(p)
+	if !ok {
+		target = c.conflictName(p)
+		c.out.Conflicts[len(c.out.Conflicts)-1].SavedAs = target
+		exp = &expect{Absent: true}
+	}
+	mode := c.mode(p, uint32(st.Mode))
+	stage, n, err := c.stage.file(f, mode, c.uid(int(st.Uid)), c.gid(int(st.Gid)), st.Atime, st.Mtime)
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", p, err)
+	}
+	c.staged++
+	c.crash(fmt.Sprintf("stage:%d", c.staged))
+	c.ops = append(c.ops, op{Kind: "place", Path: target, Stage: stage, Expect: exp})
+	if ok {
+		c.out.Files++
+		c.out.Bytes += n
+	}
+	return nil
+}
+
+// replaceable decides whether the attempt's version of p may replace what
+// the workspace holds. It records a conflict when not. A path missing
+// from the workspace takes the attempt's version: that a file the
+// attempt changed was deleted from outside meanwhile cannot be told from
+// a rename inside the attempt (the layer records neither).
+func (c *committer) replaceable(p string) (*expect, bool) {
+	exp, wst, err := c.current(p)
+	if err != nil {
+		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "cannot be reached in the workspace: " + err.Error()})
+		return nil, false
+	}
+	if wst == nil {
+		return exp, true
+	}
+	if changedSince(c.ws, p, c.since) {
+		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "changed both by the command and in the workspace while it ran; the workspace's version stays"})
+		return nil, false
+	}
+	return exp, true
+}
+
+// conflictName is where the attempt's version of a conflicting p is kept.
+func (c *committer) conflictName(p string) string {
+	id := c.opt.RunID
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return p + ".sandboxd-conflict-" + id
+}
+
+// mode keeps permission and sticky bits, never setuid or setgid.
+func (c *committer) mode(p string, m uint32) uint32 {
+	if m&(unix.S_ISUID|unix.S_ISGID) != 0 && m&unix.S_IFMT != unix.S_IFDIR {
+		c.out.Stripped = append(c.out.Stripped, p)
+	}
+	return m & 0o1777
+}
+
+func (c *committer) uid(u int) int {
+	if u == c.src.HostUID {
+		return c.src.UID
+	}
+	return u
+}
+
+func (c *committer) gid(g int) int {
+	if g == c.src.HostGID {
+		return c.src.GID
+	}
+	return g
+}
+
+// Where lists where a commit stages and journals (for messages).
+func Where(stateDir string) string { return filepath.Join(stateDir, "txn") }
