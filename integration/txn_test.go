@@ -470,3 +470,27 @@ func TestTxnCrashDuringCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestTxnWorkspaceWithMounts: an overlay cannot show mounts inside the
+// workspace, so such a workspace is written straight through, and the
+// report says why.
+func TestTxnWorkspaceWithMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs in the workspace needs root")
+	}
+	forEach(t, func(t *testing.T, e *env) {
+		mnt := e.mkdir("ws/mnt", 0o755)
+		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, fmt.Sprintf("size=1m,mode=0755,uid=%d,gid=%d", e.id.uid, e.id.gid)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+		r := e.run(t, "echo inner > mnt/f; echo top > top.txt")
+		txn := txnOf(t, r)
+		if txn["mode"] != "none" || !strings.Contains(fmt.Sprint(txn["why"]), mnt) {
+			t.Fatalf("transaction %v\n%s", txn, r)
+		}
+		if readFile(t, filepath.Join(mnt, "f")) != "inner\n" || readFile(t, filepath.Join(e.ws, "top.txt")) != "top\n" {
+			t.Fatalf("writes did not land\n%s", r)
+		}
+	})
+}

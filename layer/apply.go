@@ -137,7 +137,7 @@ func place(pfd int, name string, s *stager, o *op) error {
 	}
 	tmp := ".sandboxd-copy-" + o.Stage
 	unix.Unlinkat(pfd, tmp, 0)
-	_, dst, err := copyInto(pfd, tmp, f)
+	_, dst, err := copyInto(pfd, tmp, f, 0o600)
 	if err != nil {
 		return err
 	}

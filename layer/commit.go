@@ -150,6 +150,11 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("layer: workspace: %w", err)
 	}
 	defer unix.Close(ws)
+	if empty, err := isEmptyDir(int(src.Upper.Fd())); err != nil {
+		return Outcome{}, fmt.Errorf("layer: %w", err)
+	} else if empty {
+		return Outcome{}, nil // the attempt changed nothing
+	}
 	c := &committer{src: src, opt: opt, ws: ws, since: src.Started.UnixNano(), chown: os.Geteuid() == 0, started: time.Now()}
 	c.guard = newGuard(ws, int(src.Upper.Fd()), opt.Protected)
 	j, err := newJournal(opt.StateDir, opt.RunID, opt.Workspace)
@@ -438,7 +443,7 @@ func (c *committer) replaceable(p string) (*expect, bool) {
 	if wst == nil {
 		return exp, true
 	}
-	if changedSince(c.ws, p, c.since) {
+	if changed := nanos(wst.Ctime) > c.since; changed || (fileType(wst) == unix.S_IFDIR && changedSince(c.ws, p, c.since)) {
 		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "changed both by the command and in the workspace while it ran; the workspace's version stays"})
 		return nil, false
 	}

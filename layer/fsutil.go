@@ -83,6 +83,12 @@ func readDirNames(fd int) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
+// isEmptyDir reports whether the directory fd has no entries.
+func isEmptyDir(fd int) (bool, error) {
+	names, err := readDirNames(fd)
+	return len(names) == 0, err
+}
+
 // removeBeneath removes rel below root and, if it is a directory,
 // everything in it, never following a symlink. A missing rel is not an
 // error.
@@ -166,20 +172,28 @@ func changedSince(root int, rel string, since int64) bool {
 	return false
 }
 
-// copyInto copies src's content into a new file name in dir.
-func copyInto(dir int, name string, src *os.File) (int64, *os.File, error) {
-	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+// copyInto copies src's content into a new file name in dir, created
+// with mode perm (before the umask).
+func copyInto(dir int, name string, src *os.File, perm uint32) (int64, *os.File, error) {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return 0, nil, err
 	}
 	dst := os.NewFile(uintptr(fd), name)
-	n, err := io.Copy(dst, src)
+	// copy_file_range does not cross from the layer's tmpfs to another
+	// file system, and sendfile moves page by page; large buffers are
+	// fastest (as for cp).
+	buf := make([]byte, copyBuffer)
+	n, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf)
 	if err != nil {
 		dst.Close()
 		return n, nil, err
 	}
 	return n, dst, nil
 }
+
+// copyBuffer is the size of one read and one write when copying.
+const copyBuffer = 1 << 20
 
 // relJoin joins workspace-relative paths.
 func relJoin(dir, name string) string {

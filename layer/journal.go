@@ -194,19 +194,21 @@ func newStager(j *journal, ws int, opt Options) (*stager, error) {
 func (s *stager) file(src *os.File, mode uint32, uid, gid int, atime, mtime unix.StatxTimestamp) (string, int64, error) {
 	s.n++
 	name := strconv.Itoa(s.n)
-	n, dst, err := copyInto(s.fd, name, src)
+	n, dst, err := copyInto(s.fd, name, src, 0o600)
 	if err != nil {
 		return "", n, err
 	}
 	defer dst.Close()
 	fd := int(dst.Fd())
-	if s.chown {
+	if s.chown && (uid != os.Geteuid() || gid != os.Getegid()) {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			return "", n, err
 		}
 	}
-	if err := unix.Fchmod(fd, mode); err != nil {
-		return "", n, err
+	if mode != 0o600 {
+		if err := unix.Fchmod(fd, mode); err != nil {
+			return "", n, err
+		}
 	}
 	ts := []unix.Timespec{{Sec: atime.Sec, Nsec: int64(atime.Nsec)}, {Sec: mtime.Sec, Nsec: int64(mtime.Nsec)}}
 	if err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH); err != nil {

@@ -113,6 +113,18 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		}
 	}
 	mark("detector")
+	// An overlay shows only the workspace's own file system: mounts inside
+	// it would look empty, so such a workspace is written straight.
+	noLayer := ""
+	if spec.Transaction && wantNS {
+		if sub, err := mountsBelow(spec.Workspace); err != nil || len(sub) > 0 {
+			noLayer = fmt.Sprintf("the workspace contains other mounts (%s), which a copy-on-write layer cannot show", strings.Join(sub, ", "))
+			if err != nil {
+				noLayer = "cannot list the mounts inside the workspace: " + err.Error()
+			}
+			spec.Transaction = false
+		}
+	}
 	// Granted exceptions: each object opened (or, to create, created) and
 	// checked to be the granted one before anything else uses it.
 	opened, err := openExceptions(spec.Exceptions)
@@ -159,6 +171,9 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	switch {
 	case txn:
 		res.Transaction = Transaction{Mode: "layer"}
+	case noLayer != "":
+		res.Transaction = Transaction{Mode: "none", Why: noLayer}
+		res.Degraded = append(res.Degraded, "no copy-on-write layer: "+noLayer+"; the command writes straight to the workspace, and a retry runs over the first attempt's effects")
 	case !spec.Transaction:
 		res.Transaction = Transaction{Mode: "none", Why: "turned off (--no-transaction)"}
 	default:

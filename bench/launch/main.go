@@ -1,5 +1,6 @@
 // Command launch measures how long it takes to start and finish a trivial
-// command under sandboxd (with and without boundary detection), next to
+// command under sandboxd (with and without boundary detection, with and
+// without the workspace's copy-on-write layer), next to
 // the same command under bare bash and under bubblewrap, interleaved in
 // one run so that all see the same machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
@@ -61,6 +62,7 @@ func run(n int, bin string) error {
 		{name: "bwrap --unshare-all ... true", argv: []string{bwrap, "--unshare-all", "--die-with-parent",
 			"--ro-bind", "/", "/", "--bind", ws, ws, "--dev", "/dev", "--proc", "/proc", "true"}},
 		{name: "sandboxd run --detect off -- true", argv: []string{bin, "run", "--detect", "off", "--workspace", ws, "--", "true"}},
+		{name: "sandboxd run --no-transaction -- true", argv: []string{bin, "run", "--no-transaction", "--workspace", ws, "--", "true"}},
 		{name: "sandboxd run -- true", argv: []string{bin, "run", "--workspace", ws, "--", "true"}},
 	}
 	// Warm up caches (the compiled seccomp filter, page cache).

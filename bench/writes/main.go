@@ -2,8 +2,8 @@
 // workspace — create, write and close 10 000 small files, then remove
 // them — under bare bash, under bubblewrap and under sandboxd with
 // detection off and on (when on, its seccomp filter stops every creating
-// open for the supervisor to observe), interleaved, and prints a Markdown table for
-// docs/BENCHMARKS.md.
+// open for the supervisor to observe), with and without the copy-on-write
+// layer, interleaved, and prints a Markdown table for docs/BENCHMARKS.md.
 //
 //	go run ./bench/writes -n 5 [-files 10000] [-sandboxd bin/sandboxd]
 package main
@@ -55,6 +55,7 @@ for i in range(%d):
 			"--bind", ws, ws, "--chdir", ws, "--dev", "/dev", "--proc", "/proc", "bash", "-c", script}},
 		{name: "sandboxd --detect off (nothing observed)", argv: []string{bin, "run", "--detect", "off", "--workspace", ws, "-c", script}},
 		{name: "sandboxd (writes observed)", argv: []string{bin, "run", "--workspace", ws, "-c", script}},
+		{name: "sandboxd --no-transaction (writes observed, straight to the workspace)", argv: []string{bin, "run", "--no-transaction", "--workspace", ws, "-c", script}},
 	}
 	for i := 0; i < n; i++ {
 		for j := range cs {
