@@ -31,7 +31,12 @@ run "echo changed > $outside"
 run 'cat ~/.ssh/id_rsa'
 run "exec 3<>/dev/tcp/127.0.0.1/$port && echo connected"
 run 'ls /proc | head -3; id'
+# Workspace writes are held in a copy-on-write layer and committed after
+# the command, minus anything that would run outside the sandbox later.
+run 'echo "echo pwned" > .envrc && mkdir -p notes && echo kept > notes/todo.txt && echo done'
 echo
-printf 'after the runs: inside.txt = %s, outside.txt = %s\n' "$(cat "$ws/inside.txt" 2>/dev/null)" "$(cat "$outside")"
+printf 'after the runs: inside.txt = %s, outside.txt = %s, notes/todo.txt = %s, .envrc %s\n' \
+	"$(cat "$ws/inside.txt" 2>/dev/null)" "$(cat "$outside")" "$(cat "$ws/notes/todo.txt" 2>/dev/null)" \
+	"$([ -e "$ws/.envrc" ] && echo exists || echo 'was not committed')"
 printf '\nthe last report (--report):\n'
 cat "$base/report.json"

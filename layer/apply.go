@@ -6,15 +6,40 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // applyOp carries out one op in the workspace ws. With check, the
 // workspace entry must still be what the plan saw; if it changed since
-// (an outside edit racing the commit), the op becomes a conflict instead.
-// Every op can be run again after a crash and ends in the same state.
+// (an outside edit racing the commit), the op becomes a conflict instead,
+// as does an op the workspace's present state rules out (a directory that
+// became a mount, lost its write permission, ...). Other errors (I/O, no
+// space) stop the commit; recovery resumes it. Every op can be run again
+// after a crash and ends in the same state.
 func applyOp(ws int, s *stager, o *op, check bool, out *Outcome, runID string) error {
+	err := applyOne(ws, s, o, check, out, runID)
+	if err != nil && stateError(err) {
+		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "the workspace no longer allows it (" + err.Error() + "); not committed"})
+		return nil
+	}
+	return err
+}
+
+// stateError: the error comes from what the workspace holds now, not from
+// the commit's own failure.
+func stateError(err error) bool {
+	for _, e := range []unix.Errno{unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EXDEV, unix.EBUSY,
+		unix.ENOTEMPTY, unix.EEXIST, unix.EISDIR, unix.EACCES, unix.EPERM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func applyOne(ws int, s *stager, o *op, check bool, out *Outcome, runID string) error {
 	if err := validRel(o.Path); err != nil {
 		return err
 	}
@@ -35,11 +60,16 @@ func applyOp(ws int, s *stager, o *op, check bool, out *Outcome, runID string) e
 	if check && o.Expect != nil && !still(pfd, name, o.Expect) {
 		switch o.Kind {
 		case "place":
-			saved := o.Path + ".sandboxd-conflict-" + short(runID)
+			saved := o.Path + conflictSuffix + short(runID)
+			if strings.HasSuffix(o.Path, saved[len(o.Path):]) {
+				// Already the saved copy's name, and taken: keep what is there.
+				out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "the name for the command's version was taken during the commit; not committed"})
+				return nil
+			}
 			out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, SavedAs: saved, Why: "changed in the workspace during the commit; the workspace's version stays"})
 			alt := *o
-			alt.Path, alt.Expect = saved, nil
-			return applyOp(ws, s, &alt, false, out, runID)
+			alt.Path, alt.Expect = saved, &expect{Absent: true}
+			return applyOne(ws, s, &alt, true, out, runID)
 		case "remove", "symlink":
 			out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "changed in the workspace during the commit; the workspace's version stays"})
 			return nil
@@ -137,7 +167,7 @@ func place(pfd int, name string, s *stager, o *op) error {
 	}
 	tmp := ".sandboxd-copy-" + o.Stage
 	unix.Unlinkat(pfd, tmp, 0)
-	_, dst, err := copyInto(pfd, tmp, f, 0o600)
+	_, dst, err := copyInto(pfd, tmp, f, 0o600, make([]byte, copyBuffer))
 	if err != nil {
 		return err
 	}

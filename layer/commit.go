@@ -456,8 +456,12 @@ func (c *committer) conflictName(p string) string {
 	if len(id) > 8 {
 		id = id[:8]
 	}
-	return p + ".sandboxd-conflict-" + id
+	return p + conflictSuffix + id
 }
+
+// conflictSuffix, plus the first 8 characters of the commit's run id, names
+// the attempt's version of a conflicting path, beside it.
+const conflictSuffix = ".sandboxd-conflict-"
 
 // mode keeps permission and sticky bits, never setuid or setgid.
 func (c *committer) mode(p string, m uint32) uint32 {

@@ -173,8 +173,8 @@ func changedSince(root int, rel string, since int64) bool {
 }
 
 // copyInto copies src's content into a new file name in dir, created
-// with mode perm (before the umask).
-func copyInto(dir int, name string, src *os.File, perm uint32) (int64, *os.File, error) {
+// with mode perm (before the umask), through buf.
+func copyInto(dir int, name string, src *os.File, perm uint32, buf []byte) (int64, *os.File, error) {
 	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return 0, nil, err
@@ -183,7 +183,6 @@ func copyInto(dir int, name string, src *os.File, perm uint32) (int64, *os.File,
 	// copy_file_range does not cross from the layer's tmpfs to another
 	// file system, and sendfile moves page by page; large buffers are
 	// fastest (as for cp).
-	buf := make([]byte, copyBuffer)
 	n, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf)
 	if err != nil {
 		dst.Close()

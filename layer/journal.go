@@ -151,6 +151,7 @@ type stager struct {
 	ws    int
 	n     int
 	chown bool
+	buf   []byte // reused for every copy
 }
 
 func newStager(j *journal, ws int, opt Options) (*stager, error) {
@@ -194,7 +195,10 @@ func newStager(j *journal, ws int, opt Options) (*stager, error) {
 func (s *stager) file(src *os.File, mode uint32, uid, gid int, atime, mtime unix.StatxTimestamp) (string, int64, error) {
 	s.n++
 	name := strconv.Itoa(s.n)
-	n, dst, err := copyInto(s.fd, name, src, 0o600)
+	if s.buf == nil {
+		s.buf = make([]byte, copyBuffer)
+	}
+	n, dst, err := copyInto(s.fd, name, src, 0o600, s.buf)
 	if err != nil {
 		return "", n, err
 	}
