@@ -134,6 +134,7 @@ func TestTxnCommitShapes(t *testing.T) {
 			"chmod 700 exe.sh && touch -d '2001-02-03 04:05:06' exe.sh",
 			"mkdir -p new/deep/er && echo deep > new/deep/er/f && chmod 750 new/deep",
 			"ln -s keep/k link",
+			"mkdir locked && echo l > locked/f && chmod 000 locked/f && chmod 500 locked",
 		}, " && ")
 		r := e.run(t, script)
 		want := map[string]string{
@@ -170,6 +171,14 @@ func TestTxnCommitShapes(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(e.ws, "new", "deep")); err != nil || st.Mode().Perm() != 0o750 {
 			t.Errorf("new/deep mode not kept: %v", st.Mode())
 		}
+		// A directory and file the command locked are committed locked.
+		if st, err := os.Lstat(filepath.Join(e.ws, "locked")); err != nil || st.Mode().Perm() != 0o500 {
+			t.Errorf("locked mode not kept: %v %v", st, err)
+		}
+		if st, err := os.Lstat(filepath.Join(e.ws, "locked", "f")); err != nil || st.Mode().Perm() != 0 {
+			t.Errorf("locked/f mode not kept: %v %v", st, err)
+		}
+		os.Chmod(filepath.Join(e.ws, "locked"), 0o755)
 		var sys syscall.Stat_t
 		syscall.Stat(filepath.Join(e.ws, "new", "deep", "er", "f"), &sys)
 		if int(sys.Uid) != e.id.uid {

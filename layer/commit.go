@@ -300,6 +300,12 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 		return nil
 	}
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) && !c.chown {
+		// The command locked its own directory; the layer is ours to
+		// read (the committed directory gets the mode it was left with).
+		unix.Fchmodat(parent, name, uint32(st.Mode)&0o7777|0o700, 0)
+		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", p, err)
 	}
