@@ -650,6 +650,14 @@ func TestCLIDoctor(t *testing.T) {
 				t.Fatalf("doctor --json: malformed check %+v", c)
 			}
 			names[c.Name] = true
+			// These machines run every attempt in a layer (the Txn tests):
+			// doctor must say so.
+			if c.Name == "copy-on-write layer" && !*c.OK {
+				t.Fatalf("doctor says the layer does not work: %s", c.Detail)
+			}
+		}
+		if !names["copy-on-write layer"] {
+			t.Fatalf("doctor --json has no copy-on-write layer check: %v", names)
 		}
 		if !names["landlock"] || !names["namespaces"] {
 			t.Fatalf("doctor --json checks lack landlock or namespaces: %v", names)

@@ -75,13 +75,19 @@ func Doctor(stateDir string) Diagnosis {
 
 	add("audit", auditReachable(), "%s", auditDetail())
 
-	nsErr := probeNamespaces(root, stateDir)
+	nsErr, layerErr := probeNamespaces(root, stateDir)
 	if nsErr != nil {
 		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %v", nsErr)
 	} else {
 		add("namespaces", true, "user, mount, pid, network, IPC and UTS namespaces work")
 		if root {
 			add("id-mapped mounts", true, "the workspace can be mapped to the command's unprivileged host uid")
+		}
+		if layerErr != nil {
+			add("copy-on-write layer", false, "%v; runs write straight to the workspace and a retry runs over the first attempt's effects", layerErr)
+			d.Degraded = append(d.Degraded, "no copy-on-write layer: "+layerErr.Error())
+		} else {
+			add("copy-on-write layer", true, "overlayfs (userxattr) over a size-limited tmpfs mounts in the sandbox's user namespace: attempts are transactional")
 		}
 	}
 
@@ -136,14 +142,25 @@ func auditDetail() string {
 
 // probeNamespaces starts a process in the namespaces Run uses and, for a
 // root caller, tries an id-mapped mount with its user namespace.
-func probeNamespaces(root bool, stateDir string) error {
+// probeNamespaces starts a child in the sandbox's namespaces, which also
+// mounts a copy-on-write layer in its own mount namespace; the second
+// error is the layer's.
+func probeNamespaces(root bool, stateDir string) (nsErr, layerErr error) {
 	uid, gid := os.Getuid(), os.Getgid()
 	hostUID, hostGID := uid, gid
 	if root {
 		hostUID, hostGID = defaultHostID, defaultHostID
 	}
-	cmd := exec.Command("/proc/self/exe", probeArg)
+	dir := stateDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		dir = "/"
+	}
+	// The layer is probed over a tmpfs on /tmp in the child's own mount
+	// namespace, which dies with it.
+	cmd := exec.Command("/proc/self/exe", probeArg, "/tmp")
 	cmd.Env = []string{}
+	var probeOut strings.Builder
+	cmd.Stdout = &probeOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 			unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS,
@@ -151,43 +168,63 @@ func probeNamespaces(root bool, stateDir string) error {
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostGID, Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  syscall.SIGKILL,
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_DAC_OVERRIDE},
+		Credential:                 &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true},
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return err, nil
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return err, nil
 	}
 	defer func() {
 		stdin.Close()
 		cmd.Wait()
+		if layerErr == nil && nsErr == nil {
+			if msg := strings.TrimSpace(probeOut.String()); msg != "ok" {
+				layerErr = fmt.Errorf("%s", strings.TrimPrefix(msg, "sandbox: "))
+			}
+		}
 	}()
 	if !root {
-		return nil
+		return nil, nil
 	}
 	userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open user namespace: %w", err)
+		return fmt.Errorf("open user namespace: %w", err), nil
 	}
 	defer unix.Close(userns)
-	dir := stateDir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		dir = "/"
-	}
 	fd, err := idmappedTree(dir, userns, true)
 	if err != nil {
-		return fmt.Errorf("id-mapped mount: %w", err)
+		return fmt.Errorf("id-mapped mount: %w", err), nil
 	}
 	unix.Close(fd)
-	return nil
+	return nil, nil
 }
 
 // IsProbe reports whether args ask for doctor's namespace probe.
 func IsProbe(args []string) bool { return len(args) > 1 && args[1] == probeArg }
 
-// ProbeMain waits until stdin closes, then exits.
+// ProbeMain mounts a tmpfs on os.Args[2] and a copy-on-write layer over
+// it, in its own (private) mount namespace, and prints "ok" or why not,
+// then waits until stdin closes and exits. (An overlay cannot take a
+// lower layer with mounts locked below it, such as "/" in a new user
+// namespace; the sandbox's workspace is a tree it attached itself.)
 func ProbeMain() {
+	msg := "ok"
+	if len(os.Args) < 3 {
+		msg = "no directory to probe"
+	} else if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		msg = "make / private: " + err.Error()
+	} else if err := unix.Mount("tmpfs", os.Args[2], "tmpfs", 0, "size=64k"); err != nil {
+		msg = "mount a tmpfs to cover: " + err.Error()
+	} else if fd, err := mountLayer(os.Args[2], 1<<20); err != nil {
+		msg = err.Error()
+	} else {
+		unix.Close(fd)
+	}
+	fmt.Println(msg)
 	var b [1]byte
 	os.Stdin.Read(b[:])
 	os.Exit(0)
