@@ -2,7 +2,9 @@ package integration
 
 import (
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -500,6 +502,67 @@ func TestTxnWorkspaceWithMounts(t *testing.T) {
 		}
 		if readFile(t, filepath.Join(mnt, "f")) != "inner\n" || readFile(t, filepath.Join(e.ws, "top.txt")) != "top\n" {
 			t.Fatalf("writes did not land\n%s", r)
+		}
+	})
+}
+
+// TestTxnKilledFromOutside: sandboxd is killed with SIGKILL from outside
+// at whatever moment its commit has reached, a few milliseconds after its
+// journal (staging) or its progress file (applying) appears; after
+// `sandboxd recover` the workspace is exactly as before the run or
+// exactly as the command left it.
+func TestTxnKilledFromOutside(t *testing.T) {
+	for _, phase := range []struct{ name, glob string }{{"staging", "*.journal"}, {"applying", "*.done"}} {
+		t.Run(phase.name, func(t *testing.T) { killedFromOutside(t, phase.glob) })
+	}
+}
+
+func killedFromOutside(t *testing.T, glob string) {
+	forEach(t, func(t *testing.T, e *env) {
+		e.writeFile(filepath.Join(e.ws, "old.txt"), "old\n", 0o644)
+		before := tree(t, e.ws)
+		marker := "kill-me-" + randHex(6)
+		script := `mkdir out && for i in $(seq 1500); do echo $i > out/f$i; done && rm old.txt # ` + marker
+		journal := filepath.Join(e.home, ".local", "state", "sandboxd", "txn")
+		stop := make(chan struct{})
+		killed := make(chan bool, 1)
+		go func() {
+			for {
+				select {
+				case <-stop:
+					killed <- false
+					return
+				default:
+				}
+				if m, _ := filepath.Glob(filepath.Join(journal, glob)); len(m) > 0 {
+					// Somewhere in staging or applying: only sandboxd's
+					// command line still names the marker (the command and
+					// the helper are gone by the commit).
+					time.Sleep(time.Duration(mrand.IntN(4000)) * time.Microsecond)
+					exec.Command("pkill", "-KILL", "-f", marker).Run()
+					killed <- true
+					return
+				}
+				time.Sleep(200 * time.Microsecond)
+			}
+		}()
+		r := e.sandboxdOpts(runOpts{noReport: true, killed: true}, "run", "-c", script)
+		close(stop)
+		if !<-killed {
+			t.Skipf("the commit finished before it could be killed\n%s", r)
+		}
+		rr := e.sandboxdOpts(runOpts{noReport: true}, "recover")
+		if rr.code != 0 {
+			t.Fatalf("recover failed\n%s", rr)
+		}
+		t.Logf("recovery: %s", strings.TrimSpace(rr.stdout))
+		now := tree(t, e.ws)
+		want := map[string]string{"out": "dir"}
+		for i := 1; i <= 1500; i++ {
+			want[fmt.Sprintf("out/f%d", i)] = fmt.Sprintf("%d\n", i)
+		}
+		if fmt.Sprint(now) != fmt.Sprint(before) && fmt.Sprint(now) != fmt.Sprint(want) {
+			t.Fatalf("after a kill and recovery the workspace is neither untouched nor fully committed (%d entries)\n%s", len(now), r)
 		}
 	})
 }
