@@ -566,3 +566,36 @@ func killedFromOutside(t *testing.T, glob string) {
 		}
 	})
 }
+
+// TestTxnStateOnAnotherMount: when sandboxd's state directory is not on
+// the workspace's mount, files are staged inside the workspace (renames
+// must not cross mounts) and nothing of the staging is left after the
+// commit, or after a crash and recovery.
+func TestTxnStateOnAnotherMount(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		state, err := os.MkdirTemp("/dev/shm", "sandboxd-it-state-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(state) })
+		e.chown(state)
+		env := []string{"XDG_STATE_HOME=" + state}
+		e.writeFile(filepath.Join(e.ws, "keep.txt"), "keep\n", 0o644)
+		r := e.sandboxdOpts(runOpts{env: env}, "run", "-c", "mkdir d && echo one > d/one && echo two > two")
+		got := tree(t, e.ws)
+		if got["d/one"] != "one\n" || got["two"] != "two\n" || got["keep.txt"] != "keep\n" || len(got) != 4 {
+			t.Fatalf("workspace after commit: %v\n%s", got, r)
+		}
+		r = e.sandboxdOpts(runOpts{env: append(env, "SANDBOXD_TEST_CRASH_AT=apply:1"), noReport: true, killed: true}, "run", "-c", "echo three > three")
+		if m, _ := filepath.Glob(filepath.Join(e.ws, ".sandboxd-commit-*")); len(m) != 1 {
+			t.Fatalf("no staging directory in the workspace after a crash mid-commit: %v\n%s", m, r)
+		}
+		if rr := e.sandboxdOpts(runOpts{env: env, noReport: true}, "recover"); rr.code != 0 {
+			t.Fatalf("recover\n%s", rr)
+		}
+		got = tree(t, e.ws)
+		if got["three"] != "three\n" || len(got) != 5 {
+			t.Fatalf("after recovery: %v", got)
+		}
+	})
+}
