@@ -156,7 +156,7 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 		return Outcome{}, nil // the attempt changed nothing
 	}
 	c := &committer{src: src, opt: opt, ws: ws, since: src.Started.UnixNano(), chown: os.Geteuid() == 0, started: time.Now()}
-	c.guard = newGuard(ws, int(src.Upper.Fd()), opt.Protected)
+	c.guard = newGuard(ws, int(src.Upper.Fd()), opt.Workspace, opt.Protected)
 	j, err := newJournal(opt.StateDir, opt.RunID, opt.Workspace)
 	if err != nil {
 		return Outcome{}, err

@@ -26,7 +26,9 @@ import (
 //     parsed: a change is refused when it adds an entry that can run a
 //     program (gitconfig.ExecCapable), and committed otherwise, so
 //     `git config user.name x` works inside.
-//   - core.hooksPath targets of the workspace's repository: no change.
+//   - core.hooksPath targets of every repository above a path (as the
+//     workspace has its config and as the attempt left it): no change;
+//     a hooksPath that is the work tree itself protects the hook names.
 //
 // Removals are allowed inside git directories (deleting a hook runs
 // nothing) and refused for protected names.
@@ -44,24 +46,52 @@ type guard struct {
 	ws, upper int
 	protected []string
 	gitDir    map[string]bool // memo: does this directory look like a git directory in the final tree
-	extra     map[string]string
+	wsPath    string
+	// named memoizes namedBy per repository work tree, repo whether a
+	// directory is one.
+	named map[string]map[string]string
+	repo  map[string]bool
 }
 
-func newGuard(ws, upper int, protected []string) *guard {
-	g := &guard{ws: ws, upper: upper, gitDir: map[string]bool{}, extra: map[string]string{}}
+// gitHookNames are the hooks git runs (githooks(5)), for a hooksPath
+// that is the work tree itself.
+var gitHookNames = map[string]bool{
+	"applypatch-msg": true, "pre-applypatch": true, "post-applypatch": true, "pre-commit": true,
+	"pre-merge-commit": true, "prepare-commit-msg": true, "commit-msg": true, "post-commit": true,
+	"pre-rebase": true, "post-checkout": true, "post-merge": true, "pre-push": true,
+	"pre-receive": true, "update": true, "proc-receive": true, "post-receive": true,
+	"post-update": true, "reference-transaction": true, "push-to-checkout": true, "pre-auto-gc": true,
+	"post-rewrite": true, "sendemail-validate": true, "fsmonitor-watchman": true,
+	"p4-changelist": true, "p4-prepare-changelist": true, "p4-post-changelist": true,
+	"p4-pre-submit": true, "post-index-change": true,
+}
+
+// newGuard checks changes between the workspace (ws, at wsPath) and the
+// layer (upper).
+func newGuard(ws, upper int, wsPath string, protected []string) *guard {
+	g := &guard{ws: ws, upper: upper, wsPath: wsPath, gitDir: map[string]bool{}, named: map[string]map[string]string{}, repo: map[string]bool{}}
 	for _, p := range protected {
 		p = filepath.Clean(p)
 		if p != ".git" && validRel(p) == nil {
 			g.protected = append(g.protected, p)
 		}
 	}
-	// Targets of the top repository's hooksPath and includes, as the
-	// workspace has them and as the attempt left them.
-	for _, cfg := range []func() ([]byte, error){
-		func() ([]byte, error) { return readBeneath(ws, ".git/config") },
-		func() ([]byte, error) { return readBeneath(upper, ".git/config") },
-	} {
-		b, err := cfg()
+	return g
+}
+
+// namedBy returns what the config of the repository whose work tree is
+// dir (workspace-relative, "" for the top) names inside the workspace,
+// as the workspace has it and as the attempt left it: hooksPath targets
+// (reason) and include targets ("include:" reasons). Memoized.
+func (g *guard) namedBy(dir string) map[string]string {
+	if m, ok := g.named[dir]; ok {
+		return m
+	}
+	m := map[string]string{}
+	g.named[dir] = m
+	cfg := relJoin(dir, ".git/config")
+	for _, root := range []int{g.ws, g.upper} {
+		b, err := readBeneath(root, cfg)
 		if err != nil {
 			continue
 		}
@@ -70,31 +100,78 @@ func newGuard(ws, upper int, protected []string) *guard {
 			continue
 		}
 		for _, e := range ents {
-			full := e.Section + "." + e.Key
 			switch {
-			case full == "core.hookspath":
-				if rel, ok := wsRelative(e.Value, ""); ok {
-					g.extra[rel] = "core.hooksPath names it: git runs hooks from it"
+			case e.Section == "core" && e.Key == "hookspath":
+				if rel, ok := wsRelative(g.wsPath, e.Value, dir); ok {
+					m[rel] = "core.hooksPath of " + relJoin(dir, ".git") + " names it: git runs hooks from it"
 				}
 			case (e.Section == "include" || e.Section == "includeif") && e.Key == "path":
-				if rel, ok := wsRelative(e.Value, ".git"); ok {
-					g.extra[rel] = "include:" + rel
+				if rel, ok := wsRelative(g.wsPath, e.Value, relJoin(dir, ".git")); ok {
+					m[rel] = "include:" + rel
 				}
 			}
 		}
 	}
-	return g
+	return m
 }
 
-// wsRelative turns a relative path from git config (relative to base
-// inside the workspace) into a workspace-relative one; absolute paths
-// and anything leaving the workspace are not the workspace's concern.
-func wsRelative(v, base string) (string, bool) {
-	if v == "" || filepath.IsAbs(v) || strings.HasPrefix(v, "~") {
+// byConfig applies what the configs of the repositories above p name.
+func (g *guard) byConfig(p string, k kind, content func() ([]byte, error)) (string, bool, bool) {
+	parts := strings.Split(p, "/")
+	for i := 0; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		repo, ok := g.repo[dir]
+		if !ok {
+			repo = g.exists(relJoin(dir, ".git/config"))
+			g.repo[dir] = repo
+		}
+		if !repo {
+			continue
+		}
+		for t, why := range g.namedBy(dir) {
+			include := strings.HasPrefix(why, "include:")
+			switch {
+			case include && p == t:
+				why, bad := g.configChange(p, k, content)
+				return why, bad, true
+			case include:
+			case t == "." || t == dir:
+				// Hooks straight in a work tree (or the workspace).
+				base := strings.TrimPrefix(strings.TrimPrefix(p, t), "/")
+				if t == "." {
+					base = p
+				}
+				if !strings.Contains(base, "/") && gitHookNames[base] && k != kindRemove {
+					return why, true, true
+				}
+			case p == t || strings.HasPrefix(p, t+"/"):
+				if k == kindRemove {
+					return "", false, true
+				}
+				return why, true, true
+			}
+		}
+	}
+	return "", false, false
+}
+
+// wsRelative turns a path from git config (absolute, or relative to base
+// inside the workspace ws) into a workspace-relative one ("." for the
+// workspace itself); paths outside the workspace (and "~") are not the
+// workspace's concern.
+func wsRelative(ws, v, base string) (string, bool) {
+	if v == "" || strings.HasPrefix(v, "~") {
 		return "", false
 	}
+	if filepath.IsAbs(v) {
+		rel, err := filepath.Rel(ws, filepath.Clean(v))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			return "", false
+		}
+		return rel, true
+	}
 	rel := filepath.Clean(filepath.Join(base, v))
-	if validRel(rel) != nil {
+	if rel != "." && validRel(rel) != nil {
 		return "", false
 	}
 	return rel, true
@@ -107,19 +184,8 @@ func (g *guard) check(p string, k kind, content func() ([]byte, error)) (string,
 			return n + " is a persistence path: a tool outside the sandbox loads or runs it", true
 		}
 	}
-	for t, why := range g.extra {
-		if p == t || strings.HasPrefix(p, t+"/") {
-			if strings.HasPrefix(why, "include:") {
-				if p != t {
-					continue
-				}
-				return g.configChange(p, k, content)
-			}
-			if k == kindRemove {
-				return "", false
-			}
-			return why, true
-		}
+	if why, bad, decided := g.byConfig(p, k, content); decided {
+		return why, bad
 	}
 	gd, rest, ok := g.gitDirOf(p)
 	if !ok {

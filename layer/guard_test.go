@@ -21,14 +21,20 @@ func TestGuard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write(ws, ".git/config", "[core]\n\tbare = false\n\thooksPath = .githooks\n[include]\n\tpath = ../project.gitconfig\n[alias]\n\tx = !make\n")
+	const cfg = "[core]\n\tbare = false\n\thooksPath = .githooks\n[include]\n\tpath = ../project.gitconfig\n[alias]\n\tx = !make\n"
+	write(ws, ".git/config", cfg)
 	write(ws, ".git/HEAD", "ref: refs/heads/main\n")
 	write(ws, ".git/modules/lib/HEAD", "ref: refs/heads/main\n")
 	write(ws, "project.gitconfig", "[user]\n\tname = p\n")
+	write(ws, "sub/.git/config", "[core]\n\thooksPath = ci/hooks\n")
+	write(ws, "self/.git/config", "[core]\n\thooksPath = .\n")
 	for _, d := range []string{"bare/objects", "bare/refs", "sub/.git/hooks"} {
 		os.MkdirAll(filepath.Join(ws, d), 0o755)
 	}
 	write(upper, "newbare/objects/x", "")
+	// The layer's config adds hooksPath entries (refused as a change, but
+	// their targets are protected anyway).
+	write(upper, ".git/config", cfg+"[core]\n\thooksPath = "+filepath.Join(ws, "tools/abs-hooks")+"\n[core]\n\thooksPath = .\n")
 	os.MkdirAll(filepath.Join(upper, "newbare/refs"), 0o755)
 	open := func(p string) int {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -38,9 +44,8 @@ func TestGuard(t *testing.T) {
 		t.Cleanup(func() { unix.Close(fd) })
 		return fd
 	}
-	g := newGuard(open(ws), open(upper), []string{".git", ".envrc", ".vscode", ".claude"})
+	g := newGuard(open(ws), open(upper), ws, []string{".git", ".envrc", ".vscode", ".claude"})
 	text := func(s string) func() ([]byte, error) { return func() ([]byte, error) { return []byte(s), nil } }
-	const cfg = "[core]\n\tbare = false\n\thooksPath = .githooks\n[include]\n\tpath = ../project.gitconfig\n[alias]\n\tx = !make\n"
 	for _, c := range []struct {
 		path    string
 		k       kind
@@ -93,6 +98,15 @@ func TestGuard(t *testing.T) {
 		{".githooks", kindDir, nil, true},
 		{"project.gitconfig", kindFile, text("[user]\n\tname = q\n"), false},
 		{"project.gitconfig", kindFile, text("[core]\n\teditor = evil\n"), true},
+		{"tools/abs-hooks/pre-push", kindFile, nil, true}, // absolute hooksPath in the layer's config
+		{"tools/abs-hooks", kindRemove, nil, false},
+		{"pre-commit", kindFile, nil, true}, // hooksPath "." in the layer's config
+		{"README", kindFile, nil, false},
+		{"src/pre-commit", kindFile, nil, false},
+		{"sub/ci/hooks/pre-commit", kindFile, nil, true}, // a nested repository's hooksPath
+		{"sub/ci/other", kindFile, nil, false},
+		{"self/post-checkout", kindFile, nil, true}, // a nested repository whose hooksPath is its work tree
+		{"self/main.go", kindFile, nil, false},
 	} {
 		why, refused := g.check(c.path, c.k, c.content)
 		if refused != c.refused {
