@@ -599,3 +599,34 @@ func TestTxnStateOnAnotherMount(t *testing.T) {
 		}
 	})
 }
+
+// TestTxnRecoveryKeepsLaterEdits: a commit interrupted after staging is
+// completed by recovery, but a file edited in the workspace between the
+// crash and the recovery keeps that edit (the commit's version is saved
+// beside it), and recovery says so.
+func TestTxnRecoveryKeepsLaterEdits(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		p := filepath.Join(e.ws, "keep.txt")
+		e.writeFile(p, "keep\n", 0o644)
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_TEST_CRASH_AT=staged"}, noReport: true, killed: true}, "run", "-c", "echo command >> keep.txt; echo new > new.txt")
+		if got := readFile(t, p); got != "keep\n" {
+			t.Fatalf("keep.txt changed before recovery: %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+		os.WriteFile(p, []byte("edited after the crash\n"), 0o644)
+		rr := e.sandboxdOpts(runOpts{noReport: true}, "recover")
+		if rr.code != 0 || !strings.Contains(rr.stdout, "not committed: "+p) {
+			t.Fatalf("recover does not name the kept edit\n%s", rr)
+		}
+		if got := readFile(t, p); got != "edited after the crash\n" {
+			t.Fatalf("recovery overwrote a later edit: %q\n%s", got, rr)
+		}
+		if got := readFile(t, filepath.Join(e.ws, "new.txt")); got != "new\n" {
+			t.Fatalf("recovery did not complete the rest: %q", got)
+		}
+		saved, _ := filepath.Glob(p + ".sandboxd-conflict-*")
+		if len(saved) != 1 || readFile(t, saved[0]) != "keep\ncommand\n" {
+			t.Fatalf("the commit's version is not saved beside: %v\n%s", saved, rr)
+		}
+	})
+}

@@ -57,6 +57,11 @@ func applyOne(ws int, s *stager, o *op, check bool, out *Outcome, runID string) 
 		return err
 	}
 	defer unix.Close(pfd)
+	// Done already (before a crash): a staged file is renamed away, a
+	// symlink is in place. Either is atomic.
+	if done, err := applied(pfd, name, s, o); err != nil || done {
+		return err
+	}
 	if check && o.Expect != nil && !still(pfd, name, o.Expect) {
 		switch o.Kind {
 		case "place":
@@ -137,19 +142,29 @@ func applyOne(ws int, s *stager, o *op, check bool, out *Outcome, runID string) 
 	return fmt.Errorf("unknown op %q", o.Kind)
 }
 
+// applied reports whether a place or symlink op has already happened.
+func applied(pfd int, name string, s *stager, o *op) (bool, error) {
+	switch o.Kind {
+	case "place":
+		if s.fd < 0 {
+			return true, nil // staging gone: every file was placed
+		}
+		if err := validName(o.Stage); err != nil {
+			return false, err
+		}
+		_, err := lstatAt(s.fd, o.Stage)
+		return errors.Is(err, unix.ENOENT), nil
+	case "symlink":
+		buf := make([]byte, len(o.Target)+1)
+		n, err := unix.Readlinkat(pfd, name, buf)
+		return err == nil && string(buf[:n]) == o.Target, nil
+	}
+	return false, nil
+}
+
 // place moves a staged file to name in pfd, replacing what is there (a
-// directory is removed first). A staged file that is gone was placed
-// before a crash.
+// directory is removed first).
 func place(pfd int, name string, s *stager, o *op) error {
-	if s.fd < 0 {
-		return nil // staging gone: every file was placed
-	}
-	if err := validName(o.Stage); err != nil {
-		return err
-	}
-	if _, err := lstatAt(s.fd, o.Stage); errors.Is(err, unix.ENOENT) {
-		return nil
-	}
 	err := replaceFrom(s.fd, o.Stage, pfd, name)
 	if !errors.Is(err, unix.EXDEV) {
 		return err

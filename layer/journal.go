@@ -251,7 +251,10 @@ type Recovered struct {
 	// "completed" (the remaining ops were applied).
 	Action string `json:"action"`
 	Ops    int    `json:"ops,omitempty"`
-	Err    string `json:"error,omitempty"`
+	// Conflicts are ops skipped because the workspace changed since the
+	// commit was planned (between the crash and the recovery, say).
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+	Err       string     `json:"error,omitempty"`
 }
 
 // Recover finishes or rolls back every interrupted commit recorded in
@@ -361,9 +364,12 @@ func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
 	}
 	var out Outcome
 	for i := last + 1; i < len(j.rec.Ops); i++ {
-		// The op under way at the crash may be half done: it is redone
-		// without checking what it expected to find.
-		if err := applyOp(ws, s, &j.rec.Ops[i], i > last+1, &out, j.id); err != nil {
+		// Each op still checks that the workspace holds what the plan saw
+		// (it may have been edited since the crash), except a removal
+		// that was under way at the crash: it may be half done, and is
+		// finished.
+		check := i > last+1 || j.rec.Ops[i].Kind != "remove"
+		if err := applyOp(ws, s, &j.rec.Ops[i], check, &out, j.id); err != nil {
 			s.discardFD()
 			return r, fmt.Errorf("layer: recover %s: %s %s: %w", j.id, j.rec.Ops[i].Kind, j.rec.Ops[i].Path, err)
 		}
@@ -372,7 +378,7 @@ func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
 	}
 	s.discard()
 	j.finish()
-	r.Action = "completed"
+	r.Action, r.Conflicts = "completed", out.Conflicts
 	log.Info("completed an interrupted commit", "run", j.id, "workspace", j.rec.Workspace, "ops", r.Ops)
 	return r, nil
 }

@@ -77,6 +77,7 @@ func recoverCommits(stateDir string, stderr io.Writer, log *slog.Logger) []layer
 		if r.Err == "" {
 			fmt.Fprintf(stderr, "sandboxd: an interrupted commit to %s was %s\n", r.Workspace, r.Action)
 		}
+		printRecoveryConflicts(stderr, r)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: recovery: %v\n", err)
@@ -106,6 +107,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 	} else {
 		for _, r := range rec {
 			fmt.Fprintf(stdout, "%s: commit %s %s (%d ops)\n", r.Workspace, r.RunID, r.Action, r.Ops)
+			printRecoveryConflicts(stdout, r)
 		}
 		if len(rec) == 0 {
 			fmt.Fprintln(stdout, "nothing to recover")
@@ -116,6 +118,13 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 		return 1
 	}
 	return 0
+}
+
+// printRecoveryConflicts names what a recovered commit left alone.
+func printRecoveryConflicts(w io.Writer, r layer.Recovered) {
+	for _, c := range r.Conflicts {
+		fmt.Fprintf(w, "  not committed: %s: %s\n", filepath.Join(r.Workspace, c.Path), c.Why)
+	}
 }
 
 func newID() string {
