@@ -589,6 +589,10 @@ except OSError as e:
 			if r.reportString("isolation") != "landlock-only" || r.reportString("network_mode") != "landlock" {
 				t.Fatalf("report isolation %q network_mode %q\n%s", r.reportString("isolation"), r.reportString("network_mode"), r)
 			}
+			// No mount namespace, no layer: the report says so.
+			if txn := txnOf(t, r); txn["mode"] != "none" || !strings.Contains(fmt.Sprint(txn["why"]), "mount namespace") {
+				t.Fatalf("transaction %v\n%s", txn, r)
+			}
 			if !strings.Contains(strings.ToLower(r.stderr), "warning") {
 				t.Fatalf("no warning on stderr\n%s", r)
 			}
