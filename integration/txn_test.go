@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -629,4 +630,88 @@ func TestTxnRecoveryKeepsLaterEdits(t *testing.T) {
 			t.Fatalf("the commit's version is not saved beside: %v\n%s", saved, rr)
 		}
 	})
+}
+
+// TestTxnCommitMatchesDirect: random scripts of creates, appends,
+// removals, renames (files and directories), symlinks, hardlinks,
+// truncations, mode changes and type changes leave the same tree whether written through the layer and
+// committed, or written straight to the workspace (--no-transaction).
+func TestTxnCommitMatchesDirect(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		for seed := uint64(1); seed <= seeds(); seed++ {
+			rng := mrand.New(mrand.NewPCG(seed, 42))
+			name := func() string {
+				dirs := []string{"", "a/", "a/b/", "c/"}
+				return dirs[rng.IntN(len(dirs))] + []string{"x", "y", "z", "b", "c"}[rng.IntN(5)]
+			}
+			var ops []string
+			for i := 0; i < 25; i++ {
+				p, q := name(), name()
+				switch rng.IntN(12) {
+				case 0, 1:
+					ops = append(ops, fmt.Sprintf("mkdir -p $(dirname %s) && echo %d > %s", p, i, p))
+				case 2:
+					ops = append(ops, fmt.Sprintf("echo %d >> %s", i, p))
+				case 3:
+					ops = append(ops, "rm -f "+p)
+				case 4:
+					ops = append(ops, "rm -rf "+p)
+				case 5:
+					ops = append(ops, fmt.Sprintf("mv -T %s %s", p, q))
+				case 6:
+					ops = append(ops, "mkdir -p "+p)
+				case 7:
+					ops = append(ops, fmt.Sprintf("ln -s ../%s %s", q, p))
+				case 8:
+					ops = append(ops, fmt.Sprintf("chmod %o %s", []int{0o600, 0o755, 0o640}[rng.IntN(3)], p))
+				case 9:
+					ops = append(ops, fmt.Sprintf("rm -rf %s && mkdir -p %s/%s", p, p, "in"))
+				case 10:
+					ops = append(ops, fmt.Sprintf("ln %s %s", p, q))
+				case 11:
+					ops = append(ops, "truncate -s 3 "+p)
+				}
+			}
+			script := strings.Join(ops, " 2>/dev/null; ") + " 2>/dev/null; true"
+			var trees [2]map[string]string
+			for i, args := range [][]string{{"run", "-c", script}, {"run", "--no-transaction", "-c", script}} {
+				ws := filepath.Join(e.dir, fmt.Sprintf("diff-%d-%d", seed, i))
+				for _, f := range []string{"a/x", "a/b/y", "c/z", "x", "a/b/c"} {
+					e.writeFile(filepath.Join(ws, f), "initial "+f+"\n", 0o644)
+				}
+				e.chown(ws)
+				os.Chmod(ws, 0o755)
+				r := e.sandboxdOpts(runOpts{dir: ws}, append([]string{args[0], "--workspace", ws}, args[1:]...)...)
+				if r.code != 0 {
+					t.Fatalf("seed %d: %v\n%s", seed, args, r)
+				}
+				trees[i] = treeWithModes(t, ws)
+			}
+			if fmt.Sprint(trees[0]) != fmt.Sprint(trees[1]) {
+				t.Fatalf("seed %d: the committed tree differs from the direct one\nscript: %s\nlayer:  %v\ndirect: %v", seed, script, trees[0], trees[1])
+			}
+		}
+	})
+}
+
+// treeWithModes is tree with each entry's permission bits.
+func treeWithModes(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := tree(t, root)
+	for rel, v := range out {
+		st, err := os.Lstat(filepath.Join(root, rel))
+		if err == nil && st.Mode()&os.ModeSymlink == 0 {
+			out[rel] = fmt.Sprintf("%s [%o]", v, st.Mode().Perm())
+		}
+	}
+	return out
+}
+
+// seeds is how many random scripts TestTxnCommitMatchesDirect runs:
+// SANDBOXD_TXN_SEEDS, or 12.
+func seeds() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("SANDBOXD_TXN_SEEDS"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return 12
 }

@@ -299,13 +299,13 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 	if c.refuse(p, kindDir, nil) {
 		return nil
 	}
-	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.EACCES) && !c.chown {
+	if !c.chown && st.Mode&0o700 != 0o700 {
 		// The command locked its own directory; the layer is ours to
-		// read (the committed directory gets the mode it was left with).
+		// read and search (the committed directory gets the mode it was
+		// left with, st's).
 		unix.Fchmodat(parent, name, uint32(st.Mode)&0o7777|0o700, 0)
-		fd, err = unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", p, err)
 	}
