@@ -181,7 +181,7 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 		j.discard()
 		return c.out, nil
 	}
-	if err := j.markStaged(ops, c.stage.dir); err != nil {
+	if err := j.markStaged(ops); err != nil {
 		c.stage.discard()
 		j.discard()
 		return c.out, err
@@ -192,7 +192,9 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 			return c.out, fmt.Errorf("layer: apply %s %s: %w", ops[i].Kind, ops[i].Path, err)
 		}
 		j.markDone(i)
-		c.crash(fmt.Sprintf("apply:%d", i+1))
+		if c.opt.CrashAt != "" {
+			c.crash(fmt.Sprintf("apply:%d", i+1))
+		}
 	}
 	c.stage.discard()
 	j.finish()
@@ -426,7 +428,9 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 		return fmt.Errorf("stage %s: %w", p, err)
 	}
 	c.staged++
-	c.crash(fmt.Sprintf("stage:%d", c.staged))
+	if c.opt.CrashAt != "" {
+		c.crash(fmt.Sprintf("stage:%d", c.staged))
+	}
 	c.ops = append(c.ops, op{Kind: "place", Path: target, Stage: stage, Expect: exp})
 	if ok {
 		c.out.Files++

@@ -105,7 +105,7 @@ func (j *journal) write() error {
 }
 
 // markStaged fixes the ops; from now on the commit will be completed.
-func (j *journal) markStaged(ops []op, stage string) error {
+func (j *journal) markStaged(ops []op) error {
 	j.rec.State, j.rec.Ops = "staged", ops
 	f, err := os.OpenFile(j.path(".done"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
 	if err != nil {
