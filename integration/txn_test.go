@@ -128,6 +128,9 @@ func TestTxnCommitShapes(t *testing.T) {
 		w("keep/k", "k\n")
 		w("renamed-from", "moved\n")
 		w("exe.sh", "#!/bin/sh\n")
+		w("ro/old", "old\n")
+		os.Chmod(filepath.Join(e.ws, "ro"), 0o555)
+		t.Cleanup(func() { os.Chmod(filepath.Join(e.ws, "ro"), 0o755) })
 		script := strings.Join([]string{
 			"rm gone.txt",
 			"rm file-to-dir && mkdir file-to-dir && echo in > file-to-dir/x",
@@ -138,6 +141,7 @@ func TestTxnCommitShapes(t *testing.T) {
 			"mkdir -p new/deep/er && echo deep > new/deep/er/f && chmod 750 new/deep",
 			"ln -s keep/k link",
 			"mkdir locked && echo l > locked/f && chmod 000 locked/f && chmod 500 locked",
+			"chmod 755 ro && echo new > ro/new && chmod 555 ro",
 		}, " && ")
 		r := e.run(t, script)
 		want := map[string]string{
@@ -173,6 +177,12 @@ func TestTxnCommitShapes(t *testing.T) {
 		}
 		if st, err := os.Stat(filepath.Join(e.ws, "new", "deep")); err != nil || st.Mode().Perm() != 0o750 {
 			t.Errorf("new/deep mode not kept: %v", st.Mode())
+		}
+		if got["ro/new"] != "new\n" {
+			t.Errorf("ro/new not committed into a directory the command opened and locked again")
+		}
+		if st, err := os.Lstat(filepath.Join(e.ws, "ro")); err != nil || st.Mode().Perm() != 0o555 {
+			t.Errorf("ro mode not kept: %v %v", st, err)
 		}
 		// A directory and file the command locked are committed locked.
 		if st, err := os.Lstat(filepath.Join(e.ws, "locked")); err != nil || st.Mode().Perm() != 0o500 {

@@ -359,6 +359,13 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 	if isDir && wst.Mode&0o7777 == uint16(meta.Mode) && int(wst.Uid) == meta.UID && int(wst.Gid) == meta.GID {
 		meta.Kind = "" // nothing to change
 	}
+	if isDir && !c.chown && wst.Mode&0o300 != 0o300 {
+		// The command opened up a directory it may not write to as it
+		// is now, wrote in it, and maybe locked it again: an unprivileged
+		// commit needs it open too until its final mode is set, last.
+		c.ops = append(c.ops, op{Kind: "meta", Path: p, Mode: uint32(wst.Mode)&0o1777 | 0o700, UID: int(wst.Uid), GID: int(wst.Gid)})
+		meta.Kind = "meta"
+	}
 	if meta.Kind != "" {
 		c.metas = append(c.metas, meta)
 	}
