@@ -16,14 +16,16 @@ import (
 
 // Persistence paths are files in the workspace that something on the host
 // runs or loads later without a sandbox: git hooks and config, direnv's
-// .envrc, editor tasks, agent settings. Those that exist when the run
+// .envrc, editor tasks, agent settings. This file protects them when the
+// run writes straight to the workspace (--no-transaction, or no layer
+// possible); with the copy-on-write layer, package layer checks them at
+// commit instead. Those that exist when the run
 // starts are bound read-only, and every directory between the workspace
 // and them is pinned (bound onto itself) so it cannot be renamed away.
 // Those that do not exist cannot be blocked by a mount, so they are
 // watched: after the command and all its processes are gone, anything
 // created at a watched name is moved out of the workspace into sandboxd's
-// quarantine. The transactional layer (a later issue) replaces the watch
-// with a check at commit.
+// quarantine.
 
 type fileID struct{ dev, ino uint64 }
 

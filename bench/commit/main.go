@@ -20,6 +20,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/sandboxd/sandboxd/bench/internal/scratch"
 )
 
 func main() {
@@ -45,12 +47,11 @@ var tookRE = regexp.MustCompile(`msg="layer committed".* took=([0-9.]+[a-zµ]+)`
 
 func run(n, files int, big int64, bin string) error {
 	bin, _ = filepath.Abs(bin)
-	ws, err := os.MkdirTemp(".", ".bench-ws-")
+	ws, cleanup, err := scratch.Workspace()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(ws)
-	ws, _ = filepath.Abs(ws)
+	defer cleanup()
 	small := fmt.Sprintf(`/usr/bin/python3 -c '
 import os
 os.makedirs("out", exist_ok=True)

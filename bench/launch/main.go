@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sandboxd/sandboxd/bench/internal/scratch"
 )
 
 type contender struct {
@@ -46,13 +48,11 @@ func run(n int, bin string) error {
 	if err != nil {
 		return err
 	}
-	// The workspace sits beside the checkout: the sandbox has its own /tmp.
-	ws, err := os.MkdirTemp(".", ".bench-ws-")
+	ws, cleanup, err := scratch.Workspace()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(ws)
-	ws, _ = filepath.Abs(ws)
+	defer cleanup()
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		return fmt.Errorf("bubblewrap is needed for the baseline: %w", err)
@@ -98,11 +98,11 @@ func run(n int, bin string) error {
 // time at which each phase it logs was reached. Supervisor phases count
 // from the start of sandbox.Run, helper phases from the helper's main.
 func phaseTable(n int, bin string) error {
-	ws, err := os.MkdirTemp(".", ".bench-ws-")
+	ws, cleanup, err := scratch.Workspace()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(ws)
+	defer cleanup()
 	at := map[string][]time.Duration{}
 	var order []string
 	re := regexp.MustCompile(`msg=(supervisor|helper) phase=("[^"]*"|\S+) at_us=(\d+)`)

@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/sandboxd/sandboxd/bench/internal/scratch"
 )
 
 func main() {
@@ -31,12 +33,11 @@ func main() {
 
 func run(n, files int, bin string) error {
 	bin, _ = filepath.Abs(bin)
-	ws, err := os.MkdirTemp(".", ".bench-ws-")
+	ws, cleanup, err := scratch.Workspace()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(ws)
-	ws, _ = filepath.Abs(ws)
+	defer cleanup()
 	script := fmt.Sprintf(`/usr/bin/python3 -c '
 import os
 os.makedirs("out", exist_ok=True)
