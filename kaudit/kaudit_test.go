@@ -2,6 +2,7 @@ package kaudit
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -46,12 +47,64 @@ func needRoot(t *testing.T) {
 // (another sandboxd run), in which case nothing is restored yet.
 func othersHold() bool { return pruneHolders(DefaultDir) > 0 }
 
-func TestAcquireAndRestore(t *testing.T) {
-	needRoot(t)
-	before, err := CurrentStatus()
+// settled returns the current audit setting when no holder is left (read
+// under the holders' lock, so none can start meanwhile); ok is false
+// while others hold it (the last of them restores it).
+func settled(t *testing.T) (Status, bool) {
+	t.Helper()
+	unlock, err := lockDir(DefaultDir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer unlock()
+	if pruneHolders(DefaultDir) > 0 {
+		return Status{}, false
+	}
+	st, err := CurrentStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, true
+}
+
+// original is the machine's audit setting as it was before any holder
+// changed it: the state file's record while holders (another test
+// package running sandboxd, say) keep it changed, else the current one.
+// Read under the holders' lock, so no holder changes it meanwhile.
+func original(t *testing.T) Status {
+	t.Helper()
+	if err := os.MkdirAll(DefaultDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockDir(DefaultDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	st, err := CurrentStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(DefaultDir, "state.json"))
+	if err != nil {
+		return st
+	}
+	var s saved
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Mask&maskEnabled != 0 {
+		st.Enabled = s.Enabled
+	}
+	if s.Mask&maskBacklogLimit != 0 {
+		st.BacklogLimit = s.BacklogLimit
+	}
+	return st
+}
+
+func TestAcquireAndRestore(t *testing.T) {
+	needRoot(t)
+	before := original(t)
 	h1, err := Acquire(DefaultDir)
 	if err != nil {
 		t.Fatal(err)
@@ -73,10 +126,10 @@ func TestAcquireAndRestore(t *testing.T) {
 	if err := h2.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if othersHold() {
+	after, ok := settled(t)
+	if !ok {
 		return
 	}
-	after, _ := CurrentStatus()
 	if after.Enabled != before.Enabled || after.BacklogLimit != before.BacklogLimit {
 		t.Fatalf("not restored: before enabled=%d backlog=%d, after enabled=%d backlog=%d",
 			before.Enabled, before.BacklogLimit, after.Enabled, after.BacklogLimit)
@@ -85,7 +138,7 @@ func TestAcquireAndRestore(t *testing.T) {
 
 func TestCrashedHolderIsRestored(t *testing.T) {
 	needRoot(t)
-	before, _ := CurrentStatus()
+	before := original(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=crash")
 	if err := cmd.Run(); err != nil {
@@ -100,10 +153,10 @@ func TestCrashedHolderIsRestored(t *testing.T) {
 	if err := h.Release(); err != nil {
 		t.Fatal(err)
 	}
-	if othersHold() {
+	after, ok := settled(t)
+	if !ok {
 		return
 	}
-	after, _ := CurrentStatus()
 	if after.Enabled != before.Enabled || after.BacklogLimit != before.BacklogLimit {
 		t.Fatalf("not restored after a crash: before %d/%d after %d/%d", before.Enabled, before.BacklogLimit, after.Enabled, after.BacklogLimit)
 	}
