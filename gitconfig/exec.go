@@ -17,12 +17,23 @@ import "strings"
 //
 //	core.fsmonitor  core.hookspath  core.pager  core.editor  core.sshcommand
 //	core.gitproxy  core.askpass  core.alternaterefscommand  core.worktree
+//	core.sharedrepository (git then creates group- or world-writable files)
+//	core.attributesfile  attr.tree (attributes choose filter, diff and
+//	    merge drivers)
 //	sequence.editor  gui.editor  ssh.variant  init.templatedir
 //	diff.external  diff.*.command  merge.*.driver
+//	diff.tool  diff.guitool  merge.tool  merge.guitool (git-mergetool--lib
+//	    sources a file by that name: "../x" reaches any file)
+//	pull.twohead  pull.octopus (merge strategies: git-merge-<name> runs,
+//	    and a "/" in the name makes it a path)
+//	gc.recentobjectshook  git-p4.largefilesystem  gitcvs.dbdriver
+//	http.cookiefile  http.savecookies (git writes the cookie jar there)
 //	*.textconv  *.cmd  *.command  *.program  *.driver  *.helper
 //	    (these key names in any section: they name programs by convention)
 //	filter.*.<key>  pager.<key>  includeif.*.<key>  include.path
-//	alias.<key> when the value, trimmed, starts with "!"
+//	alias.<key> (every alias: with "!" it runs a shell command, without
+//	    one it expands to options such as grep -O<pager> or
+//	    -c core.pager=..., and a repository's alias overrides the user's)
 //	mergetool.*.cmd  mergetool.*.path  difftool.*.cmd  difftool.*.path
 //	credential.helper  credential.*.helper
 //	protocol.allow  protocol.*.allow
@@ -37,12 +48,17 @@ import "strings"
 //	sendemail.smtpserver when the value is an absolute path
 //	submodule.*.update when the value, trimmed, starts with "!"
 //	extensions.worktreeconfig (turns on config.worktree)
+//	URLs that name a transport helper ("<helper>::<address>", ext:: among
+//	    them): remote.*.url  remote.*.pushurl  submodule.*.url
+//	    url.<base>.insteadof and pushinsteadof (the base)  and
+//	    branch.*.remote  branch.*.pushremote  remote.pushdefault when they
+//	    hold a URL rather than a remote's name (see URL)
 //	safe.directory (git honours it only outside the repository; refused anyway)
 //
-// Not listed, on purpose: core.attributesfile (attributes only name drivers
-// that config must define, and those are listed), and remote.*.url and
-// url.*.insteadof (the ext:: transport that runs commands needs
-// protocol.allow or protocol.ext.allow, which are listed).
+// A URL that is a local path is not capable by itself: pushing to it runs
+// that repository's hooks, which matters only when the command could have
+// planted them there; URL and LocalPath let the caller decide with what it
+// knows of the file system. core.bare is not listed: git init writes it.
 func ExecCapable(e Entry) (reason string, ok bool) {
 	section, key := strings.ToLower(e.Section), strings.ToLower(e.Key)
 	for _, r := range execRules {
@@ -113,6 +129,20 @@ var execRules = []execRule{
 	{section: "core", key: "askpass", name: "core.askPass", why: runs},
 	{section: "core", key: "alternaterefscommand", name: "core.alternateRefsCommand", why: runs},
 	{section: "core", key: "worktree", name: "core.worktree", why: "moves the work tree git reads and writes"},
+	{section: "core", key: "sharedrepository", name: "core.sharedRepository", why: "makes git create files other accounts can write"},
+	{section: "core", key: "attributesfile", name: "core.attributesFile", why: "chooses the filter, diff and merge drivers git runs"},
+	{section: "attr", key: "tree", name: "attr.tree", why: "chooses the filter, diff and merge drivers git runs"},
+	{section: "diff", key: "tool", name: "diff.tool", why: "names a file git-difftool sources"},
+	{section: "diff", key: "guitool", name: "diff.guitool", why: "names a file git-difftool sources"},
+	{section: "merge", key: "tool", name: "merge.tool", why: "names a file git-mergetool sources"},
+	{section: "merge", key: "guitool", name: "merge.guitool", why: "names a file git-mergetool sources"},
+	{section: "pull", key: "twohead", name: "pull.twohead", why: "names the merge strategy program git runs"},
+	{section: "pull", key: "octopus", name: "pull.octopus", why: "names the merge strategy program git runs"},
+	{section: "gc", key: "recentobjectshook", name: "gc.recentObjectsHook", why: runs},
+	{section: "git-p4", key: "largefilesystem", name: "git-p4.largeFileSystem", why: "loads code in git p4"},
+	{section: "gitcvs", key: "dbdriver", name: "gitcvs.dbDriver", why: "loads a module in git cvsserver"},
+	{section: "http", key: "cookiefile", name: "http.cookieFile", why: "makes git write a file there"},
+	{section: "http", key: "savecookies", name: "http.saveCookies", why: "makes git write a file there"},
 	{section: "sequence", key: "editor", name: "sequence.editor", why: runs},
 	{section: "gui", key: "editor", name: "gui.editor", why: runs},
 	{section: "ssh", key: "variant", name: "ssh.variant", why: "changes how git runs ssh"},
@@ -126,7 +156,7 @@ var execRules = []execRule{
 	{section: "diff", key: "external", name: "diff.external", why: runs},
 	{section: "filter", name: "filter.*", why: runs},
 	{section: "pager", name: "pager.*", why: runs},
-	{section: "alias", when: valueStartsWith("!"), name: "alias.* with \"!\"", why: runs},
+	{section: "alias", name: "alias.*", why: "can run a program (\"!\", or options of the command it expands to) and overrides the user's own"},
 	{section: "credential", key: "helper", name: "credential.helper", why: runs},
 	{section: "protocol", key: "allow", name: "protocol.allow", why: "allows transports that can run programs"},
 	{section: "uploadpack", name: "uploadpack.*", why: "changes what git upload-pack runs"},
@@ -149,6 +179,7 @@ var execRules = []execRule{
 	{section: "sendemail", when: keyEndsWith("cmd"), name: "sendemail.*cmd", why: runs},
 	{section: "sendemail", key: "smtpserver", when: absolutePath, name: "sendemail.smtpServer with a path", why: runs},
 	{section: "submodule", key: "update", when: valueStartsWith("!"), name: "submodule.*.update with \"!\"", why: runs},
+	{when: helperURL, name: "a URL with a transport helper (<helper>::)", why: "runs git-remote-<helper>"},
 
 	{section: "diff", key: "textconv", name: "diff.*.textconv", why: runs},
 	{section: "diff", key: "command", name: "diff.*.command", why: runs},
@@ -193,4 +224,71 @@ func absolutePath(_ string, e Entry) bool {
 	v := strings.TrimSpace(e.Value)
 	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, `\`) || strings.HasPrefix(v, "~") ||
 		len(v) >= 2 && v[1] == ':'
+}
+
+// helperURL matches URL-carrying entries whose URL names a transport
+// helper.
+func helperURL(_ string, e Entry) bool {
+	u, ok := URL(e)
+	if !ok {
+		return false
+	}
+	_, helper := transportHelper(u)
+	return helper
+}
+
+// URL returns the URL an entry carries, if it is one git fetches from or
+// pushes to: remote.*.url, remote.*.pushurl, submodule.*.url, the base of
+// url.<base>.insteadOf and pushInsteadOf, and branch.*.remote,
+// branch.*.pushRemote and remote.pushDefault when the value is not a
+// remote's name (git takes a value with "/" or ":" as a URL; "." is the
+// repository itself).
+func URL(e Entry) (string, bool) {
+	section, key := strings.ToLower(e.Section), strings.ToLower(e.Key)
+	switch {
+	case section == "remote" && e.Subsection != "" && (key == "url" || key == "pushurl"),
+		section == "submodule" && e.Subsection != "" && key == "url":
+		return e.Value, !e.NoValue
+	case section == "url" && (key == "insteadof" || key == "pushinsteadof"):
+		return e.Subsection, e.Subsection != ""
+	case section == "branch" && (key == "remote" || key == "pushremote"),
+		section == "remote" && e.Subsection == "" && key == "pushdefault":
+		if strings.ContainsAny(e.Value, "/:") || e.Value == "." {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+// transportHelper reports a "<helper>::<address>" URL (git's
+// transport_get: "::" before any "://").
+func transportHelper(u string) (string, bool) {
+	i := strings.Index(u, "::")
+	if i <= 0 {
+		return "", false
+	}
+	if j := strings.Index(u, "://"); j >= 0 && j < i {
+		return "", false
+	}
+	return u[:i], true
+}
+
+// LocalPath returns the path a URL names when git would take it as a local
+// repository (connect.c url_is_local_not_ssh: a file:// URL, or no ":"
+// before the first "/"), not a network one.
+func LocalPath(u string) (string, bool) {
+	if _, ok := transportHelper(u); ok {
+		return "", false
+	}
+	if rest, ok := strings.CutPrefix(u, "file://"); ok {
+		return rest, true
+	}
+	if strings.Contains(u, "://") {
+		return "", false
+	}
+	colon, slash := strings.IndexByte(u, ':'), strings.IndexByte(u, '/')
+	if colon < 0 || (slash >= 0 && slash < colon) {
+		return u, u != ""
+	}
+	return "", false
 }

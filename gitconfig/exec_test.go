@@ -65,8 +65,33 @@ func TestExecCapable(t *testing.T) {
 		{ent("include.path", "other"), "include.path loads other configuration"},
 		{ent("includeIf.gitdir:/x/.path", "y"), "includeIf.* loads other configuration"},
 		{ent("includeif.onbranch:main.anything", "y"), ""},
-		{ent("alias.x", "!sh -c evil"), `alias.* with "!" runs a program`},
+		{ent("alias.x", "!sh -c evil"), ""},
 		{ent("alias.x", "  !sh"), ""},
+		// Without "!" an alias still runs programs through the options of
+		// the command it expands to, and overrides the user's own alias.
+		{ent("alias.co", "checkout"), ""},
+		{ent("alias.g", "grep -O./evil"), ""},
+		{ent("alias.l", "-c core.pager=./evil log"), ""},
+		{ent("alias.x"), ""},
+		{ent("core.sharedRepository", "0777"), ""},
+		{ent("core.attributesFile", "~/.gitattributes"), ""},
+		{ent("attr.tree", "HEAD"), ""},
+		{ent("diff.tool", "../../x/evil"), ""},
+		{ent("merge.tool", "vimdiff"), ""},
+		{ent("merge.guitool", "x"), ""},
+		{ent("pull.twohead", "x/../evil"), ""},
+		{ent("pull.octopus", "x"), ""},
+		{ent("gc.recentObjectsHook", "x"), ""},
+		{ent("git-p4.largeFileSystem", "x"), ""},
+		{ent("gitcvs.dbDriver", "x"), ""},
+		{ent("http.cookieFile", "/home/u/.bashrc"), ""},
+		{ent("http.https://example.com.cookieFile", "x"), ""},
+		{ent("remote.origin.url", "ext::sh -c evil"), ""},
+		{ent("remote.origin.pushurl", "evil::x"), ""},
+		{ent("submodule.s.url", "ext::sh"), ""},
+		{ent("url.ext::sh -c evil.insteadOf", "https://"), ""},
+		{ent("branch.main.remote", "ext::sh -c x"), ""},
+		{ent("remote.pushDefault", "x::y"), ""},
 		{ent("protocol.allow", "always"), ""},
 		{ent("protocol.ext.allow", "always"), ""},
 		{ent("uploadpack.packObjectsHook", "x"), "uploadpack.* changes what git upload-pack runs"},
@@ -128,14 +153,15 @@ func TestExecCapable(t *testing.T) {
 		ent("core.logAllRefUpdates", "true"),
 		ent("core.autocrlf", "input"),
 		ent("core.excludesFile", "~/.gitignore"),
-		ent("core.attributesFile", "~/.gitattributes"),
 		ent("remote.origin.url", "git@github.com:o/r.git"),
 		ent("remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"),
 		ent("branch.main.merge", "refs/heads/main"),
 		ent("branch.main.remote", "origin"),
-		ent("alias.co", "checkout"),
-		ent("alias.lg", "log --graph --oneline # ! not first"),
-		ent("alias.x"),
+		ent("remote.origin.url", "https://example.com/r.git"),
+		ent("remote.origin.url", "ssh://git@example.com/r.git"),
+		ent("remote.origin.url", "/srv/git/r.git"),
+		ent("url.https://mirror.example.com/.insteadOf", "https://example.com/"),
+		ent("branch.main.remote", "."),
 		ent("submodule.x.update", "rebase"),
 		ent("submodule.x.url", "https://example.com/x"),
 		ent("sendemail.smtpServer", "smtp.example.com"),
@@ -144,7 +170,6 @@ func TestExecCapable(t *testing.T) {
 		ent("diff.algorithm", "histogram"),
 		ent("diff.jpg.binary", "true"),
 		ent("merge.conflictStyle", "zdiff3"),
-		ent("merge.tool", "vimdiff"),
 		ent("pull.rebase", "true"),
 		ent("init.defaultBranch", "main"),
 		ent("lfs.repositoryformatversion", "0"),
@@ -185,8 +210,8 @@ func TestExecCapableFromParse(t *testing.T) {
 	want := []string{
 		"2 core.fsmonitor runs a program",
 		"4 filter.* runs a program",
-		`6 alias.* with "!" runs a program`,
-		`7 alias.* with "!" runs a program`,
+		`6 alias.* can run a program ("!", or options of the command it expands to) and overrides the user's own`,
+		`7 alias.* can run a program ("!", or options of the command it expands to) and overrides the user's own`,
 		"9 core.pager runs a program",
 	}
 	if !slices.Equal(got, want) {
@@ -246,5 +271,45 @@ func ExampleCompare() {
 	}
 	// Output:
 	// line 3: core.fsmonitor runs a program
-	// line 6: alias.* with "!" runs a program
+	// line 6: alias.* can run a program ("!", or options of the command it expands to) and overrides the user's own
+}
+
+func TestURLAndLocalPath(t *testing.T) {
+	tests := []struct {
+		entry Entry
+		url   string // "" when the entry carries none
+		local string // "" when the URL is not a local path
+	}{
+		{ent("remote.origin.url", "https://example.com/r.git"), "https://example.com/r.git", ""},
+		{ent("remote.origin.url", "git@example.com:r.git"), "git@example.com:r.git", ""},
+		{ent("remote.origin.url", "/srv/r.git"), "/srv/r.git", "/srv/r.git"},
+		{ent("remote.origin.url", "../r.git"), "../r.git", "../r.git"},
+		{ent("remote.origin.url", "./a:b"), "./a:b", "./a:b"},
+		{ent("remote.origin.pushurl", "file:///srv/r.git"), "file:///srv/r.git", "/srv/r.git"},
+		{ent("remote.origin.url", "ext::sh -c x"), "ext::sh -c x", ""},
+		{ent("submodule.s.url", "r.git"), "r.git", "r.git"},
+		{ent("url./cache/evil.git.insteadOf", "https://example.com/"), "/cache/evil.git", "/cache/evil.git"},
+		{ent("url./cache/evil.git.pushInsteadOf", "https://example.com/"), "/cache/evil.git", "/cache/evil.git"},
+		{ent("branch.main.remote", "origin"), "", ""},
+		{ent("branch.main.remote", "."), ".", "."},
+		{ent("branch.main.pushRemote", "/cache/evil.git"), "/cache/evil.git", "/cache/evil.git"},
+		{ent("remote.pushDefault", "origin"), "", ""},
+		{ent("remote.pushDefault", "/x"), "/x", "/x"},
+		{ent("remote.origin.fetch", "/x"), "", ""},
+		{ent("user.name", "/x"), "", ""},
+	}
+	for _, tc := range tests {
+		u, ok := URL(tc.entry)
+		if ok != (tc.url != "") || u != tc.url {
+			t.Errorf("URL(%s) = %q, %v; want %q", formatEntry(tc.entry), u, ok, tc.url)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		l, ok := LocalPath(u)
+		if ok != (tc.local != "") || l != tc.local {
+			t.Errorf("LocalPath(%q) = %q, %v; want %q", u, l, ok, tc.local)
+		}
+	}
 }

@@ -79,7 +79,7 @@ func TestGuard(t *testing.T) {
 		{".git/config", kindFile, text("[user]\n\tname = x\n"), false}, // removing is fine
 		{".git/config", kindFile, text(cfg + "[core]\n\tfsmonitor = evil\n"), true},
 		{".git/config", kindFile, text(cfg + "[alias]\n\ty = !evil\n"), true},
-		{".git/config", kindFile, text(cfg + "[alias]\n\ty = status\n"), false},
+		{".git/config", kindFile, text(cfg + "[alias]\n\ty = status\n"), true}, // every alias can run programs
 		{".git/config", kindFile, text("[core\n"), true}, // unparsable
 		{".git/config", kindSymlink, nil, true},
 		{".git/config", kindRemove, nil, false},
