@@ -1,19 +1,58 @@
-// Package termfilter makes a command's output safe to show on a terminal
-// next to sandboxd's own prompts: it passes text, newlines, tabs, carriage
-// returns, backspaces and colour (SGR) sequences, and drops every other
-// control sequence — cursor movement, clearing, scrolling regions, window
-// titles, clipboard and hyperlink OSCs, device control strings, charset
-// switches and C1 controls — so a command cannot move above its own
-// output to hide or fake a prompt. The filter is a streaming state
-// machine: sequences split across writes are handled.
+// Package termfilter owns what sandboxd lets untrusted bytes do to a
+// terminal, so that a person answering one of sandboxd's questions sees
+// the question as sandboxd wrote it, and nothing a command (or anyone
+// else sandboxd does not trust) wrote can pass for it or take the answer:
 //
-// The package has no dependencies beyond the standard library and must
-// never import broker, sandbox or review.
+//   - Escape shows an untrusted string (a path, a host, a command line,
+//     a rationale, a reviewer's text) with every control character,
+//     invisible format character and invalid byte spelled out.
+//   - Writer filters a command's output stream: it passes text, newlines,
+//     tabs, carriage returns, backspaces and colour (SGR) sequences, and
+//     drops every other control sequence — cursor movement, clearing,
+//     scrolling regions, window titles, clipboard and hyperlink OSCs,
+//     device control strings, charset switches and C1 controls — so a
+//     command cannot move above its own output to hide or fake a prompt.
+//     It also removes reverse video, which sandboxd reserves for framing
+//     its own questions (FrameOn, FrameOff), and it can hold the output
+//     back while a question is open. The filter is a streaming state
+//     machine: sequences split across writes are handled.
+//   - Input relays the terminal to the command's stdin and can be held,
+//     so that while a question is open the answer typed on the terminal
+//     reaches the reviewer and not the command.
+//
+// The package imports only the standard library and golang.org/x/sys,
+// and must never import broker, sandbox or review.
 package termfilter
 
 import (
 	"io"
+	"sync"
 	"unicode/utf8"
+)
+
+// FrameOn and FrameOff bracket a question sandboxd asks a person. Writer
+// removes reverse video from everything a command prints, so reverse
+// video on the terminal is sandboxd's. It is a mark, not a proof: a
+// command can imitate it with explicit colours, so what keeps a question
+// whole is holding the command's output while it is open (Hold).
+// FrameOn resets first so that attributes a command left on (concealed
+// text, foreground equal to background) cannot hide or disguise the
+// question; FrameOff resets again rather than only ending reverse video,
+// so nothing sandboxd set inside the frame outlasts it.
+const (
+	FrameOn  = "\x1b[0;7m"
+	FrameOff = "\x1b[0m"
+)
+
+// maxHeld bounds the filtered output a held Writer keeps; past it, Write
+// waits for Release, which slows the command instead of dropping output.
+// A Write fills it in steps of holdStep input bytes, so it may be
+// exceeded by one step's output (at most 3*holdStep+maxSeq bytes:
+// an invalid byte becomes the 3-byte U+FFFD, and a colour sequence
+// buffered before the step may end in it).
+const (
+	maxHeld  = 1 << 20
+	holdStep = 4096
 )
 
 // maxSeq bounds how much of one escape sequence is buffered; a longer one
@@ -29,34 +68,121 @@ const (
 	str           // OSC, DCS, APC, PM, SOS: until BEL or ST
 	strEsc        // ESC inside a string (maybe ST)
 	skipOne       // ESC ( X and friends: one more byte to drop
+	csiSkip       // the rest of a CSI sequence too long to keep
 )
 
-// Writer filters what is written to it before passing it on.
+// Writer filters what is written to it before passing it on. It is safe
+// for concurrent use: a relay goroutine writes while the goroutine asking
+// a question calls Hold, Release and Reset.
 type Writer struct {
-	w     io.Writer
+	w io.Writer
+
+	// wmu serialises Write calls, so the bytes of one call are filtered
+	// and passed on together even when it waits part-way for Release.
+	// Lock order: wmu, then mu.
+	wmu sync.Mutex
+
+	// mu guards every field below. It is also held while writing to w,
+	// so filtered output reaches w in the order it was filtered and Hold
+	// returns only after a write under way has finished.
+	mu    sync.Mutex
+	room  sync.Cond // L is &mu; broadcast when the last hold is released
+	holds int       // Hold calls not yet released
+	held  []byte    // filtered output kept back while holds > 0
+	err   error     // from writing held to w, for the next Write to report
 	st    state
 	seq   []byte // the CSI sequence being read
 	utf   []byte // an incomplete UTF-8 sequence
-	out   []byte
-	isOSC bool
+	out   []byte // what the bytes being filtered produced
 }
 
 // New returns a Writer that filters into w.
-func New(w io.Writer) *Writer { return &Writer{w: w} }
+func New(w io.Writer) *Writer {
+	f := &Writer{w: w}
+	f.room.L = &f.mu
+	return f
+}
 
-// Write filters p. It reports len(p) consumed unless the underlying
-// writer fails.
+// Write filters p. It reports len(p) consumed unless writing to the
+// underlying writer fails, now or while releasing output held back
+// before. While the Writer is held and maxHeld is reached, Write waits
+// for Release.
 func (f *Writer) Write(p []byte) (int, error) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	done := 0
+	for {
+		for f.holds > 0 && len(f.held) >= maxHeld {
+			f.room.Wait()
+		}
+		if err := f.err; err != nil {
+			f.err = nil
+			return done, err
+		}
+		if done == len(p) {
+			return done, nil
+		}
+		if f.holds > 0 {
+			n := min(len(p)-done, holdStep)
+			f.filterLocked(p[done : done+n])
+			f.held = append(f.held, f.out...)
+			done += n
+			continue
+		}
+		f.filterLocked(p[done:])
+		if len(f.out) > 0 {
+			if _, err := f.w.Write(f.out); err != nil {
+				return done, err
+			}
+		}
+		return len(p), nil
+	}
+}
+
+// Hold keeps filtered output back from the underlying writer until a
+// matching Release, so nothing the command prints lands in the middle of
+// a question. When Hold returns, no write to the underlying writer is
+// under way. Holds nest: output flows again after as many Releases as
+// Holds. Hold does not reset the filter, so a sequence the command split
+// across the question is still read whole.
+func (f *Writer) Hold() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holds++
+}
+
+// Release ends one Hold. When it ends the last, it writes what was held,
+// in order, before any later output, and lets waiting Writes go on; an
+// error writing it is reported by the next Write, since the Writes that
+// produced it have already returned. A Release without a Hold does
+// nothing.
+func (f *Writer) Release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.holds == 0 {
+		return
+	}
+	f.holds--
+	if f.holds > 0 {
+		return
+	}
+	if len(f.held) > 0 {
+		if _, err := f.w.Write(f.held); err != nil && f.err == nil {
+			f.err = err
+		}
+	}
+	f.held = nil // up to maxHeld: not worth keeping between questions
+	f.room.Broadcast()
+}
+
+// filterLocked runs p through the state machine into f.out.
+func (f *Writer) filterLocked(p []byte) {
 	f.out = f.out[:0]
 	for _, b := range p {
 		f.step(b)
 	}
-	if len(f.out) > 0 {
-		if _, err := f.w.Write(f.out); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
 }
 
 func (f *Writer) step(b byte) {
@@ -78,18 +204,28 @@ func (f *Writer) step(b byte) {
 		return
 	case csi:
 		if len(f.seq) >= maxSeq {
-			f.st = ground // too long: dropped whole
+			f.st = csiSkip // too long: dropped whole
+			f.step(b)
 			return
 		}
 		f.seq = append(f.seq, b)
 		switch {
 		case b >= 0x40 && b <= 0x7e: // final byte
 			if b == 'm' && sgrParams(f.seq[2:len(f.seq)-1]) {
-				f.out = append(f.out, f.seq...)
+				if p, ok := sgrFilter(f.seq[2 : len(f.seq)-1]); ok {
+					f.out = append(f.out, 0x1b, '[')
+					f.out = append(f.out, p...)
+					f.out = append(f.out, 'm')
+				}
 			}
 			f.st = ground
 		case b < 0x20 || b > 0x7e:
 			f.st = ground // malformed: dropped
+		}
+		return
+	case csiSkip:
+		if b >= 0x40 || b < 0x20 { // final or malformed: the sequence ends
+			f.st = ground
 		}
 		return
 	case str:
@@ -164,7 +300,10 @@ func sgrParams(p []byte) bool {
 }
 
 // Reset drops any half-read sequence, so one the command began before a
-// prompt cannot swallow or restyle the prompt's first bytes.
+// prompt cannot swallow or restyle the prompt's first bytes. It leaves
+// held output held.
 func (f *Writer) Reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.st, f.seq, f.utf = ground, f.seq[:0], f.utf[:0]
 }
