@@ -27,10 +27,9 @@ type HardDenies struct {
 	Own []string
 	// Home is the user's home: removing it (or /) is refused.
 	Home string
-	// Workspace and Protected name persistence paths: Protected entries
-	// are workspace-relative; ".git" counts at any depth.
+	// Workspace holds persistence paths: a refused write inside it is one
+	// (see persistence).
 	Workspace string
-	Protected []string
 }
 
 // Config is everything a Broker uses.
@@ -220,8 +219,12 @@ func within(p, dir string) bool {
 	return false
 }
 
-// persistence reports whether a write-like operation touches a protected
-// path of the workspace.
+// persistence reports whether a write-like operation touches a persistence
+// path of the workspace. Landlock lets the command write the whole
+// workspace; the only writes refused inside it are persistence paths
+// bound read-only (and directories pinned on the way to them), and refusals
+// at commit ("persist"), so any refused write there is one, under whatever
+// name git or a tool uses it.
 func (h HardDenies) persistence(p, op string) bool {
 	if op == "read_file" || op == "read_dir" || op == "execute" || h.Workspace == "" {
 		return false
@@ -230,15 +233,5 @@ func (h HardDenies) persistence(p, op string) bool {
 	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 		return false
 	}
-	for _, part := range strings.Split(rel, "/") {
-		if part == ".git" {
-			return true
-		}
-	}
-	for _, name := range h.Protected {
-		if rel == name || strings.HasPrefix(rel, name+"/") {
-			return true
-		}
-	}
-	return op == "persist"
+	return true
 }

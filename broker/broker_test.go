@@ -86,7 +86,7 @@ func TestPipeline(t *testing.T) {
 			store := grants.NewStore()
 			b := New(Config{Rules: tc.rules, Reviewer: tc.reviewer, Grants: store, Hard: HardDenies{
 				Secrets: []string{"/home/u/.ssh", "/home/u/.aws"}, Own: []string{"/home/u/.local/state/sandboxd"},
-				Home: "/home/u", Workspace: "/w", Protected: []string{".envrc", ".vscode"}}})
+				Home: "/home/u", Workspace: "/w"}})
 			res := b.Decide(context.Background(), tc.req)
 			if res.Decision.Outcome != tc.outcome || res.Decision.Source != tc.source {
 				t.Fatalf("got %s/%s (%s), want %s/%s", res.Decision.Outcome, res.Decision.Source, res.Decision.Rationale, tc.outcome, tc.source)

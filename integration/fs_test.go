@@ -644,10 +644,11 @@ func TestFSFirstRunStarts(t *testing.T) {
 	})
 }
 
-// TestFSGitPositive: ordinary git work in the workspace still works.
+// TestFSGitPositive: ordinary git work in the workspace still works, in
+// both transaction modes.
 func TestFSGitPositive(t *testing.T) {
 	t.Run("commit-in-existing-repo", func(t *testing.T) {
-		forEach(t, func(t *testing.T, e *env) {
+		forModes(t, func(t *testing.T, e *env, _ bool) {
 			e.hostRepo(t, ".")
 			msg := "sandboxed-commit-" + randHex(4)
 			checkConfig := fileUnchanged(t, filepath.Join(e.ws, ".git", "config"))
@@ -668,7 +669,7 @@ func TestFSGitPositive(t *testing.T) {
 		})
 	})
 	t.Run("init-and-commit-in-empty-workspace", func(t *testing.T) {
-		forEach(t, func(t *testing.T, e *env) {
+		forModes(t, func(t *testing.T, e *env, _ bool) {
 			msg := "fresh-repo-" + randHex(4)
 			r := e.run(t, `git init -q && echo a > a.txt && git add -A && git commit -q -m `+msg+` && echo COMMITTED`)
 			if !strings.Contains(r.stdout, "COMMITTED") {

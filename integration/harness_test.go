@@ -240,6 +240,8 @@ type runOpts struct {
 	// ttyStdout, its stdout): a human reviewer's prompt appears there.
 	tty       *os.File
 	ttyStdout bool
+	// ttyStderr makes tty sandboxd's stderr too.
+	ttyStderr bool
 	// ttyInherited makes tty only stdin, not the controlling terminal.
 	ttyInherited bool
 }
@@ -296,6 +298,9 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 		cmd.Stdin = o.tty
 		if o.ttyStdout {
 			cmd.Stdout = o.tty
+		}
+		if o.ttyStderr {
+			cmd.Stderr = o.tty
 		}
 		if !o.ttyInherited {
 			cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0

@@ -30,23 +30,7 @@ type terminal struct {
 // the text of that prompt — before it writes the reply.
 func newTerminal(t *testing.T, e *env, answer func(n int, prompt string) string) *terminal {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fmt.Sprintf("/dev/pts/%d", n)
-	if os.Geteuid() == 0 {
-		os.Chown(name, e.id.uid, e.id.gid)
-	}
-	s, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, s := openPTY(t, e)
 	tm := &terminal{master: m, slave: s, done: make(chan struct{})}
 	t.Cleanup(func() { m.Close(); s.Close(); <-tm.done })
 	go func() {
@@ -77,6 +61,29 @@ func newTerminal(t *testing.T, e *env, answer func(n int, prompt string) string)
 		}
 	}()
 	return tm
+}
+
+// openPTY opens a pty whose slave the env's identity may use.
+func openPTY(t *testing.T, e *env) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("/dev/pts/%d", n)
+	if os.Geteuid() == 0 {
+		os.Chown(name, e.id.uid, e.id.gid)
+	}
+	s, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, s
 }
 
 func (tm *terminal) text() string {

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/persist"
 	"golang.org/x/sys/unix"
 )
 
@@ -53,11 +54,18 @@ type Options struct {
 	StateDir string
 	// RunID names this commit (journal, staging and conflict copies).
 	RunID string
-	// Protected are workspace-relative persistence names; a change at or
-	// below one is not committed. ".git" is handled by the git rules,
-	// at every depth.
+	// Protected are persistence name patterns (persist.Names: they apply
+	// at every depth; git directories are found by git's own rules).
 	Protected []string
-	Log       *slog.Logger
+	// Unguarded are roots outside the workspace the command wrote
+	// straight through (private caches, extra writable roots).
+	Unguarded []string
+	// Home and GitConfigs are the caller's home and own git config files.
+	Home       string
+	GitConfigs []string
+	// Umask is the caller's: new files get no mode bits it masks.
+	Umask uint32
+	Log   *slog.Logger
 	// CrashAt makes the process kill itself with SIGKILL at a named point
 	// ("stage:N", "staged", "apply:N"): a failpoint for crash tests.
 	CrashAt string
@@ -73,6 +81,16 @@ type Outcome struct {
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	Refused   []Refused  `json:"refused,omitempty"`
 	Skipped   []Refused  `json:"skipped,omitempty"`
+	// Listed are committed but shown to the person: agent instructions,
+	// and protected names in a package tree or a repository the command
+	// created.
+	Listed []Refused `json:"listed,omitempty"`
+	// Modes lists files and directories committed with narrower modes
+	// than the command gave them (or, in a shared repository, kept).
+	Modes []Refused `json:"modes,omitempty"`
+	// Shared are git directories that were shared before (group-writable,
+	// core.sharedRepository): their group write was kept as it was.
+	Shared []string `json:"shared_repositories,omitempty"`
 	// Stripped lists files committed without the setuid/setgid bits the
 	// command gave them.
 	Stripped []string `json:"stripped,omitempty"`
@@ -156,7 +174,10 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 		return Outcome{}, nil // the attempt changed nothing
 	}
 	c := &committer{src: src, opt: opt, ws: ws, since: src.Started.UnixNano(), chown: os.Geteuid() == 0, started: time.Now()}
-	c.guard = newGuard(ws, int(src.Upper.Fd()), opt.Workspace, opt.Protected)
+	c.guard, err = newGuard(ws, int(src.Upper.Fd()), src, opt, c.chown)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("layer: %w", err)
+	}
 	j, err := newJournal(opt.StateDir, opt.RunID, opt.Workspace)
 	if err != nil {
 		return Outcome{}, err
@@ -198,6 +219,7 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 	}
 	c.stage.discard()
 	j.finish()
+	c.out.Shared = c.guard.c.SharedKept()
 	opt.Log.Debug("layer committed", "ops", len(ops), "bytes", c.out.Bytes, "took", time.Since(c.started))
 	return c.out, nil
 }
@@ -256,13 +278,57 @@ func (c *committer) walk(ctx context.Context, dir int, rel string) error {
 	return nil
 }
 
-// refuse records a persistence refusal for p when the guard says so.
-func (c *committer) refuse(p string, k kind, content func() ([]byte, error)) bool {
-	why, bad := c.guard.check(p, k, content)
-	if bad {
-		c.out.Refused = append(c.out.Refused, Refused{p, why})
+// refuse records a persistence refusal for p when the guard says so, and
+// a listing when it commits p but the person should see it.
+func (c *committer) refuse(p string, k kind) bool {
+	v := c.guard.check(p, k)
+	switch v.Action {
+	case persist.Refuse:
+		c.out.Refused = append(c.out.Refused, Refused{p, v.Why})
+		return true
+	case persist.List:
+		c.out.Listed = append(c.out.Listed, Refused{p, v.Why})
 	}
-	return bad
+	return false
+}
+
+// below lists what the layer holds under the directory name in parent (at
+// workspace path p): files, symlinks and removals, not directories. Capped:
+// it only names refusals.
+func (c *committer) below(parent int, name, p string) []string {
+	const most = 100
+	var out []string
+	var walk func(dir int, rel string)
+	walk = func(dir int, rel string) {
+		names, err := readDirNames(dir)
+		if err != nil {
+			return
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if len(out) >= most {
+				return
+			}
+			q := relJoin(rel, n)
+			st, err := lstatAt(dir, n)
+			if err != nil {
+				continue
+			}
+			if fileType(&st) != unix.S_IFDIR {
+				out = append(out, q)
+				continue
+			}
+			if fd, err := unix.Openat(dir, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				walk(fd, q)
+				unix.Close(fd)
+			}
+		}
+	}
+	if fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+		walk(fd, p)
+		unix.Close(fd)
+	}
+	return out
 }
 
 // current is what the workspace holds at p now.
@@ -278,7 +344,7 @@ func (c *committer) current(p string) (*expect, *unix.Statx_t, error) {
 }
 
 func (c *committer) whiteout(p string) {
-	if c.refuse(p, kindRemove, nil) {
+	if c.refuse(p, kindRemove) {
 		return
 	}
 	exp, _, err := c.current(p)
@@ -298,7 +364,16 @@ func (c *committer) whiteout(p string) {
 }
 
 func (c *committer) dir(ctx context.Context, parent int, name, p string, st *unix.Statx_t) error {
-	if c.refuse(p, kindDir, nil) {
+	if c.refuse(p, kindDir) {
+		// Name what the command wrote below it, not only the directory.
+		last := len(c.out.Refused) - 1
+		if below := c.below(parent, name, p); len(below) > 0 {
+			why := c.out.Refused[last].Why
+			c.out.Refused = c.out.Refused[:last]
+			for _, b := range below {
+				c.out.Refused = append(c.out.Refused, Refused{b, why})
+			}
+		}
 		return nil
 	}
 	if !c.chown && st.Mode&0o700 != 0o700 {
@@ -332,7 +407,11 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 		c.ops = append(c.ops, op{Kind: "remove", Path: p, Expect: exp})
 		isDir = false
 	}
-	meta := op{Kind: "meta", Path: p, Mode: c.mode(p, uint32(st.Mode)), UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid))}
+	var before *unix.Statx_t
+	if isDir {
+		before = wst
+	}
+	meta := op{Kind: "meta", Path: p, Mode: c.mode(p, uint32(st.Mode), before), UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid))}
 	if !isDir {
 		c.ops = append(c.ops, op{Kind: "mkdir", Path: p, Expect: &expect{Absent: true}})
 		c.out.Dirs++
@@ -379,7 +458,7 @@ func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error 
 		return fmt.Errorf("layer %s: %w", p, err)
 	}
 	target := string(buf[:n])
-	if c.refuse(p, kindSymlink, nil) {
+	if c.refuse(p, kindSymlink) {
 		return nil
 	}
 	exp, ok := c.replaceable(p)
@@ -408,18 +487,7 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 	}
 	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
-	content := func() ([]byte, error) {
-		if st.Size > 4<<20 {
-			return nil, errors.New("too large to be a config file")
-		}
-		b := make([]byte, st.Size)
-		n, err := f.ReadAt(b, 0)
-		if n == len(b) {
-			err = nil
-		}
-		return b[:n], err
-	}
-	if c.refuse(p, kindFile, content) {
+	if c.refuse(p, kindFile) {
 		return nil
 	}
 	target := p
@@ -429,7 +497,8 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 		c.out.Conflicts[len(c.out.Conflicts)-1].SavedAs = target
 		exp = &expect{Absent: true}
 	}
-	mode := c.mode(p, uint32(st.Mode))
+	_, wst, _ := c.current(p)
+	mode := c.mode(p, uint32(st.Mode), wst)
 	stage, n, err := c.stage.file(f, mode, c.uid(int(st.Uid)), c.gid(int(st.Gid)), st.Atime, st.Mtime)
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", p, err)
@@ -480,12 +549,18 @@ func (c *committer) conflictName(p string) string {
 // the attempt's version of a conflicting path, beside it.
 const conflictSuffix = ".sandboxd-conflict-"
 
-// mode keeps permission and sticky bits, never setuid or setgid.
-func (c *committer) mode(p string, m uint32) uint32 {
+// mode keeps permission and sticky bits, never setuid or setgid, and never
+// widens what the workspace allows (persist's permission rule); before is
+// what the workspace has at p (nil: nothing).
+func (c *committer) mode(p string, m uint32, before *unix.Statx_t) uint32 {
 	if m&(unix.S_ISUID|unix.S_ISGID) != 0 && m&unix.S_IFMT != unix.S_IFDIR {
 		c.out.Stripped = append(c.out.Stripped, p)
 	}
-	return m & 0o1777
+	mode, note := c.guard.mode(p, m&0o1777, before)
+	if note != "" {
+		c.out.Modes = append(c.out.Modes, Refused{p, note})
+	}
+	return mode
 }
 
 func (c *committer) uid(u int) int {

@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/sandboxd/sandboxd/persist"
+
 // Profile values.
 const (
 	// ProfileDefault denies the built-in and configured secrets and leaves
@@ -282,33 +284,16 @@ func DefaultEnvDeny() []string {
 	}
 }
 
-// DefaultProtected returns the built-in workspace persistence names,
-// relative to the workspace root. The result is a fresh slice.
+// DefaultProtected returns the built-in persistence name patterns
+// (package persist owns them and says which tool runs each, and when).
+// They apply at every depth; a workspace may add its own and never remove
+// these. The result is a fresh slice.
 func DefaultProtected() []string {
-	return []string{
-		".git",
-		".gitmodules",
-		".envrc",
-		".vscode",
-		".idea",
-		".devcontainer",
-		".pi",
-		".claude",
-		".codex",
-		".agents",
-		".sandboxd.toml",
-		".sandboxd",
-		".husky",
-		".pre-commit-config.yaml",
-		".bashrc",
-		".bash_profile",
-		".bash_login",
-		".bash_logout",
-		".profile",
-		".zshrc",
-		".zshenv",
-		".zprofile",
-		".zlogin",
-		".inputrc",
+	var out []string
+	for _, n := range persist.Builtin() {
+		if n.Kind == persist.Protect {
+			out = append(out, n.Pattern)
+		}
 	}
+	return out
 }

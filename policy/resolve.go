@@ -153,6 +153,9 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		if msg != "" {
 			return Resolved{}, fmt.Errorf("policy: filesystem.protected: %s", msg)
 		}
+		if c == ".git" {
+			continue // git directories, at any depth and name, have rules of their own
+		}
 		protected.add(c)
 	}
 	r.Protected = protected.list

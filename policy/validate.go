@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -173,6 +174,11 @@ func normProtected(s string) (string, string) {
 	c := filepath.Clean(s)
 	if c == "." {
 		return "", fmt.Sprintf("%q must name a path inside the workspace, not the workspace itself", s)
+	}
+	for _, elem := range strings.Split(c, "/") {
+		if _, err := path.Match(elem, ""); err != nil {
+			return "", fmt.Sprintf("%q is not a valid pattern (%v)", s, err)
+		}
 	}
 	return c, ""
 }

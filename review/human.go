@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/termfilter"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,14 +21,27 @@ const DefaultTimeout = 60 * time.Second
 // Human asks the person at sandboxd's controlling terminal. Nothing the
 // command printed can stand in for the prompt: the command's output to a
 // terminal passes through termfilter, which drops every sequence that
-// could move the cursor or rewrite lines, and the prompt is written and
-// read on /dev/tty directly, not on the command's streams. No terminal,
-// no answer in time, or anything but "y"/"yes" is a deny.
+// could move the cursor or rewrite lines and removes reverse video, which
+// frames the question; every value in the question is escaped
+// (termfilter.Escape); while the question is open the command's terminal
+// output is held back and it reads nothing from the terminal (Hold); and
+// the prompt is written and read on /dev/tty directly, not on the
+// command's streams. No terminal, no answer in time, or anything but
+// "y"/"yes" is a deny.
 type Human struct {
 	// TTY is the terminal device (default /dev/tty).
 	TTY string
 	// Timeout bounds the wait for an answer (default DefaultTimeout).
 	Timeout time.Duration
+	// Hold, if set, holds the command's use of the terminal (its output
+	// and its input) while a question is open.
+	Hold Holder
+}
+
+// Holder holds back a command's terminal output and input until Release.
+type Holder interface {
+	Hold()
+	Release()
 }
 
 // IsHuman marks Human for the broker's lockdown rule.
@@ -53,6 +65,12 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 		return deny("no terminal to ask a person on")
 	}
 	defer unix.Close(fd)
+	if h.Hold != nil {
+		// Nothing the command prints can land inside or after the
+		// question before it is answered, and the answer is the person's.
+		h.Hold.Hold()
+		defer h.Hold.Release()
+	}
 	// Drop anything typed before the question was asked.
 	unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
 	target := req.Path
@@ -60,14 +78,14 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 		target = req.Destination
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "\r\n\x1b[0m---- sandboxd: permission request ----\r\n")
+	fmt.Fprintf(&b, "\r\n%s---- sandboxd: permission request ----%s\r\n", termfilter.FrameOn, termfilter.FrameOff)
 	fmt.Fprintf(&b, "  allow:   %s %s\r\n", safe(req.Operation), safe(target))
 	fmt.Fprintf(&b, "  command: %s\r\n", safe(req.Command))
 	fmt.Fprintf(&b, "  cwd:     %s\r\n", safe(req.Cwd))
 	if req.Intent != "" {
 		fmt.Fprintf(&b, "  intent:  %s\r\n", safe(req.Intent))
 	}
-	fmt.Fprintf(&b, "Allow exactly this, once? [y/N] ")
+	fmt.Fprintf(&b, "%sAllow exactly this, once? [y/N]%s ", termfilter.FrameOn, termfilter.FrameOff)
 	if _, err := unix.Write(fd, b.Bytes()); err != nil {
 		return deny("could not write to the terminal")
 	}
@@ -131,13 +149,8 @@ func readLine(ctx context.Context, fd int, timeout time.Duration) (string, error
 // safe shows a string from the command (a path, the command itself) so
 // it cannot carry terminal controls into the prompt.
 func safe(s string) string {
-	for _, r := range s {
-		if !unicode.IsPrint(r) && r != ' ' {
-			return strconv.Quote(s)
-		}
-	}
 	if s == "" {
 		return `""`
 	}
-	return s
+	return termfilter.Escape(s)
 }

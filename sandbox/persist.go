@@ -6,37 +6,59 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"github.com/sandboxd/sandboxd/persist"
 	"golang.org/x/sys/unix"
 )
 
 // Persistence paths are files in the workspace that something on the host
 // runs or loads later without a sandbox: git hooks and config, direnv's
-// .envrc, editor tasks, agent settings. This file protects them when the
-// run writes straight to the workspace (--no-transaction, or no layer
-// possible); with the copy-on-write layer, package layer checks them at
-// commit instead. Those that exist when the run
-// starts are bound read-only, and every directory between the workspace
-// and them is pinned (bound onto itself) so it cannot be renamed away.
-// Those that do not exist cannot be blocked by a mount, so they are
-// watched: after the command and all its processes are gone, anything
-// created at a watched name is moved out of the workspace into sandboxd's
-// quarantine.
+// .envrc, editor tasks, agent settings (package persist says which). This
+// file protects them when the run writes straight to the workspace
+// (--no-transaction, or no layer possible); with the copy-on-write layer,
+// package layer checks them at commit instead, with the same rules.
+//
+// Those that exist when the run starts are bound read-only, and every
+// directory between the workspace and them is pinned (bound onto itself)
+// so it cannot be renamed away. Those that do not exist cannot be blocked
+// by a mount: after the command and all its processes are gone, the
+// workspace is scanned again, and whatever the rules refuse among what is
+// new (a repository, a protected name at any depth, sequencer state or a
+// redirect in an existing repository) is moved into sandboxd's quarantine.
+// What the rules list (agent instructions, protected names in a package
+// tree or a new clone) stays and is reported; git directories, hooks and
+// configs, and any directory, that gained group or other write lose it.
 
 type fileID struct{ dev, ino uint64 }
+
+// markID is an entry as it was, content and mode included (ctime).
+type markID struct {
+	ino   uint64
+	ctime int64
+}
 
 // persistPlan is what the helper binds and what the supervisor checks
 // after the run. Paths are relative to the workspace.
 type persistPlan struct {
+	ws       string
+	m        *persist.Matcher
 	pins     []string          // directories to pin, parents first
 	readOnly []string          // existing protected files and directories
-	watch    map[string]fileID // protected names and what was there at start (zero = nothing)
-	gitDirs  map[string]fileID // every .git entry and bare git directory at start, by path
-	scan     *wsScan           // the workspace scan the plan was made from
+	watch    map[string]fileID // sensitive paths and what was there at start (zero = nothing)
+	repos    map[string]fileID // git directories inside the workspace at start
+	named    map[string]fileID // protected names and instruction files at start
+	ctimes   map[string]int64  // instruction files' change times at start
+	modes    map[string]uint32 // git directories, hooks and configs: mode at start
+	shared   map[string]uint32 // git directory → group/other write sharing allows
+	markers  map[string]markID // what made or could make a directory a repository (HEAD, objects, ...) at start
+	scan     *persist.Scan     // the workspace scan the plan was made from
+	cfg      persist.Config    // for the checks after the run
+	umask    uint32            // the caller's
 }
 
 func lstatID(p string) (fileID, os.FileInfo, error) {
@@ -48,11 +70,19 @@ func lstatID(p string) (fileID, os.FileInfo, error) {
 	return fileID{uint64(sys.Dev), sys.Ino}, st, nil
 }
 
-// planPersistence finds the protected paths of the workspace ws. names are
-// workspace-relative; ".git" is looked for at every depth. prev is the
-// last remembered scan of ws, if any.
-func planPersistence(ws string, names []string, prev *wsScan) (*persistPlan, error) {
-	p := &persistPlan{watch: map[string]fileID{}, gitDirs: map[string]fileID{}}
+// gitWatched are the paths in a git directory that make git run or load
+// something, beyond hooks and config: bound read-only when they exist,
+// checked after the run when they appear.
+var gitWatched = []string{"config.worktree", "commondir", "rebase-merge", "rebase-apply", "sequencer",
+	"remotes", "branches", "objects/info/alternates"}
+
+// planPersistence finds the protected paths of the workspace. prev is the
+// last remembered scan of it, if any.
+func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
+	ws := spec.Workspace
+	m := persist.NewMatcher(persist.Names(spec.Protected))
+	p := &persistPlan{ws: ws, m: m, umask: spec.Umask, watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
+		ctimes: map[string]int64{}, modes: map[string]uint32{}, shared: map[string]uint32{}, markers: map[string]markID{}}
 	pinned := map[string]bool{}
 	pin := func(rel string) {
 		// every directory strictly between the workspace and rel, parents first
@@ -82,181 +112,129 @@ func planPersistence(ws string, names []string, prev *wsScan) (*persistPlan, err
 		pin(rel)
 		p.readOnly = append(p.readOnly, rel)
 	}
-
-	var gitEntries, bareDirs []string
-	for _, n := range names {
-		n = filepath.Clean(n)
-		if n == ".git" {
-			continue // found by the walk below, at depth 0 too
-		}
-		protect(n)
-	}
-	scan, err := scanWorkspace(ws, prev)
+	scan, err := persist.ScanWorkspace(ws, m, prev)
 	if err != nil {
 		return nil, err
 	}
 	p.scan = scan
-	gitEntries, bareDirs = scan.gitEntries(), scan.bareDirs()
-	sort.Strings(gitEntries)
-	sort.Strings(bareDirs)
 	if _, ok := p.watch[".git"]; !ok {
 		p.watch[".git"] = fileID{}
 	}
-	for _, g := range gitEntries {
-		id, st, err := lstatID(filepath.Join(ws, g))
+	// What makes a directory a repository, as it is now: a directory that
+	// becomes one by a change to these loses just that change.
+	for _, mk := range []string{"HEAD", "objects", "refs", "commondir"} {
+		for _, rel := range scan.WithMark(mk) {
+			var st unix.Stat_t
+			if unix.Lstat(filepath.Join(ws, rel, mk), &st) == nil {
+				p.markers[filepath.Join(rel, mk)] = markID{st.Ino, st.Ctim.Nano()}
+			}
+		}
+	}
+	// Every .git entry, whatever it points at, is watched: a new or
+	// replaced one is checked after the run. A gitfile is bound
+	// read-only; a directory is pinned (git writes inside it), a symlink
+	// only watched.
+	for _, rel := range scan.WithMark(".git") {
+		dotgit := filepath.Join(rel, ".git")
+		id, st, err := lstatID(filepath.Join(ws, dotgit))
+		switch {
+		case err != nil:
+		case st.IsDir():
+			p.watch[dotgit] = id
+			pin(filepath.Join(dotgit, "x"))
+		default:
+			protect(dotgit)
+		}
+	}
+	repos := scan.Repos(ws, persist.Host{})
+	var gitDirs []string
+	for _, r := range repos {
+		gitDirs = append(gitDirs, r.GitDir)
+		rel, ok := within(ws, r.GitDir)
+		if !ok {
+			continue // a git directory outside the workspace: not ours to bind
+		}
+		id, _, err := lstatID(r.GitDir)
 		if err != nil {
 			continue
 		}
-		p.gitDirs[g] = id
-		if g == ".git" {
-			p.watch[".git"] = id
-		}
-		pin(g)
-		switch {
-		case st.IsDir():
-			// The directory itself is pinned (git writes inside it); its
-			// executable parts are bound read-only.
-			if !pinned[g] {
-				pinned[g] = true
-				p.pins = append(p.pins, g)
+		p.repos[rel] = id
+		// The directory itself is pinned (git writes inside it); its
+		// executable parts are bound read-only.
+		pin(filepath.Join(rel, "x"))
+		hooks := filepath.Join(r.GitDir, "hooks")
+		if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(filepath.Join(r.GitDir, "commondir")); errors.Is(err, fs.ErrNotExist) {
+				// git init creates it; an empty one keeps a hook from
+				// being planted.
+				os.Mkdir(hooks, 0o755)
 			}
-			protectGitDir(p, ws, g, filepath.Dir(g), pin, protect)
-		case st.Mode().IsRegular():
-			// A gitfile ("gitdir: ...") of a worktree or submodule.
-			p.readOnly = append(p.readOnly, g)
-			if target := readGitfile(filepath.Join(ws, g)); target != "" {
-				if rel, ok := within(ws, target); ok {
-					if _, st, err := lstatID(target); err == nil && st.IsDir() {
-						protectGitDir(p, ws, rel, filepath.Dir(g), pin, protect)
-					}
-				}
+		}
+		for _, f := range append([]string{"hooks", "config"}, gitWatched...) {
+			protect(filepath.Join(rel, f))
+		}
+		for _, f := range []string{"", "hooks", "config", "config.worktree"} {
+			if _, st, err := lstatID(filepath.Join(r.GitDir, f)); err == nil {
+				p.modes[filepath.Join(rel, f)] = uint32(st.Mode().Perm())
 			}
 		}
 	}
-	for _, b := range bareDirs {
-		if id, _, err := lstatID(filepath.Join(ws, b)); err == nil {
-			p.gitDirs[b] = id
+	p.cfg = persist.Config{Workspace: ws, Final: persist.Host{}, Before: persist.Host{}, Names: m,
+		Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...), StartRepos: repos,
+		Home: spec.Home, GlobalConfigs: spec.GitConfigs}
+	// What the repositories' configs (and the caller's) make hooks or
+	// config, wherever it lies: symlinked config and hooks, commondir
+	// targets, include files, core.hooksPath.
+	c := persist.NewChecker(p.cfg)
+	for _, role := range c.Roles() {
+		rel, ok := within(ws, role.Path)
+		if !ok {
+			continue
 		}
-		pin(filepath.Join(b, "x"))
-		protectGitDir(p, ws, b, filepath.Dir(b), pin, protect)
+		if role.Kind == persist.WorktreeHooks {
+			// A hooksPath that is a work tree: only its hook names.
+			for _, h := range persist.HookNames() {
+				protect(filepath.Join(rel, h))
+			}
+			continue
+		}
+		pin(rel)
+		protect(rel)
+	}
+	for _, g := range gitDirs {
+		if rel, ok := within(ws, g); ok {
+			p.shared[rel] = sharedAtStart(c, rel)
+		}
+	}
+	// Protected names, at any depth.
+	for _, rel := range scan.Named(ws, m) {
+		n, at, ok := m.Match(rel)
+		if !ok {
+			continue
+		}
+		id, st, err := lstatID(filepath.Join(ws, rel))
+		if err != nil {
+			continue
+		}
+		p.named[rel] = id
+		if n.Kind == persist.Instruction {
+			p.ctimes[rel] = st.Sys().(*syscall.Stat_t).Ctim.Nano()
+			continue
+		}
+		if _, inTree := persist.InPackageTree(rel, at); inTree {
+			continue // a package manager updates its own tree
+		}
+		protect(rel)
 	}
 	sort.Strings(p.readOnly)
-	p.readOnly = dedupe(p.readOnly)
+	p.readOnly = slices.Compact(p.readOnly)
 	return p, nil
 }
 
-// gitRedirects are files in a git directory that point git at another
-// config or object store.
-var gitRedirects = []string{"commondir", "config.worktree"}
-
-// isGitDir reports whether dir looks like a git directory to git itself
-// (HEAD, objects/ and refs/), whatever its name.
-func isGitDir(dir string) bool {
-	for _, sub := range []string{"objects", "refs"} {
-		st, err := os.Lstat(filepath.Join(dir, sub))
-		if err != nil || !st.IsDir() {
-			return false
-		}
-	}
-	return true
-}
-
-// protectGitDir protects one git directory gd (workspace-relative) whose
-// working tree is worktree (for relative core.hooksPath).
-func protectGitDir(p *persistPlan, ws, gd, worktree string, pin func(string), protect func(string)) {
-	hooks := filepath.Join(gd, "hooks")
-	if _, err := os.Lstat(filepath.Join(ws, hooks)); errors.Is(err, fs.ErrNotExist) {
-		// git init creates it; an empty one keeps a hook from being planted.
-		os.Mkdir(filepath.Join(ws, hooks), 0o755)
-	}
-	protect(hooks)
-	protect(filepath.Join(gd, "config"))
-	// Files that make git take its config, hooks and objects from
-	// elsewhere: bound read-only when they exist, watched when not.
-	for _, f := range gitRedirects {
-		protect(filepath.Join(gd, f))
-	}
-	if wts, err := os.ReadDir(filepath.Join(ws, gd, "worktrees")); err == nil {
-		for _, wt := range wts {
-			if wt.IsDir() {
-				for _, f := range gitRedirects {
-					protect(filepath.Join(gd, "worktrees", wt.Name(), f))
-				}
-			}
-		}
-	}
-	for _, ref := range gitConfigPaths(filepath.Join(ws, gd, "config")) {
-		target := ref
-		if !filepath.IsAbs(target) {
-			// core.hooksPath is relative to the working tree; include.path
-			// to the config file's directory.
-			base := filepath.Join(ws, worktree)
-			if strings.HasPrefix(ref, "include:") {
-				base = filepath.Join(ws, gd)
-			}
-			target = filepath.Join(base, strings.TrimPrefix(ref, "include:"))
-		} else {
-			target = strings.TrimPrefix(target, "include:")
-		}
-		if rel, ok := within(ws, target); ok {
-			pin(rel)
-			protect(rel)
-		}
-	}
-	// Submodules keep their git directories under .git/modules.
-	modules := filepath.Join(ws, gd, "modules")
-	filepath.WalkDir(modules, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() || path == modules {
-			return nil
-		}
-		if _, err := os.Lstat(filepath.Join(path, "HEAD")); err == nil {
-			rel, _ := filepath.Rel(ws, path)
-			pin(filepath.Join(rel, "x"))
-			protect(filepath.Join(rel, "hooks"))
-			protect(filepath.Join(rel, "config"))
-		}
-		return nil
-	})
-}
-
-// gitConfigPaths returns core.hooksPath values and include paths
-// ("include:"-prefixed) from a git config file. A file that cannot be
-// parsed adds nothing (it is itself read-only during the run).
-func gitConfigPaths(file string) []string {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil
-	}
-	ents, err := gitconfig.Parse(b)
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range ents {
-		switch {
-		case e.Section == "core" && e.Key == "hookspath":
-			out = append(out, e.Value)
-		case (e.Section == "include" || e.Section == "includeif") && e.Key == "path":
-			out = append(out, "include:"+e.Value)
-		}
-	}
-	return out
-}
-
-func readGitfile(p string) string {
-	b, err := os.ReadFile(p)
-	if err != nil || len(b) > 4096 {
-		return ""
-	}
-	v, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
-	if !ok {
-		return ""
-	}
-	v = strings.TrimSpace(v)
-	if !filepath.IsAbs(v) {
-		v = filepath.Join(filepath.Dir(p), v)
-	}
-	return filepath.Clean(v)
+// sharedAtStart is what group/other write the repository rel may keep.
+func sharedAtStart(c *persist.Checker, rel string) uint32 {
+	m, _ := c.Mode(filepath.Join(rel, "config"), 0o666, &persist.Info{Mode: 0o666})
+	return m & 0o022
 }
 
 // within returns path relative to ws when it lies strictly inside it.
@@ -268,99 +246,308 @@ func within(ws, path string) (string, bool) {
 	return rel, true
 }
 
-func dedupe(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+// candidate is something new in the workspace after the run.
+type candidate struct {
+	rel  string
+	repo bool // a git directory that is new (or was replaced)
 }
 
-// sweep runs after every process of the run is gone. Whatever now sits at
-// a watched name that was not there at the start, and every new .git
-// entry or git directory, is moved to quarantine (or removed when
-// quarantine is on another file system). The scan never follows symlinks,
-// and each move is done relative to a parent opened beneath the workspace
-// without symlinks. Afterwards p.scan is the workspace as the command
-// left it.
-func (p *persistPlan) sweep(ws, quarantine string) ([]Removed, error) {
-	var found []string
+// sweep runs after every process of the run is gone. Whatever the rules
+// refuse among what is new is moved to quarantine (or removed when
+// quarantine is on another file system); what they list is reported. The
+// scan never follows symlinks, and each move is done relative to a parent
+// opened beneath the workspace without symlinks. Afterwards p.scan is the
+// workspace as the command left it.
+func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
+	ws := p.ws
+	var cands []candidate
 	for rel, before := range p.watch {
 		now, _, err := lstatID(filepath.Join(ws, rel))
 		if err != nil {
 			continue
 		}
-		if now != before && !(rel == ".git" && p.gitDirs[".git"] == now) {
-			found = append(found, rel)
+		if now != before && !(rel == ".git" && p.repos[".git"] == now) {
+			cands = append(cands, candidate{rel: rel})
 		}
 	}
-	after, err := scanWorkspace(ws, p.scan)
+	after, err := persist.ScanWorkspace(ws, p.m, p.scan)
 	if err != nil {
 		return nil, err
 	}
-	// What the plan read afresh is new to the remembered scan too.
-	after.fresh = after.fresh || p.scan.fresh
-	p.scan = after
-	for _, rel := range append(after.gitEntries(), after.bareDirs()...) {
-		now, _, err := lstatID(filepath.Join(ws, rel))
-		if err == nil && p.gitDirs[rel] != now {
-			found = append(found, rel)
+	start := p.scan
+	for _, rel := range after.WithMark(".git") {
+		dotgit := filepath.Join(rel, ".git")
+		id, st, err := lstatID(filepath.Join(ws, dotgit))
+		if err == nil && !st.IsDir() && p.watch[dotgit] != id {
+			// A new gitfile or symlink: git would take a repository from
+			// wherever it points.
+			cands = append(cands, candidate{rel: dotgit})
 		}
 	}
-	sort.Strings(found)
-	found = dedupe(found)
-	var out []Removed
-	var errs []error
-	for _, rel := range found {
-		// A path inside an entry already moved went with it.
-		if len(out) > 0 && strings.HasPrefix(rel, out[len(out)-1].Path+"/") {
+	for _, r := range after.Repos(ws, persist.Host{}) {
+		if r.Gitfile {
+			continue // the .git file itself is watched above
+		}
+		rel, ok := within(ws, r.GitDir)
+		if !ok {
 			continue
 		}
-		if _, existed := p.gitDirs[rel]; !existed && isGitDir(filepath.Join(ws, rel)) && safeNewRepo(filepath.Join(ws, rel)) {
-			continue
+		if id, _, err := lstatID(r.GitDir); err == nil && p.repos[rel] != id {
+			cands = append(cands, candidate{rel: rel, repo: true})
 		}
-		q, err := quarantineEntry(ws, rel, quarantine)
+	}
+	var out []Persisted
+	for _, rel := range after.Named(ws, p.m) {
+		id, st, err := lstatID(filepath.Join(ws, rel))
 		if err != nil {
-			errs = append(errs, err)
 			continue
 		}
-		out = append(out, Removed{Path: rel, Quarantine: q})
+		n, _, _ := p.m.Match(rel)
+		if n.Kind == persist.Instruction {
+			if ct := st.Sys().(*syscall.Stat_t).Ctim.Nano(); p.named[rel] != id || p.ctimes[rel] != ct {
+				out = append(out, Persisted{Path: rel, Action: "listed", Why: n.Pattern + ": " + n.Why()})
+			}
+			continue
+		}
+		if p.named[rel] != id {
+			cands = append(cands, candidate{rel: rel})
+		}
 	}
+	// What the rules say, with the workspace as it is now and, before, what
+	// the scan at the start saw.
+	cfg := p.cfg
+	cfg.Before = start.Tree(ws)
+	c := persist.NewChecker(cfg)
+	sort.Slice(cands, func(a, b int) bool { return cands[a].rel < cands[b].rel })
+	var errs []error
+	var gone []string
+	for _, cd := range cands {
+		if under(cd.rel, gone) {
+			continue // it went with a directory above it
+		}
+		var v persist.Verdict
+		target := cd.rel
+		if cd.repo {
+			v, target = p.judgeRepo(c, cd.rel, start)
+		} else {
+			v = judgeTree(c, ws, cd.rel)
+		}
+		switch v.Action {
+		case persist.Keep:
+			continue
+		case persist.List:
+			out = append(out, Persisted{Path: cd.rel, Action: "listed", Why: v.Why})
+			continue
+		}
+		for _, t := range strings.Split(target, "\x00") {
+			if under(t, gone) {
+				continue
+			}
+			q, err := quarantineEntry(ws, t, quarantine)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			gone = append(gone, t)
+			act := "quarantined"
+			if q == "" {
+				act = "removed"
+			}
+			out = append(out, Persisted{Path: t, Action: act, Why: v.Why, Quarantine: q})
+		}
+	}
+	out = append(out, p.narrow(after, gone)...)
+	// What the plan read afresh is new to the remembered scan too.
+	if err := rescan(p, after); err != nil {
+		errs = append(errs, err)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Path < out[b].Path })
 	return out, errors.Join(errs...)
 }
 
+func rescan(p *persistPlan, after *persist.Scan) error {
+	s, err := persist.ScanWorkspace(p.ws, p.m, after)
+	if err != nil {
+		return err
+	}
+	s.MarkFresh()
+	p.scan = s
+	return nil
+}
+
+func under(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeTree checks rel and, when it is a directory, everything below it.
+func judgeTree(c *persist.Checker, ws, rel string) persist.Verdict {
+	var v persist.Verdict
+	filepath.WalkDir(filepath.Join(ws, rel), func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		r, _ := filepath.Rel(ws, path)
+		k := persist.File
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			k = persist.Symlink
+		case d.IsDir():
+			k = persist.Dir
+		}
+		if x := c.Check(r, k); x.Action > v.Action {
+			v = x
+		}
+		if v.Action == persist.Refuse {
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return v
+}
+
+// judgeRepo decides a git directory the command made (or made out of a
+// directory that was there): kept when it carries nothing that runs code
+// (the rules of package persist for each of its files, and a config with
+// only what git init and clone write). Otherwise the whole of it goes
+// when it is new; when the directory was there before, only what made it
+// a repository in this run goes (a HEAD, objects, refs or commondir that
+// is new or changed; HEAD when none is), and what it held stays. The
+// targets to quarantine are NUL-separated.
+func (p *persistPlan) judgeRepo(c *persist.Checker, rel string, start *persist.Scan) (persist.Verdict, string) {
+	gd := filepath.Join(p.ws, rel)
+	v := judgeTree(c, p.ws, rel)
+	if v.Action != persist.Refuse {
+		if why, ok := safeNewRepo(gd); !ok {
+			v = persist.Verdict{Action: persist.Refuse, Why: "a new git repository " + why}
+		}
+	}
+	if v.Action != persist.Refuse {
+		return v, ""
+	}
+	if _, existed := start.Dirs[rel]; !existed || filepath.Base(rel) == ".git" {
+		return v, rel
+	}
+	var markers []string
+	for _, mk := range []string{"HEAD", "objects", "refs", "commondir"} {
+		var st unix.Stat_t
+		if unix.Lstat(filepath.Join(gd, mk), &st) != nil {
+			continue
+		}
+		if was, ok := p.markers[filepath.Join(rel, mk)]; !ok || was != (markID{st.Ino, st.Ctim.Nano()}) {
+			markers = append(markers, filepath.Join(rel, mk))
+		}
+	}
+	if len(markers) == 0 {
+		// Something they point at changed: without HEAD it is no
+		// repository.
+		markers = []string{filepath.Join(rel, "HEAD")}
+	}
+	v.Why = "this made " + rel + " a git repository, and " + strings.TrimPrefix(v.Why, "a new git repository ")
+	return v, strings.Join(markers, "\x00")
+}
+
+// narrow takes group and other write away from git directories, hooks and
+// configs that gained it (unless sharing allows it), and from any
+// directory of the workspace that gained it.
+func (p *persistPlan) narrow(after *persist.Scan, gone []string) []Persisted {
+	var out []Persisted
+	fix := func(rel string, startMode uint32, hadStart bool, allowed uint32, why string) {
+		path := filepath.Join(p.ws, rel) // rel "" is the workspace itself
+		st, err := os.Lstat(path)
+		if err != nil || st.Mode()&fs.ModeSymlink != 0 {
+			return
+		}
+		mode := uint32(st.Mode().Perm())
+		keep := allowed
+		if hadStart {
+			keep |= startMode & 0o022
+		}
+		strip := mode & 0o022 &^ keep
+		if strip == 0 {
+			return
+		}
+		if err := os.Chmod(path, os.FileMode(mode&^strip)|st.Mode()&(fs.ModeSticky)); err != nil {
+			return
+		}
+		out = append(out, Persisted{Path: rel, Action: "narrowed", Why: why})
+	}
+	for _, r := range after.Repos(p.ws, persist.Host{}) {
+		rel, ok := within(p.ws, r.GitDir)
+		if !ok || under(rel, gone) {
+			continue
+		}
+		allowed := p.shared[rel]
+		items := []string{rel, filepath.Join(rel, "hooks"), filepath.Join(rel, "config"), filepath.Join(rel, "config.worktree")}
+		if hooks, err := os.ReadDir(filepath.Join(r.GitDir, "hooks")); err == nil {
+			for _, h := range hooks {
+				items = append(items, filepath.Join(rel, "hooks", h.Name()))
+			}
+		}
+		for _, it := range items {
+			m, had := p.modes[it]
+			fix(it, m, had, allowed, "other accounts could write git's hooks or config; group/other write removed")
+		}
+	}
+	for rel, d := range after.Dirs {
+		if rel != "" && under(rel, gone) {
+			continue
+		}
+		if s, ok := p.scan.Dirs[rel]; ok && s.Ino == d.Ino {
+			fix(rel, s.Mode, true, 0, "the directory gained group/other write during the run; removed")
+		} else if d.Mode&p.umask&0o022 != 0 {
+			fix(rel, 0, true, 0o022&^p.umask, "a new directory gets no more than your umask allows; group/other write removed")
+		}
+	}
+	return out
+}
+
 // safeNewRepo accepts a repository the command created (git init) when it
-// carries nothing that runs code: only sample hooks and config keys from
-// a short list. Anything else is quarantined.
-func safeNewRepo(gd string) bool {
+// carries nothing that runs code: only sample hooks, config keys from a
+// short list, and no redirects, nested repositories or operation in
+// progress. It says why not.
+func safeNewRepo(gd string) (string, bool) {
 	st, err := os.Lstat(gd)
 	if err != nil || !st.IsDir() {
-		return false
+		return "that is not a plain directory", false
 	}
 	hooks, err := os.ReadDir(filepath.Join(gd, "hooks"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false
+		return "with unreadable hooks", false
 	}
 	for _, h := range hooks {
 		if !h.Type().IsRegular() || !strings.HasSuffix(h.Name(), ".sample") {
-			return false
+			return "with the hook " + h.Name(), false
 		}
 	}
 	if st, err := os.Lstat(filepath.Join(gd, "config")); err != nil || !st.Mode().IsRegular() {
-		return false
+		return "without a plain config file", false
 	}
-	for _, f := range append(gitRedirects, "worktrees", "modules") {
+	for _, f := range append(append([]string(nil), gitWatched...), "worktrees", "modules") {
+		if f == "remotes" || f == "branches" {
+			continue // checked below
+		}
 		if _, err := os.Lstat(filepath.Join(gd, f)); err == nil {
-			return false
+			return "with " + f, false
+		}
+	}
+	for _, f := range []string{"remotes", "branches"} {
+		if ents, err := os.ReadDir(filepath.Join(gd, f)); err == nil && len(ents) > 0 {
+			return "with " + f + "/", false
 		}
 	}
 	b, err := os.ReadFile(filepath.Join(gd, "config"))
 	if err != nil {
-		return false
+		return "with an unreadable config", false
 	}
-	return safeGitConfig(string(b))
+	if !safeGitConfig(string(b)) {
+		return "whose config has entries beyond what git init and clone write", false
+	}
+	return "", true
 }
 
 // safeGitConfig accepts only config keys from a short list of those a

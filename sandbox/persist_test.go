@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"github.com/sandboxd/sandboxd/persist"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -35,17 +36,6 @@ func TestSafeGitConfig(t *testing.T) {
 	}
 }
 
-func TestGitConfigPaths(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config")
-	os.WriteFile(cfg, []byte("[core]\n\tHooksPath = \"tools/hooks\"\n[include]\n\tpath = ../shared.gitconfig\n[includeIf \"gitdir:~/\"]\n\tpath = /etc/x\n[user]\n\tname = x\n"), 0o644)
-	got := gitConfigPaths(cfg)
-	want := []string{"tools/hooks", "include:../shared.gitconfig", "include:/etc/x"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("gitConfigPaths = %q, want %q", got, want)
-	}
-}
-
 func TestPlanPersistence(t *testing.T) {
 	ws := t.TempDir()
 	mk := func(p string) {
@@ -54,19 +44,18 @@ func TestPlanPersistence(t *testing.T) {
 		os.WriteFile(full, []byte("x"), 0o644)
 	}
 	mk(".git/config")
-	mk(".git/HEAD")
 	os.MkdirAll(filepath.Join(ws, ".git/objects"), 0o755)
 	os.MkdirAll(filepath.Join(ws, ".git/refs"), 0o755)
 	mk(".vscode/settings.json")
 	mk("lib/vendor/.git/config")
-	mk("bare/HEAD")
 	mk("bare/config")
+	os.WriteFile(filepath.Join(ws, "bare/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.MkdirAll(filepath.Join(ws, "bare/objects"), 0o755)
 	os.MkdirAll(filepath.Join(ws, "bare/refs"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n\thooksPath = tools/hooks\n"), 0o644)
 	mk("tools/hooks/pre-commit")
 
-	p, err := planPersistence(ws, []string{".git", ".vscode", ".envrc"}, nil)
+	p, err := planPersistence(&Spec{Workspace: ws, Protected: []string{".vscode", ".envrc"}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,9 +78,6 @@ func TestPlanPersistence(t *testing.T) {
 	if pos["lib"] > pos["lib/vendor"] || pos["lib/vendor"] > pos["lib/vendor/.git"] {
 		t.Errorf("pins out of order: %q", p.pins)
 	}
-	if _, ok := p.watch[".envrc"]; !ok {
-		t.Errorf(".envrc is not watched")
-	}
 	if _, err := os.Stat(filepath.Join(ws, ".git/hooks")); err != nil {
 		t.Errorf("a missing .git/hooks should be created empty: %v", err)
 	}
@@ -100,24 +86,27 @@ func TestPlanPersistence(t *testing.T) {
 	// hook, and a redirect in the existing repository are quarantined; a
 	// plain new repository is kept.
 	mk(".envrc")
-	mk("sub/.git/HEAD")
 	mk("sub/.git/config")
+	os.WriteFile(filepath.Join(ws, "sub/.git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	mk("sub/.git/hooks/pre-commit")
 	os.MkdirAll(filepath.Join(ws, "sub/.git/objects"), 0o755)
 	os.MkdirAll(filepath.Join(ws, "sub/.git/refs"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".git/commondir"), []byte("../evil\n"), 0o644)
-	mk("plain/.git/HEAD")
+	os.MkdirAll(filepath.Join(ws, "plain/.git"), 0o755)
+	os.WriteFile(filepath.Join(ws, "plain/.git/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, "plain/.git/config"), []byte("[core]\n\tbare = false\n"), 0o644)
 	os.MkdirAll(filepath.Join(ws, "plain/.git/objects"), 0o755)
 	os.MkdirAll(filepath.Join(ws, "plain/.git/refs"), 0o755)
 	q := filepath.Join(t.TempDir(), "q")
-	removed, err := p.sweep(ws, q)
+	done, err := p.sweep(q)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var paths []string
-	for _, r := range removed {
-		paths = append(paths, r.Path)
+	for _, r := range done {
+		if r.Action == "quarantined" {
+			paths = append(paths, r.Path)
+		}
 	}
 	sort.Strings(paths)
 	want := []string{".envrc", ".git/commondir", "sub/.git"}
@@ -136,8 +125,9 @@ func TestPlanPersistence(t *testing.T) {
 		t.Errorf("a plain new repository was removed: %v", err)
 	}
 	// The plan had no memory, so the scan after the run must be saved.
-	if !p.scan.fresh {
-		t.Errorf("the scan after a first run is not marked for saving")
+	f := filepath.Join(t.TempDir(), "scan.gob")
+	if err := persist.SaveScan(f, p.scan); err != nil || persist.LoadScan(f) == nil {
+		t.Errorf("the scan after a first run was not saved (%v)", err)
 	}
 }
 
@@ -182,61 +172,7 @@ func FuzzGitConfig(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		safeGitConfig(text)
-		dir := t.TempDir()
-		p := filepath.Join(dir, "config")
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Skip()
-		}
-		gitConfigPaths(p)
-		readGitfile(p)
 	})
-}
-
-func TestScanWorkspaceIncremental(t *testing.T) {
-	ws := t.TempDir()
-	for _, d := range []string{"a/b/c", "x/.git/objects", "bare/objects", "bare/refs"} {
-		os.MkdirAll(filepath.Join(ws, d), 0o755)
-	}
-	os.WriteFile(filepath.Join(ws, "bare/HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-	first, err := scanWorkspace(ws, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := first.gitEntries(); !reflect.DeepEqual(got, []string{"x/.git"}) {
-		t.Fatalf("git entries %q", got)
-	}
-	if got := first.bareDirs(); !reflect.DeepEqual(got, []string{"bare"}) {
-		t.Fatalf("bare dirs %q", got)
-	}
-	if _, ok := first.Dirs["x/.git"]; ok {
-		t.Fatalf("a .git directory's insides were scanned")
-	}
-	// A repository created deep down, with the parent's times set back,
-	// is still found from the previous scan (ctime cannot be set back).
-	deep := filepath.Join(ws, "a/b/c")
-	st, _ := os.Stat(deep)
-	os.MkdirAll(filepath.Join(deep, ".git"), 0o755)
-	os.Chtimes(deep, st.ModTime(), st.ModTime())
-	second, err := scanWorkspace(ws, first)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := second.gitEntries()
-	sort.Strings(got)
-	if !reflect.DeepEqual(got, []string{"a/b/c/.git", "x/.git"}) {
-		t.Fatalf("after the change: %q", got)
-	}
-	// A remembered scan survives a round trip through the state file.
-	f := filepath.Join(t.TempDir(), "scan.gob")
-	if err := saveScan(f, second); err != nil {
-		t.Fatal(err)
-	}
-	if loaded := loadScan(f); loaded == nil || !reflect.DeepEqual(loaded.Dirs, second.Dirs) {
-		t.Fatalf("scan did not round-trip")
-	}
-	if loadScan(filepath.Join(t.TempDir(), "missing")) != nil {
-		t.Fatalf("a missing scan file loaded")
-	}
 }
 
 func TestReadPolicy(t *testing.T) {

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,7 +19,9 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/seccomp"
+	"github.com/sandboxd/sandboxd/termfilter"
 	"golang.org/x/sys/unix"
 )
 
@@ -387,22 +388,16 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	if p.plan != nil && !txn {
 		// Without a layer, persistence paths made during the run are
 		// swept out now; with one, the commit checks them.
-		removed, err := p.plan.sweep(spec.Workspace, filepath.Join(spec.StateDir, "quarantine", runID))
-		res.Persistence = removed
+		done, err := p.plan.sweep(filepath.Join(spec.StateDir, "quarantine", runID))
+		res.Persistence = done
 		if err != nil {
 			return res, fmt.Errorf("sandbox: persistence sweep: %w", err)
 		}
-		if err := saveScan(scanFile(&spec), p.plan.scan); err != nil {
+		if err := persist.SaveScan(persist.ScanFile(spec.StateDir, spec.Workspace), p.plan.scan); err != nil {
 			log.Warn("could not remember the workspace scan", "err", err)
 		}
 	}
 	return res, nil
-}
-
-// scanFile is where the last scan of the workspace is remembered.
-func scanFile(spec *Spec) string {
-	sum := sha256.Sum256([]byte(spec.Workspace))
-	return filepath.Join(spec.StateDir, "scan", hex.EncodeToString(sum[:8])+".gob")
 }
 
 func closeAll(fds []int) {
@@ -436,7 +431,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 			if spec.Transaction && ns {
 				return // the commit checks persistence paths instead
 			}
-			p.plan, planErr = planPersistence(spec.Workspace, spec.Protected, loadScan(scanFile(spec)))
+			p.plan, planErr = planPersistence(spec, persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
 		}()
 		go func() {
 			defer wg.Done()
@@ -697,7 +692,8 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 			}
 			if haveExit && last.Kind == msgError {
 				if last.Code == 126 || last.Code == 127 {
-					fmt.Fprintln(os.Stderr, last.Error)
+					// "bash: NAME: command not found": NAME is the command's.
+					fmt.Fprintln(os.Stderr, termfilter.Escape(last.Error))
 					return last.Code, 0, false, nil
 				}
 				return 0, 0, false, errors.New(last.Error)

@@ -55,9 +55,17 @@ type Spec struct {
 	// beneath them, denied ones included (names, not contents). The strict
 	// profile turns it off.
 	ListCarved bool
-	// Protected lists workspace-relative persistence names (".git",
-	// ".envrc", ...); ".git" entries are found at any depth.
+	// Protected lists persistence name patterns (package persist's
+	// built-in ones and the policy's own); they apply at every depth, and
+	// git directories are found by what git takes for one.
 	Protected []string
+	// GitConfigs are the caller's own git config files (~/.gitconfig and
+	// the XDG one): their core.hooksPath and includes reach into
+	// every repository.
+	GitConfigs []string
+	// Umask is the caller's: without a layer, a directory the command
+	// creates is left with no group/other write the umask masks.
+	Umask uint32
 	// Home is the caller's home directory. When the caller is root and
 	// the command runs as an unprivileged host uid, Home is mounted
 	// read-only with an id mapping so the command can read what its user
@@ -125,9 +133,10 @@ type Result struct {
 	Degraded []string
 	// Containment names the mechanism that bounded the process count.
 	Containment string
-	// Persistence lists protected paths the command created and that were
-	// moved out of the workspace after it ended.
-	Persistence []Removed
+	// Persistence lists what the persistence rules did after a run written
+	// straight to the workspace: paths moved out of it, paths kept but
+	// listed for the person, modes narrowed.
+	Persistence []Persisted
 	// Setup is how long preparing the sandbox took.
 	Setup time.Duration
 	// Denials are the accesses the kernel refused the command, exactly,
@@ -172,8 +181,17 @@ func (l *Layer) Close() error {
 	return l.Root.Close()
 }
 
-// Removed is one persistence path created during a run.
-type Removed struct {
-	Path       string `json:"path"`
+// Persisted is one thing the persistence rules did about a path the
+// command left in the workspace.
+type Persisted struct {
+	// Path is workspace-relative.
+	Path string `json:"path"`
+	// Action is "quarantined" (moved to Quarantine), "removed" (deleted:
+	// quarantine is on another file system), "listed" (kept, for the
+	// person to see: agent instructions, a protected name in a package
+	// tree or a new clone), "committed" (the same, after a layer commit)
+	// or "narrowed" (group/other write taken away).
+	Action     string `json:"action"`
+	Why        string `json:"why,omitempty"`
 	Quarantine string `json:"quarantine,omitempty"`
 }

@@ -107,24 +107,24 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 
 // report is the --report JSON (DESIGN.md §3.1).
 type report struct {
-	ExitCode    int                `json:"exit_code"`
-	Attempts    int                `json:"attempts"`
-	LandlockABI int                `json:"landlock_abi"`
-	NetworkMode string             `json:"network_mode"`
-	Isolation   string             `json:"isolation"`
-	Boundaries  []boundary         `json:"boundaries"`
-	Detection   *sandbox.Detection `json:"detection,omitempty"`
-	Degraded    []string           `json:"degraded,omitempty"`
-	Containment string             `json:"containment,omitempty"`
-	TimedOut    bool               `json:"timed_out,omitempty"`
-	Signal      int                `json:"signal,omitempty"`
-	Persistence []sandbox.Removed  `json:"persistence,omitempty"`
-	Transaction *txnReport         `json:"transaction,omitempty"`
-	Session     string             `json:"session,omitempty"`
-	Workspace   string             `json:"workspace,omitempty"`
-	Command     []string           `json:"command,omitempty"`
-	SetupMS     float64            `json:"setup_ms,omitempty"`
-	Error       string             `json:"error,omitempty"`
+	ExitCode    int                 `json:"exit_code"`
+	Attempts    int                 `json:"attempts"`
+	LandlockABI int                 `json:"landlock_abi"`
+	NetworkMode string              `json:"network_mode"`
+	Isolation   string              `json:"isolation"`
+	Boundaries  []boundary          `json:"boundaries"`
+	Detection   *sandbox.Detection  `json:"detection,omitempty"`
+	Degraded    []string            `json:"degraded,omitempty"`
+	Containment string              `json:"containment,omitempty"`
+	TimedOut    bool                `json:"timed_out,omitempty"`
+	Signal      int                 `json:"signal,omitempty"`
+	Persistence []sandbox.Persisted `json:"persistence,omitempty"`
+	Transaction *txnReport          `json:"transaction,omitempty"`
+	Session     string              `json:"session,omitempty"`
+	Workspace   string              `json:"workspace,omitempty"`
+	Command     []string            `json:"command,omitempty"`
+	SetupMS     float64             `json:"setup_ms,omitempty"`
+	Error       string              `json:"error,omitempty"`
 }
 
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -143,7 +143,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	rep := report{Attempts: 0, Boundaries: []boundary{}, Session: f.session, Command: argv}
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		// Errors can carry names the command chose (a path in the layer).
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
 		rep.ExitCode, rep.Error = exitSandboxd, err.Error()
 		writeReport(f.report, rep, stderr)
 		return exitSandboxd
@@ -191,10 +192,30 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	spec.Stdin, spec.Stdout, spec.Stderr = stdin, stdout, stderr
 	var reviewer broker.Reviewer
 	if f.reviewer == "human" {
-		reviewer = &review.Human{}
 		// A person reads this terminal: the command's output to it passes
-		// through a filter that keeps it from faking or hiding a prompt.
-		spec.Stdout, spec.Stderr = filtered(stdout), filtered(stderr)
+		// through a filter that keeps it from faking or hiding a prompt,
+		// and while a question is open its output is held back and its
+		// input (the terminal, relayed) is not read.
+		hold := &termHold{}
+		spec.Stdout, spec.Stderr = hold.filtered(stdout), hold.filtered(stderr)
+		if in, ok := stdin.(*os.File); ok && isTerminal(in) {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return fail(fmt.Errorf("stdin relay: %w", err))
+			}
+			relay := termfilter.NewInput(in, w)
+			hold.hs = append(hold.hs, relay)
+			ictx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				relay.Run(ictx)
+				w.Close()
+			}()
+			defer func() { cancel(); <-done; r.Close() }()
+			spec.Stdin = r
+		}
+		reviewer = &review.Human{Hold: hold}
 	}
 	store := grants.NewStore()
 	b, err := newBroker(env, ws, res, f, log, reviewer, store)
@@ -214,8 +235,11 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		l := pending
 		pending = nil
-		outc, err := commitLayer(ctx, l, &spec, getenv, stderr, log)
+		outc, err := commitLayer(ctx, l, &spec, env, getenv, stderr, log)
 		rep.Transaction.Committed = &outc
+		for _, li := range outc.Listed {
+			rep.Persistence = append(rep.Persistence, sandbox.Persisted{Path: li.Path, Action: "committed", Why: li.Why})
+		}
 		for _, r := range outc.Refused {
 			rep.Boundaries = append(rep.Boundaries, boundary{Attempt: rep.Attempts, Surface: "filesystem", Operation: "persist",
 				Path: filepath.Join(spec.Workspace, r.Path), Decision: "deny", Source: "hard-deny", Rationale: r.Why})
@@ -245,7 +269,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 				rep.Boundaries[i].Grant = "rejected"
 				rep.Boundaries[i].Rationale = err.Error()
 			}
-			fmt.Fprintf(stderr, "sandboxd: not retrying: %v\n", err)
+			fmt.Fprintf(stderr, "sandboxd: not retrying: %s\n", esc(err.Error()))
 			out = prev
 			break
 		}
@@ -258,26 +282,20 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 				err = errors.Join(err, cerr)
 			}
 			if errors.Is(err, sandbox.ErrNoIsolation) && res.Isolation == string(sandbox.Namespaces) {
-				return fail(fmt.Errorf("%v; refusing to run without isolation (--require-isolation or isolation = \"namespaces\")", err))
+				return fail(fmt.Errorf("%w; refusing to run without isolation (--require-isolation or isolation = \"namespaces\")", err))
 			}
 			return fail(err)
 		}
 		rep.Attempts = attempt
 		if attempt == 1 && out.Isolation == sandbox.LandlockOnly {
-			fmt.Fprintf(stderr, "sandboxd: warning: isolation is landlock-only: %s\n", strings.Join(out.Degraded, "; "))
+			fmt.Fprintf(stderr, "sandboxd: warning: isolation is landlock-only: %s\n", esc(strings.Join(out.Degraded, "; ")))
 		}
-		for _, r := range out.Persistence {
-			where := "removed"
-			if r.Quarantine != "" {
-				where = "moved to " + r.Quarantine
-			}
-			fmt.Fprintf(stderr, "sandboxd: the command created the persistence path %s in the workspace; it was %s.\n", r.Path, where)
-		}
+		printPersisted(stderr, spec.Workspace, out.Persistence)
 		rep.ExitCode, rep.TimedOut, rep.Signal = out.ExitCode, out.TimedOut, out.Signal
 		rep.Persistence = append(rep.Persistence, out.Persistence...)
 		rep.Detection = &out.Detection
 		if out.Detection.Lost != 0 {
-			fmt.Fprintf(stderr, "sandboxd: warning: some denials may not have been seen (%s)\n", out.Detection.Why)
+			fmt.Fprintf(stderr, "sandboxd: warning: some denials may not have been seen (%s)\n", esc(out.Detection.Why))
 		}
 		if out.TimedOut {
 			fmt.Fprintf(stderr, "sandboxd: timed out after %s; every process of the command was ended\n", f.timeout)
@@ -338,7 +356,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 			fmt.Fprintln(stderr, "sandboxd: a grant no longer fits what it was given for (the object changed, or it expired); not retrying")
 			break
 		}
-		fmt.Fprintf(stderr, "sandboxd: retrying the same command with exactly: %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(stderr, "sandboxd: retrying the same command with exactly: %s\n", esc(strings.Join(names, ", ")))
 		spec.Exceptions = exceptions
 	}
 	rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
@@ -385,14 +403,38 @@ func currentRequest(req grants.Request) grants.Request {
 	return now
 }
 
-// filtered wraps a terminal in termfilter; other writers pass unchanged.
-func filtered(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok {
-		if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-			return termfilter.New(f)
-		}
+// termHold holds the command's terminal output and input while a person
+// answers a question.
+type termHold struct {
+	hs []review.Holder
+}
+
+func (t *termHold) Hold() {
+	for _, h := range t.hs {
+		h.Hold()
+	}
+}
+
+func (t *termHold) Release() {
+	for i := len(t.hs) - 1; i >= 0; i-- {
+		t.hs[i].Release()
+	}
+}
+
+// filtered wraps a terminal in termfilter (and holds it with t); other
+// writers pass unchanged.
+func (t *termHold) filtered(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		fw := termfilter.New(f)
+		t.hs = append(t.hs, fw)
+		return fw
 	}
 	return w
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // boundary is one entry of the report's boundaries (DESIGN.md §3.1).
@@ -432,7 +474,6 @@ func newBroker(env hostEnv, ws string, p policy.Resolved, f *runFlags, log *slog
 			Own:       []string{filepath.Join(env.configDir, "sandboxd"), state, filepath.Join(env.home, ".local", "share", "sandboxd")},
 			Home:      env.home,
 			Workspace: ws,
-			Protected: p.Protected,
 		},
 		Grants:   store,
 		Reviewer: reviewer,
@@ -475,7 +516,7 @@ func printDenial(w io.Writer, d sandbox.Denial, dec broker.Decision) {
 		target = d.Destination
 	}
 	fmt.Fprintf(w, "sandboxd: denied %s %s\n  why: %s\n  decided by: %s\n  Retrying the same access another way (another path, tool or command) will be denied too.\n",
-		d.Operation, target, dec.Rationale, dec.Source)
+		esc(d.Operation), esc(target), esc(dec.Rationale), esc(string(dec.Source)))
 }
 
 func writeReport(path string, rep report, stderr io.Writer) bool {
@@ -484,7 +525,7 @@ func writeReport(path string, rep report, stderr io.Writer) bool {
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		fmt.Fprintf(stderr, "sandboxd: write report: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: write report: %s\n", esc(err.Error()))
 		return false
 	}
 	return true
@@ -494,10 +535,15 @@ func writeReport(path string, rep report, stderr io.Writer) bool {
 type hostEnv struct {
 	home, configDir, stateBase string
 	environ                    []string
+	// gitConfigs are the caller's own git config files (system, global,
+	// XDG): their hooksPath and includes reach into every repository.
+	gitConfigs []string
+	// umask is the caller's: the commit gives new files no more.
+	umask uint32
 }
 
 func loadEnv(getenv func(string) string) (hostEnv, error) {
-	e := hostEnv{home: getenv("HOME"), environ: os.Environ()}
+	e := hostEnv{home: getenv("HOME"), environ: os.Environ(), umask: readUmask()}
 	if e.home == "" || !filepath.IsAbs(e.home) {
 		return e, errors.New("HOME must be set to an absolute path")
 	}
@@ -510,7 +556,35 @@ func loadEnv(getenv func(string) string) (hostEnv, error) {
 	if x := getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
 		e.stateBase = filepath.Clean(x)
 	}
+	if getenv("GIT_CONFIG_NOSYSTEM") == "" {
+		e.gitConfigs = append(e.gitConfigs, "/etc/gitconfig")
+	}
+	xdg := filepath.Join(e.home, ".config")
+	if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		xdg = filepath.Clean(x)
+	}
+	e.gitConfigs = append(e.gitConfigs, filepath.Join(xdg, "git", "config"), filepath.Join(e.home, ".gitconfig"))
+	if x := getenv("GIT_CONFIG_GLOBAL"); filepath.IsAbs(x) {
+		e.gitConfigs = append(e.gitConfigs, filepath.Clean(x))
+	}
 	return e, nil
+}
+
+// readUmask is the process's umask, read without changing it (umask(2)
+// would, for every thread): /proc/self/status says it. Unknown means the
+// strictest usual one.
+func readUmask() uint32 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return uint32(n) & 0o777
+				}
+			}
+		}
+	}
+	return 0o077
 }
 
 // systemDirs may never be a workspace; those marked true may not contain one.
@@ -632,6 +706,8 @@ func buildSpec(argv []string, cwd, ws string, env hostEnv, p policy.Resolved) (s
 		Deny:       deny,
 		ListCarved: p.Profile != "strict",
 		Protected:  p.Protected,
+		GitConfigs: env.gitConfigs,
+		Umask:      env.umask,
 		Home:       env.home,
 		StateDir:   state,
 		Isolation:  p.Isolation,
@@ -659,4 +735,39 @@ func withEnv(env []string, key, val string) []string {
 		out = append(out, kv)
 	}
 	return append(out, key+"="+val)
+}
+
+// esc shows a string that may come from the command (a path, a host, a
+// rationale quoting one) without letting it control the terminal.
+func esc(s string) string { return termfilter.Escape(s) }
+
+// maxListed is how many listed paths stderr names one by one; the report
+// has them all.
+const maxListed = 10
+
+// printPersisted tells the agent what the persistence rules did after a
+// run written straight to the workspace.
+func printPersisted(w io.Writer, ws string, done []sandbox.Persisted) {
+	listed := 0
+	for _, r := range done {
+		path := esc(filepath.Join(ws, r.Path))
+		switch r.Action {
+		case "quarantined", "removed":
+			where := "it was removed"
+			if r.Quarantine != "" {
+				where = "it was moved to " + esc(r.Quarantine)
+			}
+			fmt.Fprintf(w, "sandboxd: not kept: %s\n  why: %s\n  decided by: hard-deny\n  %s. Writing it another way will be refused too.\n", path, esc(r.Why), where)
+		case "narrowed":
+			fmt.Fprintf(w, "sandboxd: %s: %s\n", path, esc(r.Why))
+		case "listed", "committed":
+			listed++
+			if listed <= maxListed {
+				fmt.Fprintf(w, "sandboxd: note: the command wrote %s (%s)\n", path, esc(r.Why))
+			}
+		}
+	}
+	if listed > maxListed {
+		fmt.Fprintf(w, "sandboxd: note: and %d more such files; the report's persistence list names them all\n", listed-maxListed)
+	}
 }

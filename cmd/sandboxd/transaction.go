@@ -35,7 +35,7 @@ type txnReport struct {
 
 // commitLayer commits the final attempt's layer into the workspace and
 // tells the agent, on stderr, everything that was not committed as is.
-func commitLayer(ctx context.Context, l *sandbox.Layer, spec *sandbox.Spec, getenv func(string) string, stderr io.Writer, log *slog.Logger) (layer.Outcome, error) {
+func commitLayer(ctx context.Context, l *sandbox.Layer, spec *sandbox.Spec, env hostEnv, getenv func(string) string, stderr io.Writer, log *slog.Logger) (layer.Outcome, error) {
 	defer l.Close()
 	fd, err := unix.Openat(int(l.Root.Fd()), "upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -46,24 +46,38 @@ func commitLayer(ctx context.Context, l *sandbox.Layer, spec *sandbox.Spec, gete
 	out, err := layer.Commit(ctx, layer.Source{Upper: upper, Started: l.Started,
 		HostUID: l.HostUID, HostGID: l.HostGID, UID: l.UID, GID: l.GID},
 		layer.Options{Workspace: spec.Workspace, StateDir: spec.StateDir, RunID: newID(),
-			Protected: spec.Protected, Log: log, CrashAt: getenv(crashEnv)})
+			Protected: spec.Protected, Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...),
+			Home: spec.Home, GitConfigs: spec.GitConfigs, Umask: env.umask,
+			Log: log, CrashAt: getenv(crashEnv)})
+	ws := func(p string) string { return esc(filepath.Join(spec.Workspace, p)) }
 	for _, r := range out.Refused {
 		fmt.Fprintf(stderr, "sandboxd: not committed: %s\n  why: %s\n  decided by: hard-deny\n  The command's other changes were committed. Writing it another way will be refused too.\n",
-			filepath.Join(spec.Workspace, r.Path), r.Why)
+			ws(r.Path), esc(r.Why))
 	}
 	for _, s := range out.Skipped {
-		fmt.Fprintf(stderr, "sandboxd: not committed: %s (%s)\n", filepath.Join(spec.Workspace, s.Path), s.Why)
+		fmt.Fprintf(stderr, "sandboxd: not committed: %s (%s)\n", ws(s.Path), esc(s.Why))
 	}
 	for _, c := range out.Conflicts {
-		msg := fmt.Sprintf("sandboxd: conflict at %s: %s", filepath.Join(spec.Workspace, c.Path), c.Why)
+		msg := fmt.Sprintf("sandboxd: conflict at %s: %s", ws(c.Path), esc(c.Why))
 		if c.SavedAs != "" {
-			msg += "; the command's version is saved as " + filepath.Join(spec.Workspace, c.SavedAs)
+			msg += "; the command's version is saved as " + ws(c.SavedAs)
 		}
 		fmt.Fprintln(stderr, msg)
 	}
 	for _, p := range out.Stripped {
-		fmt.Fprintf(stderr, "sandboxd: committed %s without its setuid/setgid bits\n", filepath.Join(spec.Workspace, p))
+		fmt.Fprintf(stderr, "sandboxd: committed %s without its setuid/setgid bits\n", ws(p))
 	}
+	for _, m := range out.Modes {
+		fmt.Fprintf(stderr, "sandboxd: committed %s %s\n", ws(m.Path), esc(m.Why))
+	}
+	for _, g := range out.Shared {
+		fmt.Fprintf(stderr, "sandboxd: %s is a shared repository (group-writable before the run): the group write of what the command wrote there was kept\n", esc(g))
+	}
+	var listed []sandbox.Persisted
+	for _, li := range out.Listed {
+		listed = append(listed, sandbox.Persisted{Path: li.Path, Action: "committed", Why: li.Why})
+	}
+	printPersisted(stderr, spec.Workspace, listed)
 	if err != nil {
 		return out, fmt.Errorf("commit: %w (the workspace is untouched or, after `sandboxd recover`, fully committed)", err)
 	}
@@ -75,12 +89,12 @@ func recoverCommits(stateDir string, stderr io.Writer, log *slog.Logger) []layer
 	rec, err := layer.Recover(stateDir, log)
 	for _, r := range rec {
 		if r.Err == "" {
-			fmt.Fprintf(stderr, "sandboxd: an interrupted commit to %s was %s\n", r.Workspace, r.Action)
+			fmt.Fprintf(stderr, "sandboxd: an interrupted commit to %s was %s\n", esc(r.Workspace), esc(r.Action))
 		}
 		printRecoveryConflicts(stderr, r)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: recovery: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: recovery: %s\n", esc(err.Error()))
 	}
 	return rec
 }
@@ -106,7 +120,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintln(stdout, string(b))
 	} else {
 		for _, r := range rec {
-			fmt.Fprintf(stdout, "%s: commit %s %s (%d ops)\n", r.Workspace, r.RunID, r.Action, r.Ops)
+			fmt.Fprintf(stdout, "%s: commit %s %s (%d ops)\n", esc(r.Workspace), esc(r.RunID), esc(r.Action), r.Ops)
 			printRecoveryConflicts(stdout, r)
 		}
 		if len(rec) == 0 {
@@ -114,7 +128,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: recover: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: recover: %s\n", esc(err.Error()))
 		return 1
 	}
 	return 0
@@ -123,7 +137,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 // printRecoveryConflicts names what a recovered commit left alone.
 func printRecoveryConflicts(w io.Writer, r layer.Recovered) {
 	for _, c := range r.Conflicts {
-		fmt.Fprintf(w, "  not committed: %s: %s\n", filepath.Join(r.Workspace, c.Path), c.Why)
+		fmt.Fprintf(w, "  not committed: %s: %s\n", esc(filepath.Join(r.Workspace, c.Path)), esc(c.Why))
 	}
 }
 

@@ -1,0 +1,497 @@
+package persist
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/gitconfig"
+)
+
+// Change is what happened at a path.
+type Change int
+
+const (
+	// File: a regular file was created or changed.
+	File Change = iota
+	// Dir: a directory was created, or its metadata changed.
+	Dir
+	// Symlink: a symlink was created or changed.
+	Symlink
+	// Remove: the entry was removed.
+	Remove
+)
+
+// Action is what becomes of a change.
+type Action int
+
+const (
+	// Keep: commit it.
+	Keep Action = iota
+	// List: commit it, and list it for the person (report and stderr);
+	// never reviewed, never counted by the circuit breaker.
+	List
+	// Refuse: never commit it (a persist boundary, hard-denied).
+	Refuse
+)
+
+// Verdict is the decision for one change, and why.
+type Verdict struct {
+	Action Action
+	Why    string
+}
+
+// Config is what a Checker needs to know.
+type Config struct {
+	// Workspace is the absolute, symlink-free workspace path.
+	Workspace string
+	// Final is the workspace as the change would leave it; Before as it
+	// was. Paths outside the workspace read the host in both.
+	Final, Before FS
+	// Names are the persistence names (NewMatcher(Names(extra))).
+	Names *Matcher
+	// Unguarded are absolute roots outside the workspace that the command
+	// wrote straight through, unchecked (the private caches, extra
+	// writable roots): a repository there may hold anything.
+	Unguarded []string
+	// StartRepos are the repositories the workspace held before
+	// (Scan.Repos); their configs name other files.
+	StartRepos []Repo
+	// Home is the caller's home ("~" in git config); GlobalConfigs are
+	// the caller's own git config files (~/.gitconfig, XDG), whose
+	// core.hooksPath and include.path apply to every repository.
+	Home          string
+	GlobalConfigs []string
+	// Umask is the caller's: new files get no mode bits it masks.
+	Umask uint32
+}
+
+// Checker decides changes to one workspace. It memoizes what it reads,
+// so it belongs to one commit or one sweep; it is not safe for concurrent
+// use.
+type Checker struct {
+	cfg     Config
+	gitDir  map[string]bool // memo: is this (absolute) directory a git directory in Final
+	wasGit  map[string]bool // memo: in Before
+	named   map[string]bool // memo: isOrNamed
+	roles   map[string]role // absolute path → what a start repository's config makes it
+	rolesOK bool
+	shared  map[string]uint32 // memo: group/other write bits a git directory may keep
+	kept    map[string]bool   // git directories whose sharing kept a write bit
+}
+
+// role is what a path is to a repository that existed before.
+type role struct {
+	kind  roleKind
+	owner string // the git directory (absolute)
+	why   string
+}
+
+type roleKind int
+
+const (
+	roleConfig        roleKind = iota // a config file git reads for the repository
+	roleHooks                         // the hooks directory (only *.sample may change)
+	roleHooksPath                     // a core.hooksPath target (nothing may change)
+	roleWorktreeHooks                 // a hooksPath that is a work tree: hook names may not change
+)
+
+// NewChecker returns a Checker for cfg.
+func NewChecker(cfg Config) *Checker {
+	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, shared: map[string]uint32{}, kept: map[string]bool{}}
+}
+
+func (c *Checker) abs(rel string) string {
+	if rel == "" || rel == "." {
+		return c.cfg.Workspace
+	}
+	return c.cfg.Workspace + "/" + rel
+}
+
+// Check decides the change k at rel (workspace-relative).
+func (c *Checker) Check(rel string, k Change) Verdict {
+	var v Verdict
+	worse := func(x Verdict) {
+		if x.Action > v.Action {
+			v = x
+		}
+	}
+	parts := strings.Split(rel, "/")
+	// Every git directory on the way, not only the innermost: a hooks
+	// directory turned into a repository of its own is still hooks.
+	for i := 0; i <= len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		if i == len(parts) {
+			// rel itself, replaced or removed: was it a repository?
+			if parts[i-1] != ".git" && !c.was(dir) && !c.is(dir) {
+				continue
+			}
+		} else if !c.isOrNamed(dir) {
+			continue
+		}
+		worse(c.gitRule(dir, strings.Join(parts[i:], "/"), k))
+		if v.Action == Refuse {
+			return v
+		}
+	}
+	worse(c.roleRule(rel, k))
+	if v.Action == Refuse {
+		return v
+	}
+	if n, at, ok := c.cfg.Names.Match(rel); ok {
+		switch {
+		case n.Kind == Instruction && k != Remove:
+			worse(Verdict{List, n.Pattern + ": " + n.Why()})
+		case n.Kind == Instruction:
+		case c.exempt(rel, at) != "":
+			worse(Verdict{List, n.Pattern + ": " + n.Why() + "; committed because it is " + c.exempt(rel, at)})
+		default:
+			worse(Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why()})
+		}
+	}
+	return v
+}
+
+// exempt says why a protected name at element at of rel is committed
+// anyway: it lies in a package-manager tree or in a repository the
+// command cloned (new in this run, with a remote); "" when it is not.
+func (c *Checker) exempt(rel string, at int) string {
+	if t, ok := InPackageTree(rel, at); ok {
+		return "inside " + t + ", a package manager's tree"
+	}
+	parts := strings.Split(rel, "/")
+	for j := 1; j <= at; j++ {
+		w := strings.Join(parts[:j], "/")
+		if _, err := c.cfg.Before.Lstat(c.abs(w)); err == nil {
+			continue // the directory was there before: not the command's own
+		}
+		if d, v := Discover(c.cfg.Final, c.abs(w)); v == GitDir && !d.Bare && cloned(c.cfg.Final, d.GitDir) {
+			return "inside " + w + ", a repository the command cloned"
+		}
+	}
+	return ""
+}
+
+// cloned reports a repository made by git clone: its config names a
+// remote with a URL (git init makes none).
+func cloned(fsys FS, gd string) bool {
+	b, err := readFollow(fsys, gd+"/config", gitconfig.MaxSize)
+	if err != nil {
+		return false
+	}
+	ents, err := gitconfig.Parse(b)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Section == "remote" && e.Subsection != "" && e.Key == "url" && e.Value != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// is reports whether the workspace directory rel is a git directory in
+// the final tree (or git would stop on it).
+func (c *Checker) is(rel string) bool {
+	p := c.abs(rel)
+	v, ok := c.gitDir[p]
+	if !ok {
+		v = IsGitDir(c.cfg.Final, p) != NotGitDir
+		c.gitDir[p] = v
+	}
+	return v
+}
+
+// was is is for the tree before.
+func (c *Checker) was(rel string) bool {
+	p := c.abs(rel)
+	v, ok := c.wasGit[p]
+	if !ok {
+		v = IsGitDir(c.cfg.Before, p) != NotGitDir
+		c.wasGit[p] = v
+	}
+	return v
+}
+
+// isOrNamed: a git directory now or before; or named ".git", or a
+// worktree or submodule directory inside a git directory (worktrees/<id>,
+// modules/.../<name> with a HEAD), whatever it holds: one that is not a
+// repository yet is one after `git init` or one more file.
+func (c *Checker) isOrNamed(rel string) bool {
+	if v, ok := c.named[rel]; ok {
+		return v
+	}
+	v := filepath.Base(rel) == ".git" || c.is(rel) || c.was(rel) || c.inner(rel)
+	c.named[rel] = v
+	return v
+}
+
+// inner reports a worktree or submodule git directory by its place.
+func (c *Checker) inner(rel string) bool {
+	parts := strings.Split(rel, "/")
+	for i := len(parts) - 2; i >= 0; i-- {
+		switch parts[i] {
+		case "worktrees":
+			if i == len(parts)-2 && c.isOrNamed(strings.Join(parts[:i], "/")) {
+				return true
+			}
+		case "modules":
+			if c.isOrNamed(strings.Join(parts[:i], "/")) {
+				for _, view := range []FS{c.cfg.Final, c.cfg.Before} {
+					if _, err := view.Lstat(c.abs(rel) + "/HEAD"); err == nil {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// gitRule decides a change at rest inside the git directory gd.
+func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
+	name := gd
+	if name == "" {
+		name = "the workspace"
+	}
+	refuse := func(why string) Verdict { return Verdict{Refuse, why} }
+	first, sub, _ := strings.Cut(rest, "/")
+	switch {
+	case k == Remove:
+		// Deleting runs nothing; everything that stays is checked.
+		return Verdict{}
+	case rest == "":
+		if k != Dir {
+			return refuse(name + " is a git directory and would become a redirect: git would take its hooks and config from elsewhere")
+		}
+	case rest == "hooks":
+		if k != Dir {
+			return refuse(name + "/hooks must stay a directory")
+		}
+	case first == "hooks":
+		if k == File && strings.HasSuffix(sub, ".sample") && !strings.Contains(sub, "/") {
+			return Verdict{}
+		}
+		return refuse("a git hook in " + name + " runs outside the sandbox")
+	case rest == "commondir":
+		return refuse("commondir points git at another repository's hooks and config")
+	case rest == "config" || rest == "config.worktree":
+		return c.configChange(c.abs(joinRel(gd, rest)), k, gd)
+	case sequencerDir(first) && sub != "":
+		return c.stateFile(gd, rest, k, "is sequencer state", func(b []byte) (string, bool) {
+			return stateRisk(first, filepath.Base(sub), b)
+		})
+	case (first == "remotes" || first == "branches") && sub != "" && !strings.Contains(sub, "/"):
+		return c.stateFile(gd, rest, k, "names a remote", func(b []byte) (string, bool) {
+			for _, u := range remoteURLs(first, b) {
+				if why, bad := c.urlRisk(u, gd); bad {
+					return joinRel(gd, rest) + ": " + why, true
+				}
+			}
+			return "", false
+		})
+	case rest == "objects/info/alternates":
+		if k != File {
+			return refuse(joinRel(gd, rest) + " must stay a plain file")
+		}
+		b, _ := c.cfg.Final.ReadFile(c.abs(joinRel(gd, rest)), gitfileLimit)
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line[0] == '#' {
+				continue
+			}
+			if c.plantable(line, c.abs(joinRel(gd, "objects"))) {
+				return refuse(joinRel(gd, rest) + " borrows objects from a repository the command could write outside the workspace; git runs that repository's config when it fetches")
+			}
+		}
+	case rest == "HEAD" || rest == "objects" || rest == "refs":
+		// These make gd a repository; if it was not one, what it already
+		// holds (config, hooks) would start to count.
+		if !c.was(gd) {
+			if why, bad := c.dormant(gd); bad {
+				return refuse("this would make " + name + " a git repository, and " + why)
+			}
+		}
+	}
+	return Verdict{}
+}
+
+// stateFile checks a file of state git reads later (k is a change that is
+// not a removal): a symlink is refused (what it points at could change
+// unchecked), a file's content judged by risk.
+func (c *Checker) stateFile(gd, rest string, k Change, what string, risk func([]byte) (string, bool)) Verdict {
+	p := joinRel(gd, rest)
+	switch k {
+	case Symlink:
+		return Verdict{Refuse, p + " " + what + " and must stay a plain file"}
+	case File:
+		b, err := c.cfg.Final.ReadFile(c.abs(p), gitfileLimit)
+		if err != nil {
+			return Verdict{Refuse, "cannot read " + p + ": " + err.Error()}
+		}
+		if why, bad := risk(b); bad {
+			return Verdict{Refuse, why}
+		}
+	}
+	return Verdict{}
+}
+
+// dormant checks what a directory that becomes a git directory already
+// held before: its config and hooks were just files until now.
+func (c *Checker) dormant(gd string) (string, bool) {
+	before := c.cfg.Before
+	dir := c.abs(gd)
+	for _, f := range []string{"config", "config.worktree"} {
+		b, err := readFollow(before, filepath.Join(dir, f), gitconfig.MaxSize)
+		if err != nil {
+			continue
+		}
+		ents, err := gitconfig.Parse(b)
+		if err != nil {
+			return "its " + f + " cannot be parsed", true
+		}
+		for _, e := range ents {
+			if why, bad := gitconfig.ExecCapable(e); bad {
+				return "its " + f + " has " + entryName(e) + ": " + why, true
+			}
+		}
+	}
+	if _, err := before.Lstat(filepath.Join(dir, "commondir")); err == nil {
+		return "it has a commondir", true
+	}
+	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
+		for _, f := range []string{"git-rebase-todo", "todo", "strategy", "opts"} {
+			if b, err := readFollow(before, filepath.Join(dir, sd, f), gitfileLimit); err == nil {
+				if why, bad := stateRisk(sd, f, b); bad {
+					return why, true
+				}
+			}
+		}
+	}
+	if st, err := before.Lstat(filepath.Join(dir, "hooks")); err == nil {
+		if !st.IsDir() {
+			return "its hooks is not a directory", true
+		}
+		if names, ok := before.(lister); ok {
+			ents, err := names.ReadDir(filepath.Join(dir, "hooks"))
+			if err != nil {
+				return "its hooks cannot be read", true
+			}
+			for _, n := range ents {
+				if !strings.HasSuffix(n, ".sample") {
+					return "its hooks directory holds " + n, true
+				}
+			}
+		} else {
+			return "it has a hooks directory", true
+		}
+	}
+	return "", false
+}
+
+// lister is an FS that can list a directory.
+type lister interface {
+	ReadDir(path string) ([]string, error)
+}
+
+// configChange refuses a git config file change that adds anything able
+// to run a program, or a URL into a place the command could fill.
+func (c *Checker) configChange(p string, k Change, gd string) Verdict {
+	rel := strings.TrimPrefix(strings.TrimPrefix(p, c.cfg.Workspace), "/")
+	if k == Remove {
+		return Verdict{}
+	}
+	if k != File {
+		return Verdict{Refuse, rel + " is git config and must stay a plain file"}
+	}
+	b, err := c.cfg.Final.ReadFile(p, gitconfig.MaxSize+1)
+	if err != nil {
+		return Verdict{Refuse, "cannot read " + rel + ": " + err.Error()}
+	}
+	now, err := gitconfig.Parse(b)
+	if err != nil {
+		return Verdict{Refuse, "git config " + rel + " cannot be parsed (" + err.Error() + ")"}
+	}
+	var before []gitconfig.Entry
+	if old, err := c.cfg.Before.ReadFile(p, gitconfig.MaxSize); err == nil {
+		before, _ = gitconfig.Parse(old)
+	}
+	if added := gitconfig.Compare(before, now); len(added) > 0 {
+		why, _ := gitconfig.ExecCapable(added[0])
+		return Verdict{Refuse, "git config " + rel + " gains " + entryName(added[0]) + ": " + why}
+	}
+	had := map[string]bool{}
+	for _, e := range before {
+		if u, ok := gitconfig.URL(e); ok {
+			had[u] = true
+		}
+	}
+	for _, e := range now {
+		if u, ok := gitconfig.URL(e); ok && !had[u] {
+			if why, bad := c.urlRisk(u, gd); bad {
+				return Verdict{Refuse, "git config " + rel + " gains " + entryName(e) + ": " + why}
+			}
+		}
+	}
+	return Verdict{}
+}
+
+// urlRisk: a local-path URL into a place outside the workspace that the
+// command could write: pushing there runs that repository's hooks.
+func (c *Checker) urlRisk(u, gd string) (string, bool) {
+	if _, ok := gitconfig.LocalPath(u); !ok {
+		e := gitconfig.Entry{Section: "remote", Subsection: "x", Key: "url", Value: u}
+		if why, bad := gitconfig.ExecCapable(e); bad {
+			return u + " " + why, true
+		}
+		return "", false
+	}
+	p, _ := gitconfig.LocalPath(u)
+	// Relative to where git runs: the work tree or the git directory.
+	for _, base := range []string{filepath.Dir(c.abs(gd)), c.abs(gd)} {
+		if c.plantable(p, base) {
+			return "it points at " + p + ", where the command could have planted a repository whose hooks run on push", true
+		}
+	}
+	return "", false
+}
+
+// plantable reports whether path (absolute, "~/...", or relative to base)
+// resolves into an unguarded root.
+func (c *Checker) plantable(path, base string) bool {
+	switch {
+	case strings.HasPrefix(path, "~/") && c.cfg.Home != "":
+		path = c.cfg.Home + path[1:]
+	case !filepath.IsAbs(path):
+		path = base + "/" + path
+	}
+	for _, view := range []FS{c.cfg.Final, c.cfg.Before} {
+		r, err := Resolve(view, path, true)
+		if err != nil {
+			continue
+		}
+		for _, u := range c.cfg.Unguarded {
+			if r == u || strings.HasPrefix(r, u+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func entryName(e gitconfig.Entry) string {
+	if e.Subsection != "" {
+		return e.Section + "." + e.Subsection + "." + e.Key
+	}
+	return e.Section + "." + e.Key
+}
+
+func joinRel(dir, rest string) string {
+	switch {
+	case dir == "":
+		return rest
+	case rest == "":
+		return dir
+	}
+	return dir + "/" + rest
+}

@@ -1,0 +1,269 @@
+package persist
+
+import (
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/gitconfig"
+)
+
+// Files a repository's config makes special, wherever they are: its config
+// files (and the files they include), its hooks directory, and its
+// core.hooksPath. A command cannot add such a reference (the config entries
+// are exec-capable and refused), so only those the workspace's
+// repositories and the caller's own git config had before count; they
+// are resolved in the tree before and after, and both count.
+
+// HookNames are the hooks git runs (githooks(5)): what a hooksPath that
+// is a work tree itself may not gain. A fresh slice.
+func HookNames() []string {
+	return []string{"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit",
+		"pre-merge-commit", "prepare-commit-msg", "commit-msg", "post-commit",
+		"pre-rebase", "post-checkout", "post-merge", "pre-push",
+		"pre-receive", "update", "proc-receive", "post-receive",
+		"post-update", "reference-transaction", "push-to-checkout", "pre-auto-gc",
+		"post-rewrite", "sendemail-validate", "fsmonitor-watchman",
+		"p4-changelist", "p4-prepare-changelist", "p4-post-changelist",
+		"p4-pre-submit", "post-index-change"}
+}
+
+func hookName(n string) bool { return slices.Contains(HookNames(), n) }
+
+// maxIncludeDepth is git's limit on nested includes.
+const maxIncludeDepth = 10
+
+func (c *Checker) addRole(p string, r role) {
+	if p != c.cfg.Workspace && !strings.HasPrefix(p, c.cfg.Workspace+"/") {
+		return // outside the workspace: not the commit's to write
+	}
+	if old, ok := c.roles[p]; ok && old.kind <= r.kind {
+		return
+	}
+	c.roles[p] = r
+}
+
+// loadRoles finds every role, once.
+func (c *Checker) loadRoles() {
+	if c.rolesOK {
+		return
+	}
+	c.rolesOK = true
+	for _, view := range []FS{c.cfg.Before, c.cfg.Final} {
+		var global []gitconfig.Entry
+		for _, g := range c.cfg.GlobalConfigs {
+			global = append(global, c.configRoles(view, g, "", "your git config", 0)...)
+		}
+		for _, r := range c.cfg.StartRepos {
+			c.repoRoles(view, r, global)
+		}
+	}
+}
+
+// repoRoles adds the roles of the repository r in view.
+func (c *Checker) repoRoles(view FS, r Repo, global []gitconfig.Entry) {
+	gd := r.GitDir
+	rel := strings.TrimPrefix(strings.TrimPrefix(gd, c.cfg.Workspace), "/")
+	if rel == "" {
+		rel = "the workspace"
+	}
+	common, v := CommonDir(view, gd)
+	if v != GitDir {
+		common = gd
+	}
+	var ents []gitconfig.Entry
+	for _, f := range []string{gd + "/config", gd + "/config.worktree", common + "/config"} {
+		ents = append(ents, c.configRoles(view, f, gd, "config of "+rel, 0)...)
+	}
+	if h, err := Resolve(view, common+"/hooks", true); err == nil {
+		c.addRole(h, role{roleHooks, gd, "the hooks of " + rel + " run outside the sandbox"})
+	}
+	trees := worktrees(view, gd, ents)
+	if r.Dotgit {
+		trees = append(trees, joinPath(c.cfg.Workspace, r.At))
+	}
+	for _, e := range append(ents, global...) {
+		if e.Section != "core" || e.Key != "hookspath" || e.Value == "" {
+			continue
+		}
+		bases := trees
+		switch {
+		case strings.HasPrefix(e.Value, "~/") && c.cfg.Home != "":
+			bases = []string{c.cfg.Home}
+		case filepath.IsAbs(e.Value):
+			bases = []string{"/"}
+		}
+		v := strings.TrimPrefix(e.Value, "~/")
+		for _, b := range bases {
+			t, err := Resolve(view, b+"/"+v, true)
+			if err != nil {
+				continue
+			}
+			why := "core.hooksPath of " + rel + " names it: git runs hooks from it"
+			if isTree(t, trees) {
+				c.addRole(t, role{roleWorktreeHooks, gd, why})
+			} else {
+				c.addRole(t, role{roleHooksPath, gd, why})
+			}
+		}
+	}
+}
+
+func isTree(p string, trees []string) bool {
+	for _, t := range trees {
+		if p == t {
+			return true
+		}
+	}
+	return false
+}
+
+// worktrees are the directories a relative core.hooksPath of gd may be
+// relative to: its work tree(s), or gd itself when bare.
+func worktrees(view FS, gd string, ents []gitconfig.Entry) []string {
+	out := []string{gd}
+	if filepath.Base(gd) == ".git" {
+		out = append(out, filepath.Dir(gd))
+	}
+	for _, e := range ents {
+		if e.Section == "core" && e.Key == "worktree" && e.Value != "" {
+			p := e.Value
+			if !filepath.IsAbs(p) {
+				p = gd + "/" + p
+			}
+			if r, err := Resolve(view, p, true); err == nil {
+				out = append(out, r)
+			}
+		}
+	}
+	// A linked worktree's git directory names its .git file.
+	if b, err := readFollow(view, gd+"/gitdir", 4096); err == nil {
+		p := strings.TrimRight(string(b), "\r\n")
+		if !filepath.IsAbs(p) {
+			p = gd + "/" + p
+		}
+		if r, err := Resolve(view, filepath.Dir(p), true); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// configRoles adds the config file f (and what it includes) as roles of gd
+// and returns its entries. Relative includes are relative to the
+// including file's directory, as git opened it.
+func (c *Checker) configRoles(view FS, f, gd, why string, depth int) []gitconfig.Entry {
+	if depth > maxIncludeDepth {
+		return nil
+	}
+	if r, err := Resolve(view, f, true); err == nil {
+		c.addRole(r, role{roleConfig, gd, why})
+	}
+	b, err := readFollow(view, f, gitconfig.MaxSize)
+	if err != nil {
+		return nil
+	}
+	ents, err := gitconfig.Parse(b)
+	if err != nil {
+		return nil
+	}
+	out := ents
+	for _, e := range ents {
+		if (e.Section == "include" || e.Section == "includeif") && e.Key == "path" && e.Value != "" {
+			p := e.Value
+			switch {
+			case strings.HasPrefix(p, "~/") && c.cfg.Home != "":
+				p = c.cfg.Home + p[1:]
+			case !filepath.IsAbs(p):
+				p = filepath.Dir(f) + "/" + p
+			}
+			out = append(out, c.configRoles(view, p, gd, "included by "+why, depth+1)...)
+		}
+	}
+	return out
+}
+
+// roleRule decides a change at rel against the roles.
+func (c *Checker) roleRule(rel string, k Change) Verdict {
+	c.loadRoles()
+	if len(c.roles) == 0 {
+		return Verdict{}
+	}
+	p := c.abs(rel)
+	for q := p; ; q = filepath.Dir(q) {
+		if r, ok := c.roles[q]; ok {
+			if v := c.applyRole(r, q, p, k); v.Action != Keep {
+				return v
+			}
+		}
+		if q == c.cfg.Workspace || q == "/" {
+			break
+		}
+	}
+	return Verdict{}
+}
+
+func (c *Checker) applyRole(r role, at, p string, k Change) Verdict {
+	gd := strings.TrimPrefix(strings.TrimPrefix(r.owner, c.cfg.Workspace), "/")
+	switch r.kind {
+	case roleConfig:
+		if at == p {
+			return c.configChange(p, k, gd)
+		}
+	case roleHooks:
+		switch {
+		case k == Remove:
+		case at == p:
+			if k != Dir {
+				return Verdict{Refuse, r.why + "; it must stay a directory"}
+			}
+		case k == File && strings.HasSuffix(p, ".sample") && filepath.Dir(p) == at:
+		default:
+			return Verdict{Refuse, r.why}
+		}
+	case roleHooksPath:
+		if k != Remove {
+			return Verdict{Refuse, r.why}
+		}
+	case roleWorktreeHooks:
+		if k != Remove && filepath.Dir(p) == at && hookName(filepath.Base(p)) {
+			return Verdict{Refuse, r.why}
+		}
+	}
+	return Verdict{}
+}
+
+// RoleKind says what a start repository's config makes a path.
+type RoleKind int
+
+const (
+	// ConfigFile: git reads it as the repository's config.
+	ConfigFile RoleKind = iota
+	// HooksDir: the repository's hooks directory.
+	HooksDir
+	// HooksPath: a core.hooksPath directory.
+	HooksPath
+	// WorktreeHooks: a core.hooksPath that is a work tree; only the hook
+	// names in it are hooks.
+	WorktreeHooks
+)
+
+// RolePath is one path a repository's config makes special.
+type RolePath struct {
+	Path  string // absolute, inside the workspace
+	Kind  RoleKind
+	Owner string // the git directory, absolute
+}
+
+// Roles lists the workspace paths the start repositories' config (and the
+// caller's own) make special, sorted.
+func (c *Checker) Roles() []RolePath {
+	c.loadRoles()
+	var out []RolePath
+	for p, r := range c.roles {
+		out = append(out, RolePath{Path: p, Kind: RoleKind(r.kind), Owner: r.owner})
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
+	return out
+}

@@ -1,0 +1,451 @@
+package persist
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/gob"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The rules need every git directory in the workspace, at any depth and
+// under any name, and every protected name, before each run and again
+// after it. Reading every directory of a large workspace (node_modules)
+// costs ~1 µs an entry, so a scan remembers each directory's inode and
+// ctime and reads a directory again only when they changed: adding,
+// removing or renaming an entry always moves a directory's ctime, and no
+// unprivileged process can set a ctime back. Contents are never trusted
+// from memory: whether a directory with a HEAD is a repository is asked
+// again (IsGitDir) every time. The memory of the last scan is kept in
+// sandboxd's state directory, which the sandbox can neither read nor
+// write.
+
+// maxScanDirs bounds a scan.
+const maxScanDirs = 500_000
+
+// DirInfo is what a scan knows of one directory.
+type DirInfo struct {
+	Ino   uint64
+	Ctime int64 // ns; 0 when too recent to trust (coarse clocks)
+	// Mode is the directory's permission bits.
+	Mode uint32
+	// Subdirs are the children to descend into (not .git, not symlinks).
+	Subdirs []string
+	// Marks are the entries that may matter: ".git", what makes a git
+	// directory (HEAD, objects, refs, commondir), and every entry a
+	// persistence name may begin with.
+	Marks []string
+}
+
+// Scan is one scan of a workspace. Paths are workspace-relative; the
+// root is "".
+type Scan struct {
+	Dev uint64
+	// Key identifies the names the marks were taken for.
+	Key  string
+	Dirs map[string]DirInfo
+	// fresh reports whether the scan read any directory again (or had no
+	// memory to start from): only then is it worth saving.
+	fresh bool
+}
+
+// ScanWorkspace walks ws, trusting prev for every directory whose inode
+// and ctime are unchanged. Directories on other file systems, symlinks and
+// the insides of git directories are not entered.
+func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
+	var root unix.Stat_t
+	if err := unix.Lstat(ws, &root); err != nil {
+		return nil, fmt.Errorf("scan workspace: %w", err)
+	}
+	s := &Scan{Dev: root.Dev, Key: m.key(), Dirs: map[string]DirInfo{}, fresh: prev == nil || len(prev.Dirs) == 0}
+	var old map[string]DirInfo
+	if prev != nil && prev.Dev == root.Dev && prev.Key == s.Key {
+		old = prev.Dirs
+	} else {
+		s.fresh = true
+	}
+	recent := time.Now().Add(-2 * time.Second).UnixNano()
+	stack := []string{""}
+	for len(stack) > 0 {
+		rel := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if len(s.Dirs) >= maxScanDirs {
+			return nil, fmt.Errorf("workspace has more than %d directories; choose a narrower --workspace", maxScanDirs)
+		}
+		path := joinPath(ws, rel)
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != root.Dev {
+			continue
+		}
+		ctime := st.Ctim.Nano()
+		info, ok := old[rel]
+		if !ok || info.Ino != st.Ino || info.Ctime == 0 || info.Ctime != ctime {
+			s.fresh = true
+			var err error
+			info, err = readDirInfo(path, m)
+			if err != nil {
+				if rel == "" {
+					return nil, fmt.Errorf("scan workspace: %w", err)
+				}
+				continue // unreadable corners cannot hold anything we could protect
+			}
+			info.Ino = st.Ino
+			if ctime < recent {
+				info.Ctime = ctime
+			}
+		}
+		info.Mode = st.Mode & 0o7777
+		s.Dirs[rel] = info
+		if rel != "" && info.marked("HEAD") && IsGitDir(Host{}, path) != NotGitDir {
+			continue // a git directory's insides are not a workspace
+		}
+		for _, sub := range info.Subdirs {
+			stack = append(stack, joinRel(rel, sub))
+		}
+	}
+	return s, nil
+}
+
+func joinPath(ws, rel string) string {
+	if rel == "" {
+		return ws
+	}
+	return ws + "/" + rel
+}
+
+func (d DirInfo) marked(name string) bool {
+	for _, m := range d.Marks {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+func readDirInfo(path string, m *Matcher) (DirInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return DirInfo{}, err
+	}
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return DirInfo{}, err
+	}
+	var info DirInfo
+	for _, e := range entries {
+		name := e.Name()
+		if gitMark(name) || m.Starts(name) {
+			info.Marks = append(info.Marks, name)
+		}
+		if name != ".git" && e.Type().IsDir() {
+			info.Subdirs = append(info.Subdirs, name)
+		}
+	}
+	return info, nil
+}
+
+// key names the matcher's patterns, so a scan taken for other names is
+// not trusted.
+func (m *Matcher) key() string {
+	h := sha256.New()
+	for _, n := range m.names {
+		fmt.Fprintf(h, "%d %s\n", n.Kind, n.Pattern)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// Repo is one repository a scan found.
+type Repo struct {
+	// At is the workspace directory it was found in (for a .git entry,
+	// the work tree; for a bare one, the git directory itself).
+	At string
+	// GitDir is the git directory, absolute and resolved (it may lie
+	// outside the workspace, through a gitfile or a symlink).
+	GitDir string
+	// Dotgit is set when it was found through an entry named .git; Gitfile
+	// when that entry is a "gitdir:" file.
+	Dotgit, Gitfile bool
+}
+
+// Repos lists the repositories the scan found, as git would find them
+// now (fsys, normally Host), with the submodule and worktree git
+// directories inside them. Sorted by At, then GitDir.
+func (s *Scan) Repos(ws string, fsys FS) []Repo {
+	var out []Repo
+	seen := map[string]bool{}
+	add := func(r Repo) {
+		// One git directory can serve several work trees.
+		if k := r.GitDir + "\x00" + r.At; !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	for rel, d := range s.Dirs {
+		dir := joinPath(ws, rel)
+		if d.marked(".git") {
+			dotgit := dir + "/.git"
+			if _, st, err := Stat(fsys, dotgit); err == nil && st.IsRegular() {
+				if t, v := ReadGitfile(fsys, dotgit); v == GitDir {
+					add(Repo{At: rel, GitDir: t, Dotgit: true, Gitfile: true})
+				}
+			} else if p, st, err := Stat(fsys, dotgit); err == nil && st.IsDir() {
+				// A directory named .git counts whatever it holds: one
+				// that is not a repository yet is one after `git init`.
+				add(Repo{At: rel, GitDir: p, Dotgit: true})
+			}
+		}
+		if d.marked("HEAD") && IsGitDir(fsys, dir) != NotGitDir {
+			if p, err := Resolve(fsys, dir, true); err == nil {
+				add(Repo{At: rel, GitDir: p})
+			}
+		}
+	}
+	// Submodules (modules/<name>, at any depth: names may hold "/") and
+	// linked worktrees (worktrees/<id>) keep their git directories inside.
+	n := len(out)
+	for i := 0; i < n; i++ {
+		for _, inner := range innerGitDirs(fsys, out[i].GitDir) {
+			if !seenDir(out, inner) {
+				add(Repo{At: out[i].At, GitDir: inner})
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].At != out[b].At {
+			return out[a].At < out[b].At
+		}
+		return out[a].GitDir < out[b].GitDir
+	})
+	return out
+}
+
+// innerGitDirs lists git directories below gd's worktrees/ and modules/.
+func innerGitDirs(fsys FS, gd string) []string {
+	var out []string
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if depth > 8 {
+			return
+		}
+		l, ok := fsys.(lister)
+		if !ok {
+			return
+		}
+		names, err := l.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			p := dir + "/" + n
+			st, err := fsys.Lstat(p)
+			if err != nil || !st.IsDir() {
+				continue
+			}
+			if IsGitDir(fsys, p) != NotGitDir {
+				out = append(out, p)
+				out = append(out, innerGitDirs(fsys, p)...)
+				continue
+			}
+			if filepath.Base(dir) == "modules" || depth > 0 {
+				walk(p, depth+1)
+			}
+		}
+	}
+	for _, sub := range []string{"worktrees", "modules"} {
+		if st, err := fsys.Lstat(gd + "/" + sub); err == nil && st.IsDir() {
+			walk(gd+"/"+sub, 0)
+		}
+	}
+	return out
+}
+
+// Named lists the existing entries (workspace-relative) that are exactly a
+// persistence name: the entry a pattern ends at, for every marked entry a
+// pattern begins at. Sorted.
+func (s *Scan) Named(ws string, m *Matcher) []string {
+	var out []string
+	for rel, d := range s.Dirs {
+		for _, mark := range d.Marks {
+			for _, k := range m.startingAt(mark) {
+				pat := strings.Split(m.names[k].Pattern, "/")
+				cands := []string{joinRel(rel, mark)}
+				for _, elem := range pat[1:] {
+					var next []string
+					for _, c := range cands {
+						matches, _ := filepath.Glob(filepath.Join(joinPath(ws, c), globEscapeDir(elem)))
+						for _, mt := range matches {
+							r, _ := filepath.Rel(ws, mt)
+							next = append(next, r)
+						}
+					}
+					cands = next
+				}
+				out = append(out, cands...)
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// globEscapeDir keeps a pattern element as it is (a glob for Glob).
+func globEscapeDir(elem string) string { return elem }
+
+// startingAt lists the names whose first element matches elem.
+func (m *Matcher) startingAt(elem string) []int {
+	out := append([]int(nil), m.byFirst[elem]...)
+	for _, k := range m.globs {
+		first, _, _ := strings.Cut(m.names[k].Pattern, "/")
+		if ok, _ := filepath.Match(first, elem); ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// ScanFile is where the last scan of the workspace ws is remembered.
+func ScanFile(stateDir, ws string) string {
+	sum := sha256.Sum256([]byte(ws))
+	return filepath.Join(stateDir, "scan", hex.EncodeToString(sum[:8])+".gob")
+}
+
+// LoadScan reads a remembered scan; any problem means no memory.
+func LoadScan(path string) *Scan {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var s Scan
+	if gob.NewDecoder(bytes.NewReader(b)).Decode(&s) != nil || s.Dirs == nil {
+		return nil
+	}
+	return &s
+}
+
+// SaveScan remembers a scan for the next run, unless nothing in it is
+// new. The file is only a cache: a torn write fails to decode and costs
+// the next run a full scan, so it is not synced.
+func SaveScan(path string, s *Scan) error {
+	if !s.fresh && len(s.Dirs) > 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".scan-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// MarkFresh makes the next SaveScan write s even if it read nothing anew.
+func (s *Scan) MarkFresh() { s.fresh = true }
+
+func gitMark(name string) bool {
+	switch name {
+	case ".git", "HEAD", "objects", "refs", "commondir":
+		return true
+	}
+	return false
+}
+
+// Marked reports whether the scan saw an entry called name in the
+// directory rel.
+func (s *Scan) Marked(rel, name string) bool {
+	d, ok := s.Dirs[rel]
+	return ok && d.marked(name)
+}
+
+// Tree is the workspace as the scan saw it, as an FS that knows only its
+// directories (and, outside the workspace, the host): enough to tell
+// what existed before a run written straight to the workspace.
+func (s *Scan) Tree(ws string) FS { return scanTree{ws: ws, s: s} }
+
+type scanTree struct {
+	ws string
+	s  *Scan
+}
+
+func (t scanTree) rel(p string) (string, bool) {
+	if p == t.ws {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(p, t.ws+"/")
+	return r, ok
+}
+
+func (t scanTree) Lstat(p string) (Info, error) {
+	r, ok := t.rel(p)
+	if !ok {
+		return Host{}.Lstat(p)
+	}
+	if d, ok := t.s.Dirs[r]; ok {
+		return Info{Mode: unix.S_IFDIR | d.Mode, Ino: d.Ino, Ctime: d.Ctime}, nil
+	}
+	return Info{}, unix.ENOENT
+}
+
+func (t scanTree) Readlink(p string) (string, error) {
+	if _, ok := t.rel(p); !ok {
+		return Host{}.Readlink(p)
+	}
+	return "", unix.ENOENT
+}
+
+func (t scanTree) ReadFile(p string, limit int) ([]byte, error) {
+	if _, ok := t.rel(p); !ok {
+		return Host{}.ReadFile(p, limit)
+	}
+	return nil, unix.ENOENT
+}
+
+func (t scanTree) Searchable(p string, info Info) bool {
+	if _, ok := t.rel(p); !ok {
+		return Host{}.Searchable(p, info)
+	}
+	return info.IsDir()
+}
+
+// WithMark lists the directories (workspace-relative) where the scan saw
+// an entry called name, sorted.
+func (s *Scan) WithMark(name string) []string {
+	var out []string
+	for rel, d := range s.Dirs {
+		if d.marked(name) {
+			out = append(out, rel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func seenDir(rs []Repo, gd string) bool {
+	for _, r := range rs {
+		if r.GitDir == gd {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,153 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/termfilter"
+	"golang.org/x/sys/unix"
+)
+
+// realPrompt is the question's last line, framed.
+const realPrompt = termfilter.FrameOn + "Allow exactly this, once? [y/N]"
+
+// pty is a pseudo-terminal whose master the test reads (everything that
+// reaches the screen) and answers on.
+type pty struct {
+	master, slave *os.File
+	name          string
+	mu            sync.Mutex
+	screen        bytes.Buffer
+	done          chan struct{}
+}
+
+func openPTY(t *testing.T, answer func(screen string) string) *pty {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("/dev/pts/%d", n)
+	s, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pty{master: m, slave: s, name: name, done: make(chan struct{})}
+	t.Cleanup(func() { s.Close(); m.Close(); <-p.done })
+	go func() {
+		defer close(p.done)
+		buf := make([]byte, 4096)
+		answered := false
+		for {
+			n, err := m.Read(buf)
+			if n > 0 {
+				p.mu.Lock()
+				p.screen.Write(buf[:n])
+				text := p.screen.String()
+				p.mu.Unlock()
+				if !answered && strings.Contains(text, realPrompt) {
+					answered = true
+					m.Write([]byte(answer(text) + "\n"))
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p
+}
+
+func (p *pty) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.screen.String()
+}
+
+// TestHumanHoldsOutputAndEscapes: a question whose values carry terminal
+// controls shows them escaped, inside sandboxd's frame; what the command
+// prints while the question is open reaches the terminal only after the
+// answer, and nothing it prints can use the frame.
+func TestHumanHoldsOutputAndEscapes(t *testing.T) {
+	ptyT := openPTY(t, func(string) string { return "n" })
+	out := termfilter.New(ptyT.slave)
+	name := "/x/\x1b]52;c;ZXZpbA==\x07\x1b]0;t\x07\x1b]10;?\x07\x1b]11;?\x07\x1b[2J\x1b[7m\nAllow exactly this, once? [y/N] "
+	req := grants.Request{Session: "s", Cwd: "/w", Command: "touch " + name, Surface: grants.Filesystem,
+		Operation: "make_reg", Path: name, ResolvedPath: name}
+	h := &Human{TTY: ptyT.name, Timeout: 5 * time.Second, Hold: out}
+
+	// The command prints while the question is open, and tries the frame.
+	asked := make(chan struct{})
+	go func() {
+		for !strings.Contains(ptyT.text(), realPrompt) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		fmt.Fprintf(out, "DURING-QUESTION \x1b[7m---- sandboxd: permission request ----\x1b[0m\n")
+		close(asked)
+	}()
+	d, err := h.Review(context.Background(), req)
+	if err != nil || d.Outcome != broker.Deny || d.Source != broker.SourceHuman {
+		t.Fatalf("Review = %+v, %v; want a deny by the person", d, err)
+	}
+	<-asked
+	fmt.Fprintf(out, "AFTER\n")
+	deadline := time.Now().Add(3 * time.Second)
+	for !strings.Contains(ptyT.text(), "AFTER") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	screen := ptyT.text()
+	answer := strings.Index(screen, realPrompt)
+	during := strings.Index(screen, "DURING-QUESTION")
+	if answer < 0 || during < 0 {
+		t.Fatalf("the question or the command's output is missing:\n%q", screen)
+	}
+	if during < answer {
+		t.Fatalf("the command's output reached the terminal while the question was open:\n%q", screen)
+	}
+	// Every frame on the screen is sandboxd's own.
+	for i := 0; ; {
+		j := strings.Index(screen[i:], termfilter.FrameOn)
+		if j < 0 {
+			break
+		}
+		rest := screen[i+j+len(termfilter.FrameOn):]
+		if !strings.HasPrefix(rest, "---- sandboxd: permission request ----") && !strings.HasPrefix(rest, "Allow exactly this, once? [y/N]") {
+			t.Fatalf("a frame that is not sandboxd's: %q", rest[:min(len(rest), 40)])
+		}
+		i += j + 1
+	}
+	for _, raw := range []string{"\x1b]52", "\x1b]0;", "\x1b]10;", "\x1b]11;", "\x1b[2J", "\x1b[7m"} {
+		if strings.Contains(screen, raw) {
+			t.Fatalf("%q reached the terminal:\n%q", raw, screen)
+		}
+	}
+	if !strings.Contains(screen, `\x1b]52;c;ZXZpbA==\x07`) {
+		t.Fatalf("the name is not shown escaped:\n%q", screen)
+	}
+	if n := strings.Count(screen, realPrompt); n != 1 {
+		t.Fatalf("%d framed prompts on the screen, want one:\n%q", n, screen)
+	}
+	// The fake prompt in the name is on the line that names it, after a
+	// visible \n, never at the start of a line of its own.
+	for _, line := range strings.Split(screen, "\n") {
+		line = strings.TrimLeft(line, "\r")
+		if strings.HasPrefix(line, "Allow exactly") {
+			t.Fatalf("a prompt line that is not sandboxd's: %q\n%q", line, screen)
+		}
+	}
+}
