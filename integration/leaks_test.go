@@ -403,6 +403,46 @@ func TestLeakPermissions(t *testing.T) {
 			}
 		})
 	})
+	// POSIX ACLs grant other accounts write without mode bits showing it
+	// all, and a default ACL overrides the umask of every file made in the
+	// directory later: on .git, the user's next `git config` would leave
+	// a world-writable config.
+	t.Run("acl", func(t *testing.T) {
+		forModes(t, func(t *testing.T, e *env, layer bool) {
+			e.hostRepo(t, ".")
+			e.writeFile(filepath.Join(e.ws, "old"), "x\n", 0o644)
+			r := e.run(t, `python3 -c '
+import os, struct
+def acl(entries):
+    return struct.pack("<I", 2) + b"".join(struct.pack("<HHI", t, p, i) for t, p, i in entries)
+rwx_other = acl([(1, 7, 0xffffffff), (4, 5, 0xffffffff), (0x20, 7, 0xffffffff)])
+os.mkdir("newdir")
+for d in [".git", ".", "newdir"]:
+    os.setxattr(d, "system.posix_acl_default", rwx_other)
+open("newfile", "w").close()
+for f in ["newfile", "old"]:
+    os.setxattr(f, "system.posix_acl_access", acl([(1, 6, 0xffffffff), (4, 4, 0xffffffff), (0x20, 6, 0xffffffff)]))
+'`)
+			for _, d := range []string{".git", ".", "newdir"} {
+				buf := make([]byte, 256)
+				if n, err := syscall.Getxattr(filepath.Join(e.ws, d), "system.posix_acl_default", buf); err == nil && n > 0 {
+					t.Errorf("%s keeps the default ACL the command gave it\n%s", d, r)
+				}
+			}
+			// The host's own git now rewrites its config under .git.
+			e.hostGit(t, "config", "user.name", "After")
+			if m := modeOf(t, filepath.Join(e.ws, ".git", "config")); m&0o022 != 0 {
+				t.Errorf(".git/config is mode %04o after the host's git rewrote it\n%s", m&0o7777, r)
+			}
+			if layer {
+				for _, f := range []string{"newfile", "old"} {
+					if m := modeOf(t, filepath.Join(e.ws, f)); m&0o022 != 0 {
+						t.Errorf("%s is mode %04o: the command's ACL widened it\n%s", f, m&0o7777, r)
+					}
+				}
+			}
+		})
+	})
 	t.Run("shared-repository", func(t *testing.T) {
 		forModes(t, func(t *testing.T, e *env, layer bool) {
 			e.hostRepo(t, ".")

@@ -39,6 +39,10 @@ type DirInfo struct {
 	Mode uint32
 	// Subdirs are the children to descend into (not .git, not symlinks).
 	Subdirs []string
+	// ACL says which POSIX ACLs the directory carries (aclAccess,
+	// aclDefault): an ACL can let other accounts write, and a default
+	// ACL overrides the umask of every file made in it later.
+	ACL uint8
 	// Marks are the entries that may matter: ".git", what makes a git
 	// directory (HEAD, objects, refs, commondir), and every entry a
 	// persistence name may begin with.
@@ -98,6 +102,7 @@ func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
 				continue // unreadable corners cannot hold anything we could protect
 			}
 			info.Ino = st.Ino
+			info.ACL = dirACL(path)
 			if ctime < recent {
 				info.Ctime = ctime
 			}
@@ -448,4 +453,26 @@ func seenDir(rs []Repo, gd string) bool {
 		}
 	}
 	return false
+}
+
+// POSIX ACL xattrs a directory may carry.
+const (
+	aclAccess  = 1 << iota // system.posix_acl_access
+	aclDefault             // system.posix_acl_default
+)
+
+// ACLNames are the xattrs of ACLAccess and ACLDefault, in that order.
+func ACLNames() []string { return []string{"system.posix_acl_access", "system.posix_acl_default"} }
+
+// DirACL says which ACLs (ACLNames, as bits) the directory path carries.
+func DirACL(path string) uint8 { return dirACL(path) }
+
+func dirACL(path string) uint8 {
+	var acl uint8
+	for i, name := range ACLNames() {
+		if n, err := unix.Lgetxattr(path, name, nil); err == nil && n > 0 {
+			acl |= 1 << i
+		}
+	}
+	return acl
 }

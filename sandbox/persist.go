@@ -54,6 +54,7 @@ type persistPlan struct {
 	named    map[string]fileID // protected names and instruction files at start
 	ctimes   map[string]int64  // instruction files' change times at start
 	modes    map[string]uint32 // git directories, hooks and configs: mode at start
+	acls     map[string]uint8  // git directories and hooks: ACLs at start
 	shared   map[string]uint32 // git directory → group/other write sharing allows
 	markers  map[string]markID // what made or could make a directory a repository (HEAD, objects, ...) at start
 	scan     *persist.Scan     // the workspace scan the plan was made from
@@ -82,7 +83,7 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 	ws := spec.Workspace
 	m := persist.NewMatcher(persist.Names(spec.Protected))
 	p := &persistPlan{ws: ws, m: m, umask: spec.Umask, watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
-		ctimes: map[string]int64{}, modes: map[string]uint32{}, shared: map[string]uint32{}, markers: map[string]markID{}}
+		ctimes: map[string]int64{}, modes: map[string]uint32{}, acls: map[string]uint8{}, shared: map[string]uint32{}, markers: map[string]markID{}}
 	pinned := map[string]bool{}
 	pin := func(rel string) {
 		// every directory strictly between the workspace and rel, parents first
@@ -176,6 +177,9 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 		for _, f := range []string{"", "hooks", "config", "config.worktree"} {
 			if _, st, err := lstatID(filepath.Join(r.GitDir, f)); err == nil {
 				p.modes[filepath.Join(rel, f)] = uint32(st.Mode().Perm())
+				if st.IsDir() {
+					p.acls[filepath.Join(rel, f)] = persist.DirACL(filepath.Join(r.GitDir, f))
+				}
 			}
 		}
 	}
@@ -491,19 +495,46 @@ func (p *persistPlan) narrow(after *persist.Scan, gone []string) []Persisted {
 		for _, it := range items {
 			m, had := p.modes[it]
 			fix(it, m, had, allowed, "other accounts could write git's hooks or config; group/other write removed")
+			if st, err := os.Lstat(filepath.Join(p.ws, it)); err == nil && st.IsDir() {
+				if added := persist.DirACL(filepath.Join(p.ws, it)) &^ p.acls[it]; added != 0 {
+					p.dropACL(it, added)
+					out = append(out, Persisted{Path: it, Action: "narrowed", Why: "the command gave git's directory an ACL; removed"})
+				}
+			}
 		}
 	}
 	for rel, d := range after.Dirs {
 		if rel != "" && under(rel, gone) {
 			continue
 		}
-		if s, ok := p.scan.Dirs[rel]; ok && s.Ino == d.Ino {
+		s, existed := p.scan.Dirs[rel]
+		existed = existed && s.Ino == d.Ino
+		added := d.ACL
+		if existed {
+			added &^= s.ACL
+		}
+		if added != 0 {
+			// An ACL can grant other accounts write, and a default ACL
+			// overrides the umask of every file made there later.
+			p.dropACL(rel, added)
+			out = append(out, Persisted{Path: rel, Action: "narrowed", Why: "the command gave the directory an ACL; removed"})
+		}
+		if existed {
 			fix(rel, s.Mode, true, 0, "the directory gained group/other write during the run; removed")
 		} else if d.Mode&p.umask&0o022 != 0 {
 			fix(rel, 0, true, 0o022&^p.umask, "a new directory gets no more than your umask allows; group/other write removed")
 		}
 	}
 	return out
+}
+
+// dropACL removes the ACLs (persist.ACLNames bits) from the directory rel.
+func (p *persistPlan) dropACL(rel string, bits uint8) {
+	for i, name := range persist.ACLNames() {
+		if bits&(1<<i) != 0 {
+			unix.Lremovexattr(filepath.Join(p.ws, rel), name)
+		}
+	}
 }
 
 // safeNewRepo accepts a repository the command created (git init) when it
