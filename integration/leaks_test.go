@@ -858,3 +858,513 @@ func (e *env) named(r result, rel string) bool {
 	}
 	return strings.Contains(r.stderr, abs)
 }
+
+// inCache sets C to the run's private cache (the parent of
+// XDG_CACHE_HOME, which the command writes straight through and which
+// stays on the host), or, without sandboxd, to a directory in HOME. The
+// variable's name is spelled so that expand leaves it alone.
+const inCache = `x=$(printenv XDG_CACHE_H''OME || echo HOME/.cache/xdg); C=$(dirname "$x"); [ -d "$C" ] || mkdir -p "$C"` + "\n"
+
+// gone fails for every workspace-relative path of rels that is still
+// there (lstat: a dangling symlink counts).
+func (e *env) gone(t *testing.T, r result, root string, rels ...string) {
+	t.Helper()
+	if root == "" {
+		root = e.ws
+	}
+	for _, rel := range rels {
+		if st, err := os.Lstat(filepath.Join(root, rel)); !errors.Is(err, fs.ErrNotExist) {
+			what := fmt.Sprint(err)
+			if err == nil {
+				what = st.Mode().String()
+			}
+			t.Errorf("%s remains in the workspace (%s)", rel, what)
+		}
+	}
+}
+
+// logRun shows the run and its report when the test failed.
+func logRun(t *testing.T, r result) {
+	t.Helper()
+	if t.Failed() {
+		t.Logf("%s\nreport persistence: %v\nboundaries: %v", r, r.report["persistence"], r.report["boundaries"])
+	}
+}
+
+// noOtherWritable fails for every directory under root that group or
+// other accounts may write.
+func noOtherWritable(t *testing.T, root string) {
+	t.Helper()
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			t.Errorf("walking %s: %v", p, err)
+			return nil
+		}
+		if d.IsDir() {
+			if m := modeOf(t, p); m&0o022 != 0 {
+				t.Errorf("%s is mode %04o on the host: other accounts could plant in it", p, m&0o7777)
+			}
+		}
+		return nil
+	})
+}
+
+// twoCommits is a workspace repository with two commits (a rebase of
+// HEAD~1 has something to do).
+func twoCommits(t *testing.T, e *env) {
+	e.hostRepo(t, ".")
+	e.writeFile(filepath.Join(e.ws, "two.txt"), "two\n", 0o644)
+	e.hostGit(t, "add", "-A")
+	e.hostGit(t, "commit", "-q", "-m", "two")
+}
+
+// TestLeakSequencerSymlink: sequencer state moved out of the git
+// directory and reached through a symlink in its place: what git reads
+// there comes from a path no rule of the git directory looks at.
+func TestLeakSequencerSymlink(t *testing.T) {
+	probe := func(t *testing.T, e *env) {
+		e.hostRun(t, e.ws, "git", "rebase", "--continue")
+		e.hostRun(t, e.ws, "git", "cherry-pick", "--continue")
+		e.hostRun(t, e.ws, "git", "status")
+	}
+	notLink := func(rel string) func(t *testing.T, e *env, r result, layer bool) {
+		return func(t *testing.T, e *env, r result, layer bool) {
+			if st, err := os.Lstat(filepath.Join(e.ws, rel)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+				t.Errorf("%s is still a symlink on the host\n%s\nreport persistence: %v", rel, r, r.report["persistence"])
+			}
+		}
+	}
+	runLeaks(t, twoCommits, []leakCase{
+		// A real rebase stopped at a break; its state moved to notes/ in
+		// the work tree, an exec line added there.
+		{name: "rebase-merge", script: `GIT_SEQUENCE_EDITOR="sed -i '1i break'" git rebase -q -i HEAD~1` + "\n" +
+			`mv .git/rebase-merge notes && ln -s ../notes .git/rebase-merge && sed -i "1i exec touch MARK" notes/git-rebase-todo`,
+			check: `grep -q '^exec' .git/rebase-merge/git-rebase-todo && echo ` + planted, probe: probe,
+			after: notLink(".git/rebase-merge"), stagedDirect: true},
+		// The cherry-pick state of TestLeakSequencerState's strategy case,
+		// in seqstate/.
+		{name: "sequencer", script: "h=$(git rev-parse HEAD)\nmkdir -p seqstate git-merge-x\n" +
+			evilHook + " > payload && chmod +x payload\n" +
+			"printf '[options]\\n\\tstrategy = x/../payload\\n' > seqstate/opts\n" +
+			"git rev-parse HEAD~1 > seqstate/head\nprintf 'pick %s\\npick %s\\n' $h $h > seqstate/todo\n" +
+			"ln -s ../seqstate .git/sequencer",
+			check: `grep -q payload .git/sequencer/opts && echo ` + planted, probe: probe,
+			after: notLink(".git/sequencer"), stagedDirect: true},
+	})
+}
+
+// TestLeakRedirectedOnTheWay: a directory on the way to a git directory,
+// or to a path a repository's config names, replaced by a symlink into
+// the private cache, which the command writes straight through and which
+// stays on the host. What git then reads there is the command's.
+func TestLeakRedirectedOnTheWay(t *testing.T) {
+	// upstream is a repository outside the workspace to add as a
+	// submodule.
+	upstream := func(t *testing.T, e *env) string {
+		up := e.mkdir("up", 0o755)
+		e.writeFile(filepath.Join(up, "s.txt"), "s\n", 0o644)
+		e.hostGitIn(t, up, "init", "-q")
+		e.hostGitIn(t, up, "add", "-A")
+		e.hostGitIn(t, up, "commit", "-q", "-m", "s")
+		return up
+	}
+	addSub := func(t *testing.T, e *env, dir string) {
+		e.hostGitIn(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", upstream(t, e), "sub")
+		e.hostGitIn(t, dir, "commit", "-q", "-m", "sub")
+	}
+	cases := []leakCase{
+		// .git/modules of an existing submodule, copied, the copy given an
+		// fsmonitor (and the absolute work tree it needs from there). (In
+		// direct mode the existing .git/modules is pinned: the swap fails.)
+		{name: "modules-existing", setup: func(t *testing.T, e *env) {
+			e.hostRepo(t, ".")
+			addSub(t, e, e.ws)
+		}, script: inCache + `cp -a .git/modules "$C/m"` + "\n" +
+			`git config --file "$C/m/sub/config" core.worktree "$PWD/sub"` + "\n" +
+			`git config --file "$C/m/sub/config" core.fsmonitor "touch MARK; false"` + "\n" +
+			`rm -rf .git/modules && ln -s "$C/m" .git/modules`,
+			check: `git -C sub config core.fsmonitor | grep -q MARK && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "status")
+				e.hostRun(t, filepath.Join(e.ws, "sub"), "git", "status")
+			}},
+		// A fresh clone whose submodule is declared, not initialised: the
+		// command plants its git directory; `submodule update --init`
+		// takes it and fetches through its sshCommand.
+		{name: "modules-uninitialised", setup: func(t *testing.T, e *env) {
+			proj := e.mkdir("proj", 0o755)
+			e.writeFile(filepath.Join(proj, "README"), "hello\n", 0o644)
+			e.hostGitIn(t, proj, "init", "-q")
+			e.hostGitIn(t, proj, "add", "-A")
+			e.hostGitIn(t, proj, "commit", "-q", "-m", "initial")
+			addSub(t, e, proj)
+			e.hostGitIn(t, e.dir, "clone", "-q", proj, e.ws)
+			if _, err := os.Lstat(filepath.Join(e.ws, ".git", "modules")); err == nil {
+				t.Fatal("setup: the clone initialised its submodule")
+			}
+		}, script: inCache + `mkdir -p "$C/m" && git init -q --bare "$C/m/sub"` + "\n" +
+			`git config --file "$C/m/sub/config" core.bare false` + "\n" +
+			`git config --file "$C/m/sub/config" core.fsmonitor "touch MARK; false"` + "\n" +
+			`git config --file "$C/m/sub/config" remote.origin.url "x@localhost:repo"` + "\n" +
+			`git config --file "$C/m/sub/config" core.sshCommand "touch MARK; false"` + "\n" +
+			evilHook + ` > "$C/m/sub/hooks/post-checkout" && chmod +x "$C/m/sub/hooks/post-checkout"` + "\n" +
+			`ln -s "$C/m" .git/modules`,
+			check: `git config --file .git/modules/sub/config core.sshCommand | grep -q MARK && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "-c", "protocol.file.allow=always", "submodule", "update", "--init")
+				e.hostRun(t, e.ws, "git", "status")
+			}, stagedDirect: true},
+		// .git/worktrees of a linked worktree, copied, the copy's commondir
+		// a planted common directory with an fsmonitor. (In direct mode
+		// the existing .git/worktrees is pinned: the swap fails.)
+		{name: "worktrees", setup: func(t *testing.T, e *env) {
+			e.hostRepo(t, ".")
+			e.hostGit(t, "worktree", "add", "-q", "wt")
+		}, script: inCache + `cp -a .git/worktrees "$C/wt"` + "\n" +
+			`mkdir -p "$C/common" && cp -a .git/HEAD .git/objects .git/refs .git/config "$C/common/" && mkdir -p "$C/common/hooks"` + "\n" +
+			`git config --file "$C/common/config" core.fsmonitor "touch MARK; false"` + "\n" +
+			`echo "$C/common" > "$C/wt/wt/commondir"` + "\n" +
+			`rm -rf .git/worktrees && ln -s "$C/wt" .git/worktrees`,
+			check: `git -C wt config core.fsmonitor | grep -q MARK && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, filepath.Join(e.ws, "wt"), "git", "status")
+				e.hostRun(t, filepath.Join(e.ws, "wt"), "git", "commit", "-q", "--allow-empty", "-m", "probe")
+			}},
+		// core.hooksPath = scripts/githooks, committed with a harmless
+		// pre-commit: scripts/ becomes a symlink to a copy with an evil one.
+		// (In direct mode the hooks path is read-only: the swap fails.)
+		{name: "hookspath-parent", setup: func(t *testing.T, e *env) {
+			e.hostRepo(t, ".")
+			e.hostGit(t, "config", "core.hooksPath", "scripts/githooks")
+			e.writeFile(filepath.Join(e.ws, "scripts", "githooks", "pre-commit"), "#!/bin/sh\nexit 0\n", 0o755)
+			e.hostGit(t, "add", "-A")
+			e.hostGit(t, "commit", "-q", "-m", "hooks")
+		}, script: inCache + `cp -a scripts "$C/scripts"` + "\n" +
+			evilHook + ` > "$C/scripts/githooks/pre-commit"; chmod +x "$C/scripts/githooks/pre-commit"` + "\n" +
+			`rm -rf scripts && ln -s "$C/scripts" scripts`,
+			check: `grep -q MARK scripts/githooks/pre-commit && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "commit", "-q", "--allow-empty", "-m", "x")
+			}},
+	}
+	runLeaks(t, func(t *testing.T, e *env) {}, cases)
+}
+
+// TestLeakFakeBareHides: a directory made to look like a bare repository
+// for a moment (HEAD, objects, refs) is not entered by a scan that skips
+// git directories' insides: what the command put below it must still be
+// seen.
+func TestLeakFakeBareHides(t *testing.T) {
+	base := func(t *testing.T, e *env) {
+		e.hostRepo(t, ".")
+		e.writeFile(filepath.Join(e.ws, "src", "main.c"), "int main(void) { return 0; }\n", 0o644)
+		e.hostGit(t, "add", "-A")
+		e.hostGit(t, "commit", "-q", "-m", "src")
+	}
+	const fakeBare = "echo 'ref: refs/heads/main' > src/HEAD && mkdir -p src/objects src/refs"
+	runLeaks(t, base, []leakCase{
+		// A nested repository with an fsmonitor, added as a gitlink: the
+		// host's `git status` at the top looks into it.
+		{name: "nested-repo", script: "git init -q src/lib && git -C src/lib -c user.name=a -c user.email=a@b commit -q --allow-empty -m x && git add src/lib && " +
+			`git config --file src/lib/.git/config core.fsmonitor "touch MARK; false" && ` + fakeBare,
+			check: `git config --file src/lib/.git/config core.fsmonitor | grep -q MARK && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "status")
+				e.hostRun(t, filepath.Join(e.ws, "src", "lib"), "git", "status")
+			},
+			after: func(t *testing.T, e *env, r result, layer bool) {
+				noExecConfig(t, filepath.Join(e.ws, "src", "lib", ".git", "config"), "", r)
+			}, stagedDirect: true},
+		// A gitfile into a repository in the cache, and a .envrc beside it.
+		{name: "gitfile-and-envrc", script: inCache + `git init -q "$C/r" && git -C "$C/r" config core.fsmonitor "touch MARK; false"` + "\n" +
+			`mkdir -p src/app && printf 'gitdir: %s\n' "$C/r/.git" > src/app/.git && echo 'touch MARK' > src/app/.envrc && ` + fakeBare,
+			check: `test -f src/app/.envrc && git -C src/app config core.fsmonitor | grep -q MARK && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "status")
+				e.hostRun(t, filepath.Join(e.ws, "src", "app"), "git", "status")
+			},
+			after: func(t *testing.T, e *env, r result, layer bool) {
+				e.gone(t, r, "", "src/app/.git", "src/app/.envrc")
+				logRun(t, r)
+			}, stagedDirect: true},
+	})
+}
+
+// TestLeakGlobalHooksPath: the caller's own ~/.gitconfig has a relative
+// core.hooksPath, so .githooks in any work tree — a repository the
+// command makes, or the workspace's own — holds hooks.
+func TestLeakGlobalHooksPath(t *testing.T) {
+	base := func(t *testing.T, e *env) {
+		gc := filepath.Join(e.home, ".gitconfig")
+		b, err := os.ReadFile(gc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.writeFile(gc, string(b)+"[core]\n\thooksPath = .githooks\n", 0o644)
+		e.hostRepo(t, ".")
+	}
+	runLeaks(t, base, []leakCase{
+		{name: "new-repo", script: "git init -q sub && mkdir -p sub/.githooks && " + evilHook + " > sub/.githooks/pre-commit && chmod +x sub/.githooks/pre-commit",
+			check: `test -x sub/.githooks/pre-commit && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "-C", "sub", "commit", "-q", "--allow-empty", "-m", "x")
+			}, stagedDirect: true},
+		{name: "workspace-repo", script: "mkdir -p .githooks && " + evilHook + " > .githooks/pre-commit && chmod +x .githooks/pre-commit",
+			check: `test -x .githooks/pre-commit && echo ` + planted,
+			probe: func(t *testing.T, e *env) {
+				e.hostRun(t, e.ws, "git", "commit", "-q", "--allow-empty", "-m", "x")
+			}, stagedDirect: true},
+	})
+}
+
+// TestLeakSequencerModes: the sequencer state of a real stopped rebase
+// and the refs made writable to other accounts, who could then plant an
+// exec line or move a branch. (chmod widens them on the host, of course:
+// no unsandboxed control is needed.) The break was in direct mode; both
+// are checked.
+func TestLeakSequencerModes(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		twoCommits(t, e)
+		r := e.run(t, `GIT_SEQUENCE_EDITOR="sed -i '1i break'" git rebase -q -i HEAD~1`+"\n"+
+			`chmod 666 .git/rebase-merge/git-rebase-todo; chmod 777 .git/refs; stat -c 'mode %a %n' .git/rebase-merge/git-rebase-todo .git/refs`)
+		if !strings.Contains(r.stdout, "mode 666 .git/rebase-merge/git-rebase-todo") || !strings.Contains(r.stdout, "mode 777 .git/refs") {
+			t.Fatalf("the rebase or the chmod did not happen inside (the test would pass vacuously)\n%s", r)
+		}
+		for _, rel := range []string{".git/rebase-merge/git-rebase-todo", ".git/refs"} {
+			p := filepath.Join(e.ws, rel)
+			if _, err := os.Lstat(p); err != nil {
+				continue // not committed at all: nothing to write
+			}
+			if m := modeOf(t, p); m&0o022 != 0 {
+				t.Errorf("%s is mode %04o on the host", rel, m&0o7777)
+			}
+		}
+		if t.Failed() {
+			t.Logf("%s\nreport persistence: %v", r, r.report["persistence"])
+		}
+	})
+}
+
+// TestLeakSymlinkedNamePart: the first part of a protected name of
+// several parts (.hg of .hg/hgrc, .github of .github/hooks, mise of
+// mise/config.toml) made a symlink to a directory that holds the rest,
+// and a symlink the user made (.github -> shared) written through.
+func TestLeakSymlinkedNamePart(t *testing.T) {
+	if _, err := exec.LookPath("hg"); err == nil {
+		// Mercurial is there: the repository's own .hg moved aside and
+		// linked back, with a hook that `hg status` runs.
+		runLeaks(t, func(t *testing.T, e *env) {
+			e.writeFile(filepath.Join(e.ws, "README"), "hello\n", 0o644)
+			e.hostRun(t, e.ws, "hg", "init")
+			if _, err := os.Stat(filepath.Join(e.ws, ".hg", "requires")); err != nil {
+				t.Fatalf("setup: hg init: %v", err)
+			}
+		}, []leakCase{{name: "hg-moved",
+			script: `mv .hg h && ln -s h .hg && printf '[hooks]\npre-status = touch MARK\n' >> h/hgrc`,
+			check:  `grep -q MARK .hg/hgrc && echo ` + planted,
+			probe:  func(t *testing.T, e *env) { e.hostRun(t, e.ws, "hg", "status") },
+			after: func(t *testing.T, e *env, r result, layer bool) {
+				if st, err := os.Lstat(filepath.Join(e.ws, ".hg")); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+					t.Errorf(".hg is still a symlink on the host\n%s\nreport persistence: %v", r, r.report["persistence"])
+				}
+			}, stagedDirect: true}})
+	}
+	t.Run("new-links", func(t *testing.T) {
+		forModes(t, func(t *testing.T, e *env, layer bool) {
+			r := e.run(t, e.expand("mkdir -p h gh/hooks m && printf '[hooks]\\npre-status = touch MARK\\n' > h/hgrc && ln -s h .hg\n"+
+				"echo '{\"hooks\":{}}' > gh/hooks/evil.json && ln -s gh .github\n"+
+				"echo '[env]' > m/config.toml && ln -s m mise\n"+
+				"test -f .hg/hgrc && test -f .github/hooks/evil.json && test -f mise/config.toml && echo "+planted, ""))
+			if !strings.Contains(r.stdout, planted) {
+				t.Fatalf("the links were not made inside\n%s", r)
+			}
+			e.gone(t, r, "", ".hg", ".github", "mise")
+			logRun(t, r)
+		})
+	})
+	t.Run("existing-link", func(t *testing.T) {
+		forModes(t, func(t *testing.T, e *env, layer bool) {
+			e.mkdir(filepath.Join("ws", "shared", "hooks"), 0o755)
+			e.chown(filepath.Join(e.ws, "shared"))
+			if err := os.Symlink("shared", filepath.Join(e.ws, ".github")); err != nil {
+				t.Fatal(err)
+			}
+			e.chown(filepath.Join(e.ws, ".github"))
+			r := e.run(t, `echo '{"hooks":{}}' > shared/hooks/evil.json; test -f .github/hooks/evil.json && echo `+planted)
+			if layer && !strings.Contains(r.stdout, planted) {
+				t.Fatalf("the file was not written inside (the layer case would pass vacuously)\n%s", r)
+			}
+			e.gone(t, r, "", "shared/hooks/evil.json")
+			logRun(t, r)
+		})
+	})
+}
+
+// TestLeakLockedDirectories: a directory the command locks (no read
+// permission, even for its owner) is not skipped by the checks, and the
+// run still ends normally.
+func TestLeakLockedDirectories(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	const plant = "echo 'touch MARK' > %[1]s.envrc; mkdir %[1]s.vscode; echo {} > %[1]s.vscode/tasks.json; mkdir %[1]sopen; chmod 777 %[1]sopen\n"
+	cases := []struct{ name, script, dir string }{
+		{"subdir", "mkdir sub; " + fmt.Sprintf(plant, "sub/") + "chmod 0311 sub", "sub/"},
+		{"workspace-root", fmt.Sprintf(plant, "") + "chmod 311 .", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			forModes(t, func(t *testing.T, e *env, layer bool) {
+				t.Cleanup(func() {
+					os.Chmod(filepath.Join(e.ws, "sub"), 0o755)
+					os.Chmod(e.ws, 0o755)
+				})
+				r := e.run(t, e.expand(c.script, ""))
+				if r.code == 125 {
+					t.Errorf("sandboxd failed (exit 125) on what the command locked")
+				}
+				e.gone(t, r, "", c.dir+".envrc", c.dir+".vscode")
+				noOtherWritable(t, e.ws)
+				logRun(t, r)
+			})
+		})
+	}
+}
+
+// TestLeakGlobNames: glob characters in directory names, above a
+// protected name or in the workspace's own path, do not hide it.
+func TestLeakGlobNames(t *testing.T) {
+	t.Run("in-directory-names", func(t *testing.T) {
+		forModes(t, func(t *testing.T, e *env, layer bool) {
+			r := e.run(t, `mkdir -p 'x[/.github/hooks' && echo x > 'x[/.github/hooks/h.json'; `+
+				`mkdir -p 'y[a]/mise' && echo x > 'y[a]/mise/config.toml'; mkdir -p 'z*' && echo x > 'z*/.envrc'`)
+			e.gone(t, r, "", "x[/.github/hooks/h.json", "y[a]/mise/config.toml", "z*/.envrc")
+			logRun(t, r)
+		})
+	})
+	t.Run("in-workspace-path", func(t *testing.T) {
+		forModes(t, func(t *testing.T, e *env, layer bool) {
+			ws := e.mkdir("p[1]", 0o755)
+			args := append(append([]string{"run"}, e.runArgs...), "-c",
+				"mkdir -p .github/hooks mise sub && echo x > .github/hooks/h.json && echo x > mise/config.toml && echo x > sub/.envrc\necho "+ranMarker)
+			r := e.sandboxdOpts(runOpts{dir: ws}, args...)
+			if !strings.Contains(r.stdout, ranMarker) {
+				t.Fatalf("the command did not run to its end\n%s", r)
+			}
+			e.gone(t, r, ws, ".github/hooks/h.json", "mise/config.toml", "sub/.envrc")
+			logRun(t, r)
+		})
+	})
+}
+
+// TestLeakDeepPath: protected names below a path longer than PATH_MAX
+// (25 directories of 200 characters), which a check by path cannot
+// reach.
+func TestLeakDeepPath(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		r := e.run(t, "n=$(printf 'a%.0s' $(seq 1 200))\nfor i in $(seq 1 25); do mkdir $n && cd $n || exit 1; done\n"+
+			"echo 'touch MARK' > .envrc && mkdir .vscode && echo {} > .vscode/tasks.json && echo "+planted+"\ncd /")
+		if !strings.Contains(r.stdout, planted) {
+			t.Fatalf("the deep tree was not made inside\n%s", r)
+		}
+		if layer && r.code == 125 {
+			t.Errorf("sandboxd failed (exit 125) on the deep tree\n%s", r)
+		}
+		out, err := exec.Command("find", e.ws, "(", "-name", ".envrc", "-o", "-name", ".vscode", "-o", "-name", "tasks.json", ")", "-printf", "%d %f\n").CombinedOutput()
+		if err != nil || len(out) != 0 {
+			t.Errorf("protected names remain at the bottom of the deep tree (find: %v):\n%s", err, out)
+		}
+		if !layer {
+			if _, err := os.Lstat(filepath.Join(e.ws, strings.Repeat("a", 200))); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the deep new tree was not removed (lstat of its top: %v)", err)
+			}
+		}
+		if t.Failed() {
+			t.Logf("exit %d\n--- stderr\n%s\nreport persistence: %v", r.code, r.stderr, r.report["persistence"])
+		}
+	})
+}
+
+// TestLeakReplacedSymlinkMode: a symlink the user had, replaced by a file
+// the command makes world-writable: a symlink's mode bits (0777) must not
+// pass for the file's. The break was in layer mode. With --no-transaction
+// sandboxd does not see each file the command chmods (README: "other
+// files keep what the command gave them"), so only the layer is held to
+// it; the direct run still runs, to show the difference is that rule.
+func TestLeakReplacedSymlinkMode(t *testing.T) {
+	old := syscall.Umask(0o022)
+	t.Cleanup(func() { syscall.Umask(old) })
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		f := filepath.Join(e.ws, "f")
+		if err := os.Symlink("/etc/hostname", f); err != nil {
+			t.Fatal(err)
+		}
+		e.chown(f)
+		r := e.run(t, `rm f; echo x > f; chmod 666 f; stat -c 'mode %a %F' f`)
+		if !strings.Contains(r.stdout, "mode 666 regular file") {
+			t.Fatalf("the file was not made inside\n%s", r)
+		}
+		st, err := os.Lstat(f)
+		switch {
+		case err != nil:
+		case st.Mode()&fs.ModeSymlink != 0:
+			t.Errorf("f is still the symlink")
+		case !layer:
+		default:
+			if m := modeOf(t, f); m&0o022 != 0 {
+				t.Errorf("f is mode %04o on the host: other accounts may write it\n%s\nreport persistence: %v", m&0o7777, r, r.report["persistence"])
+			}
+		}
+	})
+}
+
+// TestLeakForgedClone: what the command clones may keep protected names
+// (its own repository, with a remote); a gitfile naming the workspace's
+// own repository, which has a remote, must not pass for one.
+func TestLeakForgedClone(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		e.hostRepo(t, ".")
+		e.hostGit(t, "remote", "add", "origin", "https://example.com/r.git")
+		r := e.run(t, `mkdir w; printf 'gitdir: ../.git\n' > w/.git; echo evil > w/.envrc; mkdir w/.claude; echo {} > w/.claude/settings.json; echo {} > w/.mcp.json`)
+		e.gone(t, r, "", "w/.envrc", "w/.claude", "w/.mcp.json", "w/.git")
+		logRun(t, r)
+	})
+}
+
+// TestLeakMissedNames: names the table once missed.
+func TestLeakMissedNames(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		r := e.run(t, "mkdir -p mise .config .jj && echo x > mise/config.local.toml && echo x > hk.local.pkl && echo x > .config/hk.pkl && "+
+			"printf ../jjr > .jj/repo && echo x > .bash_aliases && echo x > .direnvrc")
+		e.gone(t, r, "", "mise/config.local.toml", "hk.local.pkl", ".config/hk.pkl", ".jj/repo", ".bash_aliases", ".direnvrc")
+		logRun(t, r)
+	})
+}
+
+// TestLeakFlagErrorEscaped: an unknown flag's name is the caller's (maybe
+// a command's) text: sandboxd's error about it carries no terminal
+// control.
+func TestLeakFlagErrorEscaped(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		for _, args := range [][]string{
+			append(append([]string{"run"}, e.runArgs...), "-\x1b]52;c;ZXZpbA==\x07\x1b[7m\u202e\u009b2J", "-c", "true"),
+			// flag cuts a name at "=": without one, every byte is in it.
+			append(append([]string{"run"}, e.runArgs...), "-\x1b]52;c;ZXZpbA\x07\x1b[7m\u202e\u009b2J", "-c", "true"),
+			{"doctor", "-\x1b[7mX"},
+		} {
+			r := e.sandboxdOpts(runOpts{noReport: true}, args...)
+			if r.code != 125 {
+				t.Errorf("sandboxd %s with the bad flag exited %d, not 125\n%s", args[0], r.code, r)
+			}
+			if strings.TrimSpace(r.stderr) == "" {
+				t.Errorf("sandboxd %s said nothing about the bad flag", args[0])
+			}
+			for _, raw := range []string{"\x1b", "\x07", "\u202e", "\u009b"} {
+				if i := strings.Index(r.stderr, raw); i >= 0 {
+					t.Errorf("sandboxd %s: the raw %q is on stderr: %q", args[0], raw, r.stderr)
+				}
+			}
+		}
+	})
+}

@@ -498,6 +498,9 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 		exp = &expect{Absent: true}
 	}
 	_, wst, _ := c.current(p)
+	if wst != nil && fileType(wst) != unix.S_IFREG {
+		wst = nil // a symlink's or directory's mode says nothing of a file's: it is new
+	}
 	mode := c.mode(p, uint32(st.Mode), wst)
 	stage, n, err := c.stage.file(f, mode, c.uid(int(st.Uid)), c.gid(int(st.Gid)), st.Atime, st.Mtime)
 	if err != nil {

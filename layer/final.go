@@ -212,3 +212,43 @@ func (f *finalFS) Searchable(p string, info persist.Info) bool {
 	}
 	return persist.Host{}.Searchable(p, info)
 }
+
+// InLayer implements persist.Layered: the entry at p comes from the layer.
+func (f *finalFS) InLayer(p string) bool {
+	rel, ok := f.rel(p)
+	if !ok || rel == "" {
+		return false
+	}
+	up, _, err := f.where(rel)
+	return err == nil && up
+}
+
+// LayerNames implements persist.Layered: what the layer holds in the
+// directory p (whiteouts left out).
+func (f *finalFS) LayerNames(p string) ([]string, error) {
+	rel, ok := f.rel(p)
+	if !ok {
+		return nil, unix.ENOENT
+	}
+	if rel != "" {
+		if up, st, err := f.where(rel); err != nil || !up || fileType(&st) != unix.S_IFDIR {
+			return nil, unix.ENOENT
+		}
+	}
+	fd, err := openBeneath(f.upper, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	names, err := readDirNames(fd)
+	if err != nil {
+		return nil, err
+	}
+	out := names[:0]
+	for _, n := range names {
+		if e := f.inUpper(relJoin(rel, n)); e.present {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -55,7 +55,7 @@ func newGuard(ws, upper int, src Source, opt Options, chown bool) (*guard, error
 	final := newFinalFS(opt.Workspace, ws, upper, src, chown)
 	return &guard{c: persist.NewChecker(persist.Config{
 		Workspace: opt.Workspace, Final: final, Before: persist.Host{}, Names: m,
-		Unguarded: opt.Unguarded, StartRepos: repos, Home: opt.Home, GlobalConfigs: opt.GitConfigs,
+		Unguarded: opt.Unguarded, StartRepos: repos, StartNamed: scan.Named(opt.Workspace, m), Home: opt.Home, GlobalConfigs: opt.GitConfigs,
 		Umask: opt.Umask,
 	})}, nil
 }

@@ -92,7 +92,8 @@ func TestGuard(t *testing.T) {
 		{".git/refs/heads/hooks/x", kindFile, "", false}, // a branch named hooks/x
 		{".git/refs/heads/config", kindFile, "", false},  // a branch named config
 		{".git/objects/ab/cdef", kindFile, "", false},
-		{".git/index", kindFile, "", false},
+		{".git/index", kindFile, "DIRC\x00\x00\x00\x02\x00\x00\x00\x00" + strings.Repeat("\x00", 20), false},
+		{".git/index", kindFile, "not an index", true}, // cannot be checked
 		{".git/commondir", kindFile, "", true},
 		{".git/config", kindFile, cfg + "[user]\n\tname = x\n", false},
 		{".git/config", kindFile, "[user]\n\tname = x\n", false}, // removing is fine

@@ -56,6 +56,9 @@ type Config struct {
 	// StartRepos are the repositories the workspace held before
 	// (Scan.Repos); their configs name other files.
 	StartRepos []Repo
+	// StartNamed are the protected names the workspace held before
+	// (Scan.Named): one reached through a symlink guards its target.
+	StartNamed []string
 	// Home is the caller's home ("~" in git config); GlobalConfigs are
 	// the caller's own git config files (~/.gitconfig, XDG), whose
 	// core.hooksPath and include.path apply to every repository.
@@ -69,14 +72,23 @@ type Config struct {
 // so it belongs to one commit or one sweep; it is not safe for concurrent
 // use.
 type Checker struct {
-	cfg     Config
-	gitDir  map[string]bool // memo: is this (absolute) directory a git directory in Final
-	wasGit  map[string]bool // memo: in Before
-	named   map[string]bool // memo: isOrNamed
-	roles   map[string]role // absolute path → what a start repository's config makes it
-	rolesOK bool
-	shared  map[string]uint32 // memo: group/other write bits a git directory may keep
-	kept    map[string]bool   // git directories whose sharing kept a write bit
+	cfg    Config
+	gitDir map[string]bool // memo: is this (absolute) directory a git directory in Final
+	wasGit map[string]bool // memo: in Before
+	named  map[string]bool // memo: isOrNamed
+	roles  map[string]role // absolute path → what a start repository's config makes it
+	// ancestors are the directories (absolute) on the way to a start
+	// repository, its work tree, or a role path, and why they matter.
+	ancestors map[string]string
+	// globalHooks are relative core.hooksPath values from the caller's
+	// own config: relative to every work tree, new ones too.
+	globalHooks []string
+	rolesOK     bool
+	shared      map[string]uint32 // memo: group/other write bits a git directory may keep
+	kept        map[string]bool   // git directories whose sharing kept a write bit
+	// histories memoizes history: why a git directory's new history is
+	// refused ("" when it is not).
+	histories map[string]string
 }
 
 // role is what a path is to a repository that existed before.
@@ -93,11 +105,12 @@ const (
 	roleHooks                         // the hooks directory (only *.sample may change)
 	roleHooksPath                     // a core.hooksPath target (nothing may change)
 	roleWorktreeHooks                 // a hooksPath that is a work tree: hook names may not change
+	roleNamed                         // what a protected name points at (nothing may change)
 )
 
 // NewChecker returns a Checker for cfg.
 func NewChecker(cfg Config) *Checker {
-	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, shared: map[string]uint32{}, kept: map[string]bool{}}
+	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, ancestors: map[string]string{}, shared: map[string]uint32{}, kept: map[string]bool{}, histories: map[string]string{}}
 }
 
 func (c *Checker) abs(rel string) string {
@@ -137,6 +150,14 @@ func (c *Checker) Check(rel string, k Change) Verdict {
 	if v.Action == Refuse {
 		return v
 	}
+	if k == Symlink || k == File {
+		// Replacing a directory on the way to something guarded with a
+		// link (or a file, which some tools read as one: a .jj/repo file
+		// names the repository) would make tools read it from elsewhere.
+		if why := c.redirects(rel); why != "" {
+			return Verdict{Refuse, why}
+		}
+	}
 	if n, at, ok := c.cfg.Names.Match(rel); ok {
 		switch {
 		case n.Kind == Instruction && k != Remove:
@@ -149,6 +170,23 @@ func (c *Checker) Check(rel string, k Change) Verdict {
 		}
 	}
 	return v
+}
+
+// redirects says why a link or file at rel would redirect something
+// guarded: rel is on the way to a repository or a file a repository's
+// config names (as they were before the run), or it is the first part of
+// a protected name of several parts (".hg" of ".hg/hgrc"). "" when not.
+func (c *Checker) redirects(rel string) string {
+	c.loadRoles()
+	if why, ok := c.ancestors[c.abs(rel)]; ok {
+		return rel + " " + why + ": it must stay a directory"
+	}
+	if n, at, ok := c.cfg.Names.Prefix(rel); ok {
+		if _, inTree := InPackageTree(rel, at); !inTree {
+			return rel + " would redirect " + n.Pattern + ", a persistence path (" + n.Why() + ")"
+		}
+	}
+	return ""
 }
 
 // exempt says why a protected name at element at of rel is committed
@@ -164,11 +202,29 @@ func (c *Checker) exempt(rel string, at int) string {
 		if _, err := c.cfg.Before.Lstat(c.abs(w)); err == nil {
 			continue // the directory was there before: not the command's own
 		}
-		if d, v := Discover(c.cfg.Final, c.abs(w)); v == GitDir && !d.Bare && cloned(c.cfg.Final, d.GitDir) {
+		// Its own .git directory (a gitfile can name any repository, the
+		// workspace's own among them), new in this run.
+		d, v := Discover(c.cfg.Final, c.abs(w))
+		if v == GitDir && d.Gitfile == "" && d.GitDir == c.abs(w)+"/.git" && c.clone(d.GitDir) {
 			return "inside " + w + ", a repository the command cloned"
 		}
 	}
 	return ""
+}
+
+// clone reports whether the git directory gd (absolute) is the .git
+// directory of a repository the command cloned in this run.
+func (c *Checker) clone(gd string) bool {
+	if filepath.Base(gd) != ".git" {
+		return false
+	}
+	if _, err := c.cfg.Before.Lstat(gd); err == nil {
+		return false
+	}
+	if _, err := c.cfg.Before.Lstat(filepath.Dir(gd)); err == nil {
+		return false // a clone makes its directory
+	}
+	return cloned(c.cfg.Final, gd)
 }
 
 // cloned reports a repository made by git clone: its config names a
@@ -256,14 +312,25 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 	}
 	refuse := func(why string) Verdict { return Verdict{Refuse, why} }
 	first, sub, _ := strings.Cut(rest, "/")
+	if k == File && historyFile(rest) {
+		if v, bad := c.historyRefusal(gd, rest); bad {
+			return v
+		}
+	}
 	switch {
 	case k == Remove:
 		// Deleting runs nothing; everything that stays is checked.
 		return Verdict{}
+
 	case rest == "":
 		if k != Dir {
 			return refuse(name + " is a git directory and would become a redirect: git would take its hooks and config from elsewhere")
 		}
+	case k == Symlink:
+		// git makes no symlinks in its directory; one would let what it
+		// reads there (hooks, config, sequencer state, submodules,
+		// worktrees) come from a place no rule looks at.
+		return refuse(joinRel(gd, rest) + " would be a symlink in the git directory " + name + ": what git reads there must stay in it")
 	case rest == "hooks":
 		if k != Dir {
 			return refuse(name + "/hooks must stay a directory")

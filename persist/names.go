@@ -76,7 +76,7 @@ func Builtin() []Name {
 		p(".mise.toml", "mise", onCd+" (hooks, env scripts)"),
 		p(".mise.*.toml", "mise", onCd+" (hooks, env scripts)"),
 		p(".mise", "mise", onCd+" (hooks, env scripts)"),
-		p("mise/config.toml", "mise", onCd+" (hooks, env scripts)"),
+		p("mise/config*.toml", "mise", onCd+" (hooks, env scripts)"),
 		p("mise/conf.d", "mise", onCd+" (hooks, env scripts)"),
 		p(".config/mise", "mise", onCd+" (hooks, env scripts)"),
 		p(".config/mise.toml", "mise", onCd+" (hooks, env scripts)"),
@@ -109,6 +109,20 @@ func Builtin() []Name {
 		p(".xsession", "the X session", "at graphical login"),
 		p(".xsessionrc", "the X session", "at graphical login"),
 		p(".tmux.conf", "tmux", "when tmux starts (run-shell, hooks)"),
+		p(".bash_aliases", "bash (sourced by .bashrc)", onShell),
+		p(".config/tmux", "tmux", "when tmux starts (run-shell, hooks)"),
+		p(".config/nvim", "Neovim", "when Neovim starts"),
+		p(".vim", "Vim", "when Vim starts (plugins)"),
+		p(".emacs", "Emacs", "when Emacs starts"),
+		p(".emacs.d", "Emacs", "when Emacs starts"),
+		p(".config/emacs", "Emacs", "when Emacs starts"),
+		p(".config/autostart", "the desktop session", "at graphical login"),
+		p(".direnvrc", "direnv", onCd+" (its own start-up file)"),
+		p(".config/direnv", "direnv", onCd+" (direnvrc, lib)"),
+		p(".hgrc", "Mercurial", "on every hg command (global config)"),
+		p(".config/hg", "Mercurial", "on every hg command (global config)"),
+		p(".jjconfig.toml", "Jujutsu", "on every jj command (global config)"),
+		p(".config/jj", "Jujutsu", "on every jj command (global config)"),
 		p(".gitconfig", "git", onShell+" (global config: fsmonitor, pager, aliases, hooksPath)"),
 		p(".config/git", "git", onShell+" (global config and attributes)"),
 		p(".ssh", "ssh and sshd", "on every ssh connection and login (config ProxyCommand, rc, authorized_keys)"),
@@ -179,6 +193,9 @@ func Builtin() []Name {
 		p(".config/lefthook.*", "lefthook", onCommit),
 		p(".config/lefthook-local.*", "lefthook", onCommit),
 		p("hk.pkl", "hk", onCommit),
+		p("hk.local.pkl", "hk", onCommit),
+		p(".config/hk.pkl", "hk", onCommit),
+		p(".config/hk.local.pkl", "hk", onCommit),
 		p(".overcommit.yml", "overcommit", onCommit),
 		p(".git-hooks", "overcommit", onCommit+" (plugins)"),
 		p(".lintstagedrc", "lint-staged", onCommit),
@@ -299,6 +316,21 @@ func (m *Matcher) Match(rel string) (n Name, at int, ok bool) {
 		return Name{}, 0, false
 	}
 	return m.names[best], at, true
+}
+
+// Prefix finds a name of several parts whose leading parts rel's last
+// parts are ("x/.hg" for ".hg/hgrc*"); at is where the name begins in rel.
+func (m *Matcher) Prefix(rel string) (n Name, at int, ok bool) {
+	parts := strings.Split(rel, "/")
+	for _, nm := range m.names {
+		pat := strings.Split(nm.Pattern, "/")
+		for k := 1; k < len(pat) && k <= len(parts); k++ {
+			if matchAt(pat[:k], parts[len(parts)-k:]) {
+				return nm, len(parts) - k, true
+			}
+		}
+	}
+	return Name{}, 0, false
 }
 
 func matchAt(pat, parts []string) bool {

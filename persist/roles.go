@@ -58,6 +58,36 @@ func (c *Checker) loadRoles() {
 		for _, r := range c.cfg.StartRepos {
 			c.repoRoles(view, r, global)
 		}
+		for _, e := range global {
+			if e.Section == "core" && e.Key == "hookspath" && e.Value != "" && !filepath.IsAbs(e.Value) && !strings.HasPrefix(e.Value, "~") {
+				c.globalHooks = append(c.globalHooks, filepath.Clean(e.Value))
+			}
+		}
+		// A protected name reached through a symlink guards what it
+		// points at.
+		for _, rel := range c.cfg.StartNamed {
+			lit := joinPath(c.cfg.Workspace, rel)
+			if r, err := Resolve(view, lit, true); err == nil && r != lit {
+				c.addRole(r, role{roleNamed, "", rel + " is a persistence path, and this is what it points at"})
+			}
+		}
+	}
+	// The way to every repository, work tree and role path.
+	guard := func(p, why string) {
+		for q := p; q != c.cfg.Workspace && strings.HasPrefix(q, c.cfg.Workspace+"/"); q = filepath.Dir(q) {
+			if _, ok := c.ancestors[q]; !ok {
+				c.ancestors[q] = why
+			}
+		}
+	}
+	for _, r := range c.cfg.StartRepos {
+		guard(filepath.Dir(r.GitDir), "leads to the repository "+r.GitDir)
+		if r.Dotgit {
+			guard(joinPath(c.cfg.Workspace, r.At), "holds a repository")
+		}
+	}
+	for p, r := range c.roles {
+		guard(filepath.Dir(p), "leads to "+p+" ("+r.why+")")
 	}
 }
 
@@ -187,6 +217,26 @@ func (c *Checker) configRoles(view FS, f, gd, why string, depth int) []gitconfig
 // roleRule decides a change at rel against the roles.
 func (c *Checker) roleRule(rel string, k Change) Verdict {
 	c.loadRoles()
+	if k != Remove && len(c.globalHooks) > 0 {
+		// Your own core.hooksPath, relative: hooks in every work tree
+		// (or bare repository), new ones too.
+		parts := strings.Split(rel, "/")
+		for i := 0; i < len(parts); i++ {
+			w := strings.Join(parts[:i], "/")
+			inside := strings.Join(parts[i:], "/")
+			for _, h := range c.globalHooks {
+				if inside != h && !strings.HasPrefix(inside, h+"/") {
+					continue
+				}
+				if c.isOrNamed(w) {
+					return Verdict{Refuse, "core.hooksPath in your git config makes " + joinRel(w, h) + " the hooks of " + orWorkspace(w)}
+				}
+				if d, v := Discover(c.cfg.Final, c.abs(w)); v != NotGitDir && !d.Bare {
+					return Verdict{Refuse, "core.hooksPath in your git config makes " + joinRel(w, h) + " the hooks of the repository in " + orWorkspace(w)}
+				}
+			}
+		}
+	}
 	if len(c.roles) == 0 {
 		return Verdict{}
 	}
@@ -222,7 +272,7 @@ func (c *Checker) applyRole(r role, at, p string, k Change) Verdict {
 		default:
 			return Verdict{Refuse, r.why}
 		}
-	case roleHooksPath:
+	case roleHooksPath, roleNamed:
 		if k != Remove {
 			return Verdict{Refuse, r.why}
 		}
@@ -247,6 +297,8 @@ const (
 	// WorktreeHooks: a core.hooksPath that is a work tree; only the hook
 	// names in it are hooks.
 	WorktreeHooks
+	// NamedTarget: what a protected name reaches through a symlink.
+	NamedTarget
 )
 
 // RolePath is one path a repository's config makes special.
@@ -266,4 +318,11 @@ func (c *Checker) Roles() []RolePath {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
 	return out
+}
+
+// GlobalHooks are the relative core.hooksPath values of the caller's own
+// git config: a hooks directory in every work tree.
+func (c *Checker) GlobalHooks() []string {
+	c.loadRoles()
+	return slices.Compact(append([]string(nil), c.globalHooks...))
 }

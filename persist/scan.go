@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/gob"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -56,6 +58,9 @@ type Scan struct {
 	// Key identifies the names the marks were taken for.
 	Key  string
 	Dirs map[string]DirInfo
+	// TooDeep are directories with children whose paths are too long to
+	// follow; Unread are directories that could not be listed.
+	TooDeep, Unread []string
 	// fresh reports whether the scan read any directory again (or had no
 	// memory to start from): only then is it worth saving.
 	fresh bool
@@ -65,6 +70,26 @@ type Scan struct {
 // and ctime are unchanged. Directories on other file systems, symlinks and
 // the insides of git directories are not entered.
 func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
+	return Scanner{Names: m}.Scan(ws, prev)
+}
+
+// Scanner scans workspaces.
+type Scanner struct {
+	Names *Matcher
+	// Unlock reads directories the caller owns but cannot list (a command
+	// can lock its own): their mode is opened for the read and put back.
+	// Without it they are skipped, which is only right when nothing could
+	// have written there unseen.
+	Unlock bool
+}
+
+// pathLimit is the longest path the scan follows; anything deeper is
+// recorded in Scan.TooDeep instead (the kernel refuses longer paths).
+const pathLimit = unix.PathMax - 256
+
+// Scan is ScanWorkspace with the Scanner's options.
+func (sc Scanner) Scan(ws string, prev *Scan) (*Scan, error) {
+	m := sc.Names
 	var root unix.Stat_t
 	if err := unix.Lstat(ws, &root); err != nil {
 		return nil, fmt.Errorf("scan workspace: %w", err)
@@ -95,11 +120,21 @@ func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
 			s.fresh = true
 			var err error
 			info, err = readDirInfo(path, m)
+			if errors.Is(err, unix.EACCES) && sc.Unlock && int(st.Uid) == os.Geteuid() {
+				// Locked by its owner: open it for the read, then put the
+				// mode back (that moves the ctime, so the next scan reads
+				// it again).
+				if unix.Chmod(path, st.Mode&0o7777|0o500) == nil {
+					info, err = readDirInfo(path, m)
+					unix.Chmod(path, st.Mode&0o7777)
+				}
+			}
 			if err != nil {
 				if rel == "" {
 					return nil, fmt.Errorf("scan workspace: %w", err)
 				}
-				continue // unreadable corners cannot hold anything we could protect
+				s.Unread = append(s.Unread, rel)
+				continue
 			}
 			info.Ino = st.Ino
 			info.ACL = dirACL(path)
@@ -113,9 +148,17 @@ func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
 			continue // a git directory's insides are not a workspace
 		}
 		for _, sub := range info.Subdirs {
-			stack = append(stack, joinRel(rel, sub))
+			next := joinRel(rel, sub)
+			if len(ws)+1+len(next) >= pathLimit {
+				s.TooDeep = append(s.TooDeep, rel)
+				continue
+			}
+			stack = append(stack, next)
 		}
 	}
+	sort.Strings(s.TooDeep)
+	s.TooDeep = slices.Compact(s.TooDeep)
+	sort.Strings(s.Unread)
 	return s, nil
 }
 
@@ -275,7 +318,9 @@ func innerGitDirs(fsys FS, gd string) []string {
 
 // Named lists the existing entries (workspace-relative) that are exactly a
 // persistence name: the entry a pattern ends at, for every marked entry a
-// pattern begins at. Sorted.
+// pattern begins at. The elements after the first are followed through
+// whatever is there, symlinks included, as a tool opening the path would.
+// Sorted.
 func (s *Scan) Named(ws string, m *Matcher) []string {
 	var out []string
 	for rel, d := range s.Dirs {
@@ -286,11 +331,7 @@ func (s *Scan) Named(ws string, m *Matcher) []string {
 				for _, elem := range pat[1:] {
 					var next []string
 					for _, c := range cands {
-						matches, _ := filepath.Glob(filepath.Join(joinPath(ws, c), globEscapeDir(elem)))
-						for _, mt := range matches {
-							r, _ := filepath.Rel(ws, mt)
-							next = append(next, r)
-						}
+						next = append(next, childrenMatching(joinPath(ws, c), c, elem)...)
 					}
 					cands = next
 				}
@@ -302,15 +343,67 @@ func (s *Scan) Named(ws string, m *Matcher) []string {
 	return slices.Compact(out)
 }
 
-// globEscapeDir keeps a pattern element as it is (a glob for Glob).
-func globEscapeDir(elem string) string { return elem }
+// Redirects lists the existing entries (workspace-relative) that stand,
+// as something other than a directory, where a persistence name of
+// several parts needs a directory (".jj/repo" as a file, ".hg" as a
+// symlink): each would make a tool read the name from elsewhere. Sorted.
+func (s *Scan) Redirects(ws string, m *Matcher) []string {
+	var out []string
+	for rel, d := range s.Dirs {
+		for _, mark := range d.Marks {
+			for _, k := range m.startingAt(mark) {
+				pat := strings.Split(m.names[k].Pattern, "/")
+				cands := []string{joinRel(rel, mark)}
+				for i := 1; i < len(pat) && len(cands) > 0; i++ {
+					var next []string
+					for _, c := range cands {
+						st, err := os.Lstat(joinPath(ws, c))
+						switch {
+						case err != nil:
+						case !st.IsDir():
+							out = append(out, c)
+						default:
+							next = append(next, childrenMatching(joinPath(ws, c), c, pat[i])...)
+						}
+					}
+					cands = next
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// childrenMatching lists dir's entries (as rel/name) that the pattern
+// element matches. The element is matched against names, never put into
+// a path: the workspace's own path may hold glob characters.
+func childrenMatching(dir, rel, elem string) []string {
+	if !strings.ContainsAny(elem, `*?[\`) {
+		if _, err := os.Lstat(dir + "/" + elem); err == nil {
+			return []string{rel + "/" + elem}
+		}
+		return nil
+	}
+	names, err := Host{}.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		if ok, _ := path.Match(elem, n); ok {
+			out = append(out, rel+"/"+n)
+		}
+	}
+	return out
+}
 
 // startingAt lists the names whose first element matches elem.
 func (m *Matcher) startingAt(elem string) []int {
 	out := append([]int(nil), m.byFirst[elem]...)
 	for _, k := range m.globs {
 		first, _, _ := strings.Cut(m.names[k].Pattern, "/")
-		if ok, _ := filepath.Match(first, elem); ok {
+		if ok, _ := path.Match(first, elem); ok {
 			out = append(out, k)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
 	"github.com/sandboxd/sandboxd/persist"
@@ -47,19 +48,22 @@ type markID struct {
 type persistPlan struct {
 	ws       string
 	m        *persist.Matcher
-	pins     []string          // directories to pin, parents first
-	readOnly []string          // existing protected files and directories
-	watch    map[string]fileID // sensitive paths and what was there at start (zero = nothing)
-	repos    map[string]fileID // git directories inside the workspace at start
-	named    map[string]fileID // protected names and instruction files at start
-	ctimes   map[string]int64  // instruction files' change times at start
-	modes    map[string]uint32 // git directories, hooks and configs: mode at start
-	acls     map[string]uint8  // git directories and hooks: ACLs at start
-	shared   map[string]uint32 // git directory → group/other write sharing allows
-	markers  map[string]markID // what made or could make a directory a repository (HEAD, objects, ...) at start
-	scan     *persist.Scan     // the workspace scan the plan was made from
-	cfg      persist.Config    // for the checks after the run
-	umask    uint32            // the caller's
+	pins     []string                // directories to pin, parents first
+	readOnly []string                // existing protected files and directories
+	watch    map[string]fileID       // sensitive paths and what was there at start (zero = nothing)
+	repos    map[string]fileID       // git directories inside the workspace at start
+	named    map[string]fileID       // protected names and instruction files at start
+	ctimes   map[string]int64        // instruction files' change times at start
+	modes    map[string]uint32       // git directories, hooks and configs: mode at start
+	acls     map[string]uint8        // git directories and hooks: ACLs at start
+	shared   map[string]uint32       // git directory → group/other write sharing allows
+	markers  map[string]markID       // what made or could make a directory a repository (HEAD, objects, ...) at start
+	scan     *persist.Scan           // the workspace scan the plan was made from
+	cfg      persist.Config          // for the checks after the run
+	since    int64                   // the run's start, as change times count it
+	history  map[string]*historySnap // repository (workspace-relative git directory) → its history files before
+	snapDir  string                  // where saved indexes wait
+	umask    uint32                  // the caller's
 }
 
 func lstatID(p string) (fileID, os.FileInfo, error) {
@@ -77,12 +81,20 @@ func lstatID(p string) (fileID, os.FileInfo, error) {
 var gitWatched = []string{"config.worktree", "commondir", "rebase-merge", "rebase-apply", "sequencer",
 	"remotes", "branches", "objects/info/alternates"}
 
+// gitNested hold other git directories (submodules, linked worktrees):
+// pinned when they exist (git adds to them), watched when they do not.
+var gitNested = []string{"modules", "worktrees"}
+
 // planPersistence finds the protected paths of the workspace. prev is the
 // last remembered scan of it, if any.
 func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 	ws := spec.Workspace
 	m := persist.NewMatcher(persist.Names(spec.Protected))
-	p := &persistPlan{ws: ws, m: m, umask: spec.Umask, watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
+	p := &persistPlan{ws: ws, m: m, umask: spec.Umask, history: map[string]*historySnap{},
+		snapDir: filepath.Join(spec.StateDir, "history", newRunID()),
+		// Change times come from a coarse clock; anything stamped in the
+		// moments before the run counts as the run's, which errs safe.
+		since: time.Now().Add(-50 * time.Millisecond).UnixNano(), watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
 		ctimes: map[string]int64{}, modes: map[string]uint32{}, acls: map[string]uint8{}, shared: map[string]uint32{}, markers: map[string]markID{}}
 	pinned := map[string]bool{}
 	pin := func(rel string) {
@@ -160,6 +172,13 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 			continue
 		}
 		p.repos[rel] = id
+		if r.Dotgit {
+			snap, err := snapHistory(r.GitDir, p.snapDir)
+			if err != nil {
+				return nil, fmt.Errorf("sandbox: remember the history of %s: %w", rel, err)
+			}
+			p.history[rel] = snap
+		}
 		// The directory itself is pinned (git writes inside it); its
 		// executable parts are bound read-only.
 		pin(filepath.Join(rel, "x"))
@@ -174,6 +193,19 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 		for _, f := range append([]string{"hooks", "config"}, gitWatched...) {
 			protect(filepath.Join(rel, f))
 		}
+		for _, f := range gitNested {
+			nested := filepath.Join(rel, f)
+			id, st, err := lstatID(filepath.Join(ws, nested))
+			switch {
+			case err != nil:
+				p.watch[nested] = fileID{}
+			case st.IsDir():
+				p.watch[nested] = id
+				pin(filepath.Join(nested, "x"))
+			default:
+				p.watch[nested] = id
+			}
+		}
 		for _, f := range []string{"", "hooks", "config", "config.worktree"} {
 			if _, st, err := lstatID(filepath.Join(r.GitDir, f)); err == nil {
 				p.modes[filepath.Join(rel, f)] = uint32(st.Mode().Perm())
@@ -183,8 +215,8 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 			}
 		}
 	}
-	p.cfg = persist.Config{Workspace: ws, Final: persist.Host{}, Before: persist.Host{}, Names: m,
-		Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...), StartRepos: repos,
+	p.cfg = persist.Config{Workspace: ws, Final: persist.NewerThan(p.since), Before: persist.Host{}, Names: m,
+		Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...), StartRepos: repos, StartNamed: scan.Named(ws, m),
 		Home: spec.Home, GlobalConfigs: spec.GitConfigs}
 	// What the repositories' configs (and the caller's) make hooks or
 	// config, wherever it lies: symlinked config and hooks, commondir
@@ -210,8 +242,23 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 			p.shared[rel] = sharedAtStart(c, rel)
 		}
 	}
+	// What stands where a name needs a directory (a .jj/repo file, a .hg
+	// symlink): watched, checked after the run if it changes.
+	for _, rel := range scan.Redirects(ws, m) {
+		if id, _, err := lstatID(filepath.Join(ws, rel)); err == nil {
+			p.watch[rel] = id
+		}
+	}
 	// Protected names, at any depth.
 	for _, rel := range scan.Named(ws, m) {
+		if link := firstLink(ws, rel); link != "" {
+			// Reached through a symlink: its target is protected as a
+			// role (above); the link itself is watched.
+			if id, _, err := lstatID(filepath.Join(ws, link)); err == nil {
+				p.watch[link] = id
+			}
+			continue
+		}
 		n, at, ok := m.Match(rel)
 		if !ok {
 			continue
@@ -253,18 +300,129 @@ func within(ws, path string) (string, bool) {
 // candidate is something new in the workspace after the run.
 type candidate struct {
 	rel  string
-	repo bool // a git directory that is new (or was replaced)
+	repo bool   // a git directory that is new (or was replaced)
+	why  string // refused for this reason without a look
 }
 
 // sweep runs after every process of the run is gone. Whatever the rules
 // refuse among what is new is moved to quarantine (or removed when
 // quarantine is on another file system); what they list is reported. The
 // scan never follows symlinks, and each move is done relative to a parent
-// opened beneath the workspace without symlinks. Afterwards p.scan is the
-// workspace as the command left it.
+// opened beneath the workspace without symlinks. A pass can uncover more
+// (a fake repository hid what is below it until its HEAD went), so passes
+// repeat until one moves nothing. Afterwards p.scan is the workspace as
+// the command left it.
 func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
-	ws := p.ws
+	const maxPasses = 8
+	scanner := persist.Scanner{Names: p.m, Unlock: true}
+	start := p.scan
+	cfg := p.cfg
+	// What the rules say, with the workspace as it is now and, before,
+	// what the scan at the start saw.
+	cfg.Before = start.Tree(p.ws)
+	var out []Persisted
+	var gone []string
+	var errs []error
+	listed := map[string]bool{}
+	var after *persist.Scan
+	for pass := 0; ; pass++ {
+		var err error
+		after, err = scanner.Scan(p.ws, start)
+		if err != nil {
+			return out, errors.Join(append(errs, err)...)
+		}
+		if pass == maxPasses {
+			errs = append(errs, errors.New("the workspace kept changing under the persistence sweep"))
+			break
+		}
+		c := persist.NewChecker(cfg)
+		cands, notes := p.candidates(after, c)
+		for _, n := range notes {
+			if !listed[n.Path] {
+				listed[n.Path] = true
+				out = append(out, n)
+			}
+		}
+		moved := 0
+		for _, cd := range cands {
+			if under(cd.rel, gone) {
+				continue // it went with a directory above it
+			}
+			var v persist.Verdict
+			target := cd.rel
+			switch {
+			case cd.repo:
+				v, target = p.judgeRepo(c, cd.rel, start)
+			case cd.why != "":
+				v = persist.Verdict{Action: persist.Refuse, Why: cd.why}
+			default:
+				v = judgeTree(c, p.ws, cd.rel)
+			}
+			switch v.Action {
+			case persist.Keep:
+				continue
+			case persist.List:
+				if !listed[cd.rel] {
+					listed[cd.rel] = true
+					out = append(out, Persisted{Path: cd.rel, Action: "listed", Why: v.Why})
+				}
+				continue
+			}
+			for _, t := range strings.Split(target, "\x00") {
+				if under(t, gone) {
+					continue
+				}
+				q, err := quarantineEntry(p.ws, t, quarantine)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				gone = append(gone, t)
+				moved++
+				act := "quarantined"
+				if q == "" {
+					act = "removed"
+				}
+				out = append(out, Persisted{Path: t, Action: act, Why: v.Why, Quarantine: q})
+			}
+		}
+		if moved == 0 {
+			break
+		}
+	}
+	// History the run added that would bring back what the rules refuse
+	// is undone (persist/history.go).
+	hc := persist.NewChecker(cfg)
+	for rel, snap := range p.history {
+		if under(rel, gone) || !snap.changed() {
+			continue
+		}
+		if why := hc.History(rel); why != "" {
+			if err := snap.restore(); err != nil {
+				errs = append(errs, fmt.Errorf("restore the history of %s: %w", rel, err))
+			}
+			out = append(out, Persisted{Path: rel, Action: "restored", Why: why + "; its refs, index and reflogs were put back as they were before the run"})
+		}
+	}
+	for _, snap := range p.history {
+		snap.discard()
+	}
+	os.Remove(p.snapDir)
+	out = append(out, p.narrow(after, gone)...)
+	// What the plan read afresh is new to the remembered scan too.
+	if err := rescan(p, after); err != nil {
+		errs = append(errs, err)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Path < out[b].Path })
+	return out, errors.Join(errs...)
+}
+
+// candidates lists what is new in the workspace since the start and may
+// matter, and the instruction files to list.
+func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]candidate, []Persisted) {
+	ws, start := p.ws, p.scan
 	var cands []candidate
+	var notes []Persisted
 	for rel, before := range p.watch {
 		now, _, err := lstatID(filepath.Join(ws, rel))
 		if err != nil {
@@ -274,11 +432,6 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			cands = append(cands, candidate{rel: rel})
 		}
 	}
-	after, err := persist.ScanWorkspace(ws, p.m, p.scan)
-	if err != nil {
-		return nil, err
-	}
-	start := p.scan
 	for _, rel := range after.WithMark(".git") {
 		dotgit := filepath.Join(rel, ".git")
 		id, st, err := lstatID(filepath.Join(ws, dotgit))
@@ -289,6 +442,15 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 		}
 	}
 	for _, r := range after.Repos(ws, persist.Host{}) {
+		if r.Dotgit {
+			// Your own relative core.hooksPath, in every work tree.
+			for _, h := range c.GlobalHooks() {
+				hp := filepath.Join(r.At, h)
+				if id, _, err := lstatID(filepath.Join(ws, hp)); err == nil && p.watch[hp] != id {
+					cands = append(cands, candidate{rel: hp})
+				}
+			}
+		}
 		if r.Gitfile {
 			continue // the .git file itself is watched above
 		}
@@ -300,8 +462,14 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			cands = append(cands, candidate{rel: rel, repo: true})
 		}
 	}
-	var out []Persisted
 	for _, rel := range after.Named(ws, p.m) {
+		// A name reached through a new symlink: the symlink is the change.
+		if link := firstLink(ws, rel); link != "" {
+			if id, _, err := lstatID(filepath.Join(ws, link)); err == nil && p.watch[link] != id {
+				cands = append(cands, candidate{rel: link})
+			}
+			continue
+		}
 		id, st, err := lstatID(filepath.Join(ws, rel))
 		if err != nil {
 			continue
@@ -309,7 +477,7 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 		n, _, _ := p.m.Match(rel)
 		if n.Kind == persist.Instruction {
 			if ct := st.Sys().(*syscall.Stat_t).Ctim.Nano(); p.named[rel] != id || p.ctimes[rel] != ct {
-				out = append(out, Persisted{Path: rel, Action: "listed", Why: n.Pattern + ": " + n.Why()})
+				notes = append(notes, Persisted{Path: rel, Action: "listed", Why: n.Pattern + ": " + n.Why()})
 			}
 			continue
 		}
@@ -317,60 +485,49 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			cands = append(cands, candidate{rel: rel})
 		}
 	}
-	// What the rules say, with the workspace as it is now and, before, what
-	// the scan at the start saw.
-	cfg := p.cfg
-	cfg.Before = start.Tree(ws)
-	c := persist.NewChecker(cfg)
+	for _, rel := range after.Redirects(ws, p.m) {
+		if id, _, err := lstatID(filepath.Join(ws, rel)); err == nil && p.watch[rel] != id {
+			cands = append(cands, candidate{rel: rel})
+		}
+	}
+	// What the scan could not follow, it cannot clear: the highest new
+	// directory on the way goes.
+	for _, rel := range append(append([]string(nil), after.TooDeep...), after.Unread...) {
+		if slices.Contains(start.TooDeep, rel) || slices.Contains(start.Unread, rel) {
+			continue
+		}
+		top := ""
+		for q := rel; q != "." && q != ""; q = filepath.Dir(q) {
+			if _, existed := start.Dirs[q]; existed {
+				break
+			}
+			top = q
+		}
+		why := "sandboxd cannot check " + rel + " (too deep, or unreadable), so it is not kept"
+		if top == "" {
+			top = rel
+		}
+		cands = append(cands, candidate{rel: top, why: why})
+	}
 	sort.Slice(cands, func(a, b int) bool { return cands[a].rel < cands[b].rel })
-	var errs []error
-	var gone []string
-	for _, cd := range cands {
-		if under(cd.rel, gone) {
-			continue // it went with a directory above it
-		}
-		var v persist.Verdict
-		target := cd.rel
-		if cd.repo {
-			v, target = p.judgeRepo(c, cd.rel, start)
-		} else {
-			v = judgeTree(c, ws, cd.rel)
-		}
-		switch v.Action {
-		case persist.Keep:
-			continue
-		case persist.List:
-			out = append(out, Persisted{Path: cd.rel, Action: "listed", Why: v.Why})
-			continue
-		}
-		for _, t := range strings.Split(target, "\x00") {
-			if under(t, gone) {
-				continue
-			}
-			q, err := quarantineEntry(ws, t, quarantine)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			gone = append(gone, t)
-			act := "quarantined"
-			if q == "" {
-				act = "removed"
-			}
-			out = append(out, Persisted{Path: t, Action: act, Why: v.Why, Quarantine: q})
+	return cands, notes
+}
+
+// firstLink returns the first element of rel (workspace-relative) that is
+// a symlink, before its last element; "" when there is none.
+func firstLink(ws, rel string) string {
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		q := strings.Join(parts[:i], "/")
+		if st, err := os.Lstat(filepath.Join(ws, q)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return q
 		}
 	}
-	out = append(out, p.narrow(after, gone)...)
-	// What the plan read afresh is new to the remembered scan too.
-	if err := rescan(p, after); err != nil {
-		errs = append(errs, err)
-	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].Path < out[b].Path })
-	return out, errors.Join(errs...)
+	return ""
 }
 
 func rescan(p *persistPlan, after *persist.Scan) error {
-	s, err := persist.ScanWorkspace(p.ws, p.m, after)
+	s, err := persist.Scanner{Names: p.m, Unlock: true}.Scan(p.ws, after)
 	if err != nil {
 		return err
 	}
@@ -486,15 +643,23 @@ func (p *persistPlan) narrow(after *persist.Scan, gone []string) []Persisted {
 			continue
 		}
 		allowed := p.shared[rel]
-		items := []string{rel, filepath.Join(rel, "hooks"), filepath.Join(rel, "config"), filepath.Join(rel, "config.worktree")}
-		if hooks, err := os.ReadDir(filepath.Join(r.GitDir, "hooks")); err == nil {
-			for _, h := range hooks {
-				items = append(items, filepath.Join(rel, "hooks", h.Name()))
+		// Everything in it but the objects themselves (named by their
+		// content): sequencer state, refs, hooks, config, info.
+		var items []string
+		filepath.WalkDir(r.GitDir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.Type()&fs.ModeSymlink != 0 {
+				return nil
 			}
-		}
+			it, _ := filepath.Rel(p.ws, path)
+			if sub, _ := filepath.Rel(r.GitDir, path); strings.HasPrefix(sub, "objects/") && !d.IsDir() {
+				return nil
+			}
+			items = append(items, it)
+			return nil
+		})
 		for _, it := range items {
 			m, had := p.modes[it]
-			fix(it, m, had, allowed, "other accounts could write git's hooks or config; group/other write removed")
+			fix(it, m, had, allowed, "other accounts could write what git reads there; group/other write removed")
 			if st, err := os.Lstat(filepath.Join(p.ws, it)); err == nil && st.IsDir() {
 				if added := persist.DirACL(filepath.Join(p.ws, it)) &^ p.acls[it]; added != 0 {
 					p.dropACL(it, added)
@@ -558,7 +723,7 @@ func safeNewRepo(gd string) (string, bool) {
 	if st, err := os.Lstat(filepath.Join(gd, "config")); err != nil || !st.Mode().IsRegular() {
 		return "without a plain config file", false
 	}
-	for _, f := range append(append([]string(nil), gitWatched...), "worktrees", "modules") {
+	for _, f := range append(append([]string(nil), gitWatched...), gitNested...) {
 		if f == "remotes" || f == "branches" {
 			continue // checked below
 		}

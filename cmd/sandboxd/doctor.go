@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,14 +15,20 @@ import (
 // non-zero when it would be degraded or refused.
 func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandboxd doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		} else {
+			fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
+		}
 		return exitSandboxd
 	}
 	env, err := loadEnv(getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
 		return exitSandboxd
 	}
 	d := sandbox.Doctor(filepath.Join(env.stateBase, "sandboxd"))

@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "sandboxd: unknown command %q (see sandboxd help)\n", args[0])
+		fmt.Fprintf(stderr, "sandboxd: unknown command \"%s\" (see sandboxd help)\n", esc(args[0]))
 		return exitSandboxd
 	}
 }

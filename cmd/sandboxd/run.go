@@ -133,7 +133,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		if errors.Is(err, flag.ErrHelp) {
 			return exitSandboxd
 		}
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error())) // a flag's name is the caller's, maybe the command's
 		return exitSandboxd
 	}
 	level := slog.LevelWarn

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +39,15 @@ type txnReport struct {
 func commitLayer(ctx context.Context, l *sandbox.Layer, spec *sandbox.Spec, env hostEnv, getenv func(string) string, stderr io.Writer, log *slog.Logger) (layer.Outcome, error) {
 	defer l.Close()
 	fd, err := unix.Openat(int(l.Root.Fd()), "upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		// The command locked the workspace's root in its layer (the root's
+		// own mode is never committed); the layer is ours to open.
+		var st unix.Stat_t
+		if unix.Fstatat(int(l.Root.Fd()), "upper", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			unix.Fchmodat(int(l.Root.Fd()), "upper", st.Mode&0o7777|0o700, 0)
+		}
+		fd, err = unix.Openat(int(l.Root.Fd()), "upper", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return layer.Outcome{}, fmt.Errorf("commit: open the layer: %w", err)
 	}
@@ -108,7 +118,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 	}
 	env, err := loadEnv(getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: %v\n", err)
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
 		return exitSandboxd
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -1,0 +1,23 @@
+// Package persist owns what a sandboxed command may leave behind in its
+// workspace: nothing that a program on the host runs or loads later
+// without being asked. It is the one home of these rules, shared by the
+// layer's commit (package layer) and by a run written straight to the
+// workspace (package sandbox, --no-transaction):
+//
+//   - what git takes for a repository (gitdir.go, from git's setup.c,
+//     checked against git itself by a fuzz test);
+//   - the protected names and where they apply (names.go, data with the
+//     tool and the moment for each);
+//   - the decision for one change (check.go), the files a repository's
+//     config makes hooks or config wherever they are (roles.go), the
+//     repository state git executes later (gitstate.go), the history a
+//     command writes into a repository (history.go);
+//   - the permission rule (perms.go);
+//   - the workspace scan that finds repositories and names at any depth
+//     (scan.go).
+//
+// Rules read the tree through FS: the host's, or the workspace as a
+// commit would leave it. The package imports only the standard library,
+// golang.org/x/sys and gitconfig; it must never import sandbox, layer,
+// broker, review or anything that runs git.
+package persist
