@@ -52,3 +52,24 @@ func TestLeakThroughHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestLeakRefsThroughLink: refs/ (or logs/) made a symlink into the
+// private cache, which the command writes unchecked, would let it move
+// any branch later without a run; it is not left, and the repository
+// still works.
+func TestLeakRefsThroughLink(t *testing.T) {
+	forModes(t, func(t *testing.T, e *env, layer bool) {
+		e.hostRepo(t, ".")
+		r := e.run(t, `C=$(dirname "$XDG_CACHE_HOME") && cp -a .git/refs "$C/refs" && rm -rf .git/refs && ln -s "$C/refs" .git/refs && git log -1 --format=%s`)
+		if !strings.Contains(r.stdout, "initial") {
+			t.Fatalf("the link was not made inside (git did not follow it)\n%s", r)
+		}
+		st, err := os.Lstat(filepath.Join(e.ws, ".git", "refs"))
+		if err != nil || st.Mode()&os.ModeSymlink != 0 || !st.IsDir() {
+			t.Fatalf(".git/refs is not the repository's own directory after the run (%v, %v)\n%s", st, err, r)
+		}
+		if got := e.hostGit(t, "log", "-1", "--format=%s"); strings.TrimSpace(got) != "initial" {
+			t.Fatalf("the repository's history is broken on the host: %q\n%s", got, r)
+		}
+	})
+}

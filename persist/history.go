@@ -541,6 +541,10 @@ func (c *Checker) historyRefusal(gd, rest string) (Verdict, bool) {
 	return Verdict{}, false
 }
 
+// HistoryFile reports the files of a git directory (rest is relative to
+// it) that name commits or stage content: see historyFile.
+func HistoryFile(rest string) bool { return historyFile(rest) }
+
 // History says why the history the attempt added to the git directory gd
 // (workspace-relative) is refused, "" when it is not: see historyFile.
 func (c *Checker) History(gd string) string { return c.history(gd) }

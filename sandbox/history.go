@@ -131,9 +131,15 @@ func (s *historySnap) changed() bool {
 	return changedLog
 }
 
-// restore puts the history files back as they were.
+// restore puts the history files back as they were. It writes only
+// through real directories of the repository: where the run left a
+// symlink on the way, nothing is written (the sweep moves such links out
+// first).
 func (s *historySnap) restore() error {
 	var errs []error
+	if p := s.linked(); p != "" {
+		return fmt.Errorf("%s is a symlink; the history was not put back", p)
+	}
 	for _, f := range historyRefFiles(s.gd, s.common) {
 		if _, had := s.files[f]; !had {
 			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -259,4 +265,36 @@ func putBack(f string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), f)
+}
+
+// linked returns a path on the way to a history file that is a symlink,
+// "" when there is none.
+func (s *historySnap) linked() string {
+	paths := []string{s.gd + "/index", s.common + "/packed-refs"}
+	for f := range s.files {
+		paths = append(paths, f)
+	}
+	for f := range s.logs {
+		paths = append(paths, f)
+	}
+	for _, f := range paths {
+		base := s.common
+		if !strings.HasPrefix(f, base+"/") {
+			base = s.gd
+		}
+		rel := strings.TrimPrefix(f, base+"/")
+		parts := strings.Split(rel, "/")
+		for i := 1; i <= len(parts); i++ {
+			q := base + "/" + strings.Join(parts[:i], "/")
+			if st, err := os.Lstat(q); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+				return q
+			}
+		}
+	}
+	for _, d := range []string{s.common + "/refs", s.common + "/logs", s.gd + "/logs"} {
+		if st, err := os.Lstat(d); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return d
+		}
+	}
+	return ""
 }

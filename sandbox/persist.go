@@ -397,7 +397,15 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 		if under(rel, gone) || !snap.changed() {
 			continue
 		}
-		if why := hc.History(rel); why != "" {
+		why := hc.History(rel)
+		for _, g := range gone {
+			// A link moved out from where git keeps history (refs/ as a
+			// symlink) leaves a hole the snapshot fills.
+			if sub, ok := strings.CutPrefix(g, rel+"/"); ok && persist.HistoryFile(sub) && why == "" {
+				why = g + " was not kept"
+			}
+		}
+		if why != "" {
 			if err := snap.restore(); err != nil {
 				errs = append(errs, fmt.Errorf("restore the history of %s: %w", rel, err))
 			}
@@ -460,7 +468,27 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 		}
 		if id, _, err := lstatID(r.GitDir); err == nil && p.repos[rel] != id {
 			cands = append(cands, candidate{rel: rel, repo: true})
+			continue
 		}
+		// In a repository that was there: a symlink the run made inside
+		// it (refs/, logs/, info/ pointing elsewhere) is a change the
+		// watched paths do not see.
+		filepath.WalkDir(r.GitDir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if sub, _ := filepath.Rel(r.GitDir, path); strings.HasPrefix(sub, "objects/") && !d.IsDir() {
+				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				var st unix.Stat_t
+				if unix.Lstat(path, &st) == nil && st.Ctim.Nano() >= p.since {
+					lrel, _ := filepath.Rel(ws, path)
+					cands = append(cands, candidate{rel: lrel})
+				}
+			}
+			return nil
+		})
 	}
 	for _, rel := range after.Named(ws, p.m) {
 		// A name reached through a new symlink: the symlink is the change.
