@@ -958,18 +958,8 @@ func TestLeakSequencerSymlink(t *testing.T) {
 // the private cache, which the command writes straight through and which
 // stays on the host. What git then reads there is the command's.
 func TestLeakRedirectedOnTheWay(t *testing.T) {
-	// upstream is a repository outside the workspace to add as a
-	// submodule.
-	upstream := func(t *testing.T, e *env) string {
-		up := e.mkdir("up", 0o755)
-		e.writeFile(filepath.Join(up, "s.txt"), "s\n", 0o644)
-		e.hostGitIn(t, up, "init", "-q")
-		e.hostGitIn(t, up, "add", "-A")
-		e.hostGitIn(t, up, "commit", "-q", "-m", "s")
-		return up
-	}
 	addSub := func(t *testing.T, e *env, dir string) {
-		e.hostGitIn(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", upstream(t, e), "sub")
+		e.hostGitIn(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", e.upstream(t), "sub")
 		e.hostGitIn(t, dir, "commit", "-q", "-m", "sub")
 	}
 	cases := []leakCase{
@@ -1367,4 +1357,15 @@ func TestLeakFlagErrorEscaped(t *testing.T) {
 			}
 		}
 	})
+}
+
+// upstream is a repository outside the workspace to add as a submodule.
+func (e *env) upstream(t *testing.T) string {
+	t.Helper()
+	up := e.mkdir("up", 0o755)
+	e.writeFile(filepath.Join(up, "s.txt"), "s\n", 0o644)
+	e.hostGitIn(t, up, "init", "-q")
+	e.hostGitIn(t, up, "add", "-A")
+	e.hostGitIn(t, up, "commit", "-q", "-m", "s")
+	return up
 }

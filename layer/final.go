@@ -2,6 +2,7 @@ package layer
 
 import (
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/persist"
@@ -248,6 +249,52 @@ func (f *finalFS) LayerNames(p string) ([]string, error) {
 	for _, n := range names {
 		if e := f.inUpper(relJoin(rel, n)); e.present {
 			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// Open implements persist.Opener.
+func (f *finalFS) Open(p string) (persist.OpenFile, error) {
+	rel, ok := f.rel(p)
+	if !ok {
+		return persist.Host{}.Open(p)
+	}
+	root, err := f.root(rel)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := openBeneath(root, rel, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return nil, err
+	}
+	return persist.OpenRegular(os.NewFile(uintptr(fd), p))
+}
+
+// ReadDir lists a directory of the final tree (the layer's entries and the
+// workspace's that it does not hide).
+func (f *finalFS) ReadDir(p string) ([]string, error) {
+	rel, ok := f.rel(p)
+	if !ok {
+		return persist.Host{}.ReadDir(p)
+	}
+	seen := map[string]bool{}
+	var out []string
+	if up, err := f.LayerNames(p); err == nil {
+		for _, n := range up {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	if fd, err := openBeneath(f.wsFD, rel, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
+		names, _ := readDirNames(fd)
+		unix.Close(fd)
+		for _, n := range names {
+			if !seen[n] {
+				if _, err := f.Lstat(p + "/" + n); err == nil {
+					out = append(out, n)
+				}
+			}
 		}
 	}
 	return out, nil

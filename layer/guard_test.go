@@ -89,8 +89,9 @@ func TestGuard(t *testing.T) {
 		{".git/hooks/pre-commit.sample", kindFile, "", false},
 		{".git/hooks/pre-commit", kindRemove, "", false},
 		{".git/hooks/sub/x.sample", kindFile, "", true},
-		{".git/refs/heads/hooks/x", kindFile, "", false}, // a branch named hooks/x
-		{".git/refs/heads/config", kindFile, "", false},  // a branch named config
+		{".git/refs/heads/hooks/x", kindFile, "ref: refs/heads/none\n", false}, // a branch named hooks/x
+		{".git/refs/heads/config", kindFile, "ref: refs/heads/none\n", false},  // a branch named config
+		{".git/refs/heads/bad", kindFile, "x", true},                           // a ref sandboxd cannot read
 		{".git/objects/ab/cdef", kindFile, "", false},
 		{".git/index", kindFile, "DIRC\x00\x00\x00\x02\x00\x00\x00\x00" + strings.Repeat("\x00", 20), false},
 		{".git/index", kindFile, "not an index", true}, // cannot be checked

@@ -312,7 +312,7 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 	}
 	refuse := func(why string) Verdict { return Verdict{Refuse, why} }
 	first, sub, _ := strings.Cut(rest, "/")
-	if k == File && historyFile(rest) {
+	if (k == File || k == Remove) && historyFile(rest) {
 		if v, bad := c.historyRefusal(gd, rest); bad {
 			return v
 		}

@@ -55,9 +55,6 @@ type FS interface {
 // maxLinks is the kernel's limit on symlinks followed in one lookup.
 const maxLinks = 40
 
-// errLoop is returned for too many symlinks.
-var errLoop = unix.ELOOP
-
 // Resolve follows every symlink in path (the last element's too, when
 // follow is set) the way the kernel would, and returns a path with none.
 // A missing last element is not an error (the path is returned as it
@@ -91,7 +88,7 @@ func Resolve(fsys FS, path string, follow bool) (string, error) {
 		if st.IsSymlink() && (len(rest) > 0 || follow) {
 			links++
 			if links > maxLinks {
-				return "", errLoop
+				return "", unix.ELOOP
 			}
 			target, err := fsys.Readlink(next)
 			if err != nil {
@@ -197,3 +194,33 @@ func (Host) ReadDir(path string) ([]string, error) {
 	defer f.Close()
 	return f.Readdirnames(-1)
 }
+
+// Open implements Opener.
+func (Host) Open(path string) (OpenFile, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	return OpenRegular(f)
+}
+
+// OpenRegular makes an OpenFile of f when it is a regular file (and closes
+// it when it is not).
+func OpenRegular(f *os.File) (OpenFile, error) {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = unix.EINVAL
+		}
+		return nil, err
+	}
+	return sizedFile{f, st.Size()}, nil
+}
+
+type sizedFile struct {
+	*os.File
+	size int64
+}
+
+func (f sizedFile) Size() int64 { return f.size }

@@ -2,55 +2,47 @@ package persist
 
 import (
 	"bytes"
-	"compress/zlib"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash"
-	"io"
-	"strconv"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
 )
 
 // Git's history is a second copy of the work tree: a commit, the index, a
-// stash or a branch the command wrote can carry a hook, an .envrc or a
-// .vscode task that the work tree check refused, and the user's next
-// `git checkout .`, `git stash pop`, `git reset --hard` or branch switch
-// writes it. So in a layer, when a repository's refs, index or reflogs
-// change, every tree and index entry the attempt created is checked: at a
-// path where the work tree rules refuse a change, it must hold what the
-// work tree will hold (or content the repository already had). If not,
-// or if it cannot be told (objects packed during the run, a split or
-// sparse index, reftable), the repository's refs, index, reflogs and
-// operation state are not committed: the new commits stay unreachable.
+// stash, a branch or a pending rebase the command wrote can carry a hook,
+// an .envrc or a .vscode task that the work tree check refused, and the
+// user's next `git checkout .`, `git stash pop`, `git reset --hard`,
+// branch switch or `git rebase --continue` writes it.
+//
+// So when a repository's history files change (historyFile), every place
+// git would check out from is compared with what it named before: each
+// ref's new commit with its old one (or, for a new ref, with the commit
+// HEAD named before), each new reflog entry, stash, ORIG_HEAD-like file
+// and sequencer pick likewise, and the index with the index before.
+// Where they differ at a path the work tree rules refuse a change at, the
+// new content must be what the work tree will hold; a submodule's commit
+// is followed into its own repository. Replace refs and grafts, which
+// change what every commit means, are refused outright; anything that
+// cannot be read (a missing object, reftable, a split index) counts as a
+// refusal. A refusal keeps the repository's history files as they were
+// (the new objects stay, unreachable). Only reads: objects are found as
+// git finds them (loose, packs, alternates), so where the command put
+// them does not matter, and neither does when.
 
-// Layered is an FS that can tell what the attempt itself wrote.
-type Layered interface {
-	FS
-	// InLayer reports whether the entry at path comes from the attempt.
-	InLayer(path string) bool
-	// LayerNames lists the names the attempt wrote in the directory path.
-	LayerNames(path string) ([]string, error)
-}
-
-// historyLimit bounds the objects one check reads.
-const historyLimit = 200_000
-
-// objectLimit bounds one commit or tree object.
-const objectLimit = 64 << 20
-
-// historyFile reports the files of a git directory that name commits or
-// stage content for the work tree: refs, packed-refs, HEAD and the other
-// *_HEAD files, reflogs, the index, operation state.
+// historyFile reports the files of a git directory (rest is relative to
+// it) that name commits or stage content for the work tree: refs,
+// packed-refs, HEAD and the other *_HEAD files, reflogs, the index, grafts
+// and shallow, operation state.
 func historyFile(rest string) bool {
 	first, _, _ := strings.Cut(rest, "/")
 	switch {
-	case rest == "index", rest == "packed-refs", rest == "HEAD", rest == "reftable" || first == "reftable":
+	case rest == "index", rest == "packed-refs", rest == "HEAD", rest == "shallow", rest == "info/grafts",
+		first == "reftable":
 		return true
 	case first == "refs", first == "logs", sequencerDir(first):
 		return true
@@ -60,296 +52,598 @@ func historyFile(rest string) bool {
 	return false
 }
 
-// history decides the history a layer adds to the git directory gd
-// (workspace-relative): "" when it carries nothing the work tree rules
-// refuse. Memoized.
+// HistoryFile is historyFile for callers outside the package.
+func HistoryFile(rest string) bool { return historyFile(rest) }
+
+// History says why the history the change adds to the git directory gd
+// (workspace-relative) is refused, "" when it is not. Memoized.
+func (c *Checker) History(gd string) string { return c.history(gd) }
+
 func (c *Checker) history(gd string) string {
 	if why, ok := c.histories[gd]; ok {
 		return why
 	}
-	why := ""
-	if l, ok := c.cfg.Final.(Layered); ok {
-		h := &historyCheck{c: c, fs: l, gd: c.abs(gd), seen: map[string]bool{}}
-		why = h.run()
-	}
+	h := &historyCheck{c: c, gd: c.abs(gd), done: map[string]bool{}}
+	why := h.run()
 	c.histories[gd] = why
 	return why
 }
 
 type historyCheck struct {
-	c      *Checker
-	fs     Layered
-	gd     string // the git directory, absolute
-	common string
-	tree   string // its work tree, absolute ("" when bare)
-	hash   func() hash.Hash
-	hexLen int
-	seen   map[string]bool
-	reads  int
+	c          *Checker
+	gd, common string // absolute, the same in both views
+	before     *store
+	final      *store
+	hash       func() hash.Hash
+	rawLen     int
+	trees      []string // where checkouts of gd write (absolute)
+	done       map[string]bool
+	compared   int
 }
 
+// maxCompared bounds the tree pairs one check compares.
+const maxCompared = 100_000
+
 func (h *historyCheck) run() string {
-	common, v := CommonDir(h.fs, h.gd)
+	before, final := h.c.cfg.Before, h.c.cfg.Final
+	common, v := CommonDir(before, h.gd)
 	if v != GitDir {
-		common = h.gd
+		if common, v = CommonDir(final, h.gd); v != GitDir {
+			common = h.gd
+		}
 	}
 	h.common = common
-	h.hash, h.hexLen = sha1.New, 40
-	if b, err := readFollow(h.fs, common+"/config", gitconfig.MaxSize); err == nil {
-		if ents, err := gitconfig.Parse(b); err == nil {
-			for _, e := range ents {
-				if e.Section == "extensions" && e.Key == "objectformat" && strings.EqualFold(e.Value, "sha256") {
-					h.hash, h.hexLen = sha256.New, 64
+	cfg := h.config(before)
+	if len(cfg) == 0 {
+		cfg = h.config(final)
+	}
+	h.hash, h.rawLen = sha1.New, 20
+	for _, e := range cfg {
+		if e.Section == "extensions" && e.Key == "objectformat" && strings.EqualFold(e.Value, "sha256") {
+			h.hash, h.rawLen = sha256.New, 32
+		}
+	}
+	h.trees = h.workTrees(cfg)
+	if len(h.trees) == 0 || h.c.clone(h.gd) {
+		// A bare repository: no checkout writes a work tree. A clone:
+		// what its history carries its work tree may carry (listed).
+		return ""
+	}
+	for _, view := range []FS{before, final} {
+		if _, err := view.Lstat(common + "/reftable"); err == nil {
+			return "the repository keeps its refs in a reftable, which sandboxd cannot read"
+		}
+	}
+	for _, f := range []string{common + "/info/grafts", common + "/shallow"} {
+		if a, b := readOr(before, f), readOr(final, f); a != b && f == common+"/info/grafts" {
+			return "info/grafts changed: it changes what every commit holds"
+		}
+	}
+	h.before = newStore(before, common+"/objects", h.rawLen)
+	h.final = newStore(final, common+"/objects", h.rawLen)
+
+	oldRefs, err := h.refs(before)
+	if err != nil {
+		return err.Error()
+	}
+	newRefs, err := h.refs(final)
+	if err != nil {
+		return err.Error()
+	}
+	head := oldRefs["HEAD"]
+	for name, id := range newRefs {
+		if oldRefs[name] == id {
+			continue
+		}
+		if strings.HasPrefix(name, "refs/replace/") {
+			return name + " replaces an object: it changes what every commit holds"
+		}
+		if strings.HasPrefix(name, "refs/notes/") {
+			continue // notes are shown, never checked out
+		}
+		base := oldRefs[name]
+		if base == "" {
+			base = head
+		}
+		if why := h.tip(base, id); why != "" {
+			return why
+		}
+	}
+	// New reflog entries (stash@{1}, HEAD@{2}, ...) and sequencer picks.
+	for _, id := range h.newLogShas(before, final) {
+		if why := h.tip(head, id); why != "" {
+			return why
+		}
+	}
+	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
+		for _, f := range []string{"git-rebase-todo", "todo", "done"} {
+			p := h.gd + "/" + sd + "/" + f
+			if readOr(before, p) == readOr(final, p) {
+				continue
+			}
+			for _, id := range h.shas(readOr(final, p)) {
+				if why := h.pick(id); why != "" {
+					return why
 				}
 			}
 		}
 	}
-	h.tree = h.workTree()
-	if h.tree == "" {
-		return "" // a bare repository: no checkout writes a work tree
+	if a, b := readOr(before, h.gd+"/index"), readOr(final, h.gd+"/index"); a != b {
+		if why := h.index(a, b); why != "" {
+			return why
+		}
 	}
-	if h.c.clone(h.gd) {
-		// A repository the command cloned: what its history carries is
-		// what its work tree may carry (listed, see exempt).
+	return ""
+}
+
+func readOr(fsys FS, p string) string {
+	b, err := readFollow(fsys, p, 1<<30)
+	if err != nil {
 		return ""
 	}
-	if names, _ := h.fs.LayerNames(common + "/objects/pack"); len(names) > 0 {
-		return "git packed objects during the run, which sandboxd cannot check"
-	}
-	if _, err := h.fs.Lstat(common + "/reftable"); err == nil {
-		return "the repository keeps its refs in a reftable, which sandboxd cannot check"
-	}
-	var tips []string
-	for _, dir := range []string{common + "/refs", common + "/logs", h.gd + "/logs"} {
-		h.layerFiles(dir, func(p string) { tips = append(tips, h.shasIn(p)...) })
-	}
-	for _, f := range []string{common + "/packed-refs", h.gd + "/HEAD"} {
-		if h.fs.InLayer(f) {
-			tips = append(tips, h.shasIn(f)...)
-		}
-	}
-	if names, err := h.fs.LayerNames(h.gd); err == nil {
-		for _, n := range names {
-			if strings.HasSuffix(n, "_HEAD") {
-				tips = append(tips, h.shasIn(h.gd+"/"+n)...)
-			}
-		}
-	}
-	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
-		h.layerFiles(h.gd+"/"+sd, func(p string) { tips = append(tips, h.shasIn(p)...) })
-	}
-	for _, t := range tips {
-		if why := h.commit(t); why != "" {
-			return why
-		}
-	}
-	if h.fs.InLayer(h.gd + "/index") {
-		if why := h.index(h.gd + "/index"); why != "" {
-			return why
-		}
-	}
-	return ""
+	return string(b)
 }
 
-// workTree is where a checkout of gd writes.
-func (h *historyCheck) workTree() string {
-	ents := []gitconfig.Entry{}
-	for _, f := range []string{h.common + "/config", h.gd + "/config.worktree"} {
-		if b, err := readFollow(h.fs, f, gitconfig.MaxSize); err == nil {
-			if e, err := gitconfig.Parse(b); err == nil {
-				ents = append(ents, e...)
-			}
-		}
-	}
-	for _, e := range ents {
-		if e.Section == "core" && e.Key == "bare" && strings.EqualFold(e.Value, "true") {
-			return ""
-		}
-	}
-	trees := worktrees(h.fs, h.gd, ents)
-	for _, t := range trees[1:] { // not gd itself
-		if t == h.c.cfg.Workspace || strings.HasPrefix(t, h.c.cfg.Workspace+"/") {
-			return t
-		}
-	}
-	return ""
-}
-
-// layerFiles calls f for every regular file the layer holds below dir.
-func (h *historyCheck) layerFiles(dir string, f func(string)) {
-	names, err := h.fs.LayerNames(dir)
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		p := dir + "/" + n
-		st, err := h.fs.Lstat(p)
-		switch {
-		case err != nil:
-		case st.IsDir():
-			h.layerFiles(p, f)
-		case h.fs.InLayer(p):
-			f(p)
-		}
-	}
-}
-
-// shasIn finds every object name in a ref, reflog or state file.
-func (h *historyCheck) shasIn(p string) []string {
-	b, err := h.fs.ReadFile(p, objectLimit)
+func (h *historyCheck) config(view FS) []gitconfig.Entry {
+	b, err := readFollow(view, h.common+"/config", gitconfig.MaxSize)
 	if err != nil {
 		return nil
 	}
-	var out []string
-	for _, f := range strings.FieldsFunc(string(b), func(r rune) bool { return !isHex(r) }) {
-		if len(f) == h.hexLen {
-			out = append(out, strings.ToLower(f))
+	ents, _ := gitconfig.Parse(b)
+	return ents
+}
+
+// workTrees are where a checkout of gd writes, as git decides it and as
+// it was before the run (nothing the command wrote since moves them):
+// the directories the start scan found it from (a .git entry, a gitfile),
+// the parent of a .git directory, and core.worktree (config.worktree only
+// with extensions.worktreeConfig; the last value wins). A repository with
+// core.bare = true has none.
+func (h *historyCheck) workTrees(cfg []gitconfig.Entry) []string {
+	bare, worktreeConfig := "", false
+	worktree := ""
+	for _, e := range cfg {
+		switch {
+		case e.Section == "core" && e.Key == "bare":
+			bare = strings.ToLower(e.Value)
+		case e.Section == "core" && e.Key == "worktree":
+			worktree = e.Value
+		case e.Section == "extensions" && e.Key == "worktreeconfig":
+			worktreeConfig = e.NoValue || strings.EqualFold(e.Value, "true")
 		}
 	}
+	if worktreeConfig {
+		if b, err := readFollow(h.c.cfg.Before, h.gd+"/config.worktree", gitconfig.MaxSize); err == nil {
+			if ents, err := gitconfig.Parse(b); err == nil {
+				for _, e := range ents {
+					if e.Section == "core" && e.Key == "worktree" {
+						worktree = e.Value
+					}
+					if e.Section == "core" && e.Key == "bare" {
+						bare = strings.ToLower(e.Value)
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	add := func(p string) {
+		if p == h.c.cfg.Workspace || strings.HasPrefix(p, h.c.cfg.Workspace+"/") {
+			out = append(out, p)
+		}
+	}
+	for _, r := range h.c.cfg.StartRepos {
+		if r.GitDir == h.gd && r.Dotgit {
+			add(joinPath(h.c.cfg.Workspace, r.At))
+		}
+	}
+	if strings.HasSuffix(h.gd, "/.git") {
+		add(h.gd[:len(h.gd)-len("/.git")])
+	}
+	if worktree != "" {
+		p := worktree
+		if !strings.HasPrefix(p, "/") {
+			p = h.gd + "/" + p
+		}
+		if r, err := Resolve(h.c.cfg.Before, p, true); err == nil {
+			add(r)
+		}
+	}
+	if len(out) == 0 && bare != "true" {
+		// A linked worktree or a submodule, found as it was before.
+		if b, err := readFollow(h.c.cfg.Before, h.gd+"/gitdir", 4096); err == nil {
+			p := strings.TrimRight(string(b), "\r\n")
+			if strings.HasSuffix(p, "/.git") {
+				add(p[:len(p)-len("/.git")])
+			}
+		}
+	}
+	if bare == "true" && worktree == "" {
+		return nil
+	}
 	return out
+}
+
+// refs reads every ref of the repository in view, resolved to object
+// names: loose refs, packed-refs, HEAD and the *_HEAD files (FETCH_HEAD's
+// every line).
+func (h *historyCheck) refs(view FS) (map[string]string, error) {
+	raw := map[string]string{}
+	if b, err := readFollow(view, h.common+"/packed-refs", 1<<30); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if line == "" || line[0] == '#' || line[0] == '^' {
+				continue
+			}
+			id, name, ok := strings.Cut(line, " ")
+			if ok {
+				raw[name] = strings.ToLower(id)
+			}
+		}
+	}
+	var walk func(dir, name string, depth int)
+	walk = func(dir, name string, depth int) {
+		if depth > 32 {
+			return
+		}
+		l, ok := view.(lister)
+		if !ok {
+			return
+		}
+		names, err := l.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, n := range names {
+			p, ref := dir+"/"+n, name+"/"+n
+			st, err := view.Lstat(p)
+			switch {
+			case err != nil:
+			case st.IsDir():
+				walk(p, ref, depth+1)
+			case st.IsRegular():
+				raw[ref] = strings.TrimSpace(readOr(view, p))
+			}
+		}
+	}
+	walk(h.common+"/refs", "refs", 0)
+	for _, dir := range []string{h.gd, h.common} {
+		if l, ok := view.(lister); ok {
+			names, _ := l.ReadDir(dir)
+			for _, n := range names {
+				if n == "HEAD" || strings.HasSuffix(n, "_HEAD") {
+					content := strings.TrimSpace(readOr(view, dir+"/"+n))
+					if strings.HasPrefix(content, "ref:") {
+						raw[n] = content
+						continue
+					}
+					for i, id := range h.shas(content) {
+						raw[fmt.Sprintf("%s#%d", n, i)] = id
+						if i == 0 {
+							raw[n] = id
+						}
+					}
+				}
+			}
+		}
+	}
+	out := map[string]string{}
+	for name := range raw {
+		v := raw[name]
+		for i := 0; i < 8 && strings.HasPrefix(v, "ref:"); i++ {
+			v = raw[strings.TrimSpace(strings.TrimPrefix(v, "ref:"))]
+		}
+		if strings.HasPrefix(v, "ref:") {
+			continue // dangling or looping symbolic ref: names nothing
+		}
+		if v != "" {
+			if len(v) != 2*h.rawLen || !isHexString(v) {
+				return nil, fmt.Errorf("the ref %s holds %q, which sandboxd cannot read", name, v)
+			}
+			out[name] = strings.ToLower(v)
+		}
+	}
+	return out, nil
+}
+
+func isHexString(s string) bool {
+	for _, r := range s {
+		if !isHex(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(r rune) bool {
 	return r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F'
 }
 
-// object reads an object the attempt wrote (loose, in the layer); ok is
-// false for one the repository already had.
-func (h *historyCheck) object(sha string) (typ string, body []byte, ok bool, err error) {
-	if len(sha) != h.hexLen {
-		return "", nil, false, nil
+// shas finds the object names in text.
+func (h *historyCheck) shas(text string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !isHex(r) }) {
+		if len(f) == 2*h.rawLen {
+			out = append(out, strings.ToLower(f))
+		}
 	}
-	p := h.common + "/objects/" + sha[:2] + "/" + sha[2:]
-	if !h.fs.InLayer(p) {
-		return "", nil, false, nil
-	}
-	h.reads++
-	if h.reads > historyLimit {
-		return "", nil, true, errors.New("too many new objects to check")
-	}
-	raw, err := h.fs.ReadFile(p, objectLimit)
-	if err != nil {
-		return "", nil, true, err
-	}
-	zr, err := zlib.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return "", nil, true, err
-	}
-	defer zr.Close()
-	data, err := io.ReadAll(io.LimitReader(zr, objectLimit+64))
-	if err != nil {
-		return "", nil, true, err
-	}
-	head, rest, found := bytes.Cut(data, []byte{0})
-	if !found {
-		return "", nil, true, errors.New("bad object header")
-	}
-	t, size, _ := strings.Cut(string(head), " ")
-	if n, err := strconv.Atoi(size); err != nil || n != len(rest) {
-		return "", nil, true, errors.New("bad object size")
-	}
-	return t, rest, true, nil
+	return out
 }
 
-// commit walks a new commit, its new parents and their new trees.
-func (h *historyCheck) commit(sha string) string {
-	stack := []string{sha}
-	for len(stack) > 0 {
-		s := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if h.seen[s] {
-			continue
+// newLogShas lists the object names that reflog lines the run added name
+// (the new value of each entry).
+func (h *historyCheck) newLogShas(before, final FS) []string {
+	var out []string
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		l, ok := final.(lister)
+		if !ok || depth > 32 {
+			return
 		}
-		h.seen[s] = true
-		typ, body, ok, err := h.object(s)
+		names, err := l.ReadDir(dir)
 		if err != nil {
-			return "cannot read the object " + s + " the command wrote: " + err.Error()
+			return
 		}
-		if !ok {
-			continue
-		}
-		switch typ {
-		case "commit", "tag":
-			for _, line := range strings.Split(string(body), "\n") {
-				if line == "" {
-					break // the message follows
+		for _, n := range names {
+			p := dir + "/" + n
+			st, err := final.Lstat(p)
+			switch {
+			case err != nil:
+			case st.IsDir():
+				walk(p, depth+1)
+			case st.IsRegular():
+				old, now := readOr(before, p), readOr(final, p)
+				added := now
+				if strings.HasPrefix(now, old) {
+					added = now[len(old):]
 				}
-				k, v, _ := strings.Cut(line, " ")
-				switch k {
-				case "tree":
-					if why := h.treeWalk(v, ""); why != "" {
-						return why
+				for _, line := range strings.Split(added, "\n") {
+					if f := strings.Fields(line); len(f) >= 2 && len(f[1]) == 2*h.rawLen {
+						out = append(out, strings.ToLower(f[1]))
 					}
-				case "parent", "object":
-					stack = append(stack, v)
 				}
 			}
-		case "tree":
-			if why := h.treeWalk(s, ""); why != "" {
-				return why
+		}
+	}
+	for _, d := range []string{h.common + "/logs", h.gd + "/logs"} {
+		walk(d, 0)
+	}
+	return out
+}
+
+// tip checks what checking out id writes, against what base (a commit
+// the repository had there, "" for none) wrote. A stash's index and
+// untracked parents are what `stash pop` applies too.
+func (h *historyCheck) tip(base, id string) string {
+	baseTree, why := h.treeOf(h.before, h.final, base)
+	if why != "" {
+		return why
+	}
+	typ, body, err := h.final.read(id)
+	if err != nil {
+		return h.unreadable(id, err)
+	}
+	for i := 0; typ == "tag" && i < 16; i++ {
+		target := header(body, "object")
+		if typ, body, err = h.final.read(target); err != nil {
+			return h.unreadable(target, err)
+		}
+	}
+	var trees []string
+	switch typ {
+	case "commit":
+		trees = append(trees, header(body, "tree"))
+		// A stash commit: its second and third parents (index, untracked
+		// files) are applied by `git stash pop`.
+		if ps := headers(body, "parent"); len(ps) > 1 {
+			for _, p := range ps[1:] {
+				if t, why := h.treeOf(h.final, h.final, p); why == "" && t != "" {
+					trees = append(trees, t)
+				}
 			}
+		}
+	case "tree":
+		trees = append(trees, id)
+	default:
+		return "" // a blob or something else: nothing is checked out from it
+	}
+	for _, t := range trees {
+		if why := h.diff(h.trees, baseTree, t, ""); why != "" {
+			return why
 		}
 	}
 	return ""
 }
 
-// treeWalk checks a new tree's entries (at the work tree path prefix).
-func (h *historyCheck) treeWalk(sha, prefix string) string {
-	if h.seen["t"+sha] {
+// pick checks a commit a pending rebase or cherry-pick would apply: what
+// it changes from its first parent.
+func (h *historyCheck) pick(id string) string {
+	typ, body, err := h.final.read(id)
+	if err != nil {
+		return h.unreadable(id, err)
+	}
+	if typ != "commit" {
 		return ""
 	}
-	h.seen["t"+sha] = true
-	typ, body, ok, err := h.object(sha)
+	parent := ""
+	if ps := headers(body, "parent"); len(ps) > 0 {
+		parent = ps[0]
+	}
+	pt, why := h.treeOf(h.final, h.final, parent)
+	if why != "" {
+		return why
+	}
+	return h.diff(h.trees, pt, header(body, "tree"), "")
+}
+
+// treeOf is the tree of the commit id ("" for none), read from first, or
+// second.
+func (h *historyCheck) treeOf(first, second *store, id string) (string, string) {
+	if id == "" {
+		return "", ""
+	}
+	typ, body, err := first.read(id)
 	if err != nil {
-		return "cannot read the tree " + sha + " the command wrote: " + err.Error()
-	}
-	if !ok || typ != "tree" {
-		return "" // the repository's own tree (or not a tree: git refuses it)
-	}
-	n := h.hexLen / 2
-	for len(body) > 0 {
-		sp := bytes.IndexByte(body, ' ')
-		nul := bytes.IndexByte(body, 0)
-		if sp < 0 || nul < sp || len(body) < nul+1+n {
-			return "the tree " + sha + " the command wrote cannot be parsed"
+		if typ, body, err = second.read(id); err != nil {
+			return "", h.unreadable(id, err)
 		}
-		mode, name, id := string(body[:sp]), string(body[sp+1:nul]), hex.EncodeToString(body[nul+1:nul+1+n])
-		body = body[nul+1+n:]
+	}
+	if typ != "commit" {
+		return "", "HEAD named something other than a commit before the run"
+	}
+	return header(body, "tree"), ""
+}
+
+func (h *historyCheck) unreadable(id string, err error) string {
+	return "git history the command wrote names the object " + id + ", which sandboxd cannot read (" + err.Error() + ")"
+}
+
+func header(body []byte, key string) string {
+	if v := headers(body, key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func headers(body []byte, key string) []string {
+	var out []string
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" {
+			break // the message follows
+		}
+		if k, v, ok := strings.Cut(line, " "); ok && k == key {
+			out = append(out, strings.TrimSpace(v))
+		}
+	}
+	return out
+}
+
+// readTree reads a tree: the new one from the final store, the old one
+// from the store before (then the final one: objects are never removed by
+// adding history).
+func (h *historyCheck) readTree(id string, old bool) (map[string]treeEntry, error) {
+	if id == "" {
+		return map[string]treeEntry{}, nil
+	}
+	stores := []*store{h.final}
+	if old {
+		stores = []*store{h.before, h.final}
+	}
+	var err error
+	for _, s := range stores {
+		var typ string
+		var body []byte
+		if typ, body, err = s.read(id); err == nil {
+			if typ != "tree" {
+				return nil, fmt.Errorf("%s is a %s, not a tree", id, typ)
+			}
+			return parseTree(body, h.rawLen)
+		}
+	}
+	return nil, err
+}
+
+// diff compares the trees old and new at prefix, for the work trees trees:
+// an entry that differs at a path where the work tree rules refuse a
+// change must hold what the work tree will hold.
+func (h *historyCheck) diff(trees []string, old, new, prefix string) string {
+	if old == new {
+		return ""
+	}
+	key := old + ":" + new + ":" + prefix
+	if h.done[key] {
+		return ""
+	}
+	h.done[key] = true
+	h.compared++
+	if h.compared > maxCompared {
+		return "git history the command wrote is too large to check"
+	}
+	ot, err := h.readTree(old, true)
+	if err != nil {
+		return h.unreadable(old, err)
+	}
+	nt, err := h.readTree(new, false)
+	if err != nil {
+		return h.unreadable(new, err)
+	}
+	for name, ne := range nt {
+		oe := ot[name]
+		if oe == ne {
+			continue
+		}
 		p := prefix + name
-		switch mode {
-		case "40000", "040000":
-			if why := h.treeWalk(id, p+"/"); why != "" {
+		switch ne.mode {
+		case "40000":
+			o := ""
+			if oe.mode == "40000" {
+				o = oe.id
+			}
+			if why := h.diff(trees, o, ne.id, p+"/"); why != "" {
 				return why
 			}
-		case "160000": // a submodule's commit: its own repository's rules
-		default:
-			if why := h.entry(p, mode, id); why != "" {
+		case "160000":
+			if why := h.submodule(trees, p, oe, ne); why != "" {
 				return why
+			}
+		default:
+			for _, t := range trees {
+				if why := h.entry(t, p, ne.mode, ne.id); why != "" {
+					return why
+				}
 			}
 		}
 	}
 	return ""
 }
 
-// entry checks that a tree or index entry at the work tree path p (mode,
-// object id) carries nothing the work tree rules would refuse.
-func (h *historyCheck) entry(p, mode, id string) string {
+// submodule follows a submodule commit that changed into the submodule's
+// own repository (where `git checkout --recurse-submodules` takes it).
+func (h *historyCheck) submodule(trees []string, p string, oe, ne treeEntry) string {
+	for _, t := range trees {
+		d, v := Discover(h.c.cfg.Final, t+"/"+p)
+		if v != GitDir || d.Bare || d.GitDir == h.gd {
+			continue // not checked out here: a later update fetches it from its remote
+		}
+		sub := &historyCheck{c: h.c, gd: d.GitDir, common: d.GitDir, hash: h.hash, rawLen: h.rawLen, done: h.done, compared: h.compared}
+		if common, v := CommonDir(h.c.cfg.Final, d.GitDir); v == GitDir {
+			sub.common = common
+		}
+		sub.before = newStore(h.c.cfg.Before, sub.common+"/objects", h.rawLen)
+		sub.final = newStore(h.c.cfg.Final, sub.common+"/objects", h.rawLen)
+		oldTree := ""
+		if oe.mode == "160000" {
+			var why string
+			if oldTree, why = sub.treeOf(sub.before, sub.final, oe.id); why != "" {
+				oldTree = "" // not there before: compare with nothing
+			}
+		}
+		newTree, why := sub.treeOf(sub.final, sub.final, ne.id)
+		if why != "" {
+			return why
+		}
+		if why := sub.diff([]string{t + "/" + p}, oldTree, newTree, ""); why != "" {
+			return why
+		}
+		h.compared = sub.compared
+	}
+	return ""
+}
+
+// entry checks one entry (mode, object id) at p in the work tree t.
+func (h *historyCheck) entry(t, p, mode, id string) string {
 	if !validRelPath(p) {
 		return "git history the command wrote names the path " + p + ", which git itself would refuse"
 	}
-	abs := h.tree + "/" + p
+	abs := t + "/" + p
 	rel := strings.TrimPrefix(strings.TrimPrefix(abs, h.c.cfg.Workspace), "/")
 	v := h.c.Check(rel, File)
 	if v.Action != Refuse {
 		return ""
 	}
-	if len(id) == h.hexLen && !h.fs.InLayer(h.common+"/objects/"+id[:2]+"/"+id[2:]) {
-		return "" // content the repository already had
-	}
 	// A change at p is refused, so what the work tree will hold there is
-	// what it held before when the attempt changed it.
-	view := FS(h.fs)
-	if h.fs.InLayer(abs) {
+	// what it held before when the run changed it.
+	view := h.c.cfg.Final
+	if l, ok := view.(Layered); ok && l.InLayer(abs) {
 		view = h.c.cfg.Before
 	}
 	if worktreeHolds(view, h.hash, abs, mode, id) {
@@ -374,8 +668,8 @@ func worktreeHolds(view FS, newHash func() hash.Hash, p, mode, id string) bool {
 		}
 		content = []byte(t)
 	case (mode == "100644" || mode == "100755") && st.IsRegular():
-		b, err := view.ReadFile(p, objectLimit+1)
-		if err != nil || len(b) > objectLimit {
+		b, err := view.ReadFile(p, maxObject+1)
+		if err != nil || len(b) > maxObject {
 			return false
 		}
 		content = b
@@ -388,8 +682,7 @@ func worktreeHolds(view FS, newHash func() hash.Hash, p, mode, id string) bool {
 	return hex.EncodeToString(hh.Sum(nil)) == id
 }
 
-// validRelPath: what git accepts as a path in a tree (no "", ".", "..",
-// no leading or doubled "/").
+// validRelPath: what git accepts as a path in a tree.
 func validRelPath(p string) bool {
 	if p == "" {
 		return false
@@ -402,40 +695,60 @@ func validRelPath(p string) bool {
 	return true
 }
 
-// index checks the entries of an index file the attempt wrote (versions
-// 2 to 4; git's Documentation/gitformat-index.txt).
-func (h *historyCheck) index(p string) string {
-	b, err := h.fs.ReadFile(p, 1<<30)
+// indexEntry is one entry of an index file.
+type indexEntry struct{ mode, id string }
+
+// index compares the index after the run with the one before: entries
+// that changed at a refused path must hold what the work tree will hold.
+func (h *historyCheck) index(before, after string) string {
+	old, _ := parseIndex([]byte(before), h.rawLen)
+	now, err := parseIndex([]byte(after), h.rawLen)
 	if err != nil {
-		return "cannot read the index the command wrote: " + err.Error()
+		return "the index the command wrote " + err.Error() + ", which sandboxd cannot check"
 	}
-	bad := func(what string) string {
-		return "the index the command wrote " + what + ", which sandboxd cannot check"
+	for p, e := range now {
+		if old[p] == e {
+			continue
+		}
+		if e.mode == "160000" {
+			continue // a submodule's commit: checked out from its own repository (see diff)
+		}
+		for _, t := range h.trees {
+			if why := h.entry(t, p, e.mode, e.id); why != "" {
+				return why
+			}
+		}
 	}
+	return ""
+}
+
+// parseIndex reads an index file's entries (versions 2 to 4; git's
+// Documentation/gitformat-index.txt), by path and stage.
+func parseIndex(b []byte, rawLen int) (map[string]indexEntry, error) {
 	if len(b) < 12 || string(b[:4]) != "DIRC" {
-		return bad("is not an index")
+		return nil, fmt.Errorf("is not an index")
 	}
 	version := binary.BigEndian.Uint32(b[4:8])
 	count := binary.BigEndian.Uint32(b[8:12])
 	if version < 2 || version > 4 {
-		return bad("has an unknown version")
+		return nil, fmt.Errorf("has an unknown version")
 	}
-	n := h.hexLen / 2
+	out := map[string]indexEntry{}
 	off := 12
 	prev := ""
 	for i := uint32(0); i < count; i++ {
-		fixed := 40 + n + 2
+		fixed := 40 + rawLen + 2
 		if len(b) < off+fixed {
-			return bad("is cut short")
+			return nil, fmt.Errorf("is cut short")
 		}
 		start := off
 		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		id := hex.EncodeToString(b[off+40 : off+40+n])
-		flags := binary.BigEndian.Uint16(b[off+40+n : off+42+n])
+		id := hex.EncodeToString(b[off+40 : off+40+rawLen])
+		flags := binary.BigEndian.Uint16(b[off+40+rawLen : off+42+rawLen])
 		off += fixed
 		if flags&0x4000 != 0 { // extended flags (skip-worktree, intent-to-add)
 			if version < 3 || len(b) < off+2 {
-				return bad("has bad flags")
+				return nil, fmt.Errorf("has bad flags")
 			}
 			off += 2
 		}
@@ -443,24 +756,23 @@ func (h *historyCheck) index(p string) string {
 		if version == 4 {
 			strip, k := uvarint4(b[off:])
 			if k <= 0 || int(strip) > len(prev) {
-				return bad("is cut short")
+				return nil, fmt.Errorf("is cut short")
 			}
 			off += k
 			nul := bytes.IndexByte(b[off:], 0)
 			if nul < 0 {
-				return bad("is cut short")
+				return nil, fmt.Errorf("is cut short")
 			}
 			name = prev[:len(prev)-int(strip)] + string(b[off:off+nul])
 			off += nul + 1
 		} else {
 			nul := bytes.IndexByte(b[off:], 0)
 			if nul < 0 {
-				return bad("is cut short")
+				return nil, fmt.Errorf("is cut short")
 			}
 			name = string(b[off : off+nul])
 			off += nul + 1
-			// Padding to a multiple of eight bytes from the entry's start.
-			for (off-start)%8 != 0 {
+			for (off-start)%8 != 0 { // padding from the entry's start
 				off++
 			}
 		}
@@ -475,27 +787,39 @@ func (h *historyCheck) index(p string) string {
 		case 0o120000:
 			m = "120000"
 		case 0o160000:
-			continue // a submodule
+			m = "160000"
 		case 0o040000:
-			return bad("is a sparse index")
+			return nil, fmt.Errorf("is a sparse index")
+		default:
+			return nil, fmt.Errorf("has an entry of unknown mode")
 		}
-		if why := h.entry(name, m, id); why != "" {
-			return why
+		stage := (flags >> 12) & 3
+		key := name
+		if stage != 0 {
+			key = fmt.Sprintf("%s\x00%d", name, stage)
 		}
+		out[key] = indexEntry{m, id}
 	}
-	// Extensions: a split index keeps entries elsewhere.
-	for off+8 <= len(b)-n {
+	// A split index keeps its entries in another file.
+	for off+8 <= len(b)-rawLen {
 		sig := string(b[off : off+4])
 		size := int(binary.BigEndian.Uint32(b[off+4 : off+8]))
 		if sig == "link" {
-			return bad("is a split index")
+			return nil, fmt.Errorf("is a split index")
 		}
 		if size < 0 || off+8+size > len(b) {
 			break
 		}
 		off += 8 + size
 	}
-	return ""
+	// Conflict stages name the same path.
+	for k, e := range out {
+		if name, _, ok := strings.Cut(k, "\x00"); ok {
+			delete(out, k)
+			out[name+"\x00"+e.id] = e
+		}
+	}
+	return out, nil
 }
 
 // uvarint4 is the index v4 path prefix length: git's offset encoding
@@ -523,7 +847,16 @@ func uvarint4(b []byte) (uint64, int) {
 	return val, i
 }
 
-// historyRefusal is the work tree rules' verdict on a history file of gd.
+// Layered is an FS that can tell what the change itself wrote (a layer's
+// upper directory).
+type Layered interface {
+	FS
+	InLayer(path string) bool
+}
+
+// historyRefusal is the rules' verdict on a change to a history file of
+// gd (rest relative to it): refused, with everything else of its history,
+// when the history the run added is.
 func (c *Checker) historyRefusal(gd, rest string) (Verdict, bool) {
 	if !historyFile(rest) {
 		return Verdict{}, false
@@ -536,45 +869,7 @@ func (c *Checker) historyRefusal(gd, rest string) (Verdict, bool) {
 		}
 	}
 	if why := c.history(gd); why != "" {
-		return Verdict{Refuse, why + "; the repository's refs, index and logs were not committed (the new commits stay unreachable)"}, true
+		return Verdict{Refuse, why + "; the repository's refs, index and logs were kept as they were (the new commits stay, unreachable)"}, true
 	}
 	return Verdict{}, false
-}
-
-// HistoryFile reports the files of a git directory (rest is relative to
-// it) that name commits or stage content: see historyFile.
-func HistoryFile(rest string) bool { return historyFile(rest) }
-
-// History says why the history the attempt added to the git directory gd
-// (workspace-relative) is refused, "" when it is not: see historyFile.
-func (c *Checker) History(gd string) string { return c.history(gd) }
-
-// NewerThan is the host's tree, where what changed at or after since (a
-// change time in ns) counts as the attempt's own: for a run written
-// straight to the workspace, whose every new file and object is stamped
-// after it began (a change time cannot be set back).
-func NewerThan(since int64) Layered { return newerFS{since: since} }
-
-type newerFS struct {
-	Host
-	since int64
-}
-
-func (n newerFS) InLayer(p string) bool {
-	st, err := n.Lstat(p)
-	return err == nil && st.Ctime >= n.since
-}
-
-func (n newerFS) LayerNames(p string) ([]string, error) {
-	names, err := n.ReadDir(p)
-	if err != nil {
-		return nil, err
-	}
-	out := names[:0]
-	for _, name := range names {
-		if n.InLayer(p + "/" + name) {
-			out = append(out, name)
-		}
-	}
-	return out, nil
 }

@@ -3,92 +3,91 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/persist"
+	"golang.org/x/sys/unix"
 )
 
 // Without a layer, git's history is written straight into the
 // repository: a commit, the index, a stash or a branch can carry a hook
 // or an .envrc the work tree check would refuse, and the user's next
-// checkout writes it (see persist/history.go). So before the run, each
-// repository's refs, HEADs, reflog sizes and index are remembered; after
-// it, when the rules refuse the history the run added, they are put back
-// as they were (the new commits stay, unreachable).
+// checkout writes it (persist/history.go). So before the run, each
+// repository's history files are copied (refs, packed-refs, the HEADs,
+// reflogs, the index, operation state, and the config that says where its
+// work tree is); after it, the rules compare the repository with that
+// copy, and when they refuse what the run added, the copy is put back
+// (the new objects stay, unreachable). Contents are compared, never
+// identities, and nothing is written through a link.
 
-// maxIndexCopy bounds an index copied (when it cannot be linked) to put
-// back later.
-const maxIndexCopy = 64 << 20
+// maxHistoryCopy bounds what one repository's copy holds.
+const maxHistoryCopy = 256 << 20
 
 // historySnap is one repository's history files before the run.
 type historySnap struct {
 	gd, common string
-	files      map[string][]byte // refs, packed-refs, HEAD and *_HEAD files (absolute) → content
-	logs       map[string]int64  // reflogs (absolute) → size
-	index      string            // a saved link to (or copy of) the index; "" when none
-	indexID    fileID            // the index as it was (zero: none)
+	files      map[string][]byte // absolute path → content, for the files below
+	complete   bool              // every history file fitted in the copy
 }
 
-// snapHistory remembers gd's history files; dir holds the saved index.
-func snapHistory(gd, dir string) (*historySnap, error) {
+// snapHistory copies gd's history files.
+func snapHistory(gd string) *historySnap {
 	common, v := persist.CommonDir(persist.Host{}, gd)
 	if v != persist.GitDir {
 		common = gd
 	}
-	s := &historySnap{gd: gd, common: common, files: map[string][]byte{}, logs: map[string]int64{}}
-	for _, f := range historyRefFiles(gd, common) {
-		b, err := os.ReadFile(f)
+	s := &historySnap{gd: gd, common: common, files: map[string][]byte{}, complete: true}
+	total := 0
+	for _, f := range s.paths() {
+		b, err := readRegular(f)
 		if err != nil {
+			continue
+		}
+		total += len(b)
+		if total > maxHistoryCopy {
+			s.complete = false
 			continue
 		}
 		s.files[f] = b
 	}
-	for _, d := range []string{common + "/logs", gd + "/logs"} {
-		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+	return s
+}
+
+// readRegular reads a regular file without following a final symlink.
+func readRegular(p string) ([]byte, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	return persist.ReadRegular(fd, p, maxHistoryCopy+1)
+}
+
+// paths lists the history files of the repository as it is now: every
+// loose ref and reflog, packed-refs, the HEADs, the index, grafts and
+// shallow, sequencer todo lists, and the files that say where the work
+// tree is and which hash it uses.
+func (s *historySnap) paths() []string {
+	var out []string
+	walk := func(dir string) {
+		filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 			if err == nil && e.Type().IsRegular() {
-				if st, err := e.Info(); err == nil {
-					s.logs[p] = st.Size()
-				}
+				out = append(out, p)
 			}
 			return nil
 		})
 	}
-	idx := gd + "/index"
-	if id, st, err := lstatID(idx); err == nil && st.Mode().IsRegular() {
-		s.indexID = id
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, err
-		}
-		saved := filepath.Join(dir, fmt.Sprintf("index-%d", id.ino))
-		if err := os.Link(idx, saved); err != nil {
-			// git replaces the index by rename, so a link keeps the old
-			// one; across file systems it is copied.
-			if st.Size() > maxIndexCopy || copyFile(idx, saved) != nil {
-				saved = ""
-			}
-		}
-		s.index = saved
+	walk(s.common + "/refs")
+	walk(s.common + "/logs")
+	if s.gd != s.common {
+		walk(s.gd + "/logs")
 	}
-	return s, nil
-}
-
-// historyRefFiles lists the files that name commits in gd and its common
-// directory: every loose ref, packed-refs, HEAD and the other *_HEAD.
-func historyRefFiles(gd, common string) []string {
-	var out []string
-	filepath.WalkDir(common+"/refs", func(p string, e fs.DirEntry, err error) error {
-		if err == nil && e.Type().IsRegular() {
-			out = append(out, p)
-		}
-		return nil
-	})
-	out = append(out, common+"/packed-refs")
-	for _, d := range []string{gd, common} {
+	for _, d := range []string{s.gd, s.common} {
 		names, _ := persist.Host{}.ReadDir(d)
 		for _, n := range names {
 			if n == "HEAD" || strings.HasSuffix(n, "_HEAD") {
@@ -96,16 +95,37 @@ func historyRefFiles(gd, common string) []string {
 			}
 		}
 	}
-	return out
+	out = append(out, s.common+"/packed-refs", s.gd+"/index", s.common+"/info/grafts", s.common+"/shallow",
+		s.common+"/config", s.gd+"/config.worktree", s.gd+"/commondir", s.gd+"/gitdir")
+	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
+		for _, f := range []string{"git-rebase-todo", "todo", "done"} {
+			out = append(out, s.gd+"/"+sd+"/"+f)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
-// changed reports whether the run touched the history files.
+// restorable reports the history files restore writes (not the config
+// files the copy also holds).
+func (s *historySnap) restorable(p string) bool {
+	rel := strings.TrimPrefix(p, s.common+"/")
+	if strings.HasPrefix(p, s.gd+"/") {
+		rel = strings.TrimPrefix(p, s.gd+"/")
+	}
+	return persist.HistoryFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
+}
+
+// changed reports whether the run changed any history file.
 func (s *historySnap) changed() bool {
 	now := map[string]bool{}
-	for _, f := range historyRefFiles(s.gd, s.common) {
+	for _, f := range s.paths() {
+		b, err := readRegular(f)
+		if err != nil {
+			continue
+		}
 		now[f] = true
-		b, err := os.ReadFile(f)
-		if old, had := s.files[f]; err == nil && (!had || string(old) != string(b)) {
+		if old, had := s.files[f]; !had || string(old) != string(b) {
 			return true
 		}
 	}
@@ -114,120 +134,64 @@ func (s *historySnap) changed() bool {
 			return true
 		}
 	}
-	if id, _, err := lstatID(s.gd + "/index"); (err == nil) != (s.indexID != fileID{}) || id != s.indexID {
-		return true
-	}
-	changedLog := false
-	for _, d := range []string{s.common + "/logs", s.gd + "/logs"} {
-		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err == nil && e.Type().IsRegular() {
-				if st, err := e.Info(); err == nil && st.Size() != s.logs[p] {
-					changedLog = true
-				}
-			}
-			return nil
-		})
-	}
-	return changedLog
+	return false
 }
 
-// restore puts the history files back as they were. It writes only
-// through real directories of the repository: where the run left a
-// symlink on the way, nothing is written (the sweep moves such links out
-// first).
+// restore puts the history files back as they were: each by a new file
+// renamed into place (never written in place, so a link the run made to
+// another file leaves that file alone), with new ones removed. Nothing is
+// written where a directory on the way is a symlink.
 func (s *historySnap) restore() error {
-	var errs []error
+	if !s.complete {
+		return errors.New("the history files were too large to copy; they were not put back")
+	}
 	if p := s.linked(); p != "" {
 		return fmt.Errorf("%s is a symlink; the history was not put back", p)
 	}
-	for _, f := range historyRefFiles(s.gd, s.common) {
-		if _, had := s.files[f]; !had {
+	var errs []error
+	for _, f := range s.paths() {
+		if _, had := s.files[f]; !had && s.restorable(f) {
 			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
 	}
 	for f, b := range s.files {
-		if cur, err := os.ReadFile(f); err == nil && string(cur) == string(b) {
+		if !s.restorable(f) {
+			continue
+		}
+		if cur, err := readRegular(f); err == nil && string(cur) == string(b) {
 			continue
 		}
 		if err := putBack(f, b); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, d := range []string{s.common + "/logs", s.gd + "/logs"} {
-		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || !e.Type().IsRegular() {
-				return nil
-			}
-			size, had := s.logs[p]
-			st, _ := e.Info()
-			switch {
-			case !had:
-				errs = append(errs, os.Remove(p))
-			case st != nil && st.Size() >= size:
-				errs = append(errs, os.Truncate(p, size))
-			default:
-				errs = append(errs, os.Remove(p)) // rewritten shorter: not the old one
-			}
-			return nil
-		})
-	}
-	idx := s.gd + "/index"
-	switch {
-	case s.index != "":
-		if err := os.Rename(s.index, idx); errors.Is(err, syscall.EXDEV) {
-			b, rerr := os.ReadFile(s.index)
-			if rerr == nil {
-				err = putBack(idx, b)
-			} else {
-				err = rerr
-			}
-		} else {
-			errs = append(errs, err)
-		}
-	case s.indexID == fileID{}:
-		if err := os.Remove(idx); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	default:
-		// Too large to copy: without it git rebuilds nothing by itself;
-		// the user's `git reset` makes a new one from HEAD.
-		if err := os.Remove(idx); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
 	return errors.Join(errs...)
 }
 
-// discard drops the saved index.
-func (s *historySnap) discard() {
-	if s.index != "" {
-		os.Remove(s.index)
-	}
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	if st, err := src.Stat(); err == nil {
-		dst.Chmod(st.Mode().Perm())
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-			dst.Chown(int(sys.Uid), int(sys.Gid))
+// linked returns a directory on the way to a history file that is a
+// symlink, "" when there is none.
+func (s *historySnap) linked() string {
+	for f := range s.files {
+		base := s.gd
+		if strings.HasPrefix(f, s.common+"/") {
+			base = s.common
+		}
+		parts := strings.Split(strings.TrimPrefix(f, base+"/"), "/")
+		for i := 1; i < len(parts); i++ {
+			q := base + "/" + strings.Join(parts[:i], "/")
+			if st, err := os.Lstat(q); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+				return q
+			}
 		}
 	}
-	return dst.Close()
+	for _, d := range []string{s.common + "/refs", s.common + "/logs", s.gd + "/logs"} {
+		if st, err := os.Lstat(d); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			return d
+		}
+	}
+	return ""
 }
 
 // putBack writes b to f as git would: a new file beside it renamed into
@@ -235,7 +199,7 @@ func copyFile(from, to string) error {
 func putBack(f string, b []byte) error {
 	mode := os.FileMode(0o644)
 	uid, gid := -1, -1
-	if st, err := os.Lstat(f); err == nil {
+	if st, err := os.Lstat(f); err == nil && st.Mode().IsRegular() {
 		mode = st.Mode().Perm()
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			uid, gid = int(sys.Uid), int(sys.Gid)
@@ -267,34 +231,72 @@ func putBack(f string, b []byte) error {
 	return os.Rename(tmp.Name(), f)
 }
 
-// linked returns a path on the way to a history file that is a symlink,
-// "" when there is none.
-func (s *historySnap) linked() string {
-	paths := []string{s.gd + "/index", s.common + "/packed-refs"}
-	for f := range s.files {
-		paths = append(paths, f)
-	}
-	for f := range s.logs {
-		paths = append(paths, f)
-	}
-	for _, f := range paths {
-		base := s.common
-		if !strings.HasPrefix(f, base+"/") {
-			base = s.gd
-		}
-		rel := strings.TrimPrefix(f, base+"/")
-		parts := strings.Split(rel, "/")
-		for i := 1; i <= len(parts); i++ {
-			q := base + "/" + strings.Join(parts[:i], "/")
-			if st, err := os.Lstat(q); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-				return q
+// snapFS is the tree before the run for the rules: the start scan's
+// directories, with each repository's history files as the copies hold
+// them.
+type snapFS struct {
+	base  persist.FS
+	files map[string][]byte
+	dirs  map[string]map[string]bool
+}
+
+func newSnapFS(base persist.FS, snaps map[string]*historySnap) *snapFS {
+	f := &snapFS{base: base, files: map[string][]byte{}, dirs: map[string]map[string]bool{}}
+	for _, s := range snaps {
+		for p, b := range s.files {
+			f.files[p] = b
+			for d := p; ; {
+				parent := filepath.Dir(d)
+				if parent == d || !strings.HasPrefix(parent, s.gd) && !strings.HasPrefix(parent, s.common) {
+					break
+				}
+				if f.dirs[parent] == nil {
+					f.dirs[parent] = map[string]bool{}
+				}
+				f.dirs[parent][filepath.Base(d)] = true
+				d = parent
 			}
 		}
 	}
-	for _, d := range []string{s.common + "/refs", s.common + "/logs", s.gd + "/logs"} {
-		if st, err := os.Lstat(d); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-			return d
-		}
+	return f
+}
+
+func (f *snapFS) Lstat(p string) (persist.Info, error) {
+	if b, ok := f.files[p]; ok {
+		return persist.Info{Mode: unix.S_IFREG | 0o644, Size: int64(len(b))}, nil
 	}
-	return ""
+	if _, ok := f.dirs[p]; ok {
+		return persist.Info{Mode: unix.S_IFDIR | 0o755}, nil
+	}
+	return f.base.Lstat(p)
+}
+
+func (f *snapFS) Readlink(p string) (string, error) { return f.base.Readlink(p) }
+
+func (f *snapFS) ReadFile(p string, limit int) ([]byte, error) {
+	if b, ok := f.files[p]; ok {
+		return b[:min(len(b), limit)], nil
+	}
+	return f.base.ReadFile(p, limit)
+}
+
+func (f *snapFS) Searchable(p string, info persist.Info) bool {
+	if _, ok := f.dirs[p]; ok {
+		return true
+	}
+	return f.base.Searchable(p, info)
+}
+
+// ReadDir lists what the copies hold in p (history directories only).
+func (f *snapFS) ReadDir(p string) ([]string, error) {
+	names, ok := f.dirs[p]
+	if !ok {
+		return nil, unix.ENOENT
+	}
+	var out []string
+	for n := range names {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -62,7 +62,6 @@ type persistPlan struct {
 	cfg      persist.Config          // for the checks after the run
 	since    int64                   // the run's start, as change times count it
 	history  map[string]*historySnap // repository (workspace-relative git directory) → its history files before
-	snapDir  string                  // where saved indexes wait
 	umask    uint32                  // the caller's
 }
 
@@ -78,12 +77,14 @@ func lstatID(p string) (fileID, os.FileInfo, error) {
 // gitWatched are the paths in a git directory that make git run or load
 // something, beyond hooks and config: bound read-only when they exist,
 // checked after the run when they appear.
-var gitWatched = []string{"config.worktree", "commondir", "rebase-merge", "rebase-apply", "sequencer",
-	"remotes", "branches", "objects/info/alternates"}
+func gitWatched() []string {
+	return []string{"config.worktree", "commondir", "rebase-merge", "rebase-apply", "sequencer",
+		"remotes", "branches", "objects/info/alternates"}
+}
 
 // gitNested hold other git directories (submodules, linked worktrees):
 // pinned when they exist (git adds to them), watched when they do not.
-var gitNested = []string{"modules", "worktrees"}
+func gitNested() []string { return []string{"modules", "worktrees"} }
 
 // planPersistence finds the protected paths of the workspace. prev is the
 // last remembered scan of it, if any.
@@ -91,10 +92,10 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 	ws := spec.Workspace
 	m := persist.NewMatcher(persist.Names(spec.Protected))
 	p := &persistPlan{ws: ws, m: m, umask: spec.Umask, history: map[string]*historySnap{},
-		snapDir: filepath.Join(spec.StateDir, "history", newRunID()),
 		// Change times come from a coarse clock; anything stamped in the
 		// moments before the run counts as the run's, which errs safe.
-		since: time.Now().Add(-50 * time.Millisecond).UnixNano(), watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
+		since: time.Now().Add(-50 * time.Millisecond).UnixNano(),
+		watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
 		ctimes: map[string]int64{}, modes: map[string]uint32{}, acls: map[string]uint8{}, shared: map[string]uint32{}, markers: map[string]markID{}}
 	pinned := map[string]bool{}
 	pin := func(rel string) {
@@ -173,11 +174,7 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 		}
 		p.repos[rel] = id
 		if r.Dotgit {
-			snap, err := snapHistory(r.GitDir, p.snapDir)
-			if err != nil {
-				return nil, fmt.Errorf("sandbox: remember the history of %s: %w", rel, err)
-			}
-			p.history[rel] = snap
+			p.history[rel] = snapHistory(r.GitDir)
 		}
 		// The directory itself is pinned (git writes inside it); its
 		// executable parts are bound read-only.
@@ -190,10 +187,10 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 				os.Mkdir(hooks, 0o755)
 			}
 		}
-		for _, f := range append([]string{"hooks", "config"}, gitWatched...) {
+		for _, f := range append([]string{"hooks", "config"}, gitWatched()...) {
 			protect(filepath.Join(rel, f))
 		}
-		for _, f := range gitNested {
+		for _, f := range gitNested() {
 			nested := filepath.Join(rel, f)
 			id, st, err := lstatID(filepath.Join(ws, nested))
 			switch {
@@ -215,7 +212,7 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 			}
 		}
 	}
-	p.cfg = persist.Config{Workspace: ws, Final: persist.NewerThan(p.since), Before: persist.Host{}, Names: m,
+	p.cfg = persist.Config{Workspace: ws, Final: persist.Host{}, Before: persist.Host{}, Names: m,
 		Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...), StartRepos: repos, StartNamed: scan.Named(ws, m),
 		Home: spec.Home, GlobalConfigs: spec.GitConfigs}
 	// What the repositories' configs (and the caller's) make hooks or
@@ -319,7 +316,7 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	cfg := p.cfg
 	// What the rules say, with the workspace as it is now and, before,
 	// what the scan at the start saw.
-	cfg.Before = start.Tree(p.ws)
+	cfg.Before = newSnapFS(start.Tree(p.ws), p.history)
 	var out []Persisted
 	var gone []string
 	var errs []error
@@ -412,10 +409,6 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			out = append(out, Persisted{Path: rel, Action: "restored", Why: why + "; its refs, index and reflogs were put back as they were before the run"})
 		}
 	}
-	for _, snap := range p.history {
-		snap.discard()
-	}
-	os.Remove(p.snapDir)
 	out = append(out, p.narrow(after, gone)...)
 	// What the plan read afresh is new to the remembered scan too.
 	if err := rescan(p, after); err != nil {
@@ -751,7 +744,7 @@ func safeNewRepo(gd string) (string, bool) {
 	if st, err := os.Lstat(filepath.Join(gd, "config")); err != nil || !st.Mode().IsRegular() {
 		return "without a plain config file", false
 	}
-	for _, f := range append(append([]string(nil), gitWatched...), gitNested...) {
+	for _, f := range append(gitWatched(), gitNested()...) {
 		if f == "remotes" || f == "branches" {
 			continue // checked below
 		}
