@@ -53,7 +53,19 @@ type pack struct {
 	path  string // the .pack file
 	names []byte // sorted object names, rawLen each
 	offs  []uint64
+	// cache holds objects already read from the pack by offset (delta
+	// bases are read again and again), up to cacheBytes in all.
+	cache      map[uint64]cached
+	cacheBytes int
 }
+
+type cached struct {
+	typ  string
+	body []byte
+}
+
+// maxCache bounds one pack's cache.
+const maxCache = 128 << 20
 
 func newStore(fsys FS, objects string, rawLen int) *store {
 	s := &store{fs: fsys, rawLen: rawLen}
@@ -165,7 +177,11 @@ func (p *pack) find(raw []byte, rawLen int) (uint64, bool) {
 }
 
 // read returns an object's type and body.
-func (s *store) read(id string) (string, []byte, error) {
+func (s *store) read(id string) (string, []byte, error) { return s.readAt(id, 0) }
+
+// readAt is read at a depth of deltas (a delta's base named by its id may
+// be a delta too, or, in a crafted pack, itself).
+func (s *store) readAt(id string, depth int) (string, []byte, error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != s.rawLen {
 		return "", nil, fmt.Errorf("bad object name %q", id)
@@ -181,7 +197,7 @@ func (s *store) read(id string) (string, []byte, error) {
 	}
 	for _, pk := range s.packs {
 		if off, ok := pk.find(raw, s.rawLen); ok {
-			return s.readPacked(pk, off)
+			return s.readPacked(pk, off, depth)
 		}
 	}
 	return "", nil, fmt.Errorf("object %s not found", id)
@@ -212,7 +228,7 @@ func (s *store) readLoose(p string) (string, []byte, error) {
 	return t, rest, nil
 }
 
-func (s *store) readPacked(pk *pack, off uint64) (string, []byte, error) {
+func (s *store) readPacked(pk *pack, off uint64, depth int) (string, []byte, error) {
 	o, ok := s.fs.(Opener)
 	if !ok {
 		return "", nil, errors.New("cannot open pack files")
@@ -222,7 +238,7 @@ func (s *store) readPacked(pk *pack, off uint64) (string, []byte, error) {
 		return "", nil, err
 	}
 	defer f.Close()
-	return s.packEntry(f, pk, off, 0)
+	return s.packEntry(f, pk, off, depth)
 }
 
 func packType(t byte) string {
@@ -242,6 +258,21 @@ func (s *store) packEntry(f OpenFile, pk *pack, off uint64, depth int) (string, 
 	if depth > maxDeltaDepth {
 		return "", nil, errors.New("delta chain too deep")
 	}
+	if c, ok := pk.cache[off]; ok {
+		return c.typ, c.body, nil
+	}
+	typ, body, err := s.packEntryUncached(f, pk, off, depth)
+	if err == nil && pk.cacheBytes+len(body) <= maxCache {
+		if pk.cache == nil {
+			pk.cache = map[uint64]cached{}
+		}
+		pk.cache[off] = cached{typ, body}
+		pk.cacheBytes += len(body)
+	}
+	return typ, body, err
+}
+
+func (s *store) packEntryUncached(f OpenFile, pk *pack, off uint64, depth int) (string, []byte, error) {
 	if off < 12 || int64(off) >= f.Size() {
 		return "", nil, errors.New("bad pack offset")
 	}
@@ -294,7 +325,7 @@ func (s *store) packEntry(f OpenFile, pk *pack, off uint64, depth int) (string, 
 		}
 		id := hex.EncodeToString(hdr[i : i+s.rawLen])
 		i += s.rawLen
-		base = func() (string, []byte, error) { return s.read(id) }
+		base = func() (string, []byte, error) { return s.readAt(id, depth+1) }
 	default:
 		return "", nil, errors.New("unknown pack entry type")
 	}
@@ -348,7 +379,9 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 	if srcSize != uint64(len(base)) || dstSize > maxObject {
 		return nil, errors.New("delta does not fit its base")
 	}
-	out := make([]byte, 0, dstSize)
+	// Not preallocated from the header: a crafted one would make every
+	// read allocate the bound.
+	var out []byte
 	for len(delta) > 0 {
 		c := delta[0]
 		delta = delta[1:]
