@@ -461,7 +461,7 @@ func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error 
 	if c.refuse(p, kindSymlink) {
 		return nil
 	}
-	exp, ok := c.replaceable(p)
+	exp, _, ok := c.replaceable(p)
 	if !ok {
 		// Conflict: the link is saved beside the workspace's version.
 		saved := c.conflictName(p)
@@ -491,13 +491,12 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 		return nil
 	}
 	target := p
-	exp, ok := c.replaceable(p)
+	exp, wst, ok := c.replaceable(p)
 	if !ok {
 		target = c.conflictName(p)
 		c.out.Conflicts[len(c.out.Conflicts)-1].SavedAs = target
 		exp = &expect{Absent: true}
 	}
-	_, wst, _ := c.current(p)
 	if wst != nil && fileType(wst) != unix.S_IFREG {
 		wst = nil // a symlink's or directory's mode says nothing of a file's: it is new
 	}
@@ -523,20 +522,20 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 // from the workspace takes the attempt's version: that a file the
 // attempt changed was deleted from outside meanwhile cannot be told from
 // a rename inside the attempt (the layer records neither).
-func (c *committer) replaceable(p string) (*expect, bool) {
+func (c *committer) replaceable(p string) (*expect, *unix.Statx_t, bool) {
 	exp, wst, err := c.current(p)
 	if err != nil {
 		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "cannot be reached in the workspace: " + err.Error()})
-		return nil, false
+		return nil, nil, false
 	}
 	if wst == nil {
-		return exp, true
+		return exp, nil, true
 	}
 	if changed := nanos(wst.Ctime) > c.since; changed || (fileType(wst) == unix.S_IFDIR && changedSince(c.ws, p, c.since)) {
 		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "changed both by the command and in the workspace while it ran; the workspace's version stays"})
-		return nil, false
+		return nil, wst, false
 	}
-	return exp, true
+	return exp, wst, true
 }
 
 // conflictName is where the attempt's version of a conflicting p is kept.
@@ -559,7 +558,7 @@ func (c *committer) mode(p string, m uint32, before *unix.Statx_t) uint32 {
 	if m&(unix.S_ISUID|unix.S_ISGID) != 0 && m&unix.S_IFMT != unix.S_IFDIR {
 		c.out.Stripped = append(c.out.Stripped, p)
 	}
-	mode, note := c.guard.mode(p, m&0o1777, before)
+	mode, note := c.guard.mode(p, m, before)
 	if note != "" {
 		c.out.Modes = append(c.out.Modes, Refused{p, note})
 	}

@@ -1,10 +1,12 @@
 package persist
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"golang.org/x/sys/unix"
 )
 
 // Change is what happened at a path.
@@ -134,9 +136,16 @@ func (c *Checker) Check(rel string, k Change) Verdict {
 	for i := 0; i <= len(parts); i++ {
 		dir := strings.Join(parts[:i], "/")
 		if i == len(parts) {
-			// rel itself, replaced or removed: was it a repository?
-			if parts[i-1] != ".git" && !c.was(dir) && !c.is(dir) {
+			// rel itself, replaced or removed: was it a repository? Only a
+			// directory can have been one (a changed directory is judged
+			// by what is below it).
+			if k == Dir {
 				continue
+			}
+			if parts[i-1] != ".git" {
+				if st, err := c.cfg.Before.Lstat(c.abs(dir)); err != nil || !st.IsDir() || !c.was(dir) {
+					continue
+				}
 			}
 		} else if !c.isOrNamed(dir) {
 			continue
@@ -252,10 +261,17 @@ func (c *Checker) is(rel string) bool {
 	p := c.abs(rel)
 	v, ok := c.gitDir[p]
 	if !ok {
-		v = IsGitDir(c.cfg.Final, p) != NotGitDir
+		v = !noHead(c.cfg.Final, p) && IsGitDir(c.cfg.Final, p) != NotGitDir
 		c.gitDir[p] = v
 	}
 	return v
+}
+
+// noHead is the cheap test first: no HEAD in it, no git directory. Paths
+// here are the tree's own (from a walk), with no symlink on the way.
+func noHead(view FS, dir string) bool {
+	_, err := view.Lstat(dir + "/HEAD")
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
 // was is is for the tree before.
@@ -263,7 +279,7 @@ func (c *Checker) was(rel string) bool {
 	p := c.abs(rel)
 	v, ok := c.wasGit[p]
 	if !ok {
-		v = IsGitDir(c.cfg.Before, p) != NotGitDir
+		v = !noHead(c.cfg.Before, p) && IsGitDir(c.cfg.Before, p) != NotGitDir
 		c.wasGit[p] = v
 	}
 	return v

@@ -229,7 +229,11 @@ func TestMode(t *testing.T) {
 		{"shared/config", 0o664, &Info{Mode: 0o664}, 0o664},
 		{"shared/config", 0o666, &Info{Mode: 0o664}, 0o664}, // group only
 	} {
-		if got, _ := c.Mode(tc.rel, tc.mode, tc.before); got != tc.want {
+		typ := uint32(0o100000)
+		if tc.rel == ".git" || tc.rel == "new-dir" {
+			typ = 0o040000
+		}
+		if got, _ := c.Mode(tc.rel, typ|tc.mode, tc.before); got != tc.want {
 			t.Errorf("Mode(%s, %o) = %o, want %o", tc.rel, tc.mode, got, tc.want)
 		}
 	}

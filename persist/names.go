@@ -251,12 +251,25 @@ type Matcher struct {
 	names   []Name
 	byFirst map[string][]int // names whose first element is literal
 	globs   []int            // names whose first element is a glob
+	// prefixes index the leading parts of names of several parts by
+	// their last part (globPrefixes: a glob last part).
+	prefixes     map[string][]prefixKey
+	globPrefixes []prefixKey
 }
 
 // NewMatcher indexes names.
 func NewMatcher(names []Name) *Matcher {
-	m := &Matcher{names: names, byFirst: map[string][]int{}}
+	m := &Matcher{names: names, byFirst: map[string][]int{}, prefixes: map[string][]prefixKey{}}
 	for k, n := range names {
+		pat := strings.Split(n.Pattern, "/")
+		for j := 1; j < len(pat); j++ {
+			// A prefix of j parts ends at part j-1.
+			if strings.ContainsAny(pat[j-1], `*?[\`) {
+				m.globPrefixes = append(m.globPrefixes, prefixKey{k, j})
+			} else {
+				m.prefixes[pat[j-1]] = append(m.prefixes[pat[j-1]], prefixKey{k, j})
+			}
+		}
 		first, _, _ := strings.Cut(n.Pattern, "/")
 		if strings.ContainsAny(first, `*?[\`) {
 			m.globs = append(m.globs, k)
@@ -322,16 +335,27 @@ func (m *Matcher) Match(rel string) (n Name, at int, ok bool) {
 // parts are ("x/.hg" for ".hg/hgrc*"); at is where the name begins in rel.
 func (m *Matcher) Prefix(rel string) (n Name, at int, ok bool) {
 	parts := strings.Split(rel, "/")
-	for _, nm := range m.names {
-		pat := strings.Split(nm.Pattern, "/")
-		for k := 1; k < len(pat) && k <= len(parts); k++ {
-			if matchAt(pat[:k], parts[len(parts)-k:]) {
-				return nm, len(parts) - k, true
-			}
+	last := parts[len(parts)-1]
+	try := func(pk prefixKey) bool {
+		pat := strings.Split(m.names[pk.name].Pattern, "/")
+		return pk.k <= len(parts) && matchAt(pat[:pk.k], parts[len(parts)-pk.k:])
+	}
+	for _, pk := range m.prefixes[last] {
+		if try(pk) {
+			return m.names[pk.name], len(parts) - pk.k, true
+		}
+	}
+	for _, pk := range m.globPrefixes {
+		if try(pk) {
+			return m.names[pk.name], len(parts) - pk.k, true
 		}
 	}
 	return Name{}, 0, false
 }
+
+// prefixKey is a name of several parts and how many of its leading parts
+// a prefix is.
+type prefixKey struct{ name, k int }
 
 func matchAt(pat, parts []string) bool {
 	for i, p := range pat {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"golang.org/x/sys/unix"
 )
 
 // The commit never widens permissions. Other accounts on the machine must
@@ -23,12 +24,12 @@ import (
 const writeBits = 0o022
 
 // Mode returns the mode to commit at rel for the mode the command left
-// (permission and sticky bits; setuid and setgid are the caller's to
-// strip), given what the workspace had there before (nil: nothing).
+// (st_mode: the type and permission bits; setuid and setgid are the
+// caller's to strip), given what the workspace had there before (nil: nothing).
 // note says what was changed or kept, for the report; "" when nothing.
 func (c *Checker) Mode(rel string, mode uint32, before *Info) (uint32, string) {
 	m := mode & 0o1777
-	gd, inGit := c.gitOwner(rel)
+	gd, inGit := c.gitOwner(rel, mode&unix.S_IFMT == unix.S_IFDIR)
 	var allowed uint32 // what a shared repository's sharing allows
 	if inGit {
 		allowed = c.sharedBits(gd)
@@ -65,9 +66,13 @@ func octal(m uint32) string { return "0" + strconv.FormatUint(uint64(m), 8) }
 
 // gitOwner returns the git directory rel belongs to: one it lies in (or
 // is), or one whose config makes it a hook or config file.
-func (c *Checker) gitOwner(rel string) (string, bool) {
+func (c *Checker) gitOwner(rel string, dir bool) (string, bool) {
 	parts := strings.Split(rel, "/")
-	for i := len(parts); i >= 0; i-- {
+	top := len(parts)
+	if !dir {
+		top-- // only a directory can be a git directory itself
+	}
+	for i := top; i >= 0; i-- {
 		dir := strings.Join(parts[:i], "/")
 		if c.isOrNamed(dir) {
 			return dir, true

@@ -281,7 +281,7 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 
 // sharedAtStart is what group/other write the repository rel may keep.
 func sharedAtStart(c *persist.Checker, rel string) uint32 {
-	m, _ := c.Mode(filepath.Join(rel, "config"), 0o666, &persist.Info{Mode: 0o666})
+	m, _ := c.Mode(filepath.Join(rel, "config"), unix.S_IFREG|0o666, &persist.Info{Mode: 0o666})
 	return m & 0o022
 }
 
