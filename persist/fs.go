@@ -224,3 +224,27 @@ type sizedFile struct {
 }
 
 func (f sizedFile) Size() int64 { return f.size }
+
+// walk calls fn for every entry below dir in fsys (depth-first, at most
+// maxDepth levels, never through a symlink); fn's false for a directory
+// skips what is below it. An FS that cannot list walks nothing.
+func walk(fsys FS, dir string, maxDepth int, fn func(p string, st Info) bool) {
+	l, ok := fsys.(lister)
+	if !ok || maxDepth < 0 {
+		return
+	}
+	names, err := l.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		p := dir + "/" + n
+		st, err := fsys.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fn(p, st) && st.IsDir() {
+			walk(fsys, p, maxDepth-1, fn)
+		}
+	}
+}

@@ -280,32 +280,12 @@ func (h *historyCheck) refs(view FS) (map[string]string, error) {
 			}
 		}
 	}
-	var walk func(dir, name string, depth int)
-	walk = func(dir, name string, depth int) {
-		if depth > 32 {
-			return
+	walk(view, h.common+"/refs", 32, func(p string, st Info) bool {
+		if st.IsRegular() {
+			raw["refs"+strings.TrimPrefix(p, h.common+"/refs")] = strings.TrimSpace(readOr(view, p))
 		}
-		l, ok := view.(lister)
-		if !ok {
-			return
-		}
-		names, err := l.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, n := range names {
-			p, ref := dir+"/"+n, name+"/"+n
-			st, err := view.Lstat(p)
-			switch {
-			case err != nil:
-			case st.IsDir():
-				walk(p, ref, depth+1)
-			case st.IsRegular():
-				raw[ref] = strings.TrimSpace(readOr(view, p))
-			}
-		}
-	}
-	walk(h.common+"/refs", "refs", 0)
+		return true
+	})
 	for _, dir := range []string{h.gd, h.common} {
 		if l, ok := view.(lister); ok {
 			names, _ := l.ReadDir(dir)
@@ -373,39 +353,23 @@ func (h *historyCheck) shas(text string) []string {
 // (the new value of each entry).
 func (h *historyCheck) newLogShas(before, final FS) []string {
 	var out []string
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		l, ok := final.(lister)
-		if !ok || depth > 32 {
-			return
-		}
-		names, err := l.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, n := range names {
-			p := dir + "/" + n
-			st, err := final.Lstat(p)
-			switch {
-			case err != nil:
-			case st.IsDir():
-				walk(p, depth+1)
-			case st.IsRegular():
-				old, now := readOr(before, p), readOr(final, p)
-				added := now
-				if strings.HasPrefix(now, old) {
-					added = now[len(old):]
-				}
-				for _, line := range strings.Split(added, "\n") {
-					if f := strings.Fields(line); len(f) >= 2 && len(f[1]) == 2*h.rawLen {
-						out = append(out, strings.ToLower(f[1]))
-					}
+	for _, d := range []string{h.common + "/logs", h.gd + "/logs"} {
+		walk(final, d, 32, func(p string, st Info) bool {
+			if !st.IsRegular() {
+				return true
+			}
+			old, now := readOr(before, p), readOr(final, p)
+			added := now
+			if strings.HasPrefix(now, old) {
+				added = now[len(old):]
+			}
+			for _, line := range strings.Split(added, "\n") {
+				if f := strings.Fields(line); len(f) >= 2 && len(f[1]) == 2*h.rawLen {
+					out = append(out, strings.ToLower(f[1]))
 				}
 			}
-		}
-	}
-	for _, d := range []string{h.common + "/logs", h.gd + "/logs"} {
-		walk(d, 0)
+			return true
+		})
 	}
 	return out
 }

@@ -276,42 +276,22 @@ func (s *Scan) Repos(ws string, fsys FS) []Repo {
 	return out
 }
 
-// innerGitDirs lists git directories below gd's worktrees/ and modules/.
+// innerGitDirs lists git directories below gd's worktrees/ (worktrees/<id>)
+// and modules/ (at any depth: submodule names may hold "/").
 func innerGitDirs(fsys FS, gd string) []string {
 	var out []string
-	var walk func(dir string, depth int)
-	walk = func(dir string, depth int) {
-		if depth > 8 {
-			return
-		}
-		l, ok := fsys.(lister)
-		if !ok {
-			return
-		}
-		names, err := l.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, n := range names {
-			p := dir + "/" + n
-			st, err := fsys.Lstat(p)
-			if err != nil || !st.IsDir() {
-				continue
+	for _, sub := range []string{"worktrees", "modules"} {
+		walk(fsys, gd+"/"+sub, 8, func(p string, st Info) bool {
+			if !st.IsDir() {
+				return false
 			}
 			if IsGitDir(fsys, p) != NotGitDir {
 				out = append(out, p)
 				out = append(out, innerGitDirs(fsys, p)...)
-				continue
+				return false
 			}
-			if filepath.Base(dir) == "modules" || depth > 0 {
-				walk(p, depth+1)
-			}
-		}
-	}
-	for _, sub := range []string{"worktrees", "modules"} {
-		if st, err := fsys.Lstat(gd + "/" + sub); err == nil && st.IsDir() {
-			walk(gd+"/"+sub, 0)
-		}
+			return sub == "modules"
+		})
 	}
 	return out
 }
@@ -323,24 +303,31 @@ func innerGitDirs(fsys FS, gd string) []string {
 // Sorted.
 func (s *Scan) Named(ws string, m *Matcher) []string {
 	var out []string
+	s.eachName(m, func(rel string, pat []string) {
+		cands := []string{rel}
+		for _, elem := range pat[1:] {
+			var next []string
+			for _, c := range cands {
+				next = append(next, childrenMatching(joinPath(ws, c), c, elem)...)
+			}
+			cands = next
+		}
+		out = append(out, cands...)
+	})
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// eachName calls fn for every marked entry rel a persistence name's
+// pattern (split into parts) may begin at.
+func (s *Scan) eachName(m *Matcher, fn func(rel string, pat []string)) {
 	for rel, d := range s.Dirs {
 		for _, mark := range d.Marks {
 			for _, k := range m.startingAt(mark) {
-				pat := strings.Split(m.names[k].Pattern, "/")
-				cands := []string{joinRel(rel, mark)}
-				for _, elem := range pat[1:] {
-					var next []string
-					for _, c := range cands {
-						next = append(next, childrenMatching(joinPath(ws, c), c, elem)...)
-					}
-					cands = next
-				}
-				out = append(out, cands...)
+				fn(joinRel(rel, mark), strings.Split(m.names[k].Pattern, "/"))
 			}
 		}
 	}
-	sort.Strings(out)
-	return slices.Compact(out)
 }
 
 // Redirects lists the existing entries (workspace-relative) that stand,
@@ -349,28 +336,23 @@ func (s *Scan) Named(ws string, m *Matcher) []string {
 // symlink): each would make a tool read the name from elsewhere. Sorted.
 func (s *Scan) Redirects(ws string, m *Matcher) []string {
 	var out []string
-	for rel, d := range s.Dirs {
-		for _, mark := range d.Marks {
-			for _, k := range m.startingAt(mark) {
-				pat := strings.Split(m.names[k].Pattern, "/")
-				cands := []string{joinRel(rel, mark)}
-				for i := 1; i < len(pat) && len(cands) > 0; i++ {
-					var next []string
-					for _, c := range cands {
-						st, err := os.Lstat(joinPath(ws, c))
-						switch {
-						case err != nil:
-						case !st.IsDir():
-							out = append(out, c)
-						default:
-							next = append(next, childrenMatching(joinPath(ws, c), c, pat[i])...)
-						}
-					}
-					cands = next
+	s.eachName(m, func(rel string, pat []string) {
+		cands := []string{rel}
+		for i := 1; i < len(pat) && len(cands) > 0; i++ {
+			var next []string
+			for _, c := range cands {
+				st, err := os.Lstat(joinPath(ws, c))
+				switch {
+				case err != nil:
+				case !st.IsDir():
+					out = append(out, c)
+				default:
+					next = append(next, childrenMatching(joinPath(ws, c), c, pat[i])...)
 				}
 			}
+			cands = next
 		}
-	}
+	})
 	sort.Strings(out)
 	return slices.Compact(out)
 }
