@@ -33,6 +33,7 @@ const maxHistoryCopy = 256 << 20
 type historySnap struct {
 	gd, common string
 	files      map[string][]byte // absolute path → content, for the files below
+	stats      map[string]stamp  // absolute path → what it was (a change moves its ctime)
 	complete   bool              // every history file fitted in the copy
 }
 
@@ -42,7 +43,7 @@ func snapHistory(gd string) *historySnap {
 	if v != persist.GitDir {
 		common = gd
 	}
-	s := &historySnap{gd: gd, common: common, files: map[string][]byte{}, complete: true}
+	s := &historySnap{gd: gd, common: common, files: map[string][]byte{}, stats: map[string]stamp{}, complete: true}
 	total := 0
 	for _, f := range s.paths() {
 		b, err := readRegular(f)
@@ -55,6 +56,7 @@ func snapHistory(gd string) *historySnap {
 			continue
 		}
 		s.files[f] = b
+		s.stats[f] = stampOf(f)
 	}
 	return s
 }
@@ -116,10 +118,29 @@ func (s *historySnap) restorable(p string) bool {
 	return persist.HistoryFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
 }
 
+// stamp is what a file's status says of its content: it moves on every
+// write (the change time cannot be set back).
+type stamp struct {
+	ino, size    uint64
+	ctime, mtime int64
+}
+
+func stampOf(p string) stamp {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return stamp{}
+	}
+	return stamp{st.Ino, uint64(st.Size), st.Ctim.Nano(), st.Mtim.Nano()}
+}
+
 // changed reports whether the run changed any history file.
 func (s *historySnap) changed() bool {
 	now := map[string]bool{}
 	for _, f := range s.paths() {
+		if st, ok := s.stats[f]; ok && st != (stamp{}) && stampOf(f) == st {
+			now[f] = true
+			continue // untouched since the copy
+		}
 		b, err := readRegular(f)
 		if err != nil {
 			continue

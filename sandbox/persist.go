@@ -322,6 +322,7 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	var errs []error
 	listed := map[string]bool{}
 	var after *persist.Scan
+	var lastChecker *persist.Checker // the rules as the last pass saw the workspace
 	for pass := 0; ; pass++ {
 		var err error
 		after, err = scanner.Scan(p.ws, start)
@@ -333,6 +334,7 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			break
 		}
 		c := persist.NewChecker(cfg)
+		lastChecker = c
 		cands, notes := p.candidates(after, c)
 		for _, n := range notes {
 			if !listed[n.Path] {
@@ -389,7 +391,10 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	}
 	// History the run added that would bring back what the rules refuse
 	// is undone (persist/history.go).
-	hc := persist.NewChecker(cfg)
+	hc := lastChecker
+	if hc == nil {
+		hc = persist.NewChecker(cfg)
+	}
 	for rel, snap := range p.history {
 		if under(rel, gone) || !snap.changed() {
 			continue
@@ -409,10 +414,17 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			out = append(out, Persisted{Path: rel, Action: "restored", Why: why + "; its refs, index and reflogs were put back as they were before the run"})
 		}
 	}
-	out = append(out, p.narrow(after, gone)...)
-	// What the plan read afresh is new to the remembered scan too.
-	if err := rescan(p, after); err != nil {
-		errs = append(errs, err)
+	narrowed := p.narrow(after, gone)
+	out = append(out, narrowed...)
+	// What the plan read afresh is new to the remembered scan too; after
+	// a move (or a mode put back) the workspace is scanned once more.
+	if len(gone) > 0 || len(narrowed) > 0 {
+		if err := rescan(p, after); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		after.MarkFresh()
+		p.scan = after
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Path < out[b].Path })
 	return out, errors.Join(errs...)
@@ -466,13 +478,7 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 		// In a repository that was there: a symlink the run made inside
 		// it (refs/, logs/, info/ pointing elsewhere) is a change the
 		// watched paths do not see.
-		filepath.WalkDir(r.GitDir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return nil
-			}
-			if sub, _ := filepath.Rel(r.GitDir, path); strings.HasPrefix(sub, "objects/") && !d.IsDir() {
-				return nil
-			}
+		walkGitDir(r.GitDir, p.since, func(path string, d fs.DirEntry) {
 			if d.Type()&fs.ModeSymlink != 0 {
 				var st unix.Stat_t
 				if unix.Lstat(path, &st) == nil && st.Ctim.Nano() >= p.since {
@@ -480,7 +486,6 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 					cands = append(cands, candidate{rel: lrel})
 				}
 			}
-			return nil
 		})
 	}
 	for _, rel := range after.Named(ws, p.m) {
@@ -564,6 +569,35 @@ func under(rel string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// walkGitDir calls fn for gd and everything in it but the objects
+// themselves (named by their content, of no use to anyone who cannot
+// find a hash's preimage): objects/ and objects/info are visited, the
+// directories of loose objects and packs only when objects/ changed since
+// the run began (an entry made or replaced there moves its change time).
+func walkGitDir(gd string, since int64, fn func(path string, d fs.DirEntry)) {
+	filepath.WalkDir(gd, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		sub, _ := filepath.Rel(gd, path)
+		if sub == "objects" {
+			fn(path, d)
+			var st unix.Stat_t
+			if unix.Lstat(path, &st) != nil || st.Ctim.Nano() < since {
+				// Unchanged: its info/ only.
+				walkGitDir(path+"/info", 0, fn)
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fn(path, d)
+		if d.IsDir() && strings.HasPrefix(sub, "objects/") && sub != "objects/info" {
+			return filepath.SkipDir
+		}
+		return nil
+	})
 }
 
 // judgeTree checks rel and, when it is a directory, everything below it.
@@ -667,16 +701,18 @@ func (p *persistPlan) narrow(after *persist.Scan, gone []string) []Persisted {
 		// Everything in it but the objects themselves (named by their
 		// content): sequencer state, refs, hooks, config, info.
 		var items []string
-		filepath.WalkDir(r.GitDir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.Type()&fs.ModeSymlink != 0 {
-				return nil
+		walkGitDir(r.GitDir, p.since, func(path string, d fs.DirEntry) {
+			if d.Type()&fs.ModeSymlink != 0 {
+				return
+			}
+			// A mode or an ACL set moves the change time: what did not
+			// change since the run began gained nothing.
+			var st unix.Stat_t
+			if unix.Lstat(path, &st) != nil || st.Ctim.Nano() < p.since {
+				return
 			}
 			it, _ := filepath.Rel(p.ws, path)
-			if sub, _ := filepath.Rel(r.GitDir, path); strings.HasPrefix(sub, "objects/") && !d.IsDir() {
-				return nil
-			}
 			items = append(items, it)
-			return nil
 		})
 		for _, it := range items {
 			m, had := p.modes[it]

@@ -396,6 +396,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		if err := persist.SaveScan(persist.ScanFile(spec.StateDir, spec.Workspace), p.plan.scan); err != nil {
 			log.Warn("could not remember the workspace scan", "err", err)
 		}
+		mark("persistence swept")
 	}
 	return res, nil
 }
