@@ -451,13 +451,6 @@ func gitMark(name string) bool {
 	return false
 }
 
-// Marked reports whether the scan saw an entry called name in the
-// directory rel.
-func (s *Scan) Marked(rel, name string) bool {
-	d, ok := s.Dirs[rel]
-	return ok && d.marked(name)
-}
-
 // Tree is the workspace as the scan saw it, as an FS that knows only its
 // directories (and, outside the workspace, the host): enough to tell
 // what existed before a run written straight to the workspace.
