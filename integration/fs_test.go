@@ -902,16 +902,21 @@ func noExecConfig(t *testing.T, p, before string, r result) {
 // mentions reports whether the report's persistence list or stderr names
 // the workspace-relative path rel.
 func mentions(r result, rel string) bool {
-	if list, ok := r.report["persistence"].([]any); ok {
-		for _, item := range list {
-			if m, ok := item.(map[string]any); ok {
-				if p, _ := m["path"].(string); p == rel || strings.HasPrefix(p, rel+"/") || strings.HasPrefix(rel, p+"/") {
-					return true
-				}
+	return reportListNames(r, "persistence", rel) || strings.Contains(r.stderr, rel)
+}
+
+// reportListNames reports whether an entry of the report's list key has a
+// path at, above or below p.
+func reportListNames(r result, key, p string) bool {
+	list, _ := r.report[key].([]any)
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			if q, _ := m["path"].(string); q == p || strings.HasPrefix(q, p+"/") || strings.HasPrefix(p, q+"/") {
+				return true
 			}
 		}
 	}
-	return strings.Contains(r.stderr, rel)
+	return false
 }
 
 // hostRepo makes the directory rel of the workspace a git repository with

@@ -837,26 +837,8 @@ func (e *env) useRepo(t *testing.T, rel string) {
 // entry of the report's persistence list at or around it, a boundary on
 // it, or stderr naming it.
 func (e *env) named(r result, rel string) bool {
-	if list, ok := r.report["persistence"].([]any); ok {
-		for _, item := range list {
-			if m, ok := item.(map[string]any); ok {
-				if p, _ := m["path"].(string); p == rel || strings.HasPrefix(p, rel+"/") || strings.HasPrefix(rel, p+"/") {
-					return true
-				}
-			}
-		}
-	}
 	abs := filepath.Join(e.ws, rel)
-	if bs, ok := r.report["boundaries"].([]any); ok {
-		for _, item := range bs {
-			if m, ok := item.(map[string]any); ok {
-				if p, _ := m["path"].(string); p == abs || strings.HasPrefix(p, abs+"/") || strings.HasPrefix(abs, p+"/") {
-					return true
-				}
-			}
-		}
-	}
-	return strings.Contains(r.stderr, abs)
+	return reportListNames(r, "persistence", rel) || reportListNames(r, "boundaries", abs) || strings.Contains(r.stderr, abs)
 }
 
 // inCache sets C to the run's private cache (the parent of

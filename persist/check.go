@@ -257,12 +257,18 @@ func cloned(fsys FS, gd string) bool {
 
 // is reports whether the workspace directory rel is a git directory in
 // the final tree (or git would stop on it).
-func (c *Checker) is(rel string) bool {
+func (c *Checker) is(rel string) bool { return c.gitDirIn(c.cfg.Final, c.gitDir, rel) }
+
+// was is is for the tree before.
+func (c *Checker) was(rel string) bool { return c.gitDirIn(c.cfg.Before, c.wasGit, rel) }
+
+// gitDirIn asks IsGitDir of rel in view, once (memo).
+func (c *Checker) gitDirIn(view FS, memo map[string]bool, rel string) bool {
 	p := c.abs(rel)
-	v, ok := c.gitDir[p]
+	v, ok := memo[p]
 	if !ok {
-		v = !noHead(c.cfg.Final, p) && IsGitDir(c.cfg.Final, p) != NotGitDir
-		c.gitDir[p] = v
+		v = !noHead(view, p) && IsGitDir(view, p) != NotGitDir
+		memo[p] = v
 	}
 	return v
 }
@@ -272,17 +278,6 @@ func (c *Checker) is(rel string) bool {
 func noHead(view FS, dir string) bool {
 	_, err := view.Lstat(dir + "/HEAD")
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
-}
-
-// was is is for the tree before.
-func (c *Checker) was(rel string) bool {
-	p := c.abs(rel)
-	v, ok := c.wasGit[p]
-	if !ok {
-		v = !noHead(c.cfg.Before, p) && IsGitDir(c.cfg.Before, p) != NotGitDir
-		c.wasGit[p] = v
-	}
-	return v
 }
 
 // isOrNamed: a git directory now or before; or named ".git", or a
