@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -63,9 +62,6 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
 		return res, fmt.Errorf("sandbox: state directory: %w", err)
 	}
-
-	// Only 0-2 reach the helper, and from it the command.
-	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 
 	// The caches must exist before the ruleset names them.
 	for _, c := range spec.Caches {
@@ -221,7 +217,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	var trees []int
 	defer func() { closeAll(trees) }()
 	if wantNS {
-		setup.Mask = maskedDirs()
+		setup.Mask = maskedDirs(spec.RuntimeDir)
 		roots := append([]string{spec.Workspace}, spec.Writable...)
 		roots = append(roots, spec.Caches...)
 		if root {
@@ -322,7 +318,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	p.rs.Close()
 	mark("setup sent")
 
-	code, sig, timedOut, err := h.wait(ctx, spec.Timeout, spec.KillGrace, log)
+	code, sig, timedOut, err := h.wait(ctx, spec, log)
 	mark("command ended")
 	if h.layer != nil {
 		res.Layer = &Layer{Root: h.layer, Started: time.Unix(started.Unix()),
@@ -597,7 +593,8 @@ func (h *helper) cleanup() {
 
 // wait follows the helper until it exits, forwarding signals and enforcing
 // the timeout, and returns the command's status.
-func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *slog.Logger) (code, sig int, timedOut bool, err error) {
+func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, sig int, timedOut bool, err error) {
+	timeout, grace := spec.Timeout, spec.KillGrace
 	msgs := make(chan message, 4)
 	go func() {
 		defer close(msgs)
@@ -623,10 +620,7 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 			msgs <- m
 		}
 	}()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH)
-	defer signal.Stop(sigs)
+	sigs := spec.Signals // nil: none are forwarded
 
 	var timer <-chan time.Time
 	if timeout > 0 {
@@ -694,7 +688,9 @@ func (h *helper) wait(ctx context.Context, timeout, grace time.Duration, log *sl
 			if haveExit && last.Kind == msgError {
 				if last.Code == 126 || last.Code == 127 {
 					// "bash: NAME: command not found": NAME is the command's.
-					fmt.Fprintln(os.Stderr, termfilter.Escape(last.Error))
+					if spec.Stderr != nil {
+						fmt.Fprintln(spec.Stderr, termfilter.Escape(last.Error))
+					}
 					return last.Code, 0, false, nil
 				}
 				return 0, 0, false, errors.New(last.Error)
@@ -870,9 +866,9 @@ func searchable(st *unix.Stat_t, uid, gid int) bool {
 }
 
 // maskedDirs are host runtime directories replaced by an empty tmpfs.
-func maskedDirs() []string {
+func maskedDirs(runtimeDir string) []string {
 	dirs := []string{"/run", "/var/run"}
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) {
+	if x := runtimeDir; filepath.IsAbs(x) {
 		dirs = append(dirs, filepath.Clean(x))
 	}
 	return dirs

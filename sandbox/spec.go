@@ -104,6 +104,16 @@ type Spec struct {
 	// reported, so none can be reviewed.
 	NoDetect bool
 
+	// RuntimeDir is the caller's XDG_RUNTIME_DIR (sockets of its session
+	// services), masked with an empty tmpfs inside.
+	RuntimeDir string
+	// Signals, if set, are forwarded to the command's process tree while
+	// it runs; the caller decides which signals reach it (the CLI relays
+	// its own SIGINT, SIGTERM, ...; a daemon a client's request).
+	Signals <-chan os.Signal
+
+	// Stdin, Stdout and Stderr are the command's; Stderr also gets the
+	// one-line reason when the command cannot be run (126, 127).
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 }

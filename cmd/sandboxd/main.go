@@ -8,19 +8,31 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 
 	"github.com/sandboxd/sandboxd/sandbox"
+	"golang.org/x/sys/unix"
 )
 
-func main() {
+func main() { os.Exit(start(os.Args)) }
+
+// start is the process: the re-exec'd helpers first, then the CLI with
+// this process's environment, streams and signals.
+func start(args []string) int {
 	// The helper must run before anything else touches the process.
-	if sandbox.IsHelper(os.Args) {
+	if sandbox.IsHelper(args) {
 		sandbox.HelperMain()
 	}
-	if sandbox.IsProbe(os.Args) {
+	if sandbox.IsProbe(args) {
 		sandbox.ProbeMain()
 	}
-	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	// Only 0-2 of what sandboxd inherited reach a helper or a command.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	// The signals a person sends sandboxd go to the command's tree.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
+	defer signal.Stop(sigs)
+	return run(context.Background(), args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr, sigs)
 }
 
 const usage = `sandboxd runs shell commands in a kernel-enforced sandbox.
@@ -36,14 +48,14 @@ Run "sandboxd run -h" for the run flags.
 `
 
 // run is the whole program; main only supplies the process's environment.
-func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitSandboxd
 	}
 	switch args[0] {
 	case "run":
-		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
 	case "recover":
 		return recoverCommand(args[1:], getenv, stdout, stderr)
 	case "doctor":

@@ -127,7 +127,7 @@ type report struct {
 	Error       string              `json:"error,omitempty"`
 }
 
-func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	f, argv, err := parseRunFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -190,6 +190,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	// anything new runs.
 	rep.Transaction.Recovered = recoverCommits(spec.StateDir, stderr, log)
 	spec.Stdin, spec.Stdout, spec.Stderr = stdin, stdout, stderr
+	spec.Signals, spec.RuntimeDir = sigs, getenv("XDG_RUNTIME_DIR")
 	var reviewer broker.Reviewer
 	if f.reviewer == "human" {
 		// A person reads this terminal: the command's output to it passes

@@ -72,7 +72,7 @@ func TestRunBadInput(t *testing.T) {
 				return t.TempDir()
 			}
 			return ""
-		}, strings.NewReader(""), io.Discard, &stderr)
+		}, strings.NewReader(""), io.Discard, &stderr, nil)
 		if code != exitSandboxd {
 			t.Errorf("%q: exit %d, want %d", args, code, exitSandboxd)
 		}
