@@ -9,3 +9,8 @@ require (
 	golang.org/x/sys v0.50.0
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
 )
+
+require (
+	github.com/rogpeppe/go-internal v1.16.0
+	golang.org/x/tools v0.26.0 // indirect
+)
