@@ -14,5 +14,6 @@
 //
 // This package is pure data and parsing. It must never import broker, review,
 // netproxy, landlock, seccomp or openai-go, and it keeps no package-level
-// mutable state (no init, no global variables).
+// mutable state (no init, no global variables); internal/guardrails checks
+// both.
 package policy

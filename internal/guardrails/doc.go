@@ -1,0 +1,38 @@
+// Package guardrails holds no code: its tests enforce, over the whole
+// module, the package rules DESIGN.md §2 and the packages' doc.go files
+// state, so that a change that breaks one fails `go test ./...` with the
+// rule's name and the import chain that breaks it.
+//
+// The import rules are transitive (an import through another package of
+// ours, or through the standard library, counts), read from
+// `go list -deps -json ./...` for the build's GOOS/GOARCH and production
+// code only (test files may import what their tests need):
+//
+//   - broker never imports sandbox or anything under it, landlock,
+//     seccomp, kaudit, layer, netproxy (nor go-landlock or
+//     libseccomp-golang), net/http or another HTTP client.
+//   - grants imports no package of ours outside grants/.
+//   - netproxy never imports broker or review.
+//   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
+//     persist and netproxy never import broker, review, session or
+//     openai-go.
+//   - policy never imports broker, review, netproxy, landlock, seccomp
+//     (ours or the libraries under them) or openai-go.
+//   - at most one package of ours imports openai-go directly, and it is
+//     under review/.
+//   - no package of ours outside cmd/ imports one under cmd/.
+//
+// The rules on the source:
+//
+//   - only cmd/ and the sandbox helper's own package may call
+//     signal.Notify or signal.NotifyContext: no package of ours in the
+//     transitive dependencies of sandbox, session or broker, nor those
+//     packages themselves, may (signals belong to the process, and the
+//     helper is the only package that is a process of its own).
+//   - no package of ours has an init function (test files included).
+//   - policy keeps no package-level variables.
+//
+// A rule about a package that does not exist yet passes. To add a rule,
+// add an entry to importRules (or a check beside the others) in
+// guardrails_test.go, and a case to TestRulesCatch that proves it fires.
+package guardrails
