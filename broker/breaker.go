@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sandboxd/sandboxd/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -80,11 +81,7 @@ func (b *Breaker) update(session string, f func(*breakerState)) (breakerState, e
 	}
 	f(&st)
 	out, _ := json.Marshal(st)
-	tmp := base + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return st, fmt.Errorf("broker: breaker state: %w", err)
-	}
-	if err := os.Rename(tmp, base+".json"); err != nil {
+	if err := atomicfile.WriteFile(base+".json", out, 0o600); err != nil {
 		return st, fmt.Errorf("broker: breaker state: %w", err)
 	}
 	return st, nil

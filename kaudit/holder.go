@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sandboxd/sandboxd/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -200,20 +201,9 @@ func pruneHolders(dir string) int {
 	return live
 }
 
+// writeState replaces the state file; not synced (see Acquire).
 func writeState(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("kaudit: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("kaudit: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("kaudit: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("kaudit: %w", err)
 	}
 	return nil

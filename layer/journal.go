@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -94,11 +95,9 @@ func (j *journal) write() error {
 	if err != nil {
 		return err
 	}
-	tmp := j.path(".journal.tmp")
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("layer: journal: %w", err)
-	}
-	if err := os.Rename(tmp, j.path(".journal")); err != nil {
+	// Atomic against a crash of sandboxd, not synced: see atomicfile's
+	// doc for why a synced journal alone would not survive a power loss.
+	if err := atomicfile.WriteFile(j.path(".journal"), b, 0o600); err != nil {
 		return fmt.Errorf("layer: journal: %w", err)
 	}
 	return nil
@@ -127,7 +126,9 @@ func (j *journal) markDone(i int) {
 func (j *journal) finish() {
 	os.Remove(j.path(".journal"))
 	os.Remove(j.path(".done"))
-	os.Remove(j.path(".journal.tmp"))
+	// A write the crash interrupted; the lock keeps any other out.
+	atomicfile.RemoveLeftovers(j.path(".journal"))
+	os.Remove(j.path(".journal.tmp")) // the name before atomicfile
 }
 
 // discard ends a commit that changed nothing.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -425,19 +426,7 @@ func SaveScan(path string, s *Scan) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".scan-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, buf.Bytes(), 0o600)
 }
 
 // MarkFresh makes the next SaveScan write s even if it read nothing anew.

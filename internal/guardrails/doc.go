@@ -11,7 +11,8 @@
 //   - broker never imports sandbox or anything under it, landlock,
 //     seccomp, kaudit, layer, netproxy (nor go-landlock or
 //     libseccomp-golang), net/http or another HTTP client.
-//   - grants imports no package of ours outside grants/.
+//   - grants imports no package of ours outside grants/, and atomicfile
+//     none outside atomicfile/.
 //   - netproxy never imports broker or review.
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
 //     persist and netproxy never import broker, review, session or

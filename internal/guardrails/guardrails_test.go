@@ -105,6 +105,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("grants")(p) },
 		},
 		{
+			name:   "atomicfile imports nothing of ours",
+			from:   ours("atomicfile"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("atomicfile")(p) },
+		},
+		{
 			name:   "netproxy never imports broker or review",
 			from:   ours("netproxy"),
 			forbid: ours("broker", "review"),
@@ -411,6 +416,7 @@ func TestRulesCatch(t *testing.T) {
 	add("github.com/openai/openai-go/v3", "net/http")
 	add("net/http")
 	add(m("grants"), m("publicerr"))
+	add(m("atomicfile"), m("grants"))
 	add(m("publicerr"), "errors")
 	add("errors")
 	add(m("netproxy"), m("session"))
@@ -439,6 +445,7 @@ func TestRulesCatch(t *testing.T) {
 		`broker never imports the sandbox, its enforcement, netproxy or an HTTP client": broker → review → net/http`,
 		`"grants imports nothing of ours": grants → publicerr`,
 		`"netproxy never imports broker or review": netproxy → session → broker`,
+		`"atomicfile imports nothing of ours": atomicfile → grants`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,
