@@ -12,7 +12,6 @@ import (
 
 	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
-	"golang.org/x/sys/unix"
 )
 
 // Landlock restrict_self flags for detection: log the command's denials
@@ -246,11 +245,6 @@ func (d *auditDetector) kernelLost() bool {
 	return err != nil || st.Lost != d.lostAtStart
 }
 
-// probePath is what the helper opens for writing, deliberately denied, so
-// the kernel announces the run's domain with the helper's pid (and, at
-// the end, marks that every earlier record of the run was delivered).
-const probePath = "/proc/self/comm"
-
 func isProbe(r landlock.Record) bool {
 	return len(r.Blockers) == 1 && r.Blockers[0] == "fs.write_file" && strings.HasSuffix(r.Path, "/comm") && strings.HasPrefix(r.Path, "/proc/")
 }
@@ -289,15 +283,6 @@ var noiseReads = map[string]bool{
 }
 
 func noise(d Denial) bool { return d.Surface == "filesystem" && noiseReads[d.Path] }
-
-// probeDomain makes the deliberate denied access that announces the
-// helper's Landlock domain. The error is expected.
-func probeDomain() {
-	fd, err := unix.Open(probePath, unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err == nil {
-		unix.Close(fd)
-	}
-}
 
 func (d Denial) String() string {
 	if d.Surface == "network" {

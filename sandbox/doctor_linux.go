@@ -9,14 +9,10 @@ import (
 
 	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
 )
-
-// probeArg makes the binary a short-lived process in fresh namespaces
-// that waits for its stdin to close; doctor uses its user namespace to
-// try an id-mapped mount.
-const probeArg = "__sandbox-probe"
 
 // Check is one line of `sandboxd doctor`.
 type Check struct {
@@ -157,7 +153,7 @@ func probeNamespaces(root bool, stateDir string) (nsErr, layerErr error) {
 	}
 	// The layer is probed over a tmpfs on /tmp in the child's own mount
 	// namespace, which dies with it.
-	cmd := exec.Command("/proc/self/exe", probeArg, "/tmp")
+	cmd := exec.Command("/proc/self/exe", wire.ProbeArg, "/tmp")
 	cmd.Env = []string{}
 	var probeOut strings.Builder
 	cmd.Stdout = &probeOut
@@ -201,31 +197,4 @@ func probeNamespaces(root bool, stateDir string) (nsErr, layerErr error) {
 	}
 	unix.Close(fd)
 	return nil, nil
-}
-
-// IsProbe reports whether args ask for doctor's namespace probe.
-func IsProbe(args []string) bool { return len(args) > 1 && args[1] == probeArg }
-
-// ProbeMain mounts a tmpfs on os.Args[2] and a copy-on-write layer over
-// it, in its own (private) mount namespace, and prints "ok" or why not,
-// then waits until stdin closes and exits. (An overlay cannot take a
-// lower layer with mounts locked below it, such as "/" in a new user
-// namespace; the sandbox's workspace is a tree it attached itself.)
-func ProbeMain() {
-	msg := "ok"
-	if len(os.Args) < 3 {
-		msg = "no directory to probe"
-	} else if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		msg = "make / private: " + err.Error()
-	} else if err := unix.Mount("tmpfs", os.Args[2], "tmpfs", 0, "size=64k"); err != nil {
-		msg = "mount a tmpfs to cover: " + err.Error()
-	} else if fd, err := mountLayer(os.Args[2], 1<<20); err != nil {
-		msg = err.Error()
-	} else {
-		unix.Close(fd)
-	}
-	fmt.Println(msg)
-	var b [1]byte
-	os.Stdin.Read(b[:])
-	os.Exit(0)
 }

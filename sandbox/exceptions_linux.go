@@ -97,11 +97,6 @@ func (e Exception) covers(op string) bool {
 	return op == e.Operation
 }
 
-// writes reports whether the object must be on a writable mount.
-func (e Exception) writes() bool {
-	return e.Operation == "write_file" || e.Operation == "make_reg" || e.Operation == "truncate"
-}
-
 // openedException is an exception whose object the supervisor holds.
 type openedException struct {
 	Exception
@@ -171,71 +166,6 @@ func openExceptions(es []Exception) ([]openedException, error) {
 		out = append(out, o)
 	}
 	return out, nil
-}
-
-// exceptionTree clones the single file of an exception into a detached
-// mount: writable or read-only as the operation needs, id-mapped when the
-// command runs as another host uid (userns >= 0).
-func exceptionTree(o openedException, userns int) (int, error) {
-	tree, err := unix.OpenTree(o.fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
-	if err != nil {
-		return -1, fmt.Errorf("sandbox: grant for %s: clone: %w", o.Path, err)
-	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if o.writes() {
-		attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
-	} else {
-		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
-	}
-	if userns >= 0 {
-		attr.Attr_set |= unix.MOUNT_ATTR_IDMAP
-		attr.Userns_fd = uint64(userns)
-	}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		unix.Close(tree)
-		return -1, fmt.Errorf("sandbox: grant for %s: %w", o.Path, err)
-	}
-	return tree, nil
-}
-
-// bindExceptionsInHelper is the unprivileged path: the helper cannot get
-// id-mapped trees from the supervisor, so it clones each granted file
-// itself, by its resolved path with no symlink allowed, after checking
-// the inode is the granted one.
-func bindExceptionsInHelper(es []ExceptionBind) error {
-	for _, e := range es {
-		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-		fd, err := unix.Openat2(unix.AT_FDCWD, e.Path, &how)
-		if err != nil {
-			return fmt.Errorf("grant for %s: %w", e.Path, err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino || st.Dev != e.Dev {
-			unix.Close(fd)
-			return fmt.Errorf("grant for %s: the path now names another object", e.Path)
-		}
-		tree, err := exceptionTree(openedException{Exception: Exception{Operation: e.Operation, Path: e.Path}, fd: fd}, -1)
-		if err != nil {
-			unix.Close(fd)
-			return err
-		}
-		err = unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-		unix.Close(tree)
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("grant for %s: attach: %w", e.Path, err)
-		}
-	}
-	return nil
-}
-
-// ExceptionBind is what the helper needs to bind one granted file itself.
-type ExceptionBind struct {
-	Operation string `json:"operation"`
-	Path      string `json:"path"`
-	Dev       uint64 `json:"dev"`
-	Ino       uint64 `json:"ino"`
 }
 
 // closeExceptions releases the supervisor's descriptors.

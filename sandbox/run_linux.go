@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"github.com/sandboxd/sandboxd/termfilter"
 	"golang.org/x/sys/unix"
@@ -199,13 +200,13 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		}
 		defer func() { closeAll(cgFDs) }()
 	}
-	setup := &setupMsg{
+	setup := &wire.SetupMsg{
 		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
 		LandlockFlags: map[bool]uint32{true: landlockLogFlags}[det != nil],
 		Namespaces:    wantNS,
 		Workspace:     spec.Workspace,
 		TmpSize:       spec.Limits.TmpSize,
-		Limits:        spec.Limits,
+		Limits:        wire.Limits(spec.Limits),
 		LimitNproc:    true,
 		LimitData:     cg == nil || !cg.memory,
 		LandlockABI:   sup.ABI,
@@ -234,7 +235,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			var want []tree
 			switch {
 			case spec.Home == "" || !h.homeMapped:
-			case inOwnTmpfs(spec.Home):
+			case wire.InOwnTmpfs(spec.Home):
 				// Below the private /tmp, whose rule grants every right to
 				// all beneath it, the carve-out could not hold: the
 				// home is not mapped at all.
@@ -262,7 +263,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 			}
 			setup.Skeleton = skeletonDirs(setup.Attach, spec.HostUID, spec.HostGID)
 			for _, o := range opened {
-				fd, err := exceptionTree(o, userns)
+				fd, err := wire.GrantTree(o.fd, o.Path, o.Operation, userns)
 				if err != nil {
 					return abort(err)
 				}
@@ -272,7 +273,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		} else {
 			setup.Clone = roots
 			for _, o := range opened {
-				setup.ExceptionBinds = append(setup.ExceptionBinds, ExceptionBind{Operation: o.Operation, Path: o.Path, Dev: o.Dev, Ino: o.Ino})
+				setup.ExceptionBinds = append(setup.ExceptionBinds, wire.ExceptionBind{Operation: o.Operation, Path: o.Path, Dev: o.Dev, Ino: o.Ino})
 			}
 		}
 	} else {
@@ -289,7 +290,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	// The helper can build its mount namespace while the ruleset, the
 	// filter and the persistence plan are finished here.
 	setup.Cgroups = len(cgFDs)
-	if err := send(h.sock, message{Kind: msgSetup, Setup: setup}, append(append([]int(nil), cgFDs...), trees...)...); err != nil {
+	if err := wire.Send(h.sock, wire.Message{Kind: wire.Setup, Setup: setup}, append(append([]int(nil), cgFDs...), trees...)...); err != nil {
 		return abort(err)
 	}
 	// The helper holds its own copies now.
@@ -307,11 +308,11 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 		return res, p.err
 	}
 	defer p.rs.Close()
-	confine := &confineMsg{Seccomp: p.bpf}
+	confine := &wire.ConfineMsg{Seccomp: p.bpf}
 	if p.plan != nil && wantNS && !txn {
 		confine.Pins, confine.ReadOnly = p.plan.pins, p.plan.readOnly
 	}
-	if err := send(h.sock, message{Kind: msgConfine, Confine: confine}, p.rs.FD()); err != nil {
+	if err := wire.Send(h.sock, wire.Message{Kind: wire.Confine, Confine: confine}, p.rs.FD()); err != nil {
 		h.kill()
 		return res, err
 	}
@@ -473,7 +474,7 @@ func startHelper(spec Spec, ns, root bool) (*helper, error) {
 	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
-		Args:       []string{"sandboxd", helperArg},
+		Args:       []string{"sandboxd", wire.HelperArg},
 		Env:        []string{},
 		Dir:        "/",
 		ExtraFiles: []*os.File{theirs},
@@ -595,19 +596,19 @@ func (h *helper) cleanup() {
 // the timeout, and returns the command's status.
 func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, sig int, timedOut bool, err error) {
 	timeout, grace := spec.Timeout, spec.KillGrace
-	msgs := make(chan message, 4)
+	msgs := make(chan wire.Message, 4)
 	go func() {
 		defer close(msgs)
-		rcv := newReceiver(h.sock)
+		rcv := wire.NewReceiver(h.sock)
 		for {
-			m, fds, err := rcv.recv()
-			if err == nil && m.Kind == msgListener && len(fds) == 1 && h.obs == nil {
+			m, fds, err := rcv.Recv()
+			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
 				// Answer notifications at once: the helper and the
 				// command stop in every observed call until we do.
 				h.obs = startObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
 				fds = fds[1:]
 			}
-			if err == nil && m.Kind == msgLayer && len(fds) == 1 && h.layer == nil {
+			if err == nil && m.Kind == wire.Layer && len(fds) == 1 && h.layer == nil {
 				h.layer = os.NewFile(uintptr(fds[0]), "layer")
 				fds = fds[1:]
 			}
@@ -629,11 +630,11 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 		timer = t.C
 	}
 	var killTimer <-chan time.Time
-	var last message
+	var last wire.Message
 	haveExit := false
 	done := ctx.Done()
 	terminate := func() {
-		send(h.sock, message{Kind: msgTerminate})
+		wire.Send(h.sock, wire.Message{Kind: wire.Terminate})
 		kt := time.NewTimer(grace)
 		killTimer = kt.C
 	}
@@ -645,14 +646,14 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 				continue
 			}
 			switch m.Kind {
-			case msgStarted:
+			case wire.Started:
 				h.started = time.Now()
 				if m.Info != nil {
 					for _, p := range m.Info.Phases {
 						log.Debug("helper", "phase", p.Name, "at_us", p.US)
 					}
 				}
-			case msgExit, msgError:
+			case wire.Exit, wire.Error:
 				last, haveExit = m, true
 			}
 		case s := <-sigs:
@@ -667,14 +668,14 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 			terminate()
 		case <-killTimer:
 			killTimer = nil
-			send(h.sock, message{Kind: msgKill})
+			wire.Send(h.sock, wire.Message{Kind: wire.Kill})
 			// In a pid namespace killing the helper kills everything.
 			time.AfterFunc(200*time.Millisecond, h.kill)
 		case werr := <-h.exited:
 			// Drain what the helper said before it went (the reader ends
 			// at EOF now that the helper's end is closed).
 			for m := range drain(msgs) {
-				if m.Kind == msgExit || m.Kind == msgError {
+				if m.Kind == wire.Exit || m.Kind == wire.Error {
 					last, haveExit = m, true
 				}
 			}
@@ -682,10 +683,10 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 			if timedOut {
 				return 124, 0, true, nil
 			}
-			if haveExit && last.Kind == msgExit {
+			if haveExit && last.Kind == wire.Exit {
 				return last.Code, last.Sig, false, nil
 			}
-			if haveExit && last.Kind == msgError {
+			if haveExit && last.Kind == wire.Error {
 				if last.Code == 126 || last.Code == 127 {
 					// "bash: NAME: command not found": NAME is the command's.
 					if spec.Stderr != nil {
@@ -701,9 +702,9 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 }
 
 // drain returns c, or a closed channel when c is nil.
-func drain(c chan message) <-chan message {
+func drain(c chan wire.Message) <-chan wire.Message {
 	if c == nil {
-		c = make(chan message)
+		c = make(chan wire.Message)
 		close(c)
 	}
 	return c

@@ -10,7 +10,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/sandbox/confine"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,11 +20,11 @@ func main() { os.Exit(start(os.Args)) }
 // this process's environment, streams and signals.
 func start(args []string) int {
 	// The helper must run before anything else touches the process.
-	if sandbox.IsHelper(args) {
-		sandbox.HelperMain()
+	if confine.IsHelper(args) {
+		confine.Main()
 	}
-	if sandbox.IsProbe(args) {
-		sandbox.ProbeMain()
+	if confine.IsProbe(args) {
+		confine.ProbeMain()
 	}
 	// Only 0-2 of what sandboxd inherited reach a helper or a command.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)

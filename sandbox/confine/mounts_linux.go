@@ -1,4 +1,4 @@
-package sandbox
+package confine
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,57 +34,71 @@ var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 // With m.Layer set, the workspace is covered by a copy-on-write layer as
 // soon as it is attached (before deeper roots land on it); the returned
 // descriptor is the layer's file system, for the supervisor, or -1.
-func setupMounts(m *setupMsg, trees []int) (layerFD int, err error) {
-	layerFD = -1
-	defer func() {
-		if err != nil && layerFD >= 0 {
-			unix.Close(layerFD)
-			layerFD = -1
-		}
-	}()
+func setupMounts(m *wire.SetupMsg, trees []int) (layerFD int, err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return layerFD, fmt.Errorf("make / private: %w", err)
+		return -1, fmt.Errorf("make / private: %w", err)
 	}
 	attach := append([]string(nil), m.Attach...)
-	for _, p := range m.Clone {
-		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-		if err != nil {
-			return layerFD, fmt.Errorf("clone writable root %s: %w", p, err)
-		}
-		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY}
-		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-			return layerFD, fmt.Errorf("writable root %s: %w", p, err)
-		}
-		trees = append(trees, fd)
-		attach = append(attach, p)
+	clones, err := cloneWritable(m.Clone)
+	if err != nil {
+		return -1, err
 	}
+	trees = append(trees, clones...)
+	attach = append(attach, m.Clone...)
 	devs := make([]int, 0, len(devNodes))
 	for _, name := range devNodes {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err != nil {
-			return layerFD, fmt.Errorf("clone /dev/%s: %w", name, err)
+			return -1, fmt.Errorf("clone /dev/%s: %w", name, err)
 		}
 		devs = append(devs, fd)
 	}
 
 	ro := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &ro); err != nil {
-		return layerFD, fmt.Errorf("make the tree read-only: %w", err)
+		return -1, fmt.Errorf("make the tree read-only: %w", err)
 	}
 
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return layerFD, fmt.Errorf("mount /proc: %w", err)
+		return -1, fmt.Errorf("mount /proc: %w", err)
 	}
 	if err := setupDev(devs, m.TmpSize); err != nil {
-		return layerFD, err
+		return -1, err
 	}
+	if err := setupTmp(m); err != nil {
+		return -1, err
+	}
+	return attachTrees(m, attach, trees)
+}
+
+// cloneWritable clones the writable roots the helper attaches itself,
+// while the tree is still writable.
+func cloneWritable(roots []string) ([]int, error) {
+	var trees []int
+	for _, p := range roots {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, p, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			return trees, fmt.Errorf("clone writable root %s: %w", p, err)
+		}
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Attr_clr: unix.MOUNT_ATTR_RDONLY}
+		if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			return trees, fmt.Errorf("writable root %s: %w", p, err)
+		}
+		trees = append(trees, fd)
+	}
+	return trees, nil
+}
+
+// setupTmp mounts the private /tmp (also /var/tmp), hides the host's
+// runtime directories and lays the skeletons.
+func setupTmp(m *wire.SetupMsg) error {
 	tmpOpts := fmt.Sprintf("mode=1777,size=%d", m.TmpSize)
 	if err := unix.Mount("tmpfs", "/tmp", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
-		return layerFD, fmt.Errorf("mount /tmp: %w", err)
+		return fmt.Errorf("mount /tmp: %w", err)
 	}
 	if isRealDir("/var/tmp") {
 		if err := unix.Mount("/tmp", "/var/tmp", "", unix.MS_BIND, ""); err != nil {
-			return layerFD, fmt.Errorf("bind /var/tmp: %w", err)
+			return fmt.Errorf("bind /var/tmp: %w", err)
 		}
 	}
 	for _, p := range m.Mask {
@@ -91,19 +106,31 @@ func setupMounts(m *setupMsg, trees []int) (layerFD int, err error) {
 			continue
 		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
-			return layerFD, fmt.Errorf("hide %s: %w", p, err)
+			return fmt.Errorf("hide %s: %w", p, err)
 		}
 	}
-
 	for _, p := range m.Skeleton {
-		if inOwnTmpfs(p) {
+		if wire.InOwnTmpfs(p) {
 			continue // a fresh tmpfs here already: ensureMountpoint makes the path
 		}
 		if err := unix.Mount("tmpfs", p, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=64k,mode=0755"); err != nil {
-			return layerFD, fmt.Errorf("skeleton %s: %w", p, err)
+			return fmt.Errorf("skeleton %s: %w", p, err)
 		}
 	}
-	// Attach shallow paths first so deeper roots land on top of them.
+	return nil
+}
+
+// attachTrees attaches each tree at its target, shallow paths first so
+// deeper roots land on top of them, and covers the workspace with its
+// layer as soon as it is attached.
+func attachTrees(m *wire.SetupMsg, attach []string, trees []int) (layerFD int, err error) {
+	layerFD = -1
+	defer func() {
+		if err != nil && layerFD >= 0 {
+			unix.Close(layerFD)
+			layerFD = -1
+		}
+	}()
 	order := make([]int, len(attach))
 	for i := range order {
 		order[i] = i
@@ -248,7 +275,7 @@ func ensureMountpoint(target string, skeleton []string) error {
 	if _, err := os.Stat(target); err == nil {
 		return nil
 	}
-	ours := inOwnTmpfs(target)
+	ours := wire.InOwnTmpfs(target)
 	for _, s := range skeleton {
 		ours = ours || strings.HasPrefix(target, s+"/")
 	}
@@ -261,11 +288,6 @@ func ensureMountpoint(target string, skeleton []string) error {
 	return nil
 }
 
-// inOwnTmpfs reports whether p lies in a tmpfs the helper mounted itself.
-func inOwnTmpfs(p string) bool {
-	return strings.HasPrefix(p, "/tmp/") || strings.HasPrefix(p, "/var/tmp/") || strings.HasPrefix(p, "/dev/shm/")
-}
-
 func isRealDir(p string) bool {
 	st, err := os.Lstat(p)
 	return err == nil && st.IsDir()
@@ -274,7 +296,7 @@ func isRealDir(p string) bool {
 // protectWorkspace pins directories and binds persistence paths
 // read-only. Every path is opened beneath the workspace with no symlink
 // allowed anywhere, so a planted symlink cannot redirect a mount.
-func protectWorkspace(workspace string, c *confineMsg) error {
+func protectWorkspace(workspace string, c *wire.ConfineMsg) error {
 	if len(c.Pins) == 0 && len(c.ReadOnly) == 0 {
 		return nil
 	}
@@ -332,45 +354,6 @@ func protectWorkspace(workspace string, c *confineMsg) error {
 	return nil
 }
 
-// mountsBelow lists the mount points strictly below dir, from
-// /proc/self/mountinfo (octal escapes undone).
-func mountsBelow(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		if strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	return out, nil
-}
-
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(c byte) bool { return c >= '0' && c <= '7' }
-
 // loopbackUp brings lo up in the new network namespace.
 func loopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
@@ -388,6 +371,38 @@ func loopbackUp() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}
+
+// bindExceptions is the unprivileged path: the helper cannot get
+// id-mapped trees from the supervisor, so it clones each granted file
+// itself, by its resolved path with no symlink allowed, after checking
+// the inode is the granted one.
+func bindExceptions(es []wire.ExceptionBind) error {
+	for _, e := range es {
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		fd, err := unix.Openat2(unix.AT_FDCWD, e.Path, &how)
+		if err != nil {
+			return fmt.Errorf("grant for %s: %w", e.Path, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino || st.Dev != e.Dev {
+			unix.Close(fd)
+			return fmt.Errorf("grant for %s: the path now names another object", e.Path)
+		}
+		tree, err := wire.GrantTree(fd, e.Path, e.Operation, -1)
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		err = unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+		unix.Close(tree)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("grant for %s: attach: %w", e.Path, err)
+		}
 	}
 	return nil
 }

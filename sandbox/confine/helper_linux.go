@@ -1,0 +1,249 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
+	"github.com/sandboxd/sandboxd/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// IsHelper reports whether args (os.Args) ask for the sandbox helper.
+// cmd/sandboxd checks this before anything else, as runc does with "init".
+func IsHelper(args []string) bool { return len(args) > 1 && args[1] == wire.HelperArg }
+
+// Main is the re-exec'd helper: pid 1 of the sandbox. It receives its
+// setup from the supervisor, builds the mount namespace, confines itself
+// (capabilities, no_new_privs, Landlock, seccomp), starts the command in
+// its own session, reaps every orphan, forwards signals, and exits with
+// the command's status once it has killed everything else. It never
+// returns.
+func Main() {
+	h := &helper{start: time.Now(), sock: wire.SocketFD}
+	// The command inherits this thread's credentials; it is never unlocked.
+	runtime.LockOSThread()
+	unix.CloseOnExec(h.sock)
+	// Nothing but 0-2 and the control socket may reach the command.
+	unix.CloseRange(wire.SocketFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	h.rcv = wire.NewReceiver(h.sock)
+	s, cgroupFDs, trees := h.receiveSetup()
+	// Signals are forwarded from now on; the kernel drops signals to a pid
+	// namespace's init that it has no handler for.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
+		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM, unix.SIGPIPE)
+	h.mount(s, trees)
+	c, rulesetFD := h.receiveConfine()
+	if s.Namespaces {
+		h.check(125, protectWorkspace(s.Workspace, c))
+	}
+	argv0, code, err := lookPath(s.Argv[0], s.Env, s.Dir)
+	if err != nil {
+		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
+	}
+	h.check(125, setRlimits(s))
+	h.restrict(s, rulesetFD)
+	h.observe(c.Seccomp)
+	// Join the run's cgroups with this thread only; the command is forked
+	// from it (see sandbox.Run).
+	for _, fd := range cgroupFDs {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			h.fail(125, "sandbox: join cgroup: %v", err)
+		}
+		unix.Close(fd)
+	}
+	waitCoarseClock(s.NotBefore)
+	pid := h.startCommand(s, argv0)
+	status := reapUntil(pid, s.Namespaces, sigs, h.control())
+	h.exit(s, status)
+}
+
+// helper is the helper's own state while it sets up.
+type helper struct {
+	start  time.Time
+	sock   int
+	rcv    *wire.Receiver
+	phases []wire.Phase
+}
+
+func (h *helper) mark(name string) {
+	h.phases = append(h.phases, wire.Phase{Name: name, US: time.Since(h.start).Microseconds()})
+}
+
+// fail tells the supervisor why setup failed and exits with code.
+func (h *helper) fail(code int, format string, args ...any) {
+	wire.Send(h.sock, wire.Message{Kind: wire.Error, Code: code, Error: fmt.Sprintf(format, args...)})
+	os.Exit(code)
+}
+
+// check fails with code when err is set.
+func (h *helper) check(code int, err error) {
+	if err != nil {
+		h.fail(code, "sandbox: %v", err)
+	}
+}
+
+// receiveSetup reads the setup message and splits its descriptors into
+// the cgroup files and the trees to attach.
+func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees []int) {
+	m, fds, err := h.rcv.Recv()
+	if err != nil || m.Kind != wire.Setup || m.Setup == nil {
+		h.fail(125, "helper: bad setup message: %v", err)
+	}
+	s = m.Setup
+	h.mark("setup received")
+	if len(fds) < s.Cgroups {
+		h.fail(125, "helper: setup message lacks descriptors")
+	}
+	return s, fds[:s.Cgroups], fds[s.Cgroups:]
+}
+
+// mount builds the mount namespace and brings loopback up, or, without
+// namespaces, makes the helper the subreaper of the command's orphans.
+func (h *helper) mount(s *wire.SetupMsg, trees []int) {
+	if !s.Namespaces {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			h.fail(125, "sandbox: subreaper: %v", err)
+		}
+		return
+	}
+	layerFD, err := setupMounts(s, trees)
+	h.check(125, err)
+	if layerFD >= 0 {
+		h.check(125, wire.Send(h.sock, wire.Message{Kind: wire.Layer}, layerFD))
+		unix.Close(layerFD)
+	}
+	h.check(125, bindExceptions(s.ExceptionBinds))
+	h.mark("mounts")
+	h.check(125, loopbackUp())
+	h.mark("loopback")
+}
+
+// receiveConfine reads the rest of the setup, built by the supervisor
+// while this helper started and mounted, and the ruleset with it.
+func (h *helper) receiveConfine() (*wire.ConfineMsg, int) {
+	c, cfds, err := h.rcv.Recv()
+	if err != nil || c.Kind != wire.Confine || c.Confine == nil || len(cfds) != 1 {
+		h.fail(125, "helper: bad confine message: %v", err)
+	}
+	h.mark("confine received")
+	return c.Confine, cfds[0]
+}
+
+// restrict completes the ruleset, makes the helper undumpable, drops
+// every capability and restricts itself with Landlock.
+func (h *helper) restrict(s *wire.SetupMsg, rulesetFD int) {
+	sup := landlock.Support{ABI: s.LandlockABI, FS: landlock.Access(s.LandlockFS)}
+	rs := landlock.Adopt(rulesetFD, sup)
+	h.check(125, addHelperRules(rs, s))
+	h.mark("landlock rules")
+	// The command must not read the helper's memory or environment.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		h.fail(125, "sandbox: dumpable: %v", err)
+	}
+	if err := requireNoNewPrivs(); err != nil {
+		h.fail(125, "%v", err)
+	}
+	if err := dropCapabilities(s.Namespaces || os.Geteuid() == 0); err != nil {
+		h.fail(125, "%v", err)
+	}
+	h.check(125, landlock.Restrict(rs.FD(), s.LandlockFlags))
+	rs.Close()
+	if s.LandlockFlags != 0 {
+		// Announce the domain (with this pid) to the supervisor's audit
+		// reader through one deliberate denial.
+		probeDomain()
+	}
+}
+
+// observe installs the filter. It observes write and connect calls; the
+// supervisor answers them on the descriptor it gets here, before
+// anything can block.
+func (h *helper) observe(filter []byte) {
+	lfd, err := seccomp.InstallWithListener(filter)
+	h.check(125, err)
+	h.check(125, wire.Send(h.sock, wire.Message{Kind: wire.Listener}, lfd))
+	unix.Close(lfd)
+	h.mark("confined")
+}
+
+// startCommand forks the command in a session of its own and tells the
+// supervisor it runs.
+func (h *helper) startCommand(s *wire.SetupMsg, argv0 string) int {
+	pid, err := syscall.ForkExec(argv0, s.Argv, &syscall.ProcAttr{
+		Dir:   s.Dir,
+		Env:   s.Env,
+		Files: []uintptr{0, 1, 2},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		code := 126
+		if errors.Is(err, unix.ENOENT) {
+			code = 127
+		}
+		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
+	}
+	h.mark("started")
+	wire.Send(h.sock, wire.Message{Kind: wire.Started, Info: &wire.StartedInfo{SetupNanos: int64(time.Since(h.start)), Phases: h.phases}})
+	return pid
+}
+
+// control relays the supervisor's requests (terminate, kill) while the
+// command runs; the helper exits, so the goroutine needs no end of its own.
+func (h *helper) control() <-chan wire.Kind {
+	ctl := make(chan wire.Kind, 4)
+	go func() {
+		for {
+			m, _, err := h.rcv.Recv()
+			if err != nil {
+				// The supervisor is gone: nobody is left to report to.
+				ctl <- wire.Kill
+				return
+			}
+			ctl <- m.Kind
+		}
+	}()
+	return ctl
+}
+
+// exit kills what is left of the command, marks the end of its audit
+// records, reports its status and exits with it.
+func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus) {
+	killAll(s.Namespaces, unix.SIGKILL)
+	if s.LandlockFlags != 0 {
+		// Every process of the command is gone: mark the end of its
+		// audit records.
+		reapAll(s.Namespaces)
+		probeDomain()
+	}
+	var exit wire.Message
+	switch {
+	case status.Exited():
+		exit = wire.Message{Kind: wire.Exit, Code: status.ExitStatus()}
+	case status.Signaled():
+		exit = wire.Message{Kind: wire.Exit, Code: 128 + int(status.Signal()), Sig: int(status.Signal())}
+	default:
+		exit = wire.Message{Kind: wire.Exit, Code: 125}
+	}
+	wire.Send(h.sock, exit)
+	os.Exit(exit.Code & 0xff)
+}
+
+// waitCoarseClock returns once CLOCK_REALTIME_COARSE, which stamps file
+// changes, is past t (nanoseconds); normally it already is.
+func waitCoarseClock(t int64) {
+	for t > 0 {
+		var now unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &now) != nil || now.Nano() > t {
+			return
+		}
+		time.Sleep(time.Duration(t-now.Nano()) + 100*time.Microsecond)
+	}
+}

@@ -1,0 +1,117 @@
+package confine
+
+import (
+	"fmt"
+
+	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
+	"golang.org/x/sys/unix"
+)
+
+// setRlimits bounds what the command may use where no cgroup does, and
+// takes away core dumps.
+func setRlimits(s *wire.SetupMsg) error {
+	set := func(res int, v uint64, what string) error {
+		lim := unix.Rlimit{Cur: v, Max: v}
+		var old unix.Rlimit
+		if err := unix.Getrlimit(res, &old); err == nil && old.Max < v {
+			lim = unix.Rlimit{Cur: old.Max, Max: old.Max}
+		}
+		if err := unix.Setrlimit(res, &lim); err != nil {
+			return fmt.Errorf("rlimit %s: %w", what, err)
+		}
+		return nil
+	}
+	if err := set(unix.RLIMIT_CORE, 0, "core"); err != nil {
+		return err
+	}
+	if s.Limits.FileSize > 0 {
+		if err := set(unix.RLIMIT_FSIZE, uint64(s.Limits.FileSize), "fsize"); err != nil {
+			return err
+		}
+	}
+	// A pid namespace's processes all count against one uid in a fresh
+	// user namespace, so RLIMIT_NPROC is a second bound even with a pids
+	// cgroup; without one it is the only bound (uid 0 in the initial user
+	// namespace ignores it, but the command never runs as that).
+	if s.Limits.Pids > 0 {
+		if err := set(unix.RLIMIT_NPROC, uint64(s.Limits.Pids), "nproc"); err != nil {
+			return err
+		}
+	}
+	if s.LimitData && s.Limits.Memory > 0 {
+		if err := set(unix.RLIMIT_DATA, uint64(s.Limits.Memory), "data"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addHelperRules grants what only the helper can name: the mounts it
+// created and the standard streams it passes on.
+func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
+	all := landlock.Access(s.LandlockFS)
+	dev := landlock.ReadAccess | landlock.AccessWriteFile | landlock.AccessIoctlDev
+	if s.Namespaces {
+		roots := []string{"/tmp", "/dev/shm"}
+		if s.Layer > 0 {
+			// The overlay's inodes are not the workspace's.
+			roots = append(roots, s.Workspace)
+		}
+		for _, p := range roots {
+			if err := rs.AddPath(p, all); err != nil {
+				return err
+			}
+		}
+		if err := rs.AddPath("/dev/pts", all); err != nil {
+			return err
+		}
+		for _, name := range devNodes {
+			if err := rs.AddPath("/dev/"+name, dev); err != nil {
+				return err
+			}
+		}
+		// /proc and /dev read (their host mountpoints are carved separately).
+		for _, p := range []string{"/proc", "/dev"} {
+			if err := rs.AddPath(p, landlock.ReadAccess); err != nil {
+				return err
+			}
+		}
+	} else if s.TmpDir != "" {
+		if err := rs.AddPath(s.TmpDir, all); err != nil {
+			return err
+		}
+	}
+	// Reopening a standard stream through /dev/stdout or /proc/self/fd
+	// keeps the access it was opened with, no more.
+	for fd := 0; fd <= 2; fd++ {
+		fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil {
+			continue
+		}
+		t := st.Mode & unix.S_IFMT
+		if t != unix.S_IFREG && t != unix.S_IFCHR {
+			continue
+		}
+		acc := landlock.Access(0)
+		switch fl & unix.O_ACCMODE {
+		case unix.O_RDONLY:
+			acc = landlock.AccessReadFile
+		case unix.O_WRONLY:
+			acc = landlock.AccessWriteFile | landlock.AccessTruncate
+		case unix.O_RDWR:
+			acc = landlock.AccessReadFile | landlock.AccessWriteFile | landlock.AccessTruncate
+		}
+		if t == unix.S_IFCHR {
+			acc |= landlock.AccessIoctlDev
+		}
+		if err := rs.AddFD(fd, acc); err != nil {
+			return err
+		}
+	}
+	return nil
+}

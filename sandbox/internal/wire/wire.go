@@ -1,0 +1,257 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The supervisor and the helper talk over a SOCK_SEQPACKET socketpair
+// (the helper's fd 3): one JSON message per packet, descriptors attached
+// with SCM_RIGHTS.
+
+const (
+	// HelperArg is os.Args[1] of the re-exec'd helper.
+	HelperArg = "__sandbox-init"
+	// ProbeArg is os.Args[1] of doctor's namespace probe: a short-lived
+	// process in fresh namespaces that waits for its stdin to close;
+	// doctor uses its user namespace to try an id-mapped mount.
+	ProbeArg = "__sandbox-probe"
+	// SocketFD is the helper's end of the control socket.
+	SocketFD   = 3
+	maxMessage = 256 << 10
+)
+
+// Kind names a message.
+type Kind string
+
+const (
+	Setup     Kind = "setup"     // supervisor -> helper: the mount namespace, with descriptors
+	Confine   Kind = "confine"   // supervisor -> helper: the ruleset, filter and persistence binds
+	Terminate Kind = "terminate" // supervisor -> helper: SIGTERM everything
+	Kill      Kind = "kill"      // supervisor -> helper: SIGKILL everything
+	Listener  Kind = "listener"  // helper -> supervisor: the seccomp notification descriptor
+	Layer     Kind = "layer"     // helper -> supervisor: the copy-on-write layer's file system
+	Started   Kind = "started"   // helper -> supervisor: the command runs
+	Error     Kind = "error"     // helper -> supervisor: setup failed
+	Exit      Kind = "exit"      // helper -> supervisor: the command ended
+)
+
+// Message is one packet.
+type Message struct {
+	Kind    Kind         `json:"kind"`
+	Setup   *SetupMsg    `json:"setup,omitempty"`
+	Confine *ConfineMsg  `json:"confine,omitempty"`
+	Error   string       `json:"error,omitempty"`
+	Code    int          `json:"code,omitempty"` // exit status for Exit and Error
+	Sig     int          `json:"sig,omitempty"`
+	Info    *StartedInfo `json:"info,omitempty"`
+}
+
+// SetupMsg is what the helper needs to build its mount namespace; it is
+// sent as soon as the helper runs. Descriptors travel alongside: Cgroups
+// "tasks" files, then one tree per entry of Attach. The rest (ConfineMsg)
+// follows when the supervisor has built it, while the helper mounts.
+type SetupMsg struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+
+	Namespaces bool `json:"namespaces"`
+	Cgroups    int  `json:"cgroups"` // how many cgroup "tasks" descriptors follow the ruleset
+	// Clone lists writable roots the helper clones itself (when the
+	// supervisor did not hand over id-mapped trees), in mount order.
+	Clone []string `json:"clone,omitempty"`
+	// Attach lists where each handed-over tree goes, in mount order.
+	Attach []string `json:"attach,omitempty"`
+	// Skeleton lists directories the command's uid cannot search that
+	// lie above an Attach target; each gets an empty tmpfs holding only
+	// the path to the targets.
+	Skeleton []string `json:"skeleton,omitempty"`
+	// Mask lists directories hidden behind an empty read-only tmpfs.
+	Mask      []string `json:"mask,omitempty"`
+	Workspace string   `json:"workspace"`
+	TmpSize   int64    `json:"tmp_size"`
+	// Layer, when non-zero, puts the workspace behind a copy-on-write
+	// layer of at most this many bytes.
+	Layer int64 `json:"layer,omitempty"`
+	// NotBefore: the command starts only once the coarse wall clock is
+	// past this (nanoseconds), so every change made while it runs gets a
+	// later change time than anything before it.
+	NotBefore int64 `json:"not_before,omitempty"`
+	// ExceptionBinds are granted files the helper binds itself (callers
+	// whose command runs as their own uid: no id-mapped trees).
+	ExceptionBinds []ExceptionBind `json:"exception_binds,omitempty"`
+	// TmpDir is the private TMPDIR when there is no mount namespace.
+	TmpDir string `json:"tmp_dir,omitempty"`
+
+	Limits     Limits `json:"limits"`
+	LimitNproc bool   `json:"limit_nproc"` // no pids cgroup: use RLIMIT_NPROC
+	LimitData  bool   `json:"limit_data"`  // no memory cgroup: use RLIMIT_DATA
+
+	LandlockABI   int    `json:"landlock_abi"`
+	LandlockFS    uint64 `json:"landlock_fs"`
+	LandlockFlags uint32 `json:"landlock_flags"`
+}
+
+// Limits bound a run; the same fields as sandbox.Limits, which converts
+// to it.
+type Limits struct {
+	Pids     int64 // tasks (processes and threads)
+	Memory   int64 // bytes
+	FileSize int64 // bytes, largest file the command may write
+	TmpSize  int64 // bytes, private /tmp
+}
+
+// ConfineMsg completes the setup; its one descriptor is the Landlock
+// ruleset.
+type ConfineMsg struct {
+	// Pins are directories bound onto themselves so they cannot be
+	// renamed or removed; ReadOnly are protected paths bound read-only.
+	// Both are relative to Workspace and resolved without symlinks.
+	Pins     []string `json:"pins,omitempty"`
+	ReadOnly []string `json:"read_only,omitempty"`
+	Seccomp  []byte   `json:"seccomp"`
+}
+
+// StartedInfo comes with Started.
+type StartedInfo struct {
+	SetupNanos int64 `json:"setup_ns"`
+	// Phases are the helper's setup steps in microseconds since its start.
+	Phases []Phase `json:"phases,omitempty"`
+}
+
+// Phase is one setup step of the helper.
+type Phase struct {
+	Name string `json:"name"`
+	US   int64  `json:"us"`
+}
+
+// ExceptionBind is what the helper needs to bind one granted file itself.
+type ExceptionBind struct {
+	Operation string `json:"operation"`
+	Path      string `json:"path"`
+	Dev       uint64 `json:"dev"`
+	Ino       uint64 `json:"ino"`
+}
+
+// Send writes one message with its descriptors.
+func Send(fd int, m Message, fds ...int) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("sandbox: encode %s: %w", m.Kind, err)
+	}
+	if len(b) > maxMessage {
+		return fmt.Errorf("sandbox: %s message of %d bytes is too large", m.Kind, len(b))
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if err := unix.Sendmsg(fd, b, oob, nil, 0); err != nil {
+		return fmt.Errorf("sandbox: send %s: %w", m.Kind, err)
+	}
+	return nil
+}
+
+// Receiver reads messages from one socket, reusing its buffers. It is
+// used by one goroutine at a time.
+type Receiver struct {
+	fd  int
+	buf []byte
+	oob []byte
+}
+
+// NewReceiver reads from fd, which stays the caller's.
+func NewReceiver(fd int) *Receiver {
+	return &Receiver{fd: fd, buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(16*4))}
+}
+
+// Recv reads one message. Received descriptors are close-on-exec and
+// belong to the caller. At the peer's end it returns os.ErrClosed.
+func (r *Receiver) Recv() (Message, []int, error) {
+	fd, buf, oob := r.fd, r.buf, r.oob
+	n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return Message{}, nil, fmt.Errorf("sandbox: receive: %w", err)
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+		return Message{}, nil, fmt.Errorf("sandbox: receive: message truncated")
+	}
+	if n == 0 {
+		return Message{}, nil, os.ErrClosed
+	}
+	fds, err := rights(oob[:oobn])
+	if err != nil {
+		return Message{}, nil, err
+	}
+	var m Message
+	if err := json.Unmarshal(buf[:n], &m); err != nil {
+		for _, f := range fds {
+			unix.Close(f)
+		}
+		return Message{}, nil, fmt.Errorf("sandbox: decode message: %w", err)
+	}
+	return m, fds, nil
+}
+
+func rights(oob []byte) ([]int, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: receive: %w", err)
+	}
+	var fds []int
+	for _, c := range cmsgs {
+		r, err := unix.ParseUnixRights(&c)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: receive: %w", err)
+		}
+		fds = append(fds, r...)
+	}
+	return fds, nil
+}
+
+// InOwnTmpfs reports whether p lies in a tmpfs the helper mounts itself
+// (its private /tmp, /var/tmp and /dev/shm).
+func InOwnTmpfs(p string) bool {
+	return strings.HasPrefix(p, "/tmp/") || strings.HasPrefix(p, "/var/tmp/") || strings.HasPrefix(p, "/dev/shm/")
+}
+
+// GrantTree clones the single file fd names (a granted exception's
+// object, at path) into a detached mount: writable when the operation
+// writes, read-only otherwise, id-mapped when the command runs as another
+// host uid (userns >= 0). The supervisor uses it for id-mapped grants,
+// the helper for those it binds itself.
+func GrantTree(fd int, path, operation string, userns int) (int, error) {
+	tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: grant for %s: clone: %w", path, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if Writes(operation) {
+		attr.Attr_clr = unix.MOUNT_ATTR_RDONLY
+	} else {
+		attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+	}
+	if userns >= 0 {
+		attr.Attr_set |= unix.MOUNT_ATTR_IDMAP
+		attr.Userns_fd = uint64(userns)
+	}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(tree)
+		return -1, fmt.Errorf("sandbox: grant for %s: %w", path, err)
+	}
+	return tree, nil
+}
+
+// Writes reports whether a granted operation needs its object on a
+// writable mount.
+func Writes(operation string) bool {
+	return operation == "write_file" || operation == "make_reg" || operation == "truncate"
+}
