@@ -62,19 +62,9 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	if key, msg := validatePolicy(&p); msg != "" {
 		return Resolved{}, fmt.Errorf("policy: %s: %s", key, msg)
 	}
-	if d.Home == "" || !filepath.IsAbs(d.Home) {
-		return Resolved{}, fmt.Errorf("policy: home directory %q is not an absolute path", d.Home)
-	}
-	home := filepath.Clean(d.Home)
-	configDir, stateDir := d.ConfigDir, d.StateDir
-	if configDir == "" {
-		configDir = filepath.Join(home, ".config")
-	}
-	if stateDir == "" {
-		stateDir = filepath.Join(home, ".local", "state")
-	}
-	if !filepath.IsAbs(configDir) || !filepath.IsAbs(stateDir) {
-		return Resolved{}, fmt.Errorf("policy: config directory %q and state directory %q must be absolute", configDir, stateDir)
+	home, configDir, stateDir, err := d.resolve()
+	if err != nil {
+		return Resolved{}, err
 	}
 
 	r := Resolved{
@@ -82,28 +72,82 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		Isolation: p.Isolation,
 		Limits:    p.Limits,
 	}
-	expand := func(key, s string) (string, error) {
-		x, err := expandHome(s, home)
-		if err != nil {
-			return "", fmt.Errorf("policy: %s: %w", key, err)
+	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
+		return Resolved{}, err
+	}
+	secrets := secretSpecs(p, d.Root, configDir, stateDir)
+	if r.Secrets, err = resolveSecrets(secrets, home); err != nil {
+		return Resolved{}, err
+	}
+	if p.Profile == ProfileStrict {
+		if r.HomeAllow, err = resolveHomeAllow(p.Filesystem.HomeAllow, home); err != nil {
+			return Resolved{}, err
 		}
-		return x, nil
+	}
+	if r.Protected, err = resolveProtected(p.Filesystem.Protected); err != nil {
+		return Resolved{}, err
 	}
 
+	var envAllow, envDeny orderedSet
+	envAllow.add(p.Env.Allow...)
+	envDeny.add(DefaultEnvDeny()...)
+	envDeny.add(p.Env.Deny...)
+	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
+	r.BoundaryAllow, r.BoundaryAsk, r.BoundaryDeny = p.Boundaries.Allow, p.Boundaries.Ask, p.Boundaries.Deny
+	return r, nil
+}
+
+// resolve checks d and returns the cleaned home directory and the config
+// and state directories, defaulted under it when unset.
+func (d Dirs) resolve() (home, configDir, stateDir string, err error) {
+	if d.Home == "" || !filepath.IsAbs(d.Home) {
+		return "", "", "", fmt.Errorf("policy: home directory %q is not an absolute path", d.Home)
+	}
+	home = filepath.Clean(d.Home)
+	configDir, stateDir = d.ConfigDir, d.StateDir
+	if configDir == "" {
+		configDir = filepath.Join(home, ".config")
+	}
+	if stateDir == "" {
+		stateDir = filepath.Join(home, ".local", "state")
+	}
+	if !filepath.IsAbs(configDir) || !filepath.IsAbs(stateDir) {
+		return "", "", "", fmt.Errorf("policy: config directory %q and state directory %q must be absolute", configDir, stateDir)
+	}
+	return home, configDir, stateDir, nil
+}
+
+// expandKey is expandHome with the policy key s came from in its error.
+func expandKey(key, s, home string) (string, error) {
+	x, err := expandHome(s, home)
+	if err != nil {
+		return "", fmt.Errorf("policy: %s: %w", key, err)
+	}
+	return x, nil
+}
+
+// resolveWritable expands filesystem.writable and resolves the symlinks
+// of the entries that exist.
+func resolveWritable(specs []string, home string) ([]string, error) {
 	var writable orderedSet
-	for _, s := range p.Filesystem.Writable {
-		x, err := expand("filesystem.writable", s)
+	for _, s := range specs {
+		x, err := expandKey("filesystem.writable", s, home)
 		if err != nil {
-			return Resolved{}, err
+			return nil, err
 		}
 		writable.add(realpath(x))
 	}
-	r.Writable = writable.list
+	return writable.list, nil
+}
 
+// secretSpecs lists the secrets as written, before expansion: the
+// built-in list minus allow_secrets, then filesystem.secrets, then
+// sandboxd's own config, state and data directories.
+func secretSpecs(p Policy, root bool, configDir, stateDir string) []string {
 	var allowed orderedSet
 	allowed.add(p.Filesystem.AllowSecrets...)
 	var secrets []string
-	for _, s := range DefaultSecrets(d.Root) {
+	for _, s := range DefaultSecrets(root) {
 		if !allowed.has(s) {
 			secrets = append(secrets, s)
 		}
@@ -114,11 +158,18 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		filepath.Join(stateDir, "sandboxd"),
 		"~/.local/share/sandboxd",
 	)
+	return secrets
+}
+
+// resolveSecrets expands each secret and lists, after it, its
+// symlink-resolved form when different; an entry whose last element is
+// a glob keeps the glob and has only its parent directory resolved.
+func resolveSecrets(secrets []string, home string) ([]string, error) {
 	var denied orderedSet
 	for _, s := range secrets {
-		x, err := expand("filesystem.secrets", s)
+		x, err := expandKey("filesystem.secrets", s, home)
 		if err != nil {
-			return Resolved{}, err
+			return nil, err
 		}
 		denied.add(x)
 		dir, last := filepath.Split(x)
@@ -130,43 +181,42 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 			denied.add(rx)
 		}
 	}
-	r.Secrets = denied.list
+	return denied.list, nil
+}
 
-	if p.Profile == ProfileStrict {
-		var allow orderedSet
-		for _, s := range append(DefaultHomeAllow(), p.Filesystem.HomeAllow...) {
-			x, err := expand("filesystem.home_allow", s)
-			if err != nil {
-				return Resolved{}, err
-			}
-			if !within(home, x) || x == home {
-				return Resolved{}, fmt.Errorf("policy: filesystem.home_allow: %q is not below the home directory %q", s, home)
-			}
-			allow.add(realpath(x))
+// resolveHomeAllow expands the built-in home allow list and
+// filesystem.home_allow for the strict profile; each must be strictly
+// below home.
+func resolveHomeAllow(specs []string, home string) ([]string, error) {
+	var allow orderedSet
+	for _, s := range append(DefaultHomeAllow(), specs...) {
+		x, err := expandKey("filesystem.home_allow", s, home)
+		if err != nil {
+			return nil, err
 		}
-		r.HomeAllow = allow.list
+		if !within(home, x) || x == home {
+			return nil, fmt.Errorf("policy: filesystem.home_allow: %q is not below the home directory %q", s, home)
+		}
+		allow.add(realpath(x))
 	}
+	return allow.list, nil
+}
 
+// resolveProtected normalises the built-in persistence paths and
+// filesystem.protected, relative to the workspace.
+func resolveProtected(specs []string) ([]string, error) {
 	var protected orderedSet
-	for _, s := range append(DefaultProtected(), p.Filesystem.Protected...) {
+	for _, s := range append(DefaultProtected(), specs...) {
 		c, msg := normProtected(s)
 		if msg != "" {
-			return Resolved{}, fmt.Errorf("policy: filesystem.protected: %s", msg)
+			return nil, fmt.Errorf("policy: filesystem.protected: %s", msg)
 		}
 		if c == ".git" {
 			continue // git directories, at any depth and name, have rules of their own
 		}
 		protected.add(c)
 	}
-	r.Protected = protected.list
-
-	var envAllow, envDeny orderedSet
-	envAllow.add(p.Env.Allow...)
-	envDeny.add(DefaultEnvDeny()...)
-	envDeny.add(p.Env.Deny...)
-	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
-	r.BoundaryAllow, r.BoundaryAsk, r.BoundaryDeny = p.Boundaries.Allow, p.Boundaries.Ask, p.Boundaries.Deny
-	return r, nil
+	return protected.list, nil
 }
 
 // expandHome expands "~" and "~/..." with home and returns a cleaned
