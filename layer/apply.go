@@ -45,16 +45,7 @@ func applyOne(ws int, s *stager, o *op, check bool, out *Outcome, runID string) 
 	}
 	pfd, name, err := parentOf(ws, o.Path)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) && (o.Kind == "remove" || o.Kind == "meta") {
-			return nil
-		}
-		if unreachable(err) {
-			// The way there changed under the commit (a directory became a
-			// symlink or a mount, or went away): nothing is written there.
-			out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "its directory in the workspace is no longer a plain directory below the workspace (" + err.Error() + "); not committed"})
-			return nil
-		}
-		return err
+		return parentGone(err, o, out)
 	}
 	defer unix.Close(pfd)
 	// Done already (before a crash): a staged file is renamed away, a
@@ -63,83 +54,127 @@ func applyOne(ws int, s *stager, o *op, check bool, out *Outcome, runID string) 
 		return err
 	}
 	if check && o.Expect != nil && !still(pfd, name, o.Expect) {
-		switch o.Kind {
-		case "place":
-			saved := o.Path + conflictSuffix + short(runID)
-			if strings.HasSuffix(o.Path, saved[len(o.Path):]) {
-				// Already the saved copy's name, and taken: keep what is there.
-				out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "the name for the command's version was taken during the commit; not committed"})
-				return nil
-			}
-			out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, SavedAs: saved, Why: "changed in the workspace during the commit; the workspace's version stays"})
-			alt := *o
-			alt.Path, alt.Expect = saved, &expect{Absent: true}
-			return applyOne(ws, s, &alt, true, out, runID)
-		case "remove", "symlink":
-			out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "changed in the workspace during the commit; the workspace's version stays"})
-			return nil
+		if handled, err := changedDuringCommit(ws, s, o, out, runID); handled {
+			return err
 		}
 	}
 	switch o.Kind {
 	case "remove":
 		return removeAt(pfd, name)
 	case "mkdir":
-		err := unix.Mkdirat(pfd, name, 0o700)
-		if errors.Is(err, unix.EEXIST) {
-			st, serr := lstatAt(pfd, name)
-			if serr == nil && fileType(&st) == unix.S_IFDIR {
-				return nil
-			}
-			if err := removeAt(pfd, name); err != nil {
-				return err
-			}
-			err = unix.Mkdirat(pfd, name, 0o700)
-		}
-		return err
+		return mkdirOver(pfd, name)
 	case "place":
 		return place(pfd, name, s, o)
 	case "symlink":
-		tmp := ".sandboxd-link-" + short(runID)
-		unix.Unlinkat(pfd, tmp, 0)
-		if err := unix.Symlinkat(o.Target, pfd, tmp); err != nil {
-			return err
-		}
-		if s.chown {
-			if err := unix.Fchownat(pfd, tmp, o.UID, o.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return err
-			}
-		}
-		if o.Mtime != 0 {
-			ts := []unix.Timespec{unix.NsecToTimespec(o.Atime), unix.NsecToTimespec(o.Mtime)}
-			if err := unix.UtimesNanoAt(pfd, tmp, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return err
-			}
-		}
-		return replaceWith(pfd, tmp, name)
+		return symlinkOver(pfd, name, s, o, runID)
 	case "meta":
-		fd, err := openBeneath(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
-		if unreachable(err) {
-			return nil // gone, or no longer a directory: nothing to set
-		}
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		if s.chown {
-			if err := unix.Fchown(fd, o.UID, o.GID); err != nil {
-				return err
-			}
-		}
-		if err := unix.Fchmod(fd, o.Mode); err != nil {
-			return err
-		}
-		if o.Mtime != 0 {
-			ts := []unix.Timespec{unix.NsecToTimespec(o.Atime), unix.NsecToTimespec(o.Mtime)}
-			return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
-		}
-		return nil
+		return setDirMeta(pfd, name, s, o)
 	}
 	return fmt.Errorf("unknown op %q", o.Kind)
+}
+
+// parentGone handles an op whose parent directory in the workspace could
+// not be opened (err, from parentOf): nil when there is nothing to do
+// there or the op became a conflict, else err.
+func parentGone(err error, o *op, out *Outcome) error {
+	if errors.Is(err, unix.ENOENT) && (o.Kind == "remove" || o.Kind == "meta") {
+		return nil
+	}
+	if unreachable(err) {
+		// The way there changed under the commit (a directory became a
+		// symlink or a mount, or went away): nothing is written there.
+		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "its directory in the workspace is no longer a plain directory below the workspace (" + err.Error() + "); not committed"})
+		return nil
+	}
+	return err
+}
+
+// changedDuringCommit handles an op whose workspace entry is no longer
+// what the plan saw. handled says the op is settled (as a conflict, or,
+// for a place, by placing the file under its conflict name instead) and
+// err is its result; a mkdir or meta op is not handled and goes ahead.
+func changedDuringCommit(ws int, s *stager, o *op, out *Outcome, runID string) (handled bool, err error) {
+	switch o.Kind {
+	case "place":
+		saved := o.Path + conflictSuffix + short(runID)
+		if strings.HasSuffix(o.Path, saved[len(o.Path):]) {
+			// Already the saved copy's name, and taken: keep what is there.
+			out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "the name for the command's version was taken during the commit; not committed"})
+			return true, nil
+		}
+		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, SavedAs: saved, Why: "changed in the workspace during the commit; the workspace's version stays"})
+		alt := *o
+		alt.Path, alt.Expect = saved, &expect{Absent: true}
+		return true, applyOne(ws, s, &alt, true, out, runID)
+	case "remove", "symlink":
+		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "changed in the workspace during the commit; the workspace's version stays"})
+		return true, nil
+	}
+	return false, nil
+}
+
+// mkdirOver makes the directory name in pfd; a directory already there
+// is kept, anything else there is removed first.
+func mkdirOver(pfd int, name string) error {
+	err := unix.Mkdirat(pfd, name, 0o700)
+	if errors.Is(err, unix.EEXIST) {
+		st, serr := lstatAt(pfd, name)
+		if serr == nil && fileType(&st) == unix.S_IFDIR {
+			return nil
+		}
+		if err := removeAt(pfd, name); err != nil {
+			return err
+		}
+		err = unix.Mkdirat(pfd, name, 0o700)
+	}
+	return err
+}
+
+// symlinkOver makes o's symlink beside name in pfd, with its owner and
+// times, and renames it over name.
+func symlinkOver(pfd int, name string, s *stager, o *op, runID string) error {
+	tmp := ".sandboxd-link-" + short(runID)
+	unix.Unlinkat(pfd, tmp, 0)
+	if err := unix.Symlinkat(o.Target, pfd, tmp); err != nil {
+		return err
+	}
+	if s.chown {
+		if err := unix.Fchownat(pfd, tmp, o.UID, o.GID, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	if o.Mtime != 0 {
+		ts := []unix.Timespec{unix.NsecToTimespec(o.Atime), unix.NsecToTimespec(o.Mtime)}
+		if err := unix.UtimesNanoAt(pfd, tmp, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	return replaceWith(pfd, tmp, name)
+}
+
+// setDirMeta sets the owner, mode and times of the directory name in pfd.
+func setDirMeta(pfd int, name string, s *stager, o *op) error {
+	fd, err := openBeneath(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
+	if unreachable(err) {
+		return nil // gone, or no longer a directory: nothing to set
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if s.chown {
+		if err := unix.Fchown(fd, o.UID, o.GID); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchmod(fd, o.Mode); err != nil {
+		return err
+	}
+	if o.Mtime != 0 {
+		ts := []unix.Timespec{unix.NsecToTimespec(o.Atime), unix.NsecToTimespec(o.Mtime)}
+		return unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	}
+	return nil
 }
 
 // applied reports whether a place or symlink op has already happened.

@@ -365,15 +365,7 @@ func (c *committer) whiteout(p string) {
 
 func (c *committer) dir(ctx context.Context, parent int, name, p string, st *unix.Statx_t) error {
 	if c.refuse(p, kindDir) {
-		// Name what the command wrote below it, not only the directory.
-		last := len(c.out.Refused) - 1
-		if below := c.below(parent, name, p); len(below) > 0 {
-			why := c.out.Refused[last].Why
-			c.out.Refused = c.out.Refused[:last]
-			for _, b := range below {
-				c.out.Refused = append(c.out.Refused, Refused{b, why})
-			}
-		}
+		c.refuseBelow(parent, name, p)
 		return nil
 	}
 	if !c.chown && st.Mode&0o700 != 0o700 {
@@ -387,11 +379,7 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 		return fmt.Errorf("layer %s: %w", p, err)
 	}
 	defer unix.Close(fd)
-	opaque := false
-	var buf [4]byte
-	if n, err := unix.Fgetxattr(fd, opaqueXattr, buf[:]); err == nil && n == 1 && buf[0] == 'y' {
-		opaque = true
-	}
+	opaque := isOpaque(fd)
 	exp, wst, err := c.current(p)
 	if err != nil {
 		c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
@@ -417,38 +405,77 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 		c.out.Dirs++
 		meta.Atime, meta.Mtime = nanos(st.Atime), nanos(st.Mtime)
 	} else if opaque {
-		// Everything that was below and is not in the layer goes.
-		wfd, err := openBeneath(c.ws, p, unix.O_RDONLY|unix.O_DIRECTORY)
-		if err != nil {
-			return fmt.Errorf("workspace %s: %w", p, err)
-		}
-		below, err := readDirNames(wfd)
-		unix.Close(wfd)
-		if err != nil {
-			return fmt.Errorf("workspace %s: %w", p, err)
-		}
-		sort.Strings(below)
-		for _, n := range below {
-			if _, err := lstatAt(fd, n); err == nil {
-				continue // replaced by the layer's entry
-			}
-			c.whiteout(relJoin(p, n))
+		if err := c.removeHidden(fd, p); err != nil {
+			return err
 		}
 	}
-	if isDir && wst.Mode&0o7777 == uint16(meta.Mode) && int(wst.Uid) == meta.UID && int(wst.Gid) == meta.GID {
-		meta.Kind = "" // nothing to change
-	}
-	if isDir && !c.chown && wst.Mode&0o300 != 0o300 {
-		// The command opened up a directory it may not write to as it
-		// is now, wrote in it, and maybe locked it again: an unprivileged
-		// commit needs it open too until its final mode is set, last.
-		c.ops = append(c.ops, op{Kind: "meta", Path: p, Mode: uint32(wst.Mode)&0o1777 | 0o700, UID: int(wst.Uid), GID: int(wst.Gid)})
-		meta.Kind = "meta"
+	if isDir {
+		c.dirMeta(&meta, wst)
 	}
 	if meta.Kind != "" {
 		c.metas = append(c.metas, meta)
 	}
 	return c.walk(ctx, fd, p)
+}
+
+// refuseBelow replaces the refusal just recorded for the directory name
+// in parent (at workspace path p) with one for each thing the command
+// wrote below it, when there is any: name what was refused, not only the
+// directory.
+func (c *committer) refuseBelow(parent int, name, p string) {
+	last := len(c.out.Refused) - 1
+	if below := c.below(parent, name, p); len(below) > 0 {
+		why := c.out.Refused[last].Why
+		c.out.Refused = c.out.Refused[:last]
+		for _, b := range below {
+			c.out.Refused = append(c.out.Refused, Refused{b, why})
+		}
+	}
+}
+
+// isOpaque reports whether the layer directory fd hides everything below
+// it.
+func isOpaque(fd int) bool {
+	var buf [4]byte
+	n, err := unix.Fgetxattr(fd, opaqueXattr, buf[:])
+	return err == nil && n == 1 && buf[0] == 'y'
+}
+
+// removeHidden plans, for an opaque layer directory fd at workspace path
+// p: everything that was below and is not in the layer goes.
+func (c *committer) removeHidden(fd int, p string) error {
+	wfd, err := openBeneath(c.ws, p, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", p, err)
+	}
+	below, err := readDirNames(wfd)
+	unix.Close(wfd)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", p, err)
+	}
+	sort.Strings(below)
+	for _, n := range below {
+		if _, err := lstatAt(fd, n); err == nil {
+			continue // replaced by the layer's entry
+		}
+		c.whiteout(relJoin(p, n))
+	}
+	return nil
+}
+
+// dirMeta settles meta, the metadata op planned for a directory the
+// workspace already holds as wst.
+func (c *committer) dirMeta(meta *op, wst *unix.Statx_t) {
+	if wst.Mode&0o7777 == uint16(meta.Mode) && int(wst.Uid) == meta.UID && int(wst.Gid) == meta.GID {
+		meta.Kind = "" // nothing to change
+	}
+	if !c.chown && wst.Mode&0o300 != 0o300 {
+		// The command opened up a directory it may not write to as it
+		// is now, wrote in it, and maybe locked it again: an unprivileged
+		// commit needs it open too until its final mode is set, last.
+		c.ops = append(c.ops, op{Kind: "meta", Path: meta.Path, Mode: uint32(wst.Mode)&0o1777 | 0o700, UID: int(wst.Uid), GID: int(wst.Gid)})
+		meta.Kind = "meta"
+	}
 }
 
 func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error {
