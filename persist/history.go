@@ -86,6 +86,43 @@ const maxCompared = 100_000
 
 func (h *historyCheck) run() string {
 	before, final := h.c.cfg.Before, h.c.cfg.Final
+	cfg := h.setup(before, final)
+	h.trees = h.workTrees(cfg)
+	if len(h.trees) == 0 || h.c.clone(h.gd) {
+		// A bare repository: no checkout writes a work tree. A clone:
+		// what its history carries its work tree may carry (listed).
+		return ""
+	}
+	if why := h.refusedOutright(before, final); why != "" {
+		return why
+	}
+	h.before = newStore(before, h.common+"/objects", h.rawLen)
+	h.final = newStore(final, h.common+"/objects", h.rawLen)
+
+	head, why := h.refTips(before, final)
+	if why != "" {
+		return why
+	}
+	// New reflog entries (stash@{1}, HEAD@{2}, ...) and sequencer picks.
+	for _, id := range h.newLogShas(before, final) {
+		if why := h.tip(head, id); why != "" {
+			return why
+		}
+	}
+	if why := h.picks(before, final); why != "" {
+		return why
+	}
+	if a, b := readOr(before, h.gd+"/index"), readOr(final, h.gd+"/index"); a != b {
+		if why := h.index(a, b); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// setup finds the repository's common directory and object format and
+// returns its config (as it was before, or else as it is now).
+func (h *historyCheck) setup(before, final FS) []gitconfig.Entry {
 	common, v := CommonDir(before, h.gd)
 	if v != GitDir {
 		if common, v = CommonDir(final, h.gd); v != GitDir {
@@ -103,12 +140,14 @@ func (h *historyCheck) run() string {
 			h.hash, h.rawLen = sha256.New, 32
 		}
 	}
-	h.trees = h.workTrees(cfg)
-	if len(h.trees) == 0 || h.c.clone(h.gd) {
-		// A bare repository: no checkout writes a work tree. A clone:
-		// what its history carries its work tree may carry (listed).
-		return ""
-	}
+	return cfg
+}
+
+// refusedOutright says why the repository's history is refused before
+// any commit is read, "" when it is not: refs sandboxd cannot read, or
+// grafts that change what every commit holds.
+func (h *historyCheck) refusedOutright(before, final FS) string {
+	common := h.common
 	for _, view := range []FS{before, final} {
 		if _, err := view.Lstat(common + "/reftable"); err == nil {
 			return "the repository keeps its refs in a reftable, which sandboxd cannot read"
@@ -119,24 +158,28 @@ func (h *historyCheck) run() string {
 			return "info/grafts changed: it changes what every commit holds"
 		}
 	}
-	h.before = newStore(before, common+"/objects", h.rawLen)
-	h.final = newStore(final, common+"/objects", h.rawLen)
+	return ""
+}
 
+// refTips checks every ref that changed: its new commit against its old
+// one or, for a new ref, against the commit HEAD named before. It returns
+// that HEAD, and why the history is refused ("" when it is not).
+func (h *historyCheck) refTips(before, final FS) (head, why string) {
 	oldRefs, err := h.refs(before)
 	if err != nil {
-		return err.Error()
+		return "", err.Error()
 	}
 	newRefs, err := h.refs(final)
 	if err != nil {
-		return err.Error()
+		return "", err.Error()
 	}
-	head := oldRefs["HEAD"]
+	head = oldRefs["HEAD"]
 	for name, id := range newRefs {
 		if oldRefs[name] == id {
 			continue
 		}
 		if strings.HasPrefix(name, "refs/replace/") {
-			return name + " replaces an object: it changes what every commit holds"
+			return head, name + " replaces an object: it changes what every commit holds"
 		}
 		if strings.HasPrefix(name, "refs/notes/") {
 			continue // notes are shown, never checked out
@@ -146,15 +189,15 @@ func (h *historyCheck) run() string {
 			base = head
 		}
 		if why := h.tip(base, id); why != "" {
-			return why
+			return head, why
 		}
 	}
-	// New reflog entries (stash@{1}, HEAD@{2}, ...) and sequencer picks.
-	for _, id := range h.newLogShas(before, final) {
-		if why := h.tip(head, id); why != "" {
-			return why
-		}
-	}
+	return head, ""
+}
+
+// picks checks the commits a pending rebase or cherry-pick names, in the
+// sequencer files that changed.
+func (h *historyCheck) picks(before, final FS) string {
 	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
 		for _, f := range []string{"git-rebase-todo", "todo", "done"} {
 			p := h.gd + "/" + sd + "/" + f
@@ -166,11 +209,6 @@ func (h *historyCheck) run() string {
 					return why
 				}
 			}
-		}
-	}
-	if a, b := readOr(before, h.gd+"/index"), readOr(final, h.gd+"/index"); a != b {
-		if why := h.index(a, b); why != "" {
-			return why
 		}
 	}
 	return ""
@@ -701,80 +739,19 @@ func parseIndex(b []byte, rawLen int) (map[string]indexEntry, error) {
 	off := 12
 	prev := ""
 	for i := uint32(0); i < count; i++ {
-		fixed := 40 + rawLen + 2
-		if len(b) < off+fixed {
-			return nil, fmt.Errorf("is cut short")
+		name, stage, e, next, err := parseIndexEntry(b, off, version, rawLen, prev)
+		if err != nil {
+			return nil, err
 		}
-		start := off
-		mode := binary.BigEndian.Uint32(b[off+24 : off+28])
-		id := hex.EncodeToString(b[off+40 : off+40+rawLen])
-		flags := binary.BigEndian.Uint16(b[off+40+rawLen : off+42+rawLen])
-		off += fixed
-		if flags&0x4000 != 0 { // extended flags (skip-worktree, intent-to-add)
-			if version < 3 || len(b) < off+2 {
-				return nil, fmt.Errorf("has bad flags")
-			}
-			off += 2
-		}
-		var name string
-		if version == 4 {
-			strip, k := uvarint4(b[off:])
-			if k <= 0 || int(strip) > len(prev) {
-				return nil, fmt.Errorf("is cut short")
-			}
-			off += k
-			nul := bytes.IndexByte(b[off:], 0)
-			if nul < 0 {
-				return nil, fmt.Errorf("is cut short")
-			}
-			name = prev[:len(prev)-int(strip)] + string(b[off:off+nul])
-			off += nul + 1
-		} else {
-			nul := bytes.IndexByte(b[off:], 0)
-			if nul < 0 {
-				return nil, fmt.Errorf("is cut short")
-			}
-			name = string(b[off : off+nul])
-			off += nul + 1
-			for (off-start)%8 != 0 { // padding from the entry's start
-				off++
-			}
-		}
-		prev = name
-		m := ""
-		switch mode & 0o170000 {
-		case 0o100000:
-			m = "100644"
-			if mode&0o111 != 0 {
-				m = "100755"
-			}
-		case 0o120000:
-			m = "120000"
-		case 0o160000:
-			m = "160000"
-		case 0o040000:
-			return nil, fmt.Errorf("is a sparse index")
-		default:
-			return nil, fmt.Errorf("has an entry of unknown mode")
-		}
-		stage := (flags >> 12) & 3
+		off, prev = next, name
 		key := name
 		if stage != 0 {
 			key = fmt.Sprintf("%s\x00%d", name, stage)
 		}
-		out[key] = indexEntry{m, id}
+		out[key] = e
 	}
-	// A split index keeps its entries in another file.
-	for off+8 <= len(b)-rawLen {
-		sig := string(b[off : off+4])
-		size := int(binary.BigEndian.Uint32(b[off+4 : off+8]))
-		if sig == "link" {
-			return nil, fmt.Errorf("is a split index")
-		}
-		if size < 0 || off+8+size > len(b) {
-			break
-		}
-		off += 8 + size
+	if err := checkIndexExtensions(b, off, rawLen); err != nil {
+		return nil, err
 	}
 	// Conflict stages name the same path.
 	for k, e := range out {
@@ -784,6 +761,101 @@ func parseIndex(b []byte, rawLen int) (map[string]indexEntry, error) {
 		}
 	}
 	return out, nil
+}
+
+// parseIndexEntry reads the index entry at off in b (prev is the path of
+// the entry before it, which version 4 paths are relative to): its path,
+// stage and entry, and the offset of the next entry.
+func parseIndexEntry(b []byte, off int, version uint32, rawLen int, prev string) (name string, stage uint16, e indexEntry, next int, err error) {
+	fixed := 40 + rawLen + 2
+	if len(b) < off+fixed {
+		return "", 0, indexEntry{}, 0, fmt.Errorf("is cut short")
+	}
+	start := off
+	mode := binary.BigEndian.Uint32(b[off+24 : off+28])
+	id := hex.EncodeToString(b[off+40 : off+40+rawLen])
+	flags := binary.BigEndian.Uint16(b[off+40+rawLen : off+42+rawLen])
+	off += fixed
+	if flags&0x4000 != 0 { // extended flags (skip-worktree, intent-to-add)
+		if version < 3 || len(b) < off+2 {
+			return "", 0, indexEntry{}, 0, fmt.Errorf("has bad flags")
+		}
+		off += 2
+	}
+	name, off, err = parseIndexPath(b, off, start, version, prev)
+	if err != nil {
+		return "", 0, indexEntry{}, 0, err
+	}
+	m, err := indexMode(mode)
+	if err != nil {
+		return "", 0, indexEntry{}, 0, err
+	}
+	return name, (flags >> 12) & 3, indexEntry{m, id}, off, nil
+}
+
+// parseIndexPath reads the path of the index entry that starts at start,
+// at off in b, and returns it with the offset past it (and, before
+// version 4, past the entry's padding).
+func parseIndexPath(b []byte, off, start int, version uint32, prev string) (string, int, error) {
+	if version == 4 {
+		strip, k := uvarint4(b[off:])
+		if k <= 0 || int(strip) > len(prev) {
+			return "", 0, fmt.Errorf("is cut short")
+		}
+		off += k
+		nul := bytes.IndexByte(b[off:], 0)
+		if nul < 0 {
+			return "", 0, fmt.Errorf("is cut short")
+		}
+		name := prev[:len(prev)-int(strip)] + string(b[off:off+nul])
+		return name, off + nul + 1, nil
+	}
+	nul := bytes.IndexByte(b[off:], 0)
+	if nul < 0 {
+		return "", 0, fmt.Errorf("is cut short")
+	}
+	name := string(b[off : off+nul])
+	off += nul + 1
+	for (off-start)%8 != 0 { // padding from the entry's start
+		off++
+	}
+	return name, off, nil
+}
+
+// indexMode is the tree mode of an index entry's mode.
+func indexMode(mode uint32) (string, error) {
+	switch mode & 0o170000 {
+	case 0o100000:
+		if mode&0o111 != 0 {
+			return "100755", nil
+		}
+		return "100644", nil
+	case 0o120000:
+		return "120000", nil
+	case 0o160000:
+		return "160000", nil
+	case 0o040000:
+		return "", fmt.Errorf("is a sparse index")
+	}
+	return "", fmt.Errorf("has an entry of unknown mode")
+}
+
+// checkIndexExtensions walks the extensions after the entries, from off
+// up to the trailing checksum: a split index keeps its entries in
+// another file.
+func checkIndexExtensions(b []byte, off, rawLen int) error {
+	for off+8 <= len(b)-rawLen {
+		sig := string(b[off : off+4])
+		size := int(binary.BigEndian.Uint32(b[off+4 : off+8]))
+		if sig == "link" {
+			return fmt.Errorf("is a split index")
+		}
+		if size < 0 || off+8+size > len(b) {
+			break
+		}
+		off += 8 + size
+	}
+	return nil
 }
 
 // uvarint4 is the index v4 path prefix length: git's offset encoding
