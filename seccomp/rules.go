@@ -268,30 +268,51 @@ var refused = []struct {
 const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWCGROUP
 
-// conditional returns the rules that look at arguments.
+// conditional returns the rules that look at arguments, in the order the
+// filter gets them.
 func conditional() []Rule {
-	var out []Rule
-	allow := func(nr int, name string, conds ...Cond) {
-		out = append(out, Rule{Nr: nr, Name: name, Action: Allow, Conds: conds})
-	}
-	deny := func(nr int, name string, errno unix.Errno, conds ...Cond) {
-		out = append(out, Rule{Nr: nr, Name: name, Action: Errno, Errno: errno, Conds: conds})
-	}
-	eq := func(arg uint, v uint64) Cond { return Cond{Arg: arg, Op: Eq, Value: v} }
-	masked := func(arg uint, mask, v uint64) Cond { return Cond{Arg: arg, Op: MaskedEq, Mask: mask, Value: v} }
+	var l ruleList
+	l.cloneRules()
+	l.socketRules()
+	l.fastOpenRules()
+	l.ioctlRules()
+	l.personalityRules()
+	l.modeRules()
+	l.mknodRules()
+	return l.out
+}
 
-	// clone: threads and processes, never namespaces.
-	allow(unix.SYS_CLONE, "clone", masked(0, nsFlags, 0))
+// ruleList collects conditional rules in order.
+type ruleList struct{ out []Rule }
+
+func (l *ruleList) allow(nr int, name string, conds ...Cond) {
+	l.out = append(l.out, Rule{Nr: nr, Name: name, Action: Allow, Conds: conds})
+}
+
+func (l *ruleList) deny(nr int, name string, errno unix.Errno, conds ...Cond) {
+	l.out = append(l.out, Rule{Nr: nr, Name: name, Action: Errno, Errno: errno, Conds: conds})
+}
+
+func eq(arg uint, v uint64) Cond { return Cond{Arg: arg, Op: Eq, Value: v} }
+
+func masked(arg uint, mask, v uint64) Cond { return Cond{Arg: arg, Op: MaskedEq, Mask: mask, Value: v} }
+
+// cloneRules: clone makes threads and processes, never namespaces.
+func (l *ruleList) cloneRules() {
+	l.allow(unix.SYS_CLONE, "clone", masked(0, nsFlags, 0))
 	for _, f := range []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
 		unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWCGROUP} {
-		deny(unix.SYS_CLONE, "clone", unix.EPERM, masked(0, f, f))
+		l.deny(unix.SYS_CLONE, "clone", unix.EPERM, masked(0, f, f))
 	}
+}
 
-	// socket: TCP over IPv4 and IPv6 only. The type's low 4 bits are the
-	// socket type; SOCK_NONBLOCK and SOCK_CLOEXEC sit above them.
+// socketRules: socket makes TCP over IPv4 and IPv6 only.
+func (l *ruleList) socketRules() {
+	// The type's low 4 bits are the socket type; SOCK_NONBLOCK and
+	// SOCK_CLOEXEC sit above them.
 	for _, family := range []uint64{unix.AF_INET, unix.AF_INET6} {
 		for _, proto := range []uint64{0, unix.IPPROTO_TCP} {
-			allow(unix.SYS_SOCKET, "socket", eq(0, family), masked(1, 0xf, unix.SOCK_STREAM), eq(2, proto))
+			l.allow(unix.SYS_SOCKET, "socket", eq(0, family), masked(1, 0xf, unix.SOCK_STREAM), eq(2, proto))
 		}
 	}
 	// Everything else gets a clear EACCES instead of ENOSYS, so programs
@@ -300,68 +321,77 @@ func conditional() []Rule {
 		unix.AF_VSOCK, unix.AF_BLUETOOTH, unix.AF_ALG, unix.AF_KEY, unix.AF_XDP,
 		unix.AF_APPLETALK, unix.AF_AX25, unix.AF_X25, unix.AF_TIPC, unix.AF_RDS,
 		unix.AF_CAN, unix.AF_QIPCRTR, unix.AF_NFC, unix.AF_SMC, unix.AF_MCTP} {
-		deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family))
+		l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family))
 	}
 	for _, family := range []uint64{unix.AF_INET, unix.AF_INET6} {
 		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM,
 			unix.SOCK_SEQPACKET, unix.SOCK_DCCP, unix.SOCK_PACKET} {
-			deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, typ))
+			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, typ))
 		}
 		for _, proto := range []uint64{unix.IPPROTO_MPTCP, unix.IPPROTO_SCTP, unix.IPPROTO_UDP,
 			unix.IPPROTO_UDPLITE} {
-			deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, unix.SOCK_STREAM), eq(2, proto))
+			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, unix.SOCK_STREAM), eq(2, proto))
 		}
 	}
 	// socketpair stays: pipes with two-way semantics never leave the sandbox.
-	allow(unix.SYS_SOCKETPAIR, "socketpair", eq(0, unix.AF_UNIX))
+	l.allow(unix.SYS_SOCKETPAIR, "socketpair", eq(0, unix.AF_UNIX))
+}
 
-	// No TCP Fast Open: it puts data in the SYN.
-	allow(unix.SYS_SENDTO, "sendto", masked(3, unix.MSG_FASTOPEN, 0))
-	deny(unix.SYS_SENDTO, "sendto", unix.EPERM, masked(3, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN))
-	allow(unix.SYS_SENDMSG, "sendmsg", masked(2, unix.MSG_FASTOPEN, 0))
-	deny(unix.SYS_SENDMSG, "sendmsg", unix.EPERM, masked(2, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN))
-	allow(unix.SYS_SENDMMSG, "sendmmsg", masked(3, unix.MSG_FASTOPEN, 0))
-	deny(unix.SYS_SENDMMSG, "sendmmsg", unix.EPERM, masked(3, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN))
+// fastOpenRules: no TCP Fast Open, which puts data in the SYN.
+func (l *ruleList) fastOpenRules() {
+	l.allow(unix.SYS_SENDTO, "sendto", masked(3, unix.MSG_FASTOPEN, 0))
+	l.deny(unix.SYS_SENDTO, "sendto", unix.EPERM, masked(3, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN))
+	l.allow(unix.SYS_SENDMSG, "sendmsg", masked(2, unix.MSG_FASTOPEN, 0))
+	l.deny(unix.SYS_SENDMSG, "sendmsg", unix.EPERM, masked(2, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN))
+	l.allow(unix.SYS_SENDMMSG, "sendmmsg", masked(3, unix.MSG_FASTOPEN, 0))
+	l.deny(unix.SYS_SENDMMSG, "sendmmsg", unix.EPERM, masked(3, unix.MSG_FASTOPEN, unix.MSG_FASTOPEN))
 	// setsockopt: everything except the two Fast Open options at the TCP
 	// level. A rule cannot say "optname not in {a, b}", so the TCP level is
 	// allowed option by option (TCP options are numbered densely below 64).
-	allow(unix.SYS_SETSOCKOPT, "setsockopt", Cond{Arg: 1, Op: Ne, Value: unix.IPPROTO_TCP})
+	l.allow(unix.SYS_SETSOCKOPT, "setsockopt", Cond{Arg: 1, Op: Ne, Value: unix.IPPROTO_TCP})
 	for opt := uint64(0); opt < 64; opt++ {
 		if opt == tcpFastOpen || opt == tcpFastOpenConnect {
 			continue
 		}
-		allow(unix.SYS_SETSOCKOPT, "setsockopt", eq(1, unix.IPPROTO_TCP), eq(2, opt))
+		l.allow(unix.SYS_SETSOCKOPT, "setsockopt", eq(1, unix.IPPROTO_TCP), eq(2, opt))
 	}
-	deny(unix.SYS_SETSOCKOPT, "setsockopt", unix.EPERM, eq(1, unix.IPPROTO_TCP), eq(2, tcpFastOpen))
-	deny(unix.SYS_SETSOCKOPT, "setsockopt", unix.EPERM, eq(1, unix.IPPROTO_TCP), eq(2, tcpFastOpenConnect))
+	l.deny(unix.SYS_SETSOCKOPT, "setsockopt", unix.EPERM, eq(1, unix.IPPROTO_TCP), eq(2, tcpFastOpen))
+	l.deny(unix.SYS_SETSOCKOPT, "setsockopt", unix.EPERM, eq(1, unix.IPPROTO_TCP), eq(2, tcpFastOpenConnect))
+}
 
-	// ioctl: all but terminal input injection and the Linux console
-	// multiplexer. Only the low 32 bits of the request are meaningful to the
-	// kernel, so both checks mask the argument. The allow rule matches every
-	// request (arg >= 0). libseccomp evaluates the equality checks before a
-	// range check on the same argument, so the errno rules win where they
-	// overlap; an unconditional or mask-0 allow would win instead. The
-	// package tests prove the order.
-	deny(unix.SYS_IOCTL, "ioctl", unix.EPERM, masked(1, 0xffffffff, unix.TIOCSTI))
-	deny(unix.SYS_IOCTL, "ioctl", unix.EPERM, masked(1, 0xffffffff, unix.TIOCLINUX))
-	allow(unix.SYS_IOCTL, "ioctl", Cond{Arg: 1, Op: Ge, Value: 0})
+// ioctlRules: ioctl does all but terminal input injection and the Linux
+// console multiplexer.
+func (l *ruleList) ioctlRules() {
+	// Only the low 32 bits of the request are meaningful to the kernel,
+	// so both checks mask the argument. The allow rule matches every
+	// request (arg >= 0). libseccomp evaluates the equality checks before
+	// a range check on the same argument, so the errno rules win where
+	// they overlap; an unconditional or mask-0 allow would win instead.
+	// The package tests prove the order.
+	l.deny(unix.SYS_IOCTL, "ioctl", unix.EPERM, masked(1, 0xffffffff, unix.TIOCSTI))
+	l.deny(unix.SYS_IOCTL, "ioctl", unix.EPERM, masked(1, 0xffffffff, unix.TIOCLINUX))
+	l.allow(unix.SYS_IOCTL, "ioctl", Cond{Arg: 1, Op: Ge, Value: 0})
+}
 
-	// personality: the values Docker allows; ADDR_NO_RANDOMIZE and friends
-	// stay off.
+// personalityRules: personality takes the values Docker allows;
+// ADDR_NO_RANDOMIZE and friends stay off.
+func (l *ruleList) personalityRules() {
 	for _, p := range []uint64{0x0, 0x8, 0x20000, 0x20008, 0xffffffff} {
-		allow(unix.SYS_PERSONALITY, "personality", eq(0, p))
+		l.allow(unix.SYS_PERSONALITY, "personality", eq(0, p))
 	}
+}
 
-	// No setuid/setgid bits, on chmod or on creation.
+// modeRules: no setuid/setgid bits, on chmod or on creation.
+func (l *ruleList) modeRules() {
 	for _, bit := range []uint64{unix.S_ISUID, unix.S_ISGID} {
-		deny(unix.SYS_CHMOD, "chmod", unix.EPERM, masked(1, bit, bit))
-		deny(unix.SYS_FCHMOD, "fchmod", unix.EPERM, masked(1, bit, bit))
-		deny(unix.SYS_FCHMODAT, "fchmodat", unix.EPERM, masked(2, bit, bit))
-		deny(unix.SYS_FCHMODAT2, "fchmodat2", unix.EPERM, masked(2, bit, bit))
-		deny(unix.SYS_CREAT, "creat", unix.EPERM, masked(1, bit, bit))
+		l.deny(unix.SYS_CHMOD, "chmod", unix.EPERM, masked(1, bit, bit))
+		l.deny(unix.SYS_FCHMOD, "fchmod", unix.EPERM, masked(1, bit, bit))
+		l.deny(unix.SYS_FCHMODAT, "fchmodat", unix.EPERM, masked(2, bit, bit))
+		l.deny(unix.SYS_FCHMODAT2, "fchmodat2", unix.EPERM, masked(2, bit, bit))
+		l.deny(unix.SYS_CREAT, "creat", unix.EPERM, masked(1, bit, bit))
 		for _, create := range []uint64{unix.O_CREAT, unix.O_TMPFILE &^ unix.O_DIRECTORY} {
-			deny(unix.SYS_OPEN, "open", unix.EPERM, masked(1, create, create), masked(2, bit, bit))
-			deny(unix.SYS_OPENAT, "openat", unix.EPERM, masked(2, create, create), masked(3, bit, bit))
+			l.deny(unix.SYS_OPEN, "open", unix.EPERM, masked(1, create, create), masked(2, bit, bit))
+			l.deny(unix.SYS_OPENAT, "openat", unix.EPERM, masked(2, create, create), masked(3, bit, bit))
 		}
 	}
 	for _, nr := range []struct {
@@ -370,23 +400,24 @@ func conditional() []Rule {
 		arg  uint
 	}{{unix.SYS_CHMOD, "chmod", 1}, {unix.SYS_FCHMOD, "fchmod", 1}, {unix.SYS_FCHMODAT, "fchmodat", 2},
 		{unix.SYS_FCHMODAT2, "fchmodat2", 2}, {unix.SYS_CREAT, "creat", 1}} {
-		allow(nr.nr, nr.name, masked(nr.arg, privModeBits, 0))
+		l.allow(nr.nr, nr.name, masked(nr.arg, privModeBits, 0))
 	}
-	allow(unix.SYS_OPEN, "open", masked(2, privModeBits, 0))
-	allow(unix.SYS_OPEN, "open", masked(1, unix.O_CREAT|(unix.O_TMPFILE&^unix.O_DIRECTORY), 0))
-	allow(unix.SYS_OPENAT, "openat", masked(3, privModeBits, 0))
-	allow(unix.SYS_OPENAT, "openat", masked(2, unix.O_CREAT|(unix.O_TMPFILE&^unix.O_DIRECTORY), 0))
+	l.allow(unix.SYS_OPEN, "open", masked(2, privModeBits, 0))
+	l.allow(unix.SYS_OPEN, "open", masked(1, unix.O_CREAT|(unix.O_TMPFILE&^unix.O_DIRECTORY), 0))
+	l.allow(unix.SYS_OPENAT, "openat", masked(3, privModeBits, 0))
+	l.allow(unix.SYS_OPENAT, "openat", masked(2, unix.O_CREAT|(unix.O_TMPFILE&^unix.O_DIRECTORY), 0))
+}
 
-	// mknod: FIFOs and sockets yes, devices never.
+// mknodRules: mknod makes FIFOs and sockets, never devices.
+func (l *ruleList) mknodRules() {
 	for _, typ := range []uint64{unix.S_IFCHR, unix.S_IFBLK} {
-		deny(unix.SYS_MKNOD, "mknod", unix.EPERM, masked(1, unix.S_IFMT, typ))
-		deny(unix.SYS_MKNODAT, "mknodat", unix.EPERM, masked(2, unix.S_IFMT, typ))
+		l.deny(unix.SYS_MKNOD, "mknod", unix.EPERM, masked(1, unix.S_IFMT, typ))
+		l.deny(unix.SYS_MKNODAT, "mknodat", unix.EPERM, masked(2, unix.S_IFMT, typ))
 	}
 	for _, typ := range []uint64{unix.S_IFIFO, unix.S_IFREG, unix.S_IFSOCK, 0} {
-		allow(unix.SYS_MKNOD, "mknod", masked(1, unix.S_IFMT|privModeBits, typ))
-		allow(unix.SYS_MKNODAT, "mknodat", masked(2, unix.S_IFMT|privModeBits, typ))
+		l.allow(unix.SYS_MKNOD, "mknod", masked(1, unix.S_IFMT|privModeBits, typ))
+		l.allow(unix.SYS_MKNODAT, "mknodat", masked(2, unix.S_IFMT|privModeBits, typ))
 	}
-	return out
 }
 
 // Build returns the filter for opts.
