@@ -86,17 +86,6 @@ func (e Exception) access() landlock.Access {
 	return 0
 }
 
-// covers reports whether the exception allows op on its object.
-func (e Exception) covers(op string) bool {
-	switch e.Operation {
-	case "make_reg":
-		return op == "make_reg" || op == "write_file" || op == "truncate"
-	case "execute":
-		return op == "execute" || op == "read_file"
-	}
-	return op == e.Operation
-}
-
 // openedException is an exception whose object the supervisor holds.
 type openedException struct {
 	Exception

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -94,7 +95,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	mark("cgroup")
 	// Exact boundaries come from Landlock's kernel audit records, which
 	// only root may switch on and read.
-	var det *auditDetector
+	var det *detect.Audit
 	switch {
 	case spec.NoDetect:
 		res.Detection = Detection{Detector: "none", Why: "detection turned off"}
@@ -103,11 +104,11 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	case !sup.LogFlags:
 		res.Detection = Detection{Detector: "none", Why: fmt.Sprintf("Landlock ABI %d cannot log denials (needs ABI 7)", sup.ABI)}
 	default:
-		if det, err = startAuditDetector(log); err != nil {
+		if det, err = detect.StartAudit(log); err != nil {
 			res.Detection = Detection{Detector: "none", Why: "kernel audit unavailable: " + err.Error()}
 			det = nil
 		} else {
-			defer det.stop()
+			defer det.Stop()
 		}
 	}
 	mark("detector")
@@ -202,7 +203,7 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	}
 	setup := &wire.SetupMsg{
 		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
-		LandlockFlags: map[bool]uint32{true: landlockLogFlags}[det != nil],
+		LandlockFlags: map[bool]uint32{true: detect.LandlockLogFlags}[det != nil],
 		Namespaces:    wantNS,
 		Workspace:     spec.Workspace,
 		TmpSize:       spec.Limits.TmpSize,
@@ -340,10 +341,10 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	}
 	res.ExitCode, res.Signal, res.TimedOut = code, sig, timedOut
 	if det != nil {
-		res.Denials, res.Detection = det.collect(h.cmd.Process.Pid, time.Second)
+		res.Denials, res.Detection = det.Collect(h.cmd.Process.Pid, time.Second)
 	}
 	if h.obs != nil && spec.NoDetect {
-		h.obs.finish() // nothing was observed
+		h.obs.Finish() // nothing was observed
 	} else if h.obs != nil {
 		writable := append([]string{spec.Workspace}, spec.Writable...)
 		writable = append(writable, spec.Caches...)
@@ -361,8 +362,13 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 				pinned = append(pinned, filepath.Join(spec.Workspace, r))
 			}
 		}
-		reads := readPolicy{observed: det == nil, roots: spec.Read, deny: spec.Deny}
-		res.Denials = mergeDenials(res.Denials, refused(h.obs.finish(), writable, readOnly, pinned, spec.Exceptions, reads, wantNS))
+		var granted []detect.Grant
+		for _, e := range spec.Exceptions {
+			granted = append(granted, detect.Grant{Operation: e.Operation, Path: e.Path})
+		}
+		judge := detect.Policy{Writable: writable, ReadOnly: readOnly, Pinned: pinned, Granted: granted,
+			ReadsObserved: det == nil, ReadRoots: spec.Read, ReadDeny: spec.Deny, NetNS: wantNS}
+		res.Denials = detect.Merge(res.Denials, judge.Refused(h.obs.Finish()))
 		if res.Detection.Detector == "none" {
 			res.Detection = Detection{Detector: "seccomp", Why: "no kernel audit (" + res.Detection.Why + "): every open is observed and denied reads are judged from sandboxd's copy of the policy, which matches Landlock's carve-out but may differ where file permissions deny first"}
 		} else {
@@ -456,7 +462,7 @@ type helper struct {
 	exited     chan error
 	// obs observes the command's write and connect calls; set by the
 	// message reader when the helper hands over the descriptor.
-	obs *observer
+	obs *detect.Observer
 	// layer is the workspace's copy-on-write layer, handed over by the
 	// helper once it is mounted.
 	layer *os.File
@@ -605,7 +611,7 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
 				// Answer notifications at once: the helper and the
 				// command stop in every observed call until we do.
-				h.obs = startObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
+				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
 				fds = fds[1:]
 			}
 			if err == nil && m.Kind == wire.Layer && len(fds) == 1 && h.layer == nil {

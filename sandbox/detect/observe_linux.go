@@ -1,4 +1,4 @@
-package sandbox
+package detect
 
 import (
 	"bytes"
@@ -17,12 +17,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// An intent is one observed call that could write or connect: what the
+// An Intent is one observed call that could write or connect: what the
 // command tried, named as the kernel would resolve it in the sandbox.
 // Observation never decides anything; the kernel still enforces, and the
 // supervisor later judges from its own copy of the policy which intents
 // the sandbox refused.
-type intent struct {
+type Intent struct {
 	Op          string // write_file, make_reg, make_dir, remove_file, remove_dir, rename, link, make_sym, make_fifo, make_sock, chmod, chown, utime, xattr, truncate, connect
 	Path        string // absolute, symlinks resolved as far as they exist
 	Destination string // host:port for connect
@@ -33,8 +33,8 @@ type intent struct {
 	Inside bool
 }
 
-// observer answers a filter's notifications, recording intents.
-type observer struct {
+// Observer answers a filter's notifications, recording intents.
+type Observer struct {
 	l    *seccomp.Listener
 	log  *slog.Logger
 	skip int // the helper's own pid: its probes are not the command's
@@ -49,8 +49,8 @@ type observer struct {
 
 	// mu guards intents and seen.
 	mu      sync.Mutex
-	intents []intent
-	seen    map[intent]bool
+	intents []Intent
+	seen    map[Intent]bool
 	done    chan struct{}
 	stop    chan struct{}
 }
@@ -63,10 +63,14 @@ type fastRoot struct {
 // maxMems bounds the cache of /proc/PID/mem descriptors.
 const maxMems = 256
 
-func startObserver(fd, helperPid int, shared []string, log *slog.Logger) *observer {
-	o := &observer{l: seccomp.NewListener(fd), log: log, skip: helperPid,
+// StartObserver answers the notifications of the filter whose listener
+// is fd (which it takes over) until Finish. The helper's own calls
+// (helperPid) are not the command's; shared are the writable roots the
+// sandbox sees at their host paths.
+func StartObserver(fd, helperPid int, shared []string, log *slog.Logger) *Observer {
+	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid,
 		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
-		seen: map[intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
+		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
 		if rfd, err := unix.Open(r, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			o.roots = append(o.roots, fastRoot{path: r, fd: rfd})
@@ -76,7 +80,7 @@ func startObserver(fd, helperPid int, shared []string, log *slog.Logger) *observ
 	return o
 }
 
-func (o *observer) run() {
+func (o *Observer) run() {
 	defer close(o.done)
 	defer o.l.Close()
 	defer func() {
@@ -123,9 +127,9 @@ func (o *observer) run() {
 	}
 }
 
-// finish waits until every process under the filter is gone (or stop is
+// Finish waits until every process under the filter is gone (or stop is
 // called) and returns the intents.
-func (o *observer) finish() []intent {
+func (o *Observer) Finish() []Intent {
 	select {
 	case <-o.done:
 	default:
@@ -140,7 +144,7 @@ func (o *observer) finish() []intent {
 // proc reads a stopped process's memory and resolves its paths.
 type proc struct {
 	pid int
-	o   *observer
+	o   *Observer
 }
 
 func (p *proc) mem() (*os.File, error) {
@@ -336,90 +340,133 @@ func (p *proc) resolve(name string, follow bool) string {
 }
 
 // decode turns a notification into intents.
-func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
+func (o *Observer) decode(n seccomp.Notification) ([]Intent, bool) {
 	p := &proc{pid: n.Pid, o: o}
 	a := n.Args
-	one := func(op string, path string, ino uint64, err error) ([]intent, bool) {
-		if err != nil {
-			return nil, false
-		}
-		return []intent{{Op: op, Path: path, Ino: ino}}, true
-	}
-	// An open names everything it asks for: creating a file, writing an
-	// existing one, truncating it (Landlock checks each separately).
-	opens := func(path string, ino uint64, flags uint64, err error) ([]intent, bool) {
-		if err != nil {
-			return nil, false
-		}
-		if flags&unix.O_CREAT != 0 && ino == 0 {
-			return []intent{{Op: "make_reg", Path: path}}, true
-		}
-		var out []intent
-		if flags&unix.O_ACCMODE != unix.O_WRONLY && flags&unix.O_PATH == 0 {
-			// Read-only and read-write opens read (only observed when
-			// reads are: no audit to report them).
-			op := "read_file"
-			if flags&unix.O_DIRECTORY != 0 {
-				op = "read_dir"
-			}
-			out = append(out, intent{Op: op, Path: path, Ino: ino})
-		}
-		if flags&(unix.O_WRONLY|unix.O_RDWR) != 0 {
-			out = append(out, intent{Op: "write_file", Path: path, Ino: ino})
-		}
-		if flags&unix.O_TRUNC != 0 {
-			out = append(out, intent{Op: "truncate", Path: path, Ino: ino})
-		}
-		return out, len(out) > 0
-	}
 	switch n.Nr {
-	case unix.SYS_OPENAT:
-		path, ino, err := p.at(a[0], a[1], a[2]&unix.O_NOFOLLOW == 0)
-		return opens(path, ino, a[2], err)
-	case unix.SYS_OPEN:
-		path, ino, err := p.at(cwd, a[0], a[1]&unix.O_NOFOLLOW == 0)
-		return opens(path, ino, a[1], err)
-	case unix.SYS_CREAT:
-		path, ino, err := p.at(cwd, a[0], true)
-		return opens(path, ino, unix.O_CREAT|unix.O_WRONLY|unix.O_TRUNC, err)
-	case unix.SYS_EXECVE:
-		return one(p.op("execute", cwd, a[0], true))
-	case unix.SYS_EXECVEAT:
-		if a[1] == 0 || a[4]&unix.AT_EMPTY_PATH != 0 {
-			path, err := p.fdPath(a[0])
-			return one("execute", path, 0, err)
+	case unix.SYS_OPENAT, unix.SYS_OPEN, unix.SYS_CREAT:
+		return p.decodeOpen(n.Nr, a)
+	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
+		return p.decodeExec(n.Nr, a)
+	case unix.SYS_CONNECT:
+		dest, err := p.sockaddr(a[1], a[2])
+		if err != nil || dest == "" {
+			return nil, false
 		}
-		return one(p.op("execute", a[0], a[1], a[4]&unix.AT_SYMLINK_NOFOLLOW == 0))
+		return []Intent{{Op: "connect", Destination: dest, Inside: listening(n.Pid, dest)}}, true
+	}
+	if in, ok, known := p.decodeNames(n.Nr, a); known {
+		return in, ok
+	}
+	return p.decodeMeta(n.Nr, a)
+}
+
+// one is the single intent of a call, if its path could be read.
+func one(op string, path string, ino uint64, err error) ([]Intent, bool) {
+	if err != nil {
+		return nil, false
+	}
+	return []Intent{{Op: op, Path: path, Ino: ino}}, true
+}
+
+// decodeOpen names everything an open asks for: creating a file, writing
+// an existing one, truncating it (Landlock checks each separately).
+func (p *proc) decodeOpen(nr int, a [6]uint64) ([]Intent, bool) {
+	var path string
+	var ino, flags uint64
+	var err error
+	switch nr {
+	case unix.SYS_OPENAT:
+		path, ino, err = p.at(a[0], a[1], a[2]&unix.O_NOFOLLOW == 0)
+		flags = a[2]
+	case unix.SYS_OPEN:
+		path, ino, err = p.at(cwd, a[0], a[1]&unix.O_NOFOLLOW == 0)
+		flags = a[1]
+	default: // creat
+		path, ino, err = p.at(cwd, a[0], true)
+		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
+	}
+	if err != nil {
+		return nil, false
+	}
+	if flags&unix.O_CREAT != 0 && ino == 0 {
+		return []Intent{{Op: "make_reg", Path: path}}, true
+	}
+	var out []Intent
+	if flags&unix.O_ACCMODE != unix.O_WRONLY && flags&unix.O_PATH == 0 {
+		// Read-only and read-write opens read (only observed when
+		// reads are: no audit to report them).
+		op := "read_file"
+		if flags&unix.O_DIRECTORY != 0 {
+			op = "read_dir"
+		}
+		out = append(out, Intent{Op: op, Path: path, Ino: ino})
+	}
+	if flags&(unix.O_WRONLY|unix.O_RDWR) != 0 {
+		out = append(out, Intent{Op: "write_file", Path: path, Ino: ino})
+	}
+	if flags&unix.O_TRUNC != 0 {
+		out = append(out, Intent{Op: "truncate", Path: path, Ino: ino})
+	}
+	return out, len(out) > 0
+}
+
+func (p *proc) decodeExec(nr int, a [6]uint64) ([]Intent, bool) {
+	if nr == unix.SYS_EXECVE {
+		return one(p.op("execute", cwd, a[0], true))
+	}
+	if a[1] == 0 || a[4]&unix.AT_EMPTY_PATH != 0 {
+		path, err := p.fdPath(a[0])
+		return one("execute", path, 0, err)
+	}
+	return one(p.op("execute", a[0], a[1], a[4]&unix.AT_SYMLINK_NOFOLLOW == 0))
+}
+
+// decodeNames decodes the calls that make, remove, rename or link a
+// name; known is false for any other call.
+func (p *proc) decodeNames(nr int, a [6]uint64) (in []Intent, ok, known bool) {
+	known = true
+	switch nr {
 	case unix.SYS_MKDIR:
-		return one(p.op("make_dir", cwd, a[0], false))
+		in, ok = one(p.op("make_dir", cwd, a[0], false))
 	case unix.SYS_MKDIRAT:
-		return one(p.op("make_dir", a[0], a[1], false))
+		in, ok = one(p.op("make_dir", a[0], a[1], false))
 	case unix.SYS_UNLINK:
-		return one(p.op("remove_file", cwd, a[0], false))
+		in, ok = one(p.op("remove_file", cwd, a[0], false))
 	case unix.SYS_RMDIR:
-		return one(p.op("remove_dir", cwd, a[0], false))
+		in, ok = one(p.op("remove_dir", cwd, a[0], false))
 	case unix.SYS_UNLINKAT:
 		op := "remove_file"
 		if a[2]&unix.AT_REMOVEDIR != 0 {
 			op = "remove_dir"
 		}
-		return one(p.op(op, a[0], a[1], false))
+		in, ok = one(p.op(op, a[0], a[1], false))
 	case unix.SYS_RENAME:
-		return p.pair("rename", cwd, a[0], cwd, a[1])
+		in, ok = p.pair("rename", cwd, a[0], cwd, a[1])
 	case unix.SYS_RENAMEAT, unix.SYS_RENAMEAT2:
-		return p.pair("rename", a[0], a[1], a[2], a[3])
+		in, ok = p.pair("rename", a[0], a[1], a[2], a[3])
 	case unix.SYS_LINK:
-		return one(p.op("link", cwd, a[1], false))
+		in, ok = one(p.op("link", cwd, a[1], false))
 	case unix.SYS_LINKAT:
-		return one(p.op("link", a[2], a[3], false))
+		in, ok = one(p.op("link", a[2], a[3], false))
 	case unix.SYS_SYMLINK:
-		return one(p.op("make_sym", cwd, a[1], false))
+		in, ok = one(p.op("make_sym", cwd, a[1], false))
 	case unix.SYS_SYMLINKAT:
-		return one(p.op("make_sym", a[1], a[2], false))
+		in, ok = one(p.op("make_sym", a[1], a[2], false))
 	case unix.SYS_MKNOD:
-		return one(p.op(mknodOp(a[1]), cwd, a[0], false))
+		in, ok = one(p.op(mknodOp(a[1]), cwd, a[0], false))
 	case unix.SYS_MKNODAT:
-		return one(p.op(mknodOp(a[2]), a[0], a[1], false))
+		in, ok = one(p.op(mknodOp(a[2]), a[0], a[1], false))
+	default:
+		known = false
+	}
+	return in, ok, known
+}
+
+// decodeMeta decodes the calls that change an object's metadata or
+// size.
+func (p *proc) decodeMeta(nr int, a [6]uint64) ([]Intent, bool) {
+	switch nr {
 	case unix.SYS_CHMOD:
 		return one(p.op("chmod", cwd, a[0], true))
 	case unix.SYS_FCHMODAT, unix.SYS_FCHMODAT2:
@@ -451,14 +498,8 @@ func (o *observer) decode(n seccomp.Notification) ([]intent, bool) {
 	case unix.SYS_FCHMOD, unix.SYS_FCHOWN, unix.SYS_FTRUNCATE, unix.SYS_FSETXATTR, unix.SYS_FREMOVEXATTR:
 		path, err := p.fdPath(a[0])
 		op := map[int]string{unix.SYS_FCHMOD: "chmod", unix.SYS_FCHOWN: "chown", unix.SYS_FTRUNCATE: "truncate",
-			unix.SYS_FSETXATTR: "xattr", unix.SYS_FREMOVEXATTR: "xattr"}[n.Nr]
+			unix.SYS_FSETXATTR: "xattr", unix.SYS_FREMOVEXATTR: "xattr"}[nr]
 		return one(op, path, 0, err)
-	case unix.SYS_CONNECT:
-		dest, err := p.sockaddr(a[1], a[2])
-		if err != nil || dest == "" {
-			return nil, false
-		}
-		return []intent{{Op: "connect", Destination: dest, Inside: listening(n.Pid, dest)}}, true
 	}
 	return nil, false
 }
@@ -472,13 +513,13 @@ func (p *proc) op(op string, dirfd, pathAddr uint64, follow bool) (string, strin
 	return op, path, ino, err
 }
 
-func (p *proc) pair(op string, d1, p1, d2, p2 uint64) ([]intent, bool) {
+func (p *proc) pair(op string, d1, p1, d2, p2 uint64) ([]Intent, bool) {
 	a, _, err1 := p.at(d1, p1, false)
 	b, _, err2 := p.at(d2, p2, false)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
-	return []intent{{Op: op, Path: a}, {Op: op, Path: b}}, true
+	return []Intent{{Op: op, Path: a}, {Op: op, Path: b}}, true
 }
 
 func mknodOp(mode uint64) string {
@@ -545,114 +586,4 @@ func listening(pid int, dest string) bool {
 		}
 	}
 	return false
-}
-
-// refused judges which intents the sandbox refused, from its own policy:
-// anything outside the writable roots, and inside them the persistence
-// paths bound read-only and the directories pinned in place. A connect
-// in the network namespace reaches only the sandbox's own loopback; any
-// other destination is refused.
-func refused(in []intent, writable, readOnly, pinned []string, granted []Exception, reads readPolicy, netns bool) []Denial {
-	under := func(p string, roots []string) bool {
-		for _, r := range roots {
-			if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	var out []Denial
-	for _, i := range in {
-		if i.Op == "connect" {
-			host, _, _ := net.SplitHostPort(i.Destination)
-			if ip := net.ParseIP(host); netns && ip != nil && ip.IsLoopback() && i.Inside {
-				continue // a server inside the sandbox
-			}
-			out = append(out, Denial{Surface: "network", Operation: "connect", Destination: i.Destination})
-			continue
-		}
-		var denied bool
-		switch i.Op {
-		case "read_file", "read_dir", "execute":
-			if !reads.observed || i.Ino == 0 {
-				continue // audit reports denied reads; a missing file is no boundary (as with Landlock)
-			}
-			denied = reads.denied(i.Path)
-		default:
-			denied = !under(i.Path, writable) || under(i.Path, readOnly)
-		}
-		for _, g := range granted {
-			if g.Path == i.Path && g.covers(i.Op) {
-				denied = false
-			}
-		}
-		if !denied && (i.Op == "rename" || i.Op == "remove_dir") {
-			for _, p := range pinned {
-				if i.Path == p {
-					denied = true
-				}
-			}
-		}
-		if denied && !noiseReads[i.Path] {
-			out = append(out, Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born})
-		}
-	}
-	return out
-}
-
-// readPolicy is the sandbox's read carve-out, for judging observed reads
-// the same way Landlock does: a path is denied when a denied path is at or
-// above it and no explicitly granted root (the strict profile's allow
-// list) is at or below that denial and above the path.
-type readPolicy struct {
-	observed bool
-	roots    []string
-	deny     []string
-}
-
-func (r readPolicy) denied(p string) bool {
-	covers := func(dir, p string) bool {
-		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-	}
-	for _, d := range r.deny {
-		hit := covers(d, p)
-		if !hit && strings.ContainsAny(filepath.Base(d), "*?[") {
-			for a := p; a != "/" && a != "."; a = filepath.Dir(a) {
-				if ok, _ := filepath.Match(d, a); ok {
-					hit = true
-					break
-				}
-			}
-		}
-		if !hit {
-			continue
-		}
-		exempt := false
-		for _, root := range r.roots {
-			if root != "/" && covers(root, p) && covers(d, root) {
-				exempt = true
-			}
-		}
-		if !exempt {
-			return true
-		}
-	}
-	return false
-}
-
-// mergeDenials adds b's denials to a's, dropping duplicates of (surface,
-// operation, path, destination).
-func mergeDenials(a, b []Denial) []Denial {
-	key := func(d Denial) string {
-		return d.Surface + "\x00" + d.Operation + "\x00" + d.Path + "\x00" + d.Destination
-	}
-	seen := map[string]bool{}
-	var out []Denial
-	for _, d := range append(a, b...) {
-		if !seen[key(d)] {
-			seen[key(d)] = true
-			out = append(out, d)
-		}
-	}
-	return out
 }

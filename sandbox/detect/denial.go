@@ -1,0 +1,47 @@
+package detect
+
+import "fmt"
+
+// Denial is one access the kernel refused, exactly as Landlock reported
+// it.
+type Denial struct {
+	// Surface is "filesystem" or "network".
+	Surface string `json:"surface"`
+	// Operation is the Landlock right without its prefix: read_file,
+	// write_file, make_reg, remove_dir, execute, ..., or connect/bind.
+	Operation string `json:"operation"`
+	// Path is the object for filesystem denials; for creation and removal
+	// Landlock names the parent directory.
+	Path string `json:"path,omitempty"`
+	Dev  string `json:"-"`
+	Ino  uint64 `json:"-"`
+	Born int64  `json:"-"` // birth time of the object, when it existed
+	// Destination is host:port for network denials.
+	Destination string `json:"destination,omitempty"`
+}
+
+// Detection says how a run's denials were observed.
+type Detection struct {
+	// Detector is "audit" (Landlock's kernel records) or "none".
+	Detector string `json:"detector"`
+	// Why explains a missing detector.
+	Why string `json:"why,omitempty"`
+	// Lost is how many denials the kernel counted that were not received
+	// (-1: the end-of-domain record never came, so the count is unknown).
+	Lost int `json:"lost,omitempty"`
+	// Other counts denials that are not file or network accesses
+	// (signals and abstract sockets outside the sandbox).
+	Other int `json:"other,omitempty"`
+}
+
+func (d Denial) String() string {
+	if d.Surface == "network" {
+		return fmt.Sprintf("%s %s", d.Operation, d.Destination)
+	}
+	return fmt.Sprintf("%s %s", d.Operation, d.Path)
+}
+
+// key is what makes two denials the same one.
+func (d Denial) key() string {
+	return d.Surface + "\x00" + d.Operation + "\x00" + d.Path + "\x00" + d.Destination
+}

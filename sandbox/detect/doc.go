@@ -1,0 +1,18 @@
+// Package detect finds a run's boundaries: the accesses the sandbox
+// refused the command, exactly (which path and access, or which host and
+// port).
+//
+// It owns three things. Audit reads Landlock's kernel audit records for
+// one run (the helper announces its domain with a deliberate denial
+// before the command and marks the end with another after it) and counts
+// what was lost. Observer answers the seccomp user notifications of the
+// run's filter and names the exact path (or destination) each observed
+// call tried; observing never enforces, the kernel does. judge.go, which
+// does no I/O, decides from sandboxd's own copy of the policy which
+// observed intents the sandbox refused, which records are boundaries and
+// which noise, and when two denials are the same one.
+//
+// It is used by the supervisor (package sandbox) and imports only
+// kaudit, landlock and seccomp: never the helper (confine), the broker,
+// grants, review, session or any network client.
+package detect

@@ -1,0 +1,237 @@
+package detect
+
+import (
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/landlock"
+)
+
+// This file is the one home of what counts as a denial: which observed
+// intents the sandbox refused (judged from sandboxd's own copy of the
+// policy), which kernel records name a boundary, what is noise, and when
+// two denials are the same. It does no I/O.
+
+// Policy is what the sandbox allowed one run, as far as judging observed
+// intents needs it. Paths are absolute, as the command sees them.
+type Policy struct {
+	// Writable are the roots the command may write below (the workspace,
+	// further writable roots, caches, the private /tmp and device nodes).
+	Writable []string
+	// ReadOnly are persistence paths bound read-only inside Writable.
+	ReadOnly []string
+	// Pinned are directories bound onto themselves: they cannot be
+	// renamed or removed.
+	Pinned []string
+	// Granted are the run's exceptions.
+	Granted []Grant
+	// ReadsObserved is set when reads were observed (no audit detector
+	// reports them); they are then judged against ReadRoots and ReadDeny
+	// the way Landlock's carve-out decides.
+	ReadsObserved bool
+	ReadRoots     []string
+	ReadDeny      []string
+	// NetNS: the run had a network namespace, whose loopback servers are
+	// the sandbox's own.
+	NetNS bool
+}
+
+// Grant is one granted exception: Operation on the object at Path.
+type Grant struct {
+	Operation string
+	Path      string
+}
+
+// covers reports whether the grant allows op on its object.
+func (g Grant) covers(op string) bool {
+	switch g.Operation {
+	case "make_reg":
+		return op == "make_reg" || op == "write_file" || op == "truncate"
+	case "execute":
+		return op == "execute" || op == "read_file"
+	}
+	return op == g.Operation
+}
+
+// Refused judges which intents the sandbox refused, from its own policy:
+// anything outside the writable roots, and inside them the persistence
+// paths bound read-only and the directories pinned in place. A connect
+// in the network namespace reaches only the sandbox's own loopback; any
+// other destination is refused.
+func (p Policy) Refused(in []Intent) []Denial {
+	var out []Denial
+	for _, i := range in {
+		if d, ok := p.refused(i); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func (p Policy) refused(i Intent) (Denial, bool) {
+	if i.Op == "connect" {
+		host, _, _ := net.SplitHostPort(i.Destination)
+		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() && i.Inside {
+			return Denial{}, false // a server inside the sandbox
+		}
+		return Denial{Surface: "network", Operation: "connect", Destination: i.Destination}, true
+	}
+	var denied bool
+	switch i.Op {
+	case "read_file", "read_dir", "execute":
+		if !p.ReadsObserved || i.Ino == 0 {
+			return Denial{}, false // audit reports denied reads; a missing file is no boundary (as with Landlock)
+		}
+		denied = p.readDenied(i.Path)
+	default:
+		denied = !under(i.Path, p.Writable) || under(i.Path, p.ReadOnly)
+	}
+	for _, g := range p.Granted {
+		if g.Path == i.Path && g.covers(i.Op) {
+			denied = false
+		}
+	}
+	if !denied && (i.Op == "rename" || i.Op == "remove_dir") {
+		for _, pin := range p.Pinned {
+			if i.Path == pin {
+				denied = true
+			}
+		}
+	}
+	if !denied || noiseReads[i.Path] {
+		return Denial{}, false
+	}
+	return Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}, true
+}
+
+// under reports whether p is at or below one of roots.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// readDenied judges an observed read the same way Landlock's carve-out
+// does: a path is denied when a denied path is at or above it and no
+// explicitly granted root (the strict profile's allow list) is at or
+// below that denial and above the path.
+func (p Policy) readDenied(path string) bool {
+	covers := func(dir, p string) bool {
+		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+	}
+	for _, d := range p.ReadDeny {
+		hit := covers(d, path)
+		if !hit && strings.ContainsAny(filepath.Base(d), "*?[") {
+			for a := path; a != "/" && a != "."; a = filepath.Dir(a) {
+				if ok, _ := filepath.Match(d, a); ok {
+					hit = true
+					break
+				}
+			}
+		}
+		if !hit {
+			continue
+		}
+		exempt := false
+		for _, root := range p.ReadRoots {
+			if root != "/" && covers(root, path) && covers(d, root) {
+				exempt = true
+			}
+		}
+		if !exempt {
+			return true
+		}
+	}
+	return false
+}
+
+// Merge adds b's denials to a's, dropping duplicates of (surface,
+// operation, path, destination).
+func Merge(a, b []Denial) []Denial {
+	seen := map[string]bool{}
+	var out []Denial
+	for _, d := range append(a, b...) {
+		if !seen[d.key()] {
+			seen[d.key()] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// noiseReads are accesses no reviewer should see: programs probe them
+// routinely and nothing useful is behind them in a sandbox. Documented in
+// the README.
+var noiseReads = map[string]bool{
+	"/dev/tty":          true,
+	"/proc/filesystems": true,
+}
+
+func noise(d Denial) bool { return d.Surface == "filesystem" && noiseReads[d.Path] }
+
+// isProbe reports whether a record is the helper's deliberate denial
+// (confine's probeDomain writing /proc/self/comm), which announces the
+// run's domain and marks the end of its records.
+func isProbe(r landlock.Record) bool {
+	return len(r.Blockers) == 1 && r.Blockers[0] == "fs.write_file" && strings.HasSuffix(r.Path, "/comm") && strings.HasPrefix(r.Path, "/proc/")
+}
+
+// dirLevel reports whether a Landlock blocker is a right on a directory
+// (its records name the directory, not the entry).
+func dirLevel(blocker string) bool {
+	return strings.HasPrefix(blocker, "fs.make_") || strings.HasPrefix(blocker, "fs.remove_") || blocker == "fs.refer"
+}
+
+// denialOf turns one blocker of a record into a Denial.
+func denialOf(r landlock.Record, blocker string) (Denial, bool) {
+	kind, op, ok := strings.Cut(blocker, ".")
+	if !ok {
+		return Denial{}, false
+	}
+	switch kind {
+	case "fs":
+		return Denial{Surface: "filesystem", Operation: op, Path: r.Path, Dev: r.Dev, Ino: r.Ino}, r.Path != ""
+	case "net":
+		name := map[string]string{"connect_tcp": "connect", "bind_tcp": "bind", "connect_send_udp": "connect", "bind_udp": "bind"}[op]
+		if name == "" {
+			name = op
+		}
+		return Denial{Surface: "network", Operation: name, Destination: net.JoinHostPort(r.Daddr, strconv.Itoa(r.Dest))}, r.Daddr != ""
+	}
+	return Denial{}, false
+}
+
+// denialsOf turns a run's access records into denials, deduplicated, and
+// counts the blockers that are no file or network access.
+func denialsOf(recs []landlock.Record) (out []Denial, other int) {
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if isProbe(r) {
+			continue
+		}
+		for _, b := range r.Blockers {
+			if dirLevel(b) {
+				// Landlock names only the parent directory of a create,
+				// remove, rename or link; the seccomp observer, always on,
+				// reports the exact name of the same call.
+				continue
+			}
+			den, ok := denialOf(r, b)
+			if !ok {
+				other++
+				continue
+			}
+			if noise(den) || seen[den.key()] {
+				continue
+			}
+			seen[den.key()] = true
+			out = append(out, den)
+		}
+	}
+	return out, other
+}
