@@ -318,11 +318,7 @@ func parse(fset *token.FileSet, p *pkg, names []string) ([]*ast.File, error) {
 // loadGraph runs `go list -deps -json ./...` at the module's root.
 func loadGraph(t *testing.T) graph {
 	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	root := moduleRoot(t)
 	cmd := exec.Command("go", "list", "-e", "-deps", "-json", "./...")
 	cmd.Dir = root
 	var stderr bytes.Buffer
