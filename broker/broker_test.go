@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/grants"
@@ -20,11 +21,14 @@ func (f *fakeReviewer) Review(context.Context, grants.Request) (Decision, error)
 	return f.d, f.err
 }
 
-type fakeHuman struct{ fakeReviewer }
+type fakeHuman struct {
+	fakeReviewer
+	away bool
+}
 
-func (*fakeHuman) IsHuman() {}
+func (h *fakeHuman) Reachable() (bool, string) { return !h.away, "nobody at the terminal" }
 
-func fsReq(op, path string) grants.Request {
+func fsReq(op grants.Operation, path string) grants.Request {
 	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: grants.Filesystem,
 		Operation: op, Path: path, ResolvedPath: path}
 }
@@ -84,7 +88,7 @@ func TestPipeline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := grants.NewStore()
-			b := New(Config{Rules: tc.rules, Reviewer: tc.reviewer, Grants: store, Hard: HardDenies{
+			b := New(Config{Rules: tc.rules, Model: tc.reviewer, Grants: store, Hard: HardDenies{
 				Secrets: []string{"/home/u/.ssh", "/home/u/.aws"}, Own: []string{"/home/u/.local/state/sandboxd"},
 				Home: "/home/u", Workspace: "/w"}})
 			res := b.Decide(context.Background(), tc.req)
@@ -106,8 +110,8 @@ func TestPipeline(t *testing.T) {
 func TestBreakerLocksAndPersists(t *testing.T) {
 	dir := t.TempDir()
 	allow := []Rule{mustRule(t, "fs write_file /opt/ok")}
-	newBroker := func(r Reviewer) *Broker {
-		return New(Config{Rules: Rules{Allow: allow}, Reviewer: r, Grants: grants.NewStore(), Breaker: NewBreaker(dir)})
+	newBroker := func(r Person) *Broker {
+		return New(Config{Rules: Rules{Allow: allow}, Person: r, Grants: grants.NewStore(), Breaker: NewBreaker(dir)})
 	}
 	b := newBroker(nil)
 	for i := 0; i < 3; i++ {
@@ -128,7 +132,7 @@ func TestBreakerLocksAndPersists(t *testing.T) {
 		t.Fatalf("another session: %+v", d)
 	}
 	// During a lockdown only a human is asked.
-	h := &fakeHuman{fakeReviewer{d: Decision{Outcome: Allow, Source: SourceHuman}}}
+	h := &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow, Source: SourceHuman}}}
 	if d := newBroker(h).Decide(context.Background(), fsReq("write_file", "/opt/ok")).Decision; d.Outcome != Allow || d.Source != SourceHuman || h.calls != 1 {
 		t.Fatalf("human during lockdown: %+v (calls %d)", d, h.calls)
 	}
@@ -160,7 +164,7 @@ func TestBreakerWindow(t *testing.T) {
 }
 
 func TestParseRule(t *testing.T) {
-	for _, bad := range []string{"fs read", "dbus call x", "fs read relative/path", "fs read /a[", "net connect"} {
+	for _, bad := range []string{"fs read", "fs frobnicate /x", "net read *", "net write_file *", "dbus call x", "fs read relative/path", "fs read /a[", "net connect"} {
 		if _, err := ParseRule(bad, "/h"); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
@@ -172,6 +176,161 @@ func TestParseRule(t *testing.T) {
 	for name, want := range map[string]bool{"/home/u/data": true, "/home/u/data/a/b": true, "/home/u/datax": false, "/home/u": false} {
 		if got := matchPath(r.Target, name); got != want {
 			t.Errorf("match %s: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// The reviewers' order: the model first; a person when the model is
+// absent or failed, or the session is locked down, and a person is
+// reachable; otherwise deny.
+func TestReviewerSlots(t *testing.T) {
+	lowAllow := Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}
+	for _, tc := range []struct {
+		name           string
+		model          *fakeReviewer
+		person         *fakeHuman
+		locked         bool
+		outcome        Outcome
+		source         Source
+		modelN, humanN int
+	}{
+		{"model decides", &fakeReviewer{d: lowAllow}, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Deny}}}, false, Allow, SourceReviewer, 1, 0},
+		{"model deny is final", &fakeReviewer{d: Decision{Outcome: Deny, Rationale: "no"}}, &fakeHuman{fakeReviewer: fakeReviewer{d: lowAllow}}, false, Deny, SourceReviewer, 1, 0},
+		{"model failed: person", &fakeReviewer{err: errors.New("timeout")}, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}, false, Allow, SourceHuman, 1, 1},
+		{"model failed, nobody: error", &fakeReviewer{err: errors.New("timeout")}, nil, false, Deny, SourceError, 1, 0},
+		{"model failed, person away: error", &fakeReviewer{err: errors.New("timeout")}, &fakeHuman{away: true, fakeReviewer: fakeReviewer{d: lowAllow}}, false, Deny, SourceError, 1, 0},
+		{"no model: person", nil, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}, false, Allow, SourceHuman, 0, 1},
+		{"no model, person away", nil, &fakeHuman{away: true}, false, Deny, SourceHuman, 0, 0},
+		{"nobody", nil, nil, false, Deny, SourceNoReviewer, 0, 0},
+		{"locked: person only", &fakeReviewer{d: lowAllow}, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}, true, Allow, SourceHuman, 0, 1},
+		{"locked, nobody: breaker", &fakeReviewer{d: lowAllow}, nil, true, Deny, SourceCircuitBreaker, 0, 0},
+		{"person's allow at critical risk", nil, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskCritical}}}, false, Deny, SourceHuman, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Grants: grants.NewStore()}
+			if tc.model != nil {
+				cfg.Model = tc.model
+			}
+			if tc.person != nil {
+				cfg.Person = tc.person
+			}
+			if tc.locked {
+				cfg.Breaker = NewBreaker(t.TempDir())
+				for i := 0; i < breakerConsecutive; i++ {
+					cfg.Breaker.Record("s", true)
+				}
+			}
+			res := New(cfg).Decide(context.Background(), fsReq("write_file", "/opt/x"))
+			if res.Decision.Outcome != tc.outcome || res.Decision.Source != tc.source {
+				t.Fatalf("got %s/%s (%s), want %s/%s", res.Decision.Outcome, res.Decision.Source, res.Decision.Rationale, tc.outcome, tc.source)
+			}
+			var m, h int
+			if tc.model != nil {
+				m = tc.model.calls
+			}
+			if tc.person != nil {
+				h = tc.person.calls
+			}
+			if m != tc.modelN || h != tc.humanN {
+				t.Fatalf("model asked %d times, person %d; want %d, %d", m, h, tc.modelN, tc.humanN)
+			}
+			if strings.Contains(res.Decision.Rationale, "timeout") {
+				t.Fatalf("an internal error reached the rationale: %q", res.Decision.Rationale)
+			}
+		})
+	}
+}
+
+// fakeAuditor records events and fails the kinds it is told to.
+type fakeAuditor struct {
+	events []AuditEvent
+	fail   map[AuditKind]bool
+}
+
+func (a *fakeAuditor) Record(_ context.Context, ev AuditEvent) error {
+	a.events = append(a.events, ev)
+	if a.fail[ev.Kind] {
+		return errors.New("disk full at /var/log/sandboxd/audit")
+	}
+	return nil
+}
+
+func TestAuditorHook(t *testing.T) {
+	allow := Rules{Allow: []Rule{mustRule(t, "fs write_file /opt/x")}}
+	for _, tc := range []struct {
+		name    string
+		fail    AuditKind
+		outcome Outcome
+		source  Source
+		grants  int // outstanding afterwards
+	}{
+		{"recorded", "", Allow, SourcePolicy, 1},
+		{"decision unrecorded", AuditDecision, Deny, SourceError, 0},
+		{"grant unrecorded", AuditGrantIssued, Deny, SourceError, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := grants.NewStore()
+			aud := &fakeAuditor{fail: map[AuditKind]bool{tc.fail: true}}
+			br := NewBreaker(t.TempDir())
+			b := New(Config{Rules: allow, Grants: store, Auditor: aud, Breaker: br})
+			res := b.Decide(context.Background(), fsReq("write_file", "/opt/x"))
+			if res.Decision.Outcome != tc.outcome || res.Decision.Source != tc.source {
+				t.Fatalf("got %s/%s (%s)", res.Decision.Outcome, res.Decision.Source, res.Decision.Rationale)
+			}
+			if store.Len() != tc.grants || (res.Grant != nil) != (tc.grants == 1) {
+				t.Fatalf("%d grants outstanding, result grant %v", store.Len(), res.Grant)
+			}
+			if strings.Contains(res.Decision.Rationale, "disk full") {
+				t.Fatalf("the auditor's error reached the rationale: %q", res.Decision.Rationale)
+			}
+			if len(aud.events) == 0 || aud.events[0].Kind != AuditDecision {
+				t.Fatalf("events %+v", aud.events)
+			}
+			// The deny an unrecorded allow became is counted.
+			st, _ := br.update("s", nil)
+			if got := st.Recent[len(st.Recent)-1]; got != (tc.outcome == Deny) {
+				t.Fatalf("breaker counted denied=%v", got)
+			}
+		})
+	}
+	// Consuming is recorded too; an unrecordable use is refused.
+	store := grants.NewStore()
+	aud := &fakeAuditor{fail: map[AuditKind]bool{}}
+	b := New(Config{Rules: allow, Grants: store, Auditor: aud})
+	req := fsReq("write_file", "/opt/x")
+	g := b.Decide(context.Background(), req).Grant
+	if err := b.Consume(context.Background(), g.Token, req); err != nil {
+		t.Fatal(err)
+	}
+	if last := aud.events[len(aud.events)-1]; last.Kind != AuditGrantConsumed {
+		t.Fatalf("last event %s", last.Kind)
+	}
+	if err := b.Consume(context.Background(), g.Token, req); err == nil || aud.events[len(aud.events)-1].Kind != AuditGrantRejected {
+		t.Fatalf("replay: %v, last event %s", err, aud.events[len(aud.events)-1].Kind)
+	}
+	aud.fail[AuditGrantConsumed] = true
+	g = b.Decide(context.Background(), req).Grant
+	if err := b.Consume(context.Background(), g.Token, req); err == nil {
+		t.Fatal("a use the auditor could not record was accepted")
+	}
+}
+
+// The command surface: judged like any request, never granted.
+func TestCommandSurface(t *testing.T) {
+	store := grants.NewStore()
+	h := &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}
+	b := New(Config{Grants: store, Person: h})
+	res := b.Decide(context.Background(), grants.Request{Session: "s", Surface: grants.Command, Operation: grants.OpRun, Command: "rm -rf build"})
+	if res.Decision.Outcome != Allow || res.Grant != nil || store.Len() != 0 {
+		t.Fatalf("command: %+v grant %v", res.Decision, res.Grant)
+	}
+	for _, bad := range []grants.Request{
+		{Session: "s", Surface: grants.Command, Operation: grants.OpRun},
+		{Session: "s", Surface: grants.Command, Operation: grants.OpReadFile, Command: "x"},
+		{Session: "s", Surface: grants.Filesystem, Operation: grants.OpRun, Path: "/x"},
+	} {
+		if d := b.Decide(context.Background(), bad).Decision; d.Outcome != Deny || d.Source != SourceError {
+			t.Errorf("%+v: %+v", bad, d)
 		}
 	}
 }

@@ -1,9 +1,16 @@
-// Package broker owns the pipeline that decides one boundary request:
-// policy rules (deny > ask > allow), then deterministic hard denies, then
-// a reviewer, then the consistency rules of DESIGN.md §3.3, and, for an
-// allow, an exact one-use grant. A per-session circuit breaker turns
-// repeated denials into a lockdown that only a human lifts.
+// Package broker decides one boundary request: policy rules (deny > ask
+// > allow), deterministic hard denies, what the sandbox can grant
+// exactly, then the reviewer slots in a fixed order (the model; a person
+// when the model is absent or failed, or the session is locked down, and
+// a person is reachable; otherwise deny), then the consistency rules of
+// DESIGN.md §3.3. Every decision and grant event goes through an auditor
+// hook before it takes effect; an allow gets an exact one-use grant. A
+// per-session circuit breaker turns repeated denials into a lockdown that
+// only a person lifts.
 //
-// The broker declares the small interfaces it consumes (Reviewer,
-// GrantStore) and never imports landlock, sandbox, netproxy or openai-go.
+// The broker does not own the attempt loop (package session does) and
+// declares the small interfaces it consumes (Reviewer, Person, Auditor,
+// GrantStore). It never imports the sandbox, landlock, seccomp, netproxy,
+// review, openai-go or an HTTP client. Rationales are sentences safe to
+// show an agent; internal errors go to the log.
 package broker

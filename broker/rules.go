@@ -13,15 +13,11 @@ import (
 // host[:port] glob for the network).
 type Rule struct {
 	Surface   grants.Surface
-	Operation string
+	Operation string // an operation, a class or "*"
 	Target    string
 }
 
 // operationClasses group the operations rules can name together.
-var operationClasses = map[string][]string{
-	"read":  {"read_file", "read_dir", "execute"},
-	"write": {"write_file", "truncate", "make_reg", "make_dir", "make_sym", "make_fifo", "make_sock", "make_char", "make_block", "remove_file", "remove_dir", "refer", "rename", "link", "chmod", "chown", "utime", "xattr", "persist"},
-}
 
 // ParseRule reads "fs OPERATION PATTERN" or "net OPERATION PATTERN", e.g.
 // "fs read ~/datasets/**", "fs write_file /etc/hosts", "net connect
@@ -41,6 +37,10 @@ func ParseRule(s, home string) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %q: surface must be fs or net", s)
 	}
 	r.Operation, r.Target = f[1], f[2]
+	if op := grants.Operation(r.Operation); r.Operation != "*" && !op.Of(r.Surface) &&
+		!(r.Surface == grants.Filesystem && (r.Operation == "read" || r.Operation == "write")) {
+		return Rule{}, fmt.Errorf("rule %q: %s is not an operation of the %s surface", s, r.Operation, r.Surface)
+	}
 	if r.Surface == grants.Filesystem {
 		if r.Target == "~" || strings.HasPrefix(r.Target, "~/") {
 			if home == "" {
@@ -88,14 +88,14 @@ func (r Rule) MatchesEither(req grants.Request) bool {
 	return matchPath(r.Target, req.Path) || matchPath(r.Target, req.ResolvedPath)
 }
 
-func (r Rule) matchOperation(op string) bool {
-	if r.Operation == "*" || r.Operation == op {
+func (r Rule) matchOperation(op grants.Operation) bool {
+	switch r.Operation {
+	case "*", string(op):
 		return true
-	}
-	for _, o := range operationClasses[r.Operation] {
-		if o == op {
-			return true
-		}
+	case "read":
+		return op.Of(grants.Filesystem) && op.Reads()
+	case "write":
+		return op.Of(grants.Filesystem) && !op.Reads() && op != grants.OpIoctlDev
 	}
 	return false
 }

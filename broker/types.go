@@ -63,27 +63,63 @@ type Decision struct {
 	Source    Source `json:"source"`
 }
 
-// Reviewer decides requests the rules leave open. A human reviewer
-// returns Source human; a model reviewer Source reviewer. An error is a
-// deny.
+// Reviewer decides requests the rules leave open. A model reviewer
+// returns Source reviewer; a person Source human. An error is a deny (or,
+// for the model, a question to a person when one is reachable).
 type Reviewer interface {
 	Review(ctx context.Context, req grants.Request) (Decision, error)
 }
 
-// Human is a reviewer that is a person: during a lockdown only a Human may
-// still allow, and only a Human lifts a lockdown.
-type Human interface {
+// Person is the human reviewer's slot: a person may still allow during a
+// lockdown, and is asked only when reachable (a terminal, an approvals
+// page someone watches).
+type Person interface {
 	Reviewer
-	// IsHuman marks the implementation.
-	IsHuman()
+	// Reachable reports whether a person can be asked now and, when not,
+	// why (a sentence safe to show).
+	Reachable() (bool, string)
 }
 
-// GrantStore issues grants for allowed requests.
+// GrantStore issues and consumes grants.
 type GrantStore interface {
 	Issue(req grants.Request, ttl time.Duration) (grants.Grant, error)
+	Consume(token string, req grants.Request) error
+	Revoke(token string)
 }
 
-// Result is a decision and, for an allow, its grant.
+// Auditor records every decision and grant event before it takes
+// effect. An error makes an allow a deny (source error): nothing is
+// allowed that was not recorded.
+type Auditor interface {
+	Record(ctx context.Context, ev AuditEvent) error
+}
+
+// AuditKind names an audit event.
+type AuditKind string
+
+// Audit events.
+const (
+	AuditDecision      AuditKind = "decision"
+	AuditGrantIssued   AuditKind = "grant_issued"
+	AuditGrantConsumed AuditKind = "grant_consumed"
+	AuditGrantRejected AuditKind = "grant_rejected"
+)
+
+// AuditEvent is one thing the broker did.
+type AuditEvent struct {
+	Kind    AuditKind
+	Request grants.Request
+	// Decision is set for AuditDecision.
+	Decision Decision
+	// RequestHash and ExpiresAt identify a grant (never its token).
+	RequestHash [32]byte
+	ExpiresAt   time.Time
+	// Why says why a grant was rejected (expired, mismatched, ...).
+	Why string
+}
+
+// Result is a decision and, for an allow of a grantable surface, its
+// grant.
 type Result struct {
 	Decision Decision
 	Grant    *grants.Grant

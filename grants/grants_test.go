@@ -209,7 +209,7 @@ func FuzzCanonical(f *testing.F) {
 	f.Add("a", "b|c", "read_file", "", uint64(0), uint64(0), "example.org:443")
 	f.Add("\x00\x01", "\xff", "", "\x03cwd", uint64(1<<63), uint64(0), "")
 	f.Fuzz(func(t *testing.T, command, cwd, op, path string, dev, ino uint64, dest string) {
-		r := Request{Command: command, Cwd: cwd, Operation: op, Path: path, Dev: dev, Ino: ino, Destination: dest, Session: "s"}
+		r := Request{Command: command, Cwd: cwd, Operation: Operation(op), Path: path, Dev: dev, Ino: ino, Destination: dest, Session: "s"}
 		got, err := decodeCanonical(r.Canonical())
 		if err != nil {
 			t.Fatal(err)
@@ -232,5 +232,26 @@ func BenchmarkIssueConsume(b *testing.B) {
 		if err := s.Consume(g.Token, req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestVocabulary(t *testing.T) {
+	seen := map[Operation]Surface{}
+	for _, s := range []Surface{Filesystem, Network, Command} {
+		if !s.Valid() {
+			t.Errorf("%s not valid", s)
+		}
+		for _, op := range Operations(s) {
+			if prev, dup := seen[op]; dup {
+				t.Errorf("%s is an operation of both %s and %s", op, prev, s)
+			}
+			seen[op] = s
+			if !op.Of(s) {
+				t.Errorf("%s not of %s", op, s)
+			}
+		}
+	}
+	if Surface("dbus").Valid() || OpRun.Of(Filesystem) || OpConnect.Of(Command) {
+		t.Error("vocabulary accepts what it does not define")
 	}
 }

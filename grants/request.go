@@ -8,24 +8,14 @@ import (
 	"strconv"
 )
 
-// Surface is what kind of boundary a request crosses.
-type Surface string
-
-const (
-	// Filesystem: a path and an access right.
-	Filesystem Surface = "filesystem"
-	// Network: a destination host:port.
-	Network Surface = "network"
-)
-
 // Request is one boundary request. Only the fields marked "hashed" bind a
 // grant; the others describe the request for reviewers and logs.
 type Request struct {
-	Session   string  // hashed: the agent session
-	Cwd       string  // hashed: the command's working directory
-	Command   string  // hashed: the exact command string
-	Surface   Surface // hashed
-	Operation string  // hashed: read_file, write_file, make_reg, connect, ...
+	Session   string    // hashed: the agent session
+	Cwd       string    // hashed: the command's working directory
+	Command   string    // hashed: the exact command string
+	Surface   Surface   // hashed
+	Operation Operation // hashed: read_file, write_file, make_reg, connect, run, ...
 	// Path is the path as the command named it; ResolvedPath the same
 	// with every symlink resolved. Both are hashed.
 	Path         string
@@ -68,7 +58,7 @@ func (r Request) fields() [][2]string {
 		{"dev", dev},
 		{"ino", ino},
 		{"intent", r.Intent},
-		{"operation", r.Operation},
+		{"operation", string(r.Operation)},
 		{"path", r.Path},
 		{"resolved_path", r.ResolvedPath},
 		{"session", r.Session},

@@ -150,3 +150,15 @@ func (s *Store) Len() int {
 	defer s.mu.Unlock()
 	return len(s.grants)
 }
+
+// Revoke removes the grant identified by token, if it is still there (a
+// grant issued for a decision that could not be recorded).
+func (s *Store) Revoke(token string) {
+	if !wellFormed(token) {
+		return
+	}
+	key := sha256.Sum256([]byte(token))
+	s.mu.Lock()
+	delete(s.grants, key)
+	s.mu.Unlock()
+}

@@ -44,15 +44,30 @@ type Holder interface {
 	Release()
 }
 
-// IsHuman marks Human for the broker's lockdown rule.
-func (*Human) IsHuman() {}
+// Reachable reports whether the terminal can be opened: without one
+// nobody can be asked, and the broker denies instead of waiting.
+func (h *Human) Reachable() (bool, string) {
+	fd, err := unix.Open(h.tty(), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, noTerminal
+	}
+	unix.Close(fd)
+	return true, ""
+}
+
+// noTerminal is the deny when nobody can be asked.
+const noTerminal = "no terminal to ask a person on"
+
+func (h *Human) tty() string {
+	if h.TTY == "" {
+		return "/dev/tty"
+	}
+	return h.TTY
+}
 
 // Review shows exactly what would be allowed and takes one answer.
 func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
-	tty := h.TTY
-	if tty == "" {
-		tty = "/dev/tty"
-	}
+	tty := h.tty()
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -62,7 +77,7 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	}
 	fd, err := unix.Open(tty, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return deny("no terminal to ask a person on")
+		return deny(noTerminal)
 	}
 	defer unix.Close(fd)
 	if h.Hold != nil {
@@ -79,7 +94,7 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\r\n%s---- sandboxd: permission request ----%s\r\n", termfilter.FrameOn, termfilter.FrameOff)
-	fmt.Fprintf(&b, "  allow:   %s %s\r\n", safe(req.Operation), safe(target))
+	fmt.Fprintf(&b, "  allow:   %s %s\r\n", safe(string(req.Operation)), safe(target))
 	fmt.Fprintf(&b, "  command: %s\r\n", safe(req.Command))
 	fmt.Fprintf(&b, "  cwd:     %s\r\n", safe(req.Cwd))
 	if req.Intent != "" {

@@ -6,9 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // doctorCommand prints what `run` will get on this machine and exits
@@ -26,12 +26,12 @@ func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.
 		}
 		return exitSandboxd
 	}
-	env, err := loadEnv(getenv)
+	caller, err := callerOf(getenv)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd
 	}
-	d := sandbox.Doctor(filepath.Join(env.stateBase, "sandboxd"))
+	d := sandbox.Doctor(caller.StateDir())
 	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")
 		fmt.Fprintln(stdout, string(b))

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/termfilter"
+)
+
+// stderrEvents renders a run's events as the lines `sandboxd run` prints
+// on stderr: the sentences an agent reads (golden: testdata/events.golden).
+type stderrEvents struct {
+	w io.Writer
+}
+
+// Event renders one event.
+func (s stderrEvents) Event(e session.Event) {
+	w := s.w
+	switch e.Kind {
+	case session.KindBoundary:
+		if b := e.Boundary; b.Decision != broker.Allow {
+			printDenial(w, *b)
+		}
+	case session.KindPersisted:
+		printPersisted(w, e.Workspace, e.Persisted)
+	case session.KindRetrying:
+		fmt.Fprintf(w, "sandboxd: retrying the same command with exactly: %s\n", esc(strings.Join(e.Exceptions, ", ")))
+	case session.KindNotRetrying:
+		fmt.Fprintf(w, "sandboxd: not retrying: %s\n", esc(e.Reason))
+	case session.KindTimedOut:
+		fmt.Fprintf(w, "sandboxd: timed out after %s; every process of the command was ended\n", esc(e.Reason))
+	case session.KindWarning:
+		fmt.Fprintf(w, "sandboxd: warning: %s\n", esc(e.Reason))
+	case session.KindCommitted:
+		printCommit(w, e.Workspace, *e.Commit)
+	case session.KindRecovered:
+		if r := e.Recovered; r.Err == "" {
+			fmt.Fprintf(w, "sandboxd: an interrupted commit to %s was %s\n", esc(r.Workspace), esc(r.Action))
+		}
+		printRecoveryConflicts(w, *e.Recovered)
+	}
+}
+
+// printDenial tells the agent, in words safe to show a model, what was
+// denied, why and by whom, and that another route to it will be denied
+// too.
+func printDenial(w io.Writer, b session.Boundary) {
+	target := b.Path
+	if b.Destination != "" {
+		target = b.Destination
+	}
+	fmt.Fprintf(w, "sandboxd: denied %s %s\n  why: %s\n  decided by: %s\n  Retrying the same access another way (another path, tool or command) will be denied too.\n",
+		esc(string(b.Operation)), esc(target), esc(b.Rationale), esc(string(b.Source)))
+}
+
+// printCommit tells the agent everything the commit did not take as is.
+func printCommit(w io.Writer, wsDir string, out layer.Outcome) {
+	ws := func(p string) string { return esc(filepath.Join(wsDir, p)) }
+	for _, r := range out.Refused {
+		fmt.Fprintf(w, "sandboxd: not committed: %s\n  why: %s\n  decided by: hard-deny\n  The command's other changes were committed. Writing it another way will be refused too.\n",
+			ws(r.Path), esc(r.Why))
+	}
+	for _, s := range out.Skipped {
+		fmt.Fprintf(w, "sandboxd: not committed: %s (%s)\n", ws(s.Path), esc(s.Why))
+	}
+	for _, c := range out.Conflicts {
+		msg := fmt.Sprintf("sandboxd: conflict at %s: %s", ws(c.Path), esc(c.Why))
+		if c.SavedAs != "" {
+			msg += "; the command's version is saved as " + ws(c.SavedAs)
+		}
+		fmt.Fprintln(w, msg)
+	}
+	for _, p := range out.Stripped {
+		fmt.Fprintf(w, "sandboxd: committed %s without its setuid/setgid bits\n", ws(p))
+	}
+	for _, m := range out.Modes {
+		fmt.Fprintf(w, "sandboxd: committed %s %s\n", ws(m.Path), esc(m.Why))
+	}
+	for _, g := range out.Shared {
+		fmt.Fprintf(w, "sandboxd: %s is a shared repository (group-writable before the run): the group write of what the command wrote there was kept\n", esc(g))
+	}
+	var listed []sandbox.Persisted
+	for _, li := range out.Listed {
+		listed = append(listed, sandbox.Persisted{Path: li.Path, Action: "committed", Why: li.Why})
+	}
+	printPersisted(w, wsDir, listed)
+}
+
+// maxListed is how many listed paths stderr names one by one; the report
+// has them all.
+const maxListed = 10
+
+// printPersisted tells the agent what the persistence rules did.
+func printPersisted(w io.Writer, ws string, done []sandbox.Persisted) {
+	listed := 0
+	for _, r := range done {
+		path := esc(filepath.Join(ws, r.Path))
+		switch r.Action {
+		case "quarantined", "removed":
+			where := "it was removed"
+			if r.Quarantine != "" {
+				where = "it was moved to " + esc(r.Quarantine)
+			}
+			fmt.Fprintf(w, "sandboxd: not kept: %s\n  why: %s\n  decided by: hard-deny\n  %s. Writing it another way will be refused too.\n", path, esc(r.Why), where)
+		case "narrowed":
+			fmt.Fprintf(w, "sandboxd: %s: %s\n", path, esc(r.Why))
+		case "listed", "committed":
+			listed++
+			if listed <= maxListed {
+				fmt.Fprintf(w, "sandboxd: note: the command wrote %s (%s)\n", path, esc(r.Why))
+			}
+		}
+	}
+	if listed > maxListed {
+		fmt.Fprintf(w, "sandboxd: note: and %d more such files; the report's persistence list names them all\n", listed-maxListed)
+	}
+}
+
+// printRecoveryConflicts names what a recovered commit left alone.
+func printRecoveryConflicts(w io.Writer, r layer.Recovered) {
+	for _, c := range r.Conflicts {
+		fmt.Fprintf(w, "  not committed: %s: %s\n", esc(filepath.Join(r.Workspace, c.Path)), esc(c.Why))
+	}
+}
+
+// esc shows a string that may come from the command (a path, a host, a
+// rationale quoting one) without letting it control the terminal.
+func esc(s string) string { return termfilter.Escape(s) }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// Every line `sandboxd run` prints on stderr while it decides, for each
+// kind of event: the sentences an agent reads.
+func TestStderrGolden(t *testing.T) {
+	ws := "/home/u/proj"
+	var buf bytes.Buffer
+	r := stderrEvents{w: &buf}
+	for _, e := range []session.Event{
+		{Kind: session.KindRecovered, Recovered: &layer.Recovered{Workspace: ws, RunID: "r1", Action: "rolled back",
+			Conflicts: []layer.Conflict{{Path: "a.txt", Why: "changed outside"}}}},
+		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: grants.Filesystem, Operation: grants.OpMakeReg,
+			Path: "/opt/new", Decision: broker.Allow, Source: broker.SourcePolicy, Grant: "issued"}},
+		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: grants.Filesystem, Operation: grants.OpReadFile,
+			Path: "/home/u/.ssh/id_rsa", Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"}},
+		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: grants.Network, Operation: grants.OpConnect,
+			Destination: "evil.example:443\x1b[2J", Decision: broker.Deny, Source: broker.SourceNoReviewer, Rationale: "no reviewer", Held: true}},
+		{Kind: session.KindPersisted, Workspace: ws, Persisted: []sandbox.Persisted{
+			{Path: ".envrc", Action: "quarantined", Why: "direnv runs it", Quarantine: "/q/.envrc"},
+			{Path: ".git/hooks/x", Action: "removed", Why: "git runs it"},
+			{Path: "shared", Action: "narrowed", Why: "group write removed"},
+			{Path: "AGENTS.md", Action: "listed", Why: "agent instructions"}}},
+		{Kind: session.KindRetrying, Attempt: 1, Exceptions: []string{"make_reg /opt/new", "write_file /opt/old"}},
+		{Kind: session.KindNotRetrying, Attempt: 2, Reason: "the granted object changed between the review and the retry, so the grant no longer applies"},
+		{Kind: session.KindTimedOut, Attempt: 1, Reason: "3s"},
+		{Kind: session.KindWarning, Attempt: 1, Reason: "isolation is landlock-only: no namespaces"},
+		{Kind: session.KindCommitted, Workspace: ws, Commit: &layer.Outcome{
+			Refused:   []layer.Refused{{Path: ".git/hooks/pre-commit", Why: "git runs it"}},
+			Skipped:   []layer.Refused{{Path: "fifo", Why: "a fifo is not committed"}},
+			Conflicts: []layer.Conflict{{Path: "b.txt", Why: "changed outside", SavedAs: "b.txt.sandboxd"}},
+			Stripped:  []string{"suid"},
+			Modes:     []layer.Refused{{Path: "dir", Why: "without group write"}},
+			Shared:    []string{ws + "/.git"},
+			Listed:    []layer.Refused{{Path: "CLAUDE.md", Why: "agent instructions"}}}},
+	} {
+		r.Event(e)
+	}
+	path := filepath.Join("testdata", "stderr.golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("stderr differs from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
+	}
+}

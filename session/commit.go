@@ -1,0 +1,92 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// commit commits the pending layer, if any, into the workspace: the
+// final attempt's. What the commit refused are boundaries of the final
+// attempt (persist, hard-deny).
+func (st *run) commit() error {
+	if st.pending == nil {
+		return nil
+	}
+	l := st.pending
+	st.pending = nil
+	out, err := st.commitLayer(l)
+	st.rep.Transaction.Committed = &out
+	for _, li := range out.Listed {
+		st.rep.Persistence = append(st.rep.Persistence, sandbox.Persisted{Path: li.Path, Action: "committed", Why: li.Why})
+	}
+	st.mu.Lock()
+	for _, r := range out.Refused {
+		st.rep.Boundaries = append(st.rep.Boundaries, Boundary{Attempt: st.rep.Attempts, Surface: grants.Filesystem,
+			Operation: grants.OpPersist, Path: filepath.Join(st.plan.ws, r.Path), Decision: broker.Deny,
+			Source: broker.SourceHardDeny, Rationale: r.Why})
+	}
+	st.mu.Unlock()
+	st.ev.Event(Event{Kind: KindCommitted, Attempt: st.rep.Attempts, Workspace: st.plan.ws, Commit: &out})
+	if err != nil {
+		return publicerr.Wrap(err, "commit: "+err.Error()+" (the workspace is untouched or, after `sandboxd recover`, fully committed)")
+	}
+	return nil
+}
+
+// commitLayer runs layer.Commit on l's upper directory.
+func (st *run) commitLayer(l *sandbox.Layer) (layer.Outcome, error) {
+	defer l.Close()
+	upper, err := openUpper(l)
+	if err != nil {
+		return layer.Outcome{}, fmt.Errorf("open the layer: %w", err)
+	}
+	defer upper.Close()
+	spec := &st.plan.spec
+	return layer.Commit(st.ctx, layer.Source{Upper: upper, Started: l.Started,
+		HostUID: l.HostUID, HostGID: l.HostGID, UID: l.UID, GID: l.GID},
+		layer.Options{Workspace: spec.Workspace, StateDir: spec.StateDir, RunID: newID(),
+			Protected: spec.Protected, Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...),
+			Home: spec.Home, GitConfigs: spec.GitConfigs, Umask: st.caller.Umask,
+			Log: st.r.log, CrashAt: st.job.CrashAt})
+}
+
+// openUpper opens the layer's upper directory, which the command may have
+// locked (the root's own mode is never committed; the layer is ours).
+func openUpper(l *sandbox.Layer) (*os.File, error) {
+	root := int(l.Root.Fd())
+	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	fd, err := unix.Openat(root, "upper", flags, 0)
+	if errors.Is(err, unix.EACCES) {
+		var st unix.Stat_t
+		if unix.Fstatat(root, "upper", &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+			unix.Fchmodat(root, "upper", st.Mode&0o7777|0o700, 0)
+		}
+		fd, err = unix.Openat(root, "upper", flags, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "upper"), nil
+}
+
+// recover finishes or rolls back commits a crash interrupted.
+func (st *run) recover() []layer.Recovered {
+	rec, err := layer.Recover(st.caller.StateDir(), st.r.log)
+	for i := range rec {
+		st.ev.Event(Event{Kind: KindRecovered, Recovered: &rec[i]})
+	}
+	if err != nil {
+		st.r.log.Debug("recovery", "err", err)
+		st.warn("an interrupted commit could not be recovered; run `sandboxd recover`")
+	}
+	return rec
+}

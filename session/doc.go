@@ -1,0 +1,18 @@
+// Package session owns one agent command from start to report: it plans
+// a run from a caller's description (never from the sandboxd process's
+// own environment, working directory or uid) and a job, runs it in the
+// sandbox, reviews every boundary through the broker, consumes the
+// grants it was given and retries the same command once per round with
+// exactly those exceptions, commits the final attempt's layer, and
+// returns the report (the --report JSON contract, Report).
+//
+// Every front end calls Runner.Run: `sandboxd run` now, `sandboxd serve`,
+// the MCP server and the hook adapters later. It never prints: progress
+// reaches the front end as Events (text on stderr for `run`, NDJSON for a
+// daemon, a tool result for MCP). A Runner is safe for concurrent use;
+// each Run owns its own plan, broker and report.
+//
+// session imports the broker, the grants, the sandbox and the layer, and
+// never a reviewer's implementation (reviewers come in through the Job's
+// slots), openai-go or an HTTP client.
+package session

@@ -1,0 +1,66 @@
+package session
+
+import (
+	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// Events hears a run's progress. Event is called from the goroutine that
+// calls Run, except for boundaries decided while an attempt runs (held
+// connections), which may arrive from others: an implementation that
+// keeps state locks it. It must not block for long; the run waits.
+type Events interface {
+	Event(Event)
+}
+
+// Kind names an event.
+type Kind string
+
+// Events, in the order a run can produce them.
+const (
+	// KindRecovered: a commit a crash interrupted was finished or rolled
+	// back before this run (Recovered).
+	KindRecovered Kind = "recovered"
+	// KindBoundary: a boundary was decided (Boundary). Allowed ones are
+	// retried; denied ones are final.
+	KindBoundary Kind = "boundary"
+	// KindPersisted: what the persistence rules did after an attempt
+	// written straight to the workspace (Persisted, Workspace).
+	KindPersisted Kind = "persisted"
+	// KindRetrying: every boundary was allowed; the same command runs
+	// again with exactly Exceptions.
+	KindRetrying Kind = "retrying"
+	// KindNotRetrying: a retry was possible but does not happen (Reason).
+	KindNotRetrying Kind = "not_retrying"
+	// KindTimedOut: the timeout ended every process of the command
+	// (Reason says after how long).
+	KindTimedOut Kind = "timed_out"
+	// KindCommitted: the final attempt's layer was committed (Commit,
+	// Workspace): what was refused, skipped, in conflict or changed.
+	KindCommitted Kind = "committed"
+	// KindWarning: something the person should know (Reason).
+	KindWarning Kind = "warning"
+)
+
+// Event is one step of a run. Every text in it is safe to show (names
+// the command chose are not escaped here: a terminal front end escapes
+// them).
+type Event struct {
+	Kind    Kind `json:"kind"`
+	Attempt int  `json:"attempt,omitempty"`
+	// Workspace is the run's workspace: Persisted and Commit paths are
+	// relative to it.
+	Workspace  string              `json:"workspace,omitempty"`
+	Boundary   *Boundary           `json:"boundary,omitempty"`
+	Exceptions []string            `json:"exceptions,omitempty"`
+	Reason     string              `json:"reason,omitempty"`
+	Persisted  []sandbox.Persisted `json:"persisted,omitempty"`
+	Commit     *layer.Outcome      `json:"commit,omitempty"`
+	Recovered  *layer.Recovered    `json:"recovered,omitempty"`
+}
+
+// Discard is Events that hears nothing.
+type Discard struct{}
+
+// Event does nothing.
+func (Discard) Event(Event) {}

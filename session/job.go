@@ -1,0 +1,140 @@
+package session
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/publicerr"
+)
+
+// Caller is who asks for a run, as the front end authenticated it: the
+// CLI describes its own user; a daemon the peer on its socket.
+type Caller struct {
+	// UID and GID are the caller's ids. The session a request belongs to
+	// is scoped by UID, so no caller can name another user's session.
+	UID, GID int
+	// Home is the caller's home directory (absolute).
+	Home string
+	// ConfigHome and StateHome are XDG_CONFIG_HOME and XDG_STATE_HOME
+	// (or their defaults under Home): sandboxd's policy and state live in
+	// their "sandboxd" directories.
+	ConfigHome, StateHome string
+	// Env is the caller's environment, before the policy filters it.
+	Env []string
+	// Cwd is the caller's working directory (absolute).
+	Cwd string
+	// Umask is the caller's: a commit gives new files no more.
+	Umask uint32
+	// GitConfigs are the caller's own git config files (system, global,
+	// XDG): their hooksPath and includes reach into every repository.
+	GitConfigs []string
+	// RuntimeDir is XDG_RUNTIME_DIR, masked inside.
+	RuntimeDir string
+}
+
+// NewCaller describes a caller from its ids, environment, working
+// directory and umask, deriving the rest as a login shell would.
+func NewCaller(uid, gid int, env []string, cwd string, umask uint32) (Caller, error) {
+	get := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	c := Caller{UID: uid, GID: gid, Env: env, Cwd: cwd, Umask: umask, RuntimeDir: get("XDG_RUNTIME_DIR")}
+	home := get("HOME")
+	if home == "" || !filepath.IsAbs(home) {
+		return c, publicerr.New("HOME must be set to an absolute path")
+	}
+	c.Home = filepath.Clean(home)
+	c.ConfigHome = filepath.Join(c.Home, ".config")
+	if x := get("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
+		c.ConfigHome = filepath.Clean(x)
+	}
+	c.StateHome = filepath.Join(c.Home, ".local", "state")
+	if x := get("XDG_STATE_HOME"); filepath.IsAbs(x) {
+		c.StateHome = filepath.Clean(x)
+	}
+	if get("GIT_CONFIG_NOSYSTEM") == "" {
+		c.GitConfigs = append(c.GitConfigs, "/etc/gitconfig")
+	}
+	c.GitConfigs = append(c.GitConfigs, filepath.Join(c.ConfigHome, "git", "config"), filepath.Join(c.Home, ".gitconfig"))
+	if x := get("GIT_CONFIG_GLOBAL"); filepath.IsAbs(x) {
+		c.GitConfigs = append(c.GitConfigs, filepath.Clean(x))
+	}
+	return c, nil
+}
+
+// StateDir is sandboxd's own state directory for this caller (caches,
+// grants' breaker, quarantine, journals); never readable from inside.
+func (c Caller) StateDir() string { return filepath.Join(c.StateHome, "sandboxd") }
+
+// ConfigDir is sandboxd's own configuration directory for this caller.
+func (c Caller) ConfigDir() string { return filepath.Join(c.ConfigHome, "sandboxd") }
+
+// Job is one command to run.
+type Job struct {
+	// Argv is the command; Command is the exact string a grant binds to
+	// (empty: Argv, shell-quoted).
+	Argv    []string
+	Command string
+	// Workspace is the writable root (empty: the caller's Cwd).
+	Workspace string
+	// Policy is an explicit policy file (empty: the caller's own
+	// policy.toml, if there is one).
+	Policy string
+	// Session names the agent session (empty: the run is its own session
+	// and has no circuit breaker). It is scoped by the caller's uid.
+	Session string
+	// Agent, ToolCallID and Intent describe the request for the reviewer:
+	// which agent asks, its tool call, and the user's request.
+	Agent, ToolCallID, Intent string
+	// Retries bounds the automatic retries after granted boundaries.
+	Retries int
+	// Timeout, if non-zero, ends the command (exit 124).
+	Timeout time.Duration
+	// NoTransaction writes straight to the workspace; NoDetect turns
+	// boundary detection off; RequireIsolation refuses to run without
+	// namespaces.
+	NoTransaction, NoDetect, RequireIsolation bool
+	// Reviewers fill the broker's reviewer slots.
+	Reviewers Reviewers
+	// Stdin, Stdout and Stderr are the command's streams.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Signals, if set, are forwarded to the command while it runs.
+	Signals <-chan os.Signal
+	// CrashAt names a commit failpoint (crash tests only).
+	CrashAt string
+}
+
+// Reviewers are the broker's reviewer slots for one job.
+type Reviewers struct {
+	Model  broker.Reviewer // nil: no model
+	Person broker.Person   // nil: nobody to ask
+}
+
+// commandString is the exact command a grant binds to.
+func (j Job) commandString() string {
+	if j.Command != "" {
+		return j.Command
+	}
+	quoted := make([]string, len(j.Argv))
+	for i, a := range j.Argv {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

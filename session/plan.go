@@ -1,0 +1,176 @@
+package session
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// workspaceFile is the workspace-local policy, which may only tighten.
+const workspaceFile = ".sandboxd.toml"
+
+// plan is everything one run decided before its first attempt.
+type plan struct {
+	ws, cwd string
+	policy  policy.Resolved
+	spec    sandbox.Spec
+	broker  *broker.Broker
+	// session is the request's session, scoped by the caller's uid.
+	session string
+	command string
+}
+
+// newPlan resolves the workspace and the policy and builds the sandbox
+// spec and the broker. Every error carries a public sentence.
+func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
+	ws, cwd, err := resolveWorkspace(j.Workspace, c)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{ws: ws, cwd: cwd, command: j.commandString(), session: scopedSession(c, j.Session)}
+	userPolicy, explicit := j.Policy, j.Policy != ""
+	if !explicit {
+		userPolicy = filepath.Join(c.ConfigDir(), "policy.toml")
+	}
+	pol, err := policy.Load(userPolicy, explicit, filepath.Join(ws, workspaceFile))
+	if err != nil {
+		return p, publicerr.Wrap(err, err.Error()) // names the user's own file and key
+	}
+	p.policy, err = pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0})
+	if err != nil {
+		return p, publicerr.Wrap(err, err.Error())
+	}
+	if j.RequireIsolation {
+		if p.policy.Isolation == string(sandbox.LandlockOnly) {
+			return p, publicerr.New(`--require-isolation conflicts with the policy's isolation = "landlock-only"`)
+		}
+		p.policy.Isolation = string(sandbox.Namespaces)
+	}
+	if p.spec, err = buildSpec(j, c, p); err != nil {
+		return p, err
+	}
+	p.broker, err = r.newBroker(c, j, p)
+	return p, err
+}
+
+// scopedSession is the session a request belongs to: the caller's uid
+// and the name the caller gave, or a session of its own for this run.
+func scopedSession(c Caller, name string) string {
+	if name == "" {
+		name = "run-" + newID()
+	}
+	return fmt.Sprintf("uid %d: %s", c.UID, name)
+}
+
+// buildSpec turns the resolved policy into a sandbox.Spec.
+func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
+	res := p.policy
+	sum := sha256.Sum256([]byte(p.ws))
+	cache := filepath.Join(c.StateDir(), "cache", hex.EncodeToString(sum[:8]))
+	environ, _ := policy.FilterEnv(c.Env, res.EnvAllow, res.EnvDeny)
+	environ = withEnv(environ, "TMPDIR", "/tmp")
+	environ = withEnv(environ, "SANDBOXD", "1")
+	for _, kv := range [][2]string{
+		{"XDG_CACHE_HOME", filepath.Join(cache, "xdg")},
+		{"GOCACHE", filepath.Join(cache, "go-build")},
+		{"npm_config_cache", filepath.Join(cache, "npm")},
+		{"PIP_CACHE_DIR", filepath.Join(cache, "pip")},
+	} {
+		environ = withEnv(environ, kv[0], kv[1])
+	}
+	read := []string{"/"}
+	deny := append([]string(nil), res.Secrets...)
+	if res.Profile == "strict" {
+		deny = append(deny, c.Home)
+		if real, err := filepath.EvalSymlinks(c.Home); err == nil && real != c.Home {
+			deny = append(deny, real)
+		}
+		read = append(read, res.HomeAllow...)
+	}
+	for _, w := range res.Writable {
+		if w == p.ws || strings.HasPrefix(p.ws, w+"/") {
+			return sandbox.Spec{}, publicerr.New(fmt.Sprintf("writable root %s contains the workspace", w))
+		}
+	}
+	return sandbox.Spec{
+		Argv: j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
+		Writable: res.Writable, Caches: []string{cache}, Read: read, Deny: deny,
+		ListCarved: res.Profile != "strict", Protected: res.Protected,
+		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.StateDir(),
+		Isolation: res.Isolation,
+		Limits: sandbox.Limits{
+			Pids: res.Limits.Pids, Memory: int64(res.Limits.Memory),
+			FileSize: int64(res.Limits.FileSize), TmpSize: int64(res.Limits.TmpSize),
+		},
+		Timeout: j.Timeout, NoDetect: j.NoDetect, Transaction: !j.NoTransaction,
+		LayerSize: int64(res.Limits.LayerSize), RuntimeDir: c.RuntimeDir, Signals: j.Signals,
+		Stdin: j.Stdin, Stdout: j.Stdout, Stderr: j.Stderr,
+	}, nil
+}
+
+func withEnv(env []string, key, val string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, key+"="+val)
+}
+
+// newBroker builds the decision pipeline for this run: policy rules and
+// hard denies, then the job's reviewer slots.
+func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
+	var rules broker.Rules
+	for _, set := range []struct {
+		in  []string
+		out *[]broker.Rule
+	}{{p.policy.BoundaryAllow, &rules.Allow}, {p.policy.BoundaryAsk, &rules.Ask}, {p.policy.BoundaryDeny, &rules.Deny}} {
+		for _, s := range set.in {
+			rule, err := broker.ParseRule(s, c.Home)
+			if err != nil {
+				return nil, publicerr.Wrap(err, "policy: boundaries: "+err.Error())
+			}
+			*set.out = append(*set.out, rule)
+		}
+	}
+	cfg := broker.Config{
+		Rules: rules,
+		Hard: broker.HardDenies{
+			Secrets:   p.policy.Secrets,
+			Own:       []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},
+			Home:      c.Home,
+			Workspace: p.ws,
+		},
+		Grants:  r.grants,
+		Model:   j.Reviewers.Model,
+		Person:  j.Reviewers.Person,
+		Auditor: r.auditor,
+		Log:     r.log,
+		Grantable: func(req grants.Request) (bool, string) {
+			return sandbox.Grantable(string(req.Surface), string(req.Operation))
+		},
+	}
+	if j.Session != "" {
+		cfg.Breaker = broker.NewBreaker(filepath.Join(c.StateDir(), "breaker"))
+	}
+	return broker.New(cfg), nil
+}
+
+// logger is log, or a logger that discards.
+func logger(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}

@@ -1,0 +1,63 @@
+package session
+
+import (
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// Report is the --report JSON (DESIGN.md §3.1): one object per run.
+type Report struct {
+	ExitCode    int                 `json:"exit_code"`
+	Attempts    int                 `json:"attempts"`
+	LandlockABI int                 `json:"landlock_abi"`
+	NetworkMode string              `json:"network_mode"`
+	Isolation   string              `json:"isolation"`
+	Boundaries  []Boundary          `json:"boundaries"`
+	Detection   *sandbox.Detection  `json:"detection,omitempty"`
+	Degraded    []string            `json:"degraded,omitempty"`
+	Containment string              `json:"containment,omitempty"`
+	TimedOut    bool                `json:"timed_out,omitempty"`
+	Signal      int                 `json:"signal,omitempty"`
+	Persistence []sandbox.Persisted `json:"persistence,omitempty"`
+	Transaction *Transaction        `json:"transaction,omitempty"`
+	Session     string              `json:"session,omitempty"`
+	Workspace   string              `json:"workspace,omitempty"`
+	Command     []string            `json:"command,omitempty"`
+	SetupMS     float64             `json:"setup_ms,omitempty"`
+	// Error is the public sentence for a run sandboxd itself failed
+	// (exit status 125).
+	Error string `json:"error,omitempty"`
+}
+
+// Boundary is one entry of the report's boundaries.
+type Boundary struct {
+	Attempt     int              `json:"attempt"`
+	Surface     grants.Surface   `json:"surface"`
+	Operation   grants.Operation `json:"operation"`
+	Path        string           `json:"path,omitempty"`
+	Destination string           `json:"destination,omitempty"`
+	Decision    broker.Outcome   `json:"decision"`
+	Source      broker.Source    `json:"source"`
+	Rationale   string           `json:"rationale,omitempty"`
+	// Grant is what became of the allow's grant: issued, consumed,
+	// expired or rejected.
+	Grant string `json:"grant,omitempty"`
+	// Held marks a boundary decided while the attempt ran (a connection
+	// the proxy held): it neither triggers nor blocks a retry.
+	Held bool `json:"held,omitempty"`
+}
+
+// Transaction is the report's "transaction" object.
+type Transaction struct {
+	// Mode is "layer" (writes held in a copy-on-write layer, the final
+	// attempt's committed) or "none" (written straight through).
+	Mode      string `json:"mode"`
+	Why       string `json:"why,omitempty"`
+	LayerSize int64  `json:"layer_size,omitempty"`
+	// Discarded counts attempts whose layer was dropped for a retry.
+	Discarded int               `json:"discarded_attempts"`
+	Committed *layer.Outcome    `json:"committed,omitempty"`
+	Recovered []layer.Recovered `json:"recovered,omitempty"`
+}

@@ -1,0 +1,147 @@
+package session
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// allowed is a boundary whose grant the next attempt may consume.
+type allowed struct {
+	req   grants.Request
+	grant *grants.Grant
+	at    int // index in rep.Boundaries
+}
+
+// request is the boundary request a denial makes.
+func (st *run) request(d sandbox.Denial) grants.Request {
+	return grants.Request{
+		Session: st.plan.session, Cwd: st.plan.cwd, Command: st.plan.command,
+		Surface: grants.Surface(d.Surface), Operation: grants.Operation(d.Operation),
+		Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Born: d.Born, Destination: d.Destination,
+		Agent: st.job.Agent, Intent: st.job.Intent, ToolCallID: st.job.ToolCallID, Attempt: st.attempt,
+	}
+}
+
+// decide asks the broker about one denial and records the boundary.
+func (st *run) decide(ctx context.Context, d sandbox.Denial, held bool) (broker.Result, int) {
+	res := st.plan.broker.Decide(ctx, st.request(d))
+	b := Boundary{Attempt: st.attempt, Surface: grants.Surface(d.Surface), Operation: grants.Operation(d.Operation),
+		Path: d.Path, Destination: d.Destination, Decision: res.Decision.Outcome, Source: res.Decision.Source,
+		Rationale: res.Decision.Rationale, Held: held}
+	if res.Grant != nil {
+		b.Grant = "issued"
+	}
+	st.mu.Lock()
+	at := len(st.rep.Boundaries)
+	st.rep.Boundaries = append(st.rep.Boundaries, b)
+	st.mu.Unlock()
+	st.ev.Event(Event{Kind: KindBoundary, Attempt: st.attempt, Boundary: &b})
+	return res, at
+}
+
+// during decides a boundary while the attempt runs (see During).
+func (st *run) during(ctx context.Context, d sandbox.Denial) broker.Result {
+	res, _ := st.decide(ctx, d, true)
+	return res
+}
+
+// review decides every boundary the attempt reported. A retry needs at
+// least one, all allowed.
+func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
+	var granted []allowed
+	all := len(denials) > 0
+	for _, d := range denials {
+		req := st.request(d)
+		res, at := st.decide(st.ctx, d, false)
+		if res.Grant == nil {
+			all = false
+			continue
+		}
+		granted = append(granted, allowed{req: req, grant: res.Grant, at: at})
+	}
+	return granted, all
+}
+
+// consume uses each grant against the object as it is now and, when all
+// still fit, sets the next attempt's exceptions to exactly them.
+func (st *run) consume(granted []allowed) ([]int, bool) {
+	var exceptions []sandbox.Exception
+	var consumed []int
+	var shown []string
+	ok := true
+	for _, g := range granted {
+		now := currentRequest(g.req)
+		err := st.plan.broker.Consume(st.ctx, g.grant.Token, now)
+		st.mu.Lock()
+		b := &st.rep.Boundaries[g.at]
+		switch {
+		case err == nil:
+			b.Grant = "consumed"
+			consumed = append(consumed, g.at)
+			exceptions = append(exceptions, sandbox.Exception{Operation: string(now.Operation), Path: now.ResolvedPath, Ino: now.Ino, Born: now.Born})
+			shown = append(shown, string(now.Operation)+" "+now.ResolvedPath)
+		case errors.Is(err, grants.ErrExpired):
+			b.Grant = "expired"
+			ok = false
+		default:
+			b.Grant, b.Rationale = "rejected", "the grant no longer fits: "+grantMismatch(err)
+			ok = false
+		}
+		st.mu.Unlock()
+	}
+	if !ok {
+		st.ev.Event(Event{Kind: KindNotRetrying, Attempt: st.attempt,
+			Reason: "a grant no longer fits what it was given for (the object changed, or it expired)"})
+		return nil, false
+	}
+	st.ev.Event(Event{Kind: KindRetrying, Attempt: st.attempt, Exceptions: shown})
+	st.plan.spec.Exceptions = exceptions
+	return consumed, true
+}
+
+// grantMismatch says, safely, why a grant did not fit.
+func grantMismatch(err error) string {
+	switch {
+	case errors.Is(err, grants.ErrMismatch):
+		return "the request changed since the review (another object is there now)"
+	case errors.Is(err, grants.ErrSession):
+		return "the grant is for another session"
+	case errors.Is(err, grants.ErrUnknown), errors.Is(err, grants.ErrMalformed):
+		return "the grant is unknown or already used"
+	}
+	return "its use could not be recorded"
+}
+
+// staleReason is why a granted object that changed is not retried.
+const staleReason = "the granted object changed between the review and the retry, so the grant no longer applies"
+
+// staleGrants marks the consumed grants of a retry that could not start.
+func (st *run) staleGrants(consumed []int) {
+	st.mu.Lock()
+	for _, i := range consumed {
+		st.rep.Boundaries[i].Grant = "rejected"
+		st.rep.Boundaries[i].Rationale = staleReason
+	}
+	st.mu.Unlock()
+	st.ev.Event(Event{Kind: KindNotRetrying, Attempt: st.attempt, Reason: staleReason})
+}
+
+// currentRequest is req with the object's identity as it is now, so a
+// grant for a path that was replaced (a symlink swapped in, a file
+// recreated, a file to create that appeared) no longer matches.
+func currentRequest(req grants.Request) grants.Request {
+	now := req
+	now.ToolCallID, now.Attempt = "", req.Attempt+1
+	if req.Surface != grants.Filesystem {
+		return now
+	}
+	now.Ino, now.Born = 0, 0
+	if ino, born, _, ok := sandbox.Identity(req.ResolvedPath); ok {
+		now.Ino, now.Born = ino, born
+	}
+	return now
+}

@@ -1,0 +1,235 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// ExitSandboxd is the exit status when sandboxd itself failed
+// (DESIGN.md §3.1); 124, 126 and 127 come from the sandbox.
+const ExitSandboxd = 125
+
+// Sandbox runs one attempt. during decides a boundary met while the
+// attempt runs (a connection the proxy holds); it is safe to call from
+// any goroutine until Run returns.
+type Sandbox interface {
+	Run(ctx context.Context, spec sandbox.Spec, during During, log *slog.Logger) (sandbox.Result, error)
+}
+
+// During decides a boundary while its attempt runs: the decision is
+// final, recorded in the report as held, and neither triggers nor blocks
+// a retry. An allow's grant is consumed by the caller (the proxy).
+type During func(ctx context.Context, d sandbox.Denial) broker.Result
+
+// Real is the kernel sandbox.
+type Real struct{}
+
+// Run runs spec with sandbox.Run.
+func (Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Logger) (sandbox.Result, error) {
+	return sandbox.Run(ctx, spec, log)
+}
+
+// Config is what a Runner is built from.
+type Config struct {
+	// Sandbox runs attempts (nil: Real).
+	Sandbox Sandbox
+	// Grants holds issued grants (nil: a store of the Runner's own).
+	Grants *grants.Store
+	// Auditor records every decision and grant event (nil: none).
+	Auditor broker.Auditor
+	Log     *slog.Logger
+}
+
+// Runner runs jobs. It is safe for concurrent use.
+type Runner struct {
+	sandbox Sandbox
+	grants  *grants.Store
+	auditor broker.Auditor
+	log     *slog.Logger
+}
+
+// New returns a Runner.
+func New(cfg Config) *Runner {
+	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log)}
+	if r.sandbox == nil {
+		r.sandbox = Real{}
+	}
+	if r.grants == nil {
+		r.grants = grants.NewStore()
+	}
+	return r
+}
+
+// run is one Run's state.
+type run struct {
+	r      *Runner
+	ctx    context.Context
+	caller Caller
+	job    Job
+	ev     Events
+	plan   *plan
+	// mu guards rep.Boundaries, which held decisions append to from the
+	// proxy's goroutines while an attempt runs.
+	mu  sync.Mutex
+	rep *Report
+	// pending is the latest attempt's layer: dropped when a retry ran,
+	// committed when no retry follows.
+	pending *sandbox.Layer
+	attempt int
+}
+
+// Run runs job for caller and returns its report. An error means
+// sandboxd itself failed: the report then has exit status 125 and the
+// error's public sentence, and the error carries the cause for the log.
+func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report, error) {
+	if ev == nil {
+		ev = Discard{}
+	}
+	st := &run{r: r, ctx: ctx, caller: c, job: job, ev: ev,
+		rep: &Report{Boundaries: []Boundary{}, Session: job.Session, Command: job.Argv}}
+	defer func() { st.pending.Close() }()
+	p, err := r.newPlan(c, job)
+	if p != nil {
+		st.rep.Workspace = p.ws
+	}
+	if err != nil {
+		return st.failed(err)
+	}
+	st.plan = p
+	st.rep.Transaction = &Transaction{Mode: "none"}
+	// A commit a crash interrupted is finished (or rolled back) before
+	// anything new runs.
+	st.rep.Transaction.Recovered = st.recover()
+	if err := st.attempts(); err != nil {
+		return st.failed(err)
+	}
+	return st.rep, nil
+}
+
+// failed ends a run sandboxd could not complete.
+func (st *run) failed(err error) (*Report, error) {
+	st.rep.ExitCode = ExitSandboxd
+	st.rep.Error = Public(err)
+	if !publicerr.Is(err) {
+		st.r.log.Debug("sandboxd failed", "err", err)
+	}
+	return st.rep, err
+}
+
+// Public is the sentence a front end shows for a run's error: its public
+// message, or a fixed one when it has none (the cause is in the log).
+func Public(err error) string {
+	return publicerr.Message(err, "sandboxd could not run the command because of an internal error (run with -v to log the cause)")
+}
+
+// attempts runs the command until no retry follows, then commits.
+func (st *run) attempts() error {
+	var out sandbox.Result
+	var consumed []int // boundaries whose grants the current attempt uses
+	for st.attempt = 1; ; st.attempt++ {
+		prev := out
+		var err error
+		out, err = st.r.sandbox.Run(st.ctx, st.plan.spec, st.during, st.r.log)
+		st.keepLayer(out)
+		if errors.Is(err, sandbox.ErrGrantStale) {
+			// Between the review and the retry the object changed: the
+			// grant no longer applies, and nothing is retried.
+			st.staleGrants(consumed)
+			out = prev
+			break
+		}
+		st.noteIsolation(out)
+		if err != nil {
+			// The attempt before this one, if any, is the final one.
+			if cerr := st.commit(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			return st.sandboxFailed(err)
+		}
+		st.noteAttempt(out)
+		granted, allAllowed := st.review(out.Denials)
+		if !allAllowed || st.attempt > st.job.Retries {
+			break
+		}
+		var ok bool
+		if consumed, ok = st.consume(granted); !ok {
+			break
+		}
+	}
+	st.rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
+	return st.commit()
+}
+
+// sandboxFailed gives a sandbox error its public sentence.
+func (st *run) sandboxFailed(err error) error {
+	if errors.Is(err, sandbox.ErrNoIsolation) && st.plan.policy.Isolation == string(sandbox.Namespaces) {
+		return publicerr.Wrap(err, err.Error()+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`)
+	}
+	return err
+}
+
+// keepLayer makes an attempt's layer the pending one.
+func (st *run) keepLayer(out sandbox.Result) {
+	if out.Layer != nil {
+		if st.pending != nil {
+			st.pending.Close()
+			st.rep.Transaction.Discarded++
+		}
+		st.pending = out.Layer
+	}
+	if out.Transaction.Mode != "" {
+		st.rep.Transaction.Mode, st.rep.Transaction.Why = out.Transaction.Mode, out.Transaction.Why
+		if out.Transaction.Mode == "layer" {
+			st.rep.Transaction.LayerSize = st.plan.spec.LayerSize
+		}
+	}
+}
+
+// noteIsolation records how the attempt was contained.
+func (st *run) noteIsolation(out sandbox.Result) {
+	st.rep.LandlockABI = out.LandlockABI
+	st.rep.Isolation, st.rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
+	st.rep.Degraded, st.rep.Containment = out.Degraded, out.Containment
+}
+
+// noteAttempt records an attempt's outcome and tells the front end what
+// it should know about it.
+func (st *run) noteAttempt(out sandbox.Result) {
+	st.rep.Attempts = st.attempt
+	if st.attempt == 1 && out.Isolation == sandbox.LandlockOnly {
+		st.warn("isolation is landlock-only: " + strings.Join(out.Degraded, "; "))
+	}
+	if len(out.Persistence) > 0 {
+		st.ev.Event(Event{Kind: KindPersisted, Attempt: st.attempt, Workspace: st.plan.ws, Persisted: out.Persistence})
+	}
+	st.rep.ExitCode, st.rep.TimedOut, st.rep.Signal = out.ExitCode, out.TimedOut, out.Signal
+	st.rep.Persistence = append(st.rep.Persistence, out.Persistence...)
+	det := out.Detection
+	st.rep.Detection = &det
+	if out.Detection.Lost != 0 {
+		st.warn("some denials may not have been seen (" + out.Detection.Why + ")")
+	}
+	if out.TimedOut {
+		st.ev.Event(Event{Kind: KindTimedOut, Attempt: st.attempt, Reason: st.job.Timeout.String()})
+	}
+}
+
+func (st *run) warn(msg string) {
+	st.ev.Event(Event{Kind: KindWarning, Attempt: st.attempt, Reason: msg})
+}
+
+func newID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
