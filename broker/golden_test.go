@@ -1,0 +1,79 @@
+package broker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/grants"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// Every rationale the broker itself writes, one per way a request can
+// end: these sentences reach the agent, the model and the person.
+func TestRationalesGolden(t *testing.T) {
+	var buf bytes.Buffer
+	allowAll := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
+	locked := NewBreaker(t.TempDir())
+	for i := 0; i < breakerConsecutive; i++ {
+		locked.Record("s", true)
+	}
+	rules := Rules{
+		Deny:  []Rule{mustRule(t, "fs * /srv/denied/**")},
+		Allow: []Rule{mustRule(t, "fs write_file /opt/ok")},
+	}
+	hard := HardDenies{Secrets: []string{"/home/u/.ssh"}, Own: []string{"/home/u/.local/state/sandboxd"}, Home: "/home/u", Workspace: "/w"}
+	notGrantable := func(grants.Request) (bool, string) { return false, "the sandbox cannot grant this exactly" }
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		req  grants.Request
+	}{
+		{"malformed surface", Config{}, grants.Request{Session: "s", Surface: "dbus", Operation: "call"}},
+		{"malformed operation", Config{}, grants.Request{Session: "s", Surface: grants.Filesystem, Operation: "frob", Path: "/x"}},
+		{"incomplete", Config{}, grants.Request{Session: "s", Surface: grants.Network, Operation: grants.OpConnect}},
+		{"policy deny", Config{Rules: rules}, fsReq(grants.OpReadFile, "/srv/denied/x")},
+		{"policy allow", Config{Rules: rules}, fsReq(grants.OpWriteFile, "/opt/ok")},
+		{"secret", Config{Hard: hard}, fsReq(grants.OpReadFile, "/home/u/.ssh/id_rsa")},
+		{"own state", Config{Hard: hard}, fsReq(grants.OpWriteFile, "/home/u/.local/state/sandboxd/x")},
+		{"remove home", Config{Hard: hard}, fsReq(grants.OpRemoveDir, "/home/u")},
+		{"persistence", Config{Hard: hard}, fsReq(grants.OpMakeReg, "/w/.git/hooks/pre-commit")},
+		{"metadata", Config{}, netReq("169.254.169.254:80")},
+		{"not grantable", Config{Grantable: notGrantable}, fsReq(grants.OpChmod, "/opt/x")},
+		{"no reviewer", Config{}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"locked", Config{Breaker: locked, Model: allowAll}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"model failed", Config{Model: &fakeReviewer{err: errors.New("dial tcp: refused")}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"person away", Config{Person: &fakeHuman{away: true}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"person failed", Config{Person: &fakeHuman{fakeReviewer: fakeReviewer{err: errors.New("EIO")}}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"critical", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskCritical}}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"high unauthorized", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskHigh, UserAuthorization: AuthLow}}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"no risk level", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow}}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"decision unrecorded", Config{Rules: rules, Auditor: &fakeAuditor{fail: map[AuditKind]bool{AuditDecision: true}}}, fsReq(grants.OpWriteFile, "/opt/ok")},
+		{"grant unrecorded", Config{Rules: rules, Auditor: &fakeAuditor{fail: map[AuditKind]bool{AuditGrantIssued: true}}}, fsReq(grants.OpWriteFile, "/opt/ok")},
+	} {
+		tc.cfg.Grants = grants.NewStore()
+		d := New(tc.cfg).Decide(context.Background(), tc.req).Decision
+		fmt.Fprintf(&buf, "%s: %s/%s: %s\n", tc.name, d.Outcome, d.Source, d.Rationale)
+	}
+	path := filepath.Join("testdata", "rationales.golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update creates it)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("rationales differ from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
+	}
+}
