@@ -1,0 +1,68 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/sandboxd/sandboxd/sandbox/detect"
+)
+
+// collectDenials gathers the run's denials from the audit detector and
+// the observer, judged by package detect, and names each object by what
+// is there now.
+func (r *run) collectDenials() {
+	res, h := &r.res, r.h
+	if r.det != nil {
+		res.Denials, res.Detection = r.det.Collect(h.cmd.Process.Pid, time.Second)
+	}
+	if h.obs != nil && r.spec.NoDetect {
+		h.obs.Finish() // nothing was observed
+	} else if h.obs != nil {
+		judge := r.judge()
+		res.Denials = detect.Merge(res.Denials, judge.Refused(h.obs.Finish()))
+		if res.Detection.Detector == "none" {
+			res.Detection = Detection{Detector: "seccomp", Why: "no kernel audit (" + res.Detection.Why + "): every open is observed and denied reads are judged from sandboxd's copy of the policy, which matches Landlock's carve-out but may differ where file permissions deny first"}
+		} else {
+			res.Detection.Detector += "+seccomp"
+		}
+	}
+	// Name each object by what is there now (inode and birth time): the
+	// identity a grant binds to, checked again before a retry.
+	for i, d := range res.Denials {
+		if d.Surface != "filesystem" {
+			continue
+		}
+		if ino, born, _, ok := Identity(d.Path); ok {
+			res.Denials[i].Ino, res.Denials[i].Born = ino, born
+		} else {
+			res.Denials[i].Ino, res.Denials[i].Born = 0, 0
+		}
+	}
+}
+
+// judge is the run's policy as package detect judges observed calls by
+// it.
+func (r *run) judge() detect.Policy {
+	spec := &r.spec
+	writable := r.writableRoots()
+	if r.wantNS {
+		writable = append(writable, "/tmp", "/var/tmp", "/dev/shm", "/dev/pts", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+	} else {
+		writable = append(writable, r.setup.TmpDir, "/dev/null", "/dev/zero", "/dev/full")
+	}
+	var readOnly, pinned []string
+	if p := r.prepared(); p.plan != nil && r.wantNS && !r.txn {
+		for _, rel := range p.plan.readOnly {
+			readOnly = append(readOnly, filepath.Join(spec.Workspace, rel))
+		}
+		for _, rel := range p.plan.pins {
+			pinned = append(pinned, filepath.Join(spec.Workspace, rel))
+		}
+	}
+	var granted []detect.Grant
+	for _, e := range spec.Exceptions {
+		granted = append(granted, detect.Grant{Operation: e.Operation, Path: e.Path})
+	}
+	return detect.Policy{Writable: writable, ReadOnly: readOnly, Pinned: pinned, Granted: granted,
+		ReadsObserved: r.det == nil, ReadRoots: spec.Read, ReadDeny: spec.Deny, NetNS: r.wantNS}
+}

@@ -1,0 +1,212 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/sandbox/detect"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
+	"golang.org/x/sys/unix"
+)
+
+// helper is a started helper process, seen from the supervisor.
+//
+// Its goroutines: the one that started it waits for it and closes exited
+// (that thread stays locked, so the helper's parent-death signal is
+// tied to it); one relay per standard stream that is not a terminal;
+// while wait runs, the message reader; and the observer the reader
+// starts. cleanup stops and waits for all of them.
+type helper struct {
+	cmd        *exec.Cmd
+	sock       int
+	relays     sync.WaitGroup
+	homeMapped bool
+	started    time.Time // when the helper reported the command started
+	// exited is closed once the helper has been waited for; waitErr is
+	// cmd.Wait's error, set before.
+	exited  chan struct{}
+	waitErr error
+	// obs observes the command's write and connect calls; set by the
+	// message reader when the helper hands over the descriptor.
+	obs *detect.Observer
+	// layer is the workspace's copy-on-write layer, handed over by the
+	// helper once it is mounted.
+	layer *os.File
+	// shared are the writable roots the sandbox sees at their host paths.
+	shared []string
+}
+
+func startHelper(spec Spec, ns, root bool) (*helper, error) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
+	}
+	theirs := os.NewFile(uintptr(pair[1]), "sandbox-control")
+	defer theirs.Close()
+	h := &helper{sock: pair[0], exited: make(chan struct{})}
+	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
+	h.cmd = &exec.Cmd{
+		Path:        "/proc/self/exe",
+		Args:        []string{"sandboxd", wire.HelperArg},
+		Env:         []string{},
+		Dir:         "/",
+		ExtraFiles:  []*os.File{theirs},
+		SysProcAttr: h.procAttr(spec, ns, root),
+		Stdin:       spec.Stdin,
+	}
+	ours, err := h.streams(spec, ns && root)
+	if err == nil {
+		err = h.start()
+	}
+	// The helper holds its own copies of the pipes' write ends now, or
+	// never will; closing ours lets each relay end with the helper's.
+	for _, f := range ours {
+		f.Close()
+	}
+	if err != nil {
+		unix.Close(pair[0])
+		h.relays.Wait()
+		return nil, err
+	}
+	return h, nil
+}
+
+// procAttr puts the helper in the run's namespaces, mapped to the
+// command's uid, with the capabilities it needs to set them up.
+func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if !ns {
+		return attr
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	inUID, inGID, hostUID, hostGID := uid, gid, uid, gid
+	if root {
+		hostUID, hostGID = spec.HostUID, spec.HostGID
+		inUID, inGID = ownerOf(spec.Workspace)
+		if hu, _ := ownerOf(spec.Home); spec.Home != "" && hu == inUID {
+			h.homeMapped = true
+		}
+	}
+	attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
+		unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inUID, HostID: hostUID, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: inGID, HostID: hostGID, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	attr.Credential = &syscall.Credential{Uid: uint32(inUID), Gid: uint32(inGID), NoSetGroups: true}
+	// A non-zero uid inside keeps its namespace capabilities across
+	// exec only as ambient capabilities.
+	// CAP_DAC_OVERRIDE: overlayfs works in its work directory with
+	// the mounter's credentials. All of these are the namespace's,
+	// over the caller's own files only, and gone before the command.
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
+	return attr
+}
+
+// streams gives the helper the command's stdout and stderr: a terminal
+// directly, anything else through a fresh pipe owned by the command's
+// host uid (so that reopening /dev/stdout inside works), relayed to the
+// real destination. It returns the pipes' write ends, which the caller
+// closes once the helper has them.
+func (h *helper) streams(spec Spec, chown bool) ([]*os.File, error) {
+	var ours []*os.File
+	for i, w := range []io.Writer{spec.Stdout, spec.Stderr} {
+		f, direct := w.(*os.File)
+		if direct && isTerminal(f) {
+			if i == 0 {
+				h.cmd.Stdout = f
+			} else {
+				h.cmd.Stderr = f
+			}
+			continue
+		}
+		r, pw, err := os.Pipe()
+		if err != nil {
+			return ours, fmt.Errorf("sandbox: pipe: %w", err)
+		}
+		ours = append(ours, pw)
+		if chown {
+			unix.Fchown(int(pw.Fd()), spec.HostUID, spec.HostGID)
+		}
+		if i == 0 {
+			h.cmd.Stdout = pw
+		} else {
+			h.cmd.Stderr = pw
+		}
+		dst := w
+		if dst == nil {
+			dst = io.Discard
+		}
+		h.relays.Add(1)
+		go func() {
+			defer h.relays.Done()
+			io.Copy(dst, r)
+			r.Close()
+		}()
+	}
+	return ours, nil
+}
+
+// start starts the helper from a goroutine whose thread stays locked
+// until the helper is gone: Pdeathsig fires when the thread that forked
+// the helper exits.
+func (h *helper) start() error {
+	startErr := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The helper is born with no_new_privs on every thread: it is
+		// inherited from this (never unlocked) thread across clone and
+		// exec, which saves the helper a call on all of its threads.
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			startErr <- fmt.Errorf("no_new_privs: %w", err)
+			return
+		}
+		if err := h.cmd.Start(); err != nil {
+			startErr <- err
+			return
+		}
+		startErr <- nil
+		h.waitErr = h.cmd.Wait()
+		close(h.exited)
+	}()
+	if err := <-startErr; err != nil {
+		return fmt.Errorf("sandbox: start helper: %w", err)
+	}
+	return nil
+}
+
+func isNSRefusal(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) ||
+		errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EUSERS)
+}
+
+func (h *helper) kill() {
+	h.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// cleanup kills the helper (in a pid namespace, everything with it) and
+// waits for it, its relays and the observer, then releases the socket
+// and an unclaimed layer.
+func (h *helper) cleanup() {
+	h.kill()
+	<-h.exited
+	h.relays.Wait()
+	if h.obs != nil {
+		h.obs.Finish()
+	}
+	unix.Close(h.sock)
+	if h.layer != nil {
+		h.layer.Close()
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

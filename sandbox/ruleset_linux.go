@@ -1,0 +1,132 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/seccomp"
+)
+
+// prepared is the work done beside the helper's start.
+type prepared struct {
+	rs   *landlock.Ruleset
+	bpf  []byte
+	plan *persistPlan
+	err  error
+}
+
+// startPrepare builds the ruleset, loads the filter and plans the
+// persistence protection, concurrently.
+// The filter observes write-intent calls unless detection is off, and
+// reads too when there is no audit detector (observeReads).
+func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns, observeReads bool, log *slog.Logger) <-chan prepared {
+	t0 := time.Now()
+	c := make(chan prepared, 1)
+	go func() {
+		var p prepared
+		var wg sync.WaitGroup
+		var planErr, bpfErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if spec.Transaction && ns {
+				return // the commit checks persistence paths instead
+			}
+			p.plan, planErr = planPersistence(spec, persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
+		}()
+		go func() {
+			defer wg.Done()
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect})
+		}()
+		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
+		wg.Wait()
+		p.err = errors.Join(p.err, planErr, bpfErr)
+		if p.rs != nil {
+			log.Debug("prepared", "landlock_rules", p.rs.Rules(), "took_us", time.Since(t0).Microseconds())
+		}
+		c <- p
+	}()
+	return c
+}
+
+// buildRuleset creates the Landlock ruleset with the carve-out and the
+// writable roots; the helper adds its own mounts.
+func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, restrictNet bool) (*landlock.Ruleset, error) {
+	rs, err := landlock.New(sup, landlock.Options{RestrictNet: restrictNet})
+	if err != nil {
+		return nil, err
+	}
+	var carved landlock.Access
+	if spec.ListCarved {
+		carved = landlock.AccessReadDir
+	}
+	if err := rs.Carve(spec.Read, spec.Deny, landlock.ReadAccess, carved); err != nil {
+		rs.Close()
+		return nil, err
+	}
+	writable := append([]string{spec.Workspace}, spec.Writable...)
+	writable = append(writable, spec.Caches...)
+	for _, w := range writable {
+		if d, bad := landlock.Covers(w, spec.Deny); bad {
+			rs.Close()
+			return nil, fmt.Errorf("sandbox: writable root %s contains the denied path %s; Landlock cannot deny reads inside a writable root", w, d)
+		}
+		if err := rs.AddPath(w, sup.FS); err != nil {
+			rs.Close()
+			return nil, err
+		}
+	}
+	// Each granted object gets exactly its right, on its inode.
+	for _, o := range opened {
+		if err := rs.AddFD(o.fd, o.access()); err != nil {
+			rs.Close()
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
+// cachedFilter returns the compiled seccomp program, compiling it once per
+// filter version into the state directory.
+func cachedFilter(stateDir string, opts seccomp.Options) ([]byte, error) {
+	rules := seccomp.Build(opts)
+	path := filepath.Join(stateDir, "seccomp", rules.Key()+".bpf")
+	if b, err := os.ReadFile(path); err == nil && len(b) > 0 && len(b)%8 == 0 {
+		return b, nil
+	}
+	prog, err := seccomp.Compile(rules)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+		writeAtomic(path, prog)
+	}
+	return prog, nil
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,322 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/sandbox/confine"
+	"golang.org/x/sys/unix"
+)
+
+// TestMain dispatches the re-exec'd helper: Run starts /proc/self/exe,
+// which in a test is this binary, as cmd/sandboxd's main would be.
+func TestMain(m *testing.M) {
+	if confine.IsHelper(os.Args) {
+		confine.Main()
+	}
+	if confine.IsProbe(os.Args) {
+		confine.ProbeMain()
+	}
+	os.Exit(m.Run())
+}
+
+// leakDir is where the test's workspace, home and state live: not under
+// /tmp or /var/tmp, which the sandbox replaces with its own (as in the
+// integration suite).
+const leakDir = "/var/lib/sandboxd-unit"
+
+type leakEnv struct {
+	base, ws, home, state string
+}
+
+func newLeakEnv(t *testing.T) leakEnv {
+	t.Helper()
+	if err := os.MkdirAll(leakDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base, err := os.MkdirTemp(leakDir, "run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(base, 0o755)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	e := leakEnv{base: base, ws: filepath.Join(base, "ws"), home: filepath.Join(base, "home"), state: filepath.Join(base, "state")}
+	for _, d := range []string{e.ws, e.home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(e.home, 0o700)
+	os.MkdirAll(filepath.Join(e.home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(e.home, ".ssh", "id_rsa"), []byte("secret\n"), 0o600)
+	os.WriteFile(filepath.Join(e.ws, "data"), []byte("not a program\n"), 0o644)
+	return e
+}
+
+func (e leakEnv) spec(argv ...string) sandbox.Spec {
+	return sandbox.Spec{
+		Argv:        argv,
+		Env:         []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + e.home, "TMPDIR=/tmp"},
+		Dir:         e.ws,
+		Workspace:   e.ws,
+		Caches:      []string{filepath.Join(e.state, "cache")},
+		Read:        []string{"/"},
+		Deny:        []string{filepath.Join(e.home, ".ssh")},
+		ListCarved:  true,
+		Umask:       0o022,
+		Home:        e.home,
+		StateDir:    e.state,
+		Limits:      sandbox.Limits{Pids: 256, Memory: 1 << 30, FileSize: 1 << 30, TmpSize: 64 << 20},
+		Transaction: true,
+		LayerSize:   64 << 20,
+	}
+}
+
+// leakCase is one path through Run.
+type leakCase struct {
+	name string
+	spec func(e leakEnv) sandbox.Spec
+	// ctx, if set, makes the run's context (and what ends it).
+	ctx     func() (context.Context, context.CancelFunc)
+	wantErr error // errors.Is; errAny for any error
+	code    int
+	check   func(t *testing.T, res sandbox.Result, stdout, stderr string)
+}
+
+var errAny = errors.New("any error")
+
+func leakCases() []leakCase {
+	sh := func(script string) func(e leakEnv) sandbox.Spec {
+		return func(e leakEnv) sandbox.Spec { return e.spec("sh", "-c", script) }
+	}
+	with := func(f func(e leakEnv) sandbox.Spec, edit func(e leakEnv, s *sandbox.Spec)) func(e leakEnv) sandbox.Spec {
+		return func(e leakEnv) sandbox.Spec { s := f(e); edit(e, &s); return s }
+	}
+	return []leakCase{
+		{name: "success", spec: sh("true")},
+		{name: "success with a layer", spec: sh("echo hi > f"), check: func(t *testing.T, res sandbox.Result, _, _ string) {
+			if res.Layer == nil {
+				t.Error("no layer")
+			}
+		}},
+		{name: "success without a transaction", spec: with(sh("echo hi > f; mkdir -p .git/hooks"), func(_ leakEnv, s *sandbox.Spec) { s.Transaction = false })},
+		{name: "output", spec: sh("echo out; echo err >&2"), check: func(t *testing.T, _ sandbox.Result, stdout, stderr string) {
+			if stdout != "out\n" || stderr != "err\n" {
+				t.Errorf("stdout %q, stderr %q", stdout, stderr)
+			}
+		}},
+		{name: "non-zero exit", spec: sh("exit 3"), code: 3},
+		{name: "killed by a signal", spec: sh("kill -KILL $$"), code: 128 + 9},
+		{name: "command not found", spec: func(e leakEnv) sandbox.Spec { return e.spec("sandboxd-no-such-command") }, code: 127},
+		{name: "not executable", spec: func(e leakEnv) sandbox.Spec { return e.spec("./data") }, code: 126},
+		{name: "missing working directory", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) { s.Dir = filepath.Join(e.ws, "gone") }), code: 127},
+		{name: "denied write", spec: sh("echo x > /etc/sandboxd-leak-test"), code: 2, check: wantDenial("make_reg")},
+		{name: "denied write without detection", spec: with(sh("echo x > /etc/sandboxd-leak-test"), func(_ leakEnv, s *sandbox.Spec) { s.NoDetect = true }), code: 2},
+		{name: "timeout", spec: with(sh("sleep 30"), func(_ leakEnv, s *sandbox.Spec) { s.Timeout = 100 * time.Millisecond }), code: 124,
+			check: func(t *testing.T, res sandbox.Result, _, _ string) {
+				if !res.TimedOut {
+					t.Error("not TimedOut")
+				}
+			}},
+		{name: "timeout past the grace period", spec: with(sh(`trap "" TERM; sleep 30`), func(_ leakEnv, s *sandbox.Spec) {
+			s.Timeout, s.KillGrace = 100*time.Millisecond, 100*time.Millisecond
+		}), code: 124},
+		{name: "context cancelled", spec: sh("sleep 30"), code: 128 + 15, ctx: func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}},
+		{name: "context cancelled before the run", spec: sh("sleep 30"), code: 128 + 15, ctx: func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}},
+		{name: "forwarded signal", spec: with(sh("sleep 30"), func(_ leakEnv, s *sandbox.Spec) {
+			// Sent once the command runs: before the helper's
+			// signal.Notify, the Go runtime would end the helper.
+			sigs := make(chan os.Signal)
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				sigs <- syscall.SIGTERM
+			}()
+			s.Signals = sigs
+		}), code: 128 + 15},
+		// Failures before the helper starts.
+		{name: "host root without namespaces", spec: with(sh("true"), func(_ leakEnv, s *sandbox.Spec) { s.Isolation = string(sandbox.LandlockOnly) }), wantErr: errAny},
+		{name: "stale grant", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) {
+			s.Exceptions = []sandbox.Exception{{Operation: "write_file", Path: filepath.Join(e.base, "granted"), Ino: 1}}
+		}), wantErr: sandbox.ErrGrantStale},
+		// Failures after it started.
+		{name: "missing writable root", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) { s.Writable = []string{filepath.Join(e.base, "missing")} }), wantErr: errAny},
+		{name: "denied path in the workspace", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) { s.Deny = append(s.Deny, filepath.Join(e.ws, "secret")) }), wantErr: errAny},
+		{name: "helper ends without a status", spec: func(e leakEnv) sandbox.Spec { return e.spec() }, wantErr: errAny},
+		{name: "success again", spec: sh("true")},
+	}
+}
+
+func wantDenial(op string) func(t *testing.T, res sandbox.Result, _, _ string) {
+	return func(t *testing.T, res sandbox.Result, _, _ string) {
+		for _, d := range res.Denials {
+			if strings.Contains(d.Operation, op) && d.Path == "/etc/sandboxd-leak-test" {
+				return
+			}
+		}
+		t.Errorf("no %s denial for /etc/sandboxd-leak-test in %+v (detection %+v)", op, res.Denials, res.Detection)
+	}
+}
+
+// TestRunLeavesNothingRunning runs the sandbox across its paths (success,
+// failures of the command, timeouts, cancellation, failures before and
+// after the helper starts) and checks that each run leaves no goroutine
+// and no descriptor behind, and that the cannot-run line goes to the
+// run's Stderr, never sandboxd's own.
+func TestRunLeavesNothingRunning(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, id-mapped trees, cgroups and kernel audit")
+	}
+	e := newLeakEnv(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	os.WriteFile(filepath.Join(e.base, "granted"), nil, 0o644)
+	// Warm up whatever the runtime and the packages start once.
+	if _, err := leakRun(t, e, log, leakCases()[0]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range leakCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			goroutines, fds := runtime.NumGoroutine(), countFDs()
+			res, err := leakRun(t, e, log, tc)
+			// Run waits for what it started: nothing of it may still
+			// be blocked, whatever the scheduler has yet to finish.
+			if left := blockedInSandbox(); left != "" {
+				t.Errorf("goroutines of the sandbox still blocked after Run returned:\n%s", left)
+			}
+			if res.Layer != nil {
+				res.Layer.Close()
+			}
+			switch {
+			case tc.wantErr == errAny && err == nil, tc.wantErr != nil && tc.wantErr != errAny && !errors.Is(err, tc.wantErr):
+				t.Errorf("err = %v, want %v", err, tc.wantErr)
+			case tc.wantErr == nil && err != nil:
+				t.Errorf("err = %v", err)
+			}
+			if g, f := settle(goroutines, fds, 5*time.Second); g > goroutines || f > fds {
+				buf := make([]byte, 1<<20)
+				t.Errorf("after the run: %d goroutines (before %d), %d descriptors (before %d)\n%s\n%s",
+					g, goroutines, f, fds, openFDs(), buf[:runtime.Stack(buf, true)])
+			}
+		})
+	}
+}
+
+// leakRun runs one case with sandboxd's own stderr captured, and checks
+// its status and output.
+func leakRun(t *testing.T, e leakEnv, log *slog.Logger, tc leakCase) (sandbox.Result, error) {
+	var stdout, stderr bytes.Buffer
+	spec := tc.spec(e)
+	spec.Stdout, spec.Stderr = &stdout, &stderr
+	ctx, cancel := context.Background(), func() {}
+	if tc.ctx != nil {
+		ctx, cancel = tc.ctx()
+	}
+	defer cancel()
+	var res sandbox.Result
+	var err error
+	own := captureStderr(t, func() { res, err = sandbox.Run(ctx, spec, log) })
+	if own != "" {
+		t.Errorf("sandboxd's own stderr got %q", own)
+	}
+	if err == nil && res.ExitCode != tc.code {
+		t.Errorf("exit code %d, want %d (stderr %q)", res.ExitCode, tc.code, stderr.String())
+	}
+	if tc.code == 126 || tc.code == 127 {
+		if line := stderr.String(); !strings.HasPrefix(line, "sandboxd: ") || !strings.HasSuffix(line, "\n") {
+			t.Errorf("the cannot-run line on the run's stderr is %q", line)
+		}
+	}
+	if tc.name == "command not found" && !strings.Contains(stderr.String(), "command not found") {
+		t.Errorf("stderr %q does not say the command was not found", stderr.String())
+	}
+	if tc.check != nil && err == nil {
+		tc.check(t, res, stdout.String(), stderr.String())
+	}
+	return res, err
+}
+
+// captureStderr runs f with descriptor 2 on a file and returns what was
+// written there.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	tmp, err := os.CreateTemp("", "stderr-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	saved, err := unix.Dup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Dup2(int(tmp.Fd()), 2)
+	f()
+	unix.Dup2(saved, 2)
+	unix.Close(saved)
+	b, _ := os.ReadFile(tmp.Name())
+	return string(b)
+}
+
+// settle waits up to wait for the goroutine and descriptor counts to
+// come down to at most g and f, and returns them.
+func settle(g, f int, wait time.Duration) (int, int) {
+	deadline := time.Now().Add(wait)
+	for {
+		ng, nf := runtime.NumGoroutine(), countFDs()
+		if (ng <= g && nf <= f) || !time.Now().Before(deadline) {
+			return ng, nf
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func countFDs() int {
+	ents, _ := os.ReadDir("/proc/self/fd")
+	return len(ents)
+}
+
+func openFDs() string {
+	var b strings.Builder
+	ents, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range ents {
+		target, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		fmt.Fprintf(&b, "fd %s -> %s\n", e.Name(), target)
+	}
+	return b.String()
+}
+
+// blockedInSandbox returns the stacks of goroutines that run code of the
+// sandbox packages and are blocked (not running or runnable: those are
+// on their way out).
+func blockedInSandbox() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "[running]") || strings.Contains(header, "[runnable]") {
+			continue
+		}
+		if strings.Contains(g, "github.com/sandboxd/sandboxd/sandbox.") || strings.Contains(g, "github.com/sandboxd/sandboxd/sandbox/") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}

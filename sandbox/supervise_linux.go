@@ -1,0 +1,182 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/sandboxd/sandboxd/sandbox/detect"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
+	"github.com/sandboxd/sandboxd/termfilter"
+)
+
+// wait follows the helper until it exits, forwarding signals and enforcing
+// the timeout, and returns the command's status. It returns only once the
+// helper has been waited for, its message reader has ended and the relays
+// have delivered everything, and it stops every timer it started.
+func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, sig int, timedOut bool, err error) {
+	w := &watch{h: h, spec: spec, log: log, msgs: h.readMessages(log)}
+	defer w.stopTimers()
+	sigs := spec.Signals // nil: none are forwarded
+	var timeout <-chan time.Time
+	if spec.Timeout > 0 {
+		w.timeout = time.NewTimer(spec.Timeout)
+		timeout = w.timeout.C
+	}
+	done := ctx.Done()
+	for {
+		select {
+		case m, ok := <-w.msgs:
+			if !ok {
+				w.msgs = nil
+				continue
+			}
+			w.note(m)
+		case s := <-sigs:
+			h.cmd.Process.Signal(s)
+		case <-timeout:
+			w.timedOut = true
+			timeout = nil
+			log.Debug("timeout; terminating")
+			w.terminate()
+		case <-done:
+			done = nil
+			w.terminate()
+		case <-w.graceC:
+			w.graceOver()
+		case <-h.exited:
+			return w.result()
+		}
+	}
+}
+
+// watch is the state of one wait.
+type watch struct {
+	h    *helper
+	spec Spec
+	log  *slog.Logger
+	msgs chan wire.Message // nil once the reader has ended
+	// last is the helper's last Exit or Error message, if haveExit.
+	last     wire.Message
+	haveExit bool
+	timedOut bool
+	// timeout ends the command. grace, restarted each time the command
+	// is asked to end, has the helper kill it (graceC is nil when it is
+	// not running); kill, started then, kills the helper itself.
+	timeout, grace, kill *time.Timer
+	graceC               <-chan time.Time
+}
+
+func (w *watch) note(m wire.Message) {
+	switch m.Kind {
+	case wire.Started:
+		w.h.started = time.Now()
+		if m.Info != nil {
+			for _, p := range m.Info.Phases {
+				w.log.Debug("helper", "phase", p.Name, "at_us", p.US)
+			}
+		}
+	case wire.Exit, wire.Error:
+		w.last, w.haveExit = m, true
+	}
+}
+
+// terminate asks the helper to SIGTERM everything and (re)starts the
+// grace period.
+func (w *watch) terminate() {
+	wire.Send(w.h.sock, wire.Message{Kind: wire.Terminate})
+	if w.grace != nil {
+		w.grace.Stop()
+	}
+	w.grace = time.NewTimer(w.spec.KillGrace)
+	w.graceC = w.grace.C
+}
+
+// graceOver has the helper SIGKILL everything, and kills the helper
+// itself shortly after: in a pid namespace that kills everything.
+func (w *watch) graceOver() {
+	w.graceC = nil
+	wire.Send(w.h.sock, wire.Message{Kind: wire.Kill})
+	if w.kill == nil {
+		w.kill = time.AfterFunc(200*time.Millisecond, w.h.kill)
+	}
+}
+
+// stopTimers stops every timer the wait started: none may fire after it.
+func (w *watch) stopTimers() {
+	for _, t := range []*time.Timer{w.timeout, w.grace, w.kill} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// result drains what the helper said before it went (the reader ends at
+// EOF now that the helper's end is closed), waits for the relays, and
+// turns the helper's last word into the command's status.
+func (w *watch) result() (code, sig int, timedOut bool, err error) {
+	for m := range drain(w.msgs) {
+		if m.Kind == wire.Exit || m.Kind == wire.Error {
+			w.last, w.haveExit = m, true
+		}
+	}
+	w.h.relays.Wait()
+	last := w.last
+	switch {
+	case w.timedOut:
+		return 124, 0, true, nil
+	case w.haveExit && last.Kind == wire.Exit:
+		return last.Code, last.Sig, false, nil
+	case w.haveExit && last.Kind == wire.Error && (last.Code == 126 || last.Code == 127):
+		// "bash: NAME: command not found": NAME is the command's.
+		if w.spec.Stderr != nil {
+			fmt.Fprintln(w.spec.Stderr, termfilter.Escape(last.Error))
+		}
+		return last.Code, 0, false, nil
+	case w.haveExit && last.Kind == wire.Error:
+		return 0, 0, false, errors.New(last.Error)
+	}
+	return 0, 0, false, fmt.Errorf("sandbox: helper ended without a status: %v", w.h.waitErr)
+}
+
+// readMessages reads the helper's messages until its end of the socket
+// closes, then closes the channel. Descriptors are taken as they arrive:
+// the seccomp listener starts the observer at once (the helper and the
+// command stop in every observed call until it answers), the layer is
+// kept for the caller.
+func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
+	msgs := make(chan wire.Message, 4)
+	go func() {
+		defer close(msgs)
+		rcv := wire.NewReceiver(h.sock)
+		for {
+			m, fds, err := rcv.Recv()
+			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
+				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
+				fds = fds[1:]
+			}
+			if err == nil && m.Kind == wire.Layer && len(fds) == 1 && h.layer == nil {
+				h.layer = os.NewFile(uintptr(fds[0]), "layer")
+				fds = fds[1:]
+			}
+			closeAll(fds)
+			if err != nil {
+				return
+			}
+			msgs <- m
+		}
+	}()
+	return msgs
+}
+
+// drain returns c, or a closed channel when c is nil.
+func drain(c chan wire.Message) <-chan wire.Message {
+	if c == nil {
+		c = make(chan wire.Message)
+		close(c)
+	}
+	return c
+}
