@@ -33,33 +33,14 @@ type Diagnosis struct {
 // Doctor probes the kernel and the environment the way Run would use them.
 func Doctor(stateDir string) Diagnosis {
 	var d Diagnosis
-	add := func(name string, ok bool, format string, args ...any) {
-		d.Checks = append(d.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
-	}
+	add := d.add
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	add("kernel", true, "%s %s", unix.ByteSliceToString(uts.Sysname[:]), unix.ByteSliceToString(uts.Release[:]))
 	root := os.Geteuid() == 0
 	add("caller", true, "uid %d%s", os.Geteuid(), map[bool]string{true: " (root: the command runs as an unprivileged host uid through a user namespace)", false: ""}[root])
 
-	sup, err := landlock.Probe()
-	if err != nil {
-		add("landlock", false, "%v", err)
-		d.Refuses = "Landlock is unavailable; sandboxd cannot enforce its policy on this kernel"
-	} else {
-		detail := fmt.Sprintf("ABI %d, errata 0x%x", sup.ABI, sup.Errata)
-		if sup.ABI < 6 {
-			detail += "; no abstract-socket or signal scoping (needs ABI 6)"
-			d.Degraded = append(d.Degraded, "Landlock ABI < 6: no abstract unix socket or signal scoping")
-		}
-		if sup.ABI < 4 {
-			detail += "; no TCP rules (needs ABI 4)"
-		}
-		if !sup.LogFlags {
-			detail += "; no audit logging flags (needs ABI 7), boundaries are detected less exactly"
-		}
-		add("landlock", sup.ABI >= 6, "%s", detail)
-	}
+	d.checkLandlock()
 
 	if _, err := seccomp.Compile(seccomp.Build(seccomp.Options{})); err != nil {
 		add("seccomp", false, "%v", err)
@@ -113,6 +94,32 @@ func Doctor(stateDir string) Diagnosis {
 		d.Degraded = append(d.Degraded, "no namespaces: run uses isolation landlock-only (no private /tmp, /proc or /dev; no pid namespace; TCP closed by Landlock, loopback servers cannot listen)")
 	}
 	return d
+}
+
+func (d *Diagnosis) add(name string, ok bool, format string, args ...any) {
+	d.Checks = append(d.Checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+}
+
+// checkLandlock reports the Landlock ABI and what it lacks.
+func (d *Diagnosis) checkLandlock() {
+	sup, err := landlock.Probe()
+	if err != nil {
+		d.add("landlock", false, "%v", err)
+		d.Refuses = "Landlock is unavailable; sandboxd cannot enforce its policy on this kernel"
+		return
+	}
+	detail := fmt.Sprintf("ABI %d, errata 0x%x", sup.ABI, sup.Errata)
+	if sup.ABI < 6 {
+		detail += "; no abstract-socket or signal scoping (needs ABI 6)"
+		d.Degraded = append(d.Degraded, "Landlock ABI < 6: no abstract unix socket or signal scoping")
+	}
+	if sup.ABI < 4 {
+		detail += "; no TCP rules (needs ABI 4)"
+	}
+	if !sup.LogFlags {
+		detail += "; no audit logging flags (needs ABI 7), boundaries are detected less exactly"
+	}
+	d.add("landlock", sup.ABI >= 6, "%s", detail)
 }
 
 func auditReachable() bool {

@@ -63,6 +63,7 @@ type persistPlan struct {
 	since    int64                   // the run's start, as change times count it
 	history  map[string]*historySnap // repository (workspace-relative git directory) → its history files before
 	umask    uint32                  // the caller's
+	pinned   map[string]bool         // pins as a set, while planning
 }
 
 func lstatID(p string) (fileID, os.FileInfo, error) {
@@ -96,36 +97,8 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 		// moments before the run counts as the run's, which errs safe.
 		since: time.Now().Add(-50 * time.Millisecond).UnixNano(),
 		watch: map[string]fileID{}, repos: map[string]fileID{}, named: map[string]fileID{},
-		ctimes: map[string]int64{}, modes: map[string]uint32{}, acls: map[string]uint8{}, shared: map[string]uint32{}, markers: map[string]markID{}}
-	pinned := map[string]bool{}
-	pin := func(rel string) {
-		// every directory strictly between the workspace and rel, parents first
-		dir := filepath.Dir(rel)
-		var chain []string
-		for dir != "." && dir != "/" {
-			chain = append(chain, dir)
-			dir = filepath.Dir(dir)
-		}
-		for i := len(chain) - 1; i >= 0; i-- {
-			if !pinned[chain[i]] {
-				pinned[chain[i]] = true
-				p.pins = append(p.pins, chain[i])
-			}
-		}
-	}
-	protect := func(rel string) {
-		id, st, err := lstatID(filepath.Join(ws, rel))
-		if err != nil {
-			p.watch[rel] = fileID{}
-			return
-		}
-		p.watch[rel] = id
-		if st.Mode()&fs.ModeSymlink != 0 || !(st.IsDir() || st.Mode().IsRegular()) {
-			return // watched only
-		}
-		pin(rel)
-		p.readOnly = append(p.readOnly, rel)
-	}
+		ctimes: map[string]int64{}, modes: map[string]uint32{}, acls: map[string]uint8{}, shared: map[string]uint32{}, markers: map[string]markID{},
+		pinned: map[string]bool{}}
 	scan, err := persist.ScanWorkspace(ws, m, prev)
 	if err != nil {
 		return nil, err
@@ -134,106 +107,19 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 	if _, ok := p.watch[".git"]; !ok {
 		p.watch[".git"] = fileID{}
 	}
-	// What makes a directory a repository, as it is now: a directory that
-	// becomes one by a change to these loses just that change.
-	for _, mk := range []string{"HEAD", "objects", "refs", "commondir"} {
-		for _, rel := range scan.WithMark(mk) {
-			var st unix.Stat_t
-			if unix.Lstat(filepath.Join(ws, rel, mk), &st) == nil {
-				p.markers[filepath.Join(rel, mk)] = markID{st.Ino, st.Ctim.Nano()}
-			}
-		}
-	}
-	// Every .git entry, whatever it points at, is watched: a new or
-	// replaced one is checked after the run. A gitfile is bound
-	// read-only; a directory is pinned (git writes inside it), a symlink
-	// only watched.
-	for _, rel := range scan.WithMark(".git") {
-		dotgit := filepath.Join(rel, ".git")
-		id, st, err := lstatID(filepath.Join(ws, dotgit))
-		switch {
-		case err != nil:
-		case st.IsDir():
-			p.watch[dotgit] = id
-			pin(filepath.Join(dotgit, "x"))
-		default:
-			protect(dotgit)
-		}
-	}
+	p.planMarkers()
+	p.planDotgits()
 	repos := scan.Repos(ws, persist.Host{})
 	var gitDirs []string
 	for _, r := range repos {
 		gitDirs = append(gitDirs, r.GitDir)
-		rel, ok := within(ws, r.GitDir)
-		if !ok {
-			continue // a git directory outside the workspace: not ours to bind
-		}
-		id, _, err := lstatID(r.GitDir)
-		if err != nil {
-			continue
-		}
-		p.repos[rel] = id
-		if r.Dotgit {
-			p.history[rel] = snapHistory(r.GitDir)
-		}
-		// The directory itself is pinned (git writes inside it); its
-		// executable parts are bound read-only.
-		pin(filepath.Join(rel, "x"))
-		hooks := filepath.Join(r.GitDir, "hooks")
-		if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Lstat(filepath.Join(r.GitDir, "commondir")); errors.Is(err, fs.ErrNotExist) {
-				// git init creates it; an empty one keeps a hook from
-				// being planted.
-				os.Mkdir(hooks, 0o755)
-			}
-		}
-		for _, f := range append([]string{"hooks", "config"}, gitWatched()...) {
-			protect(filepath.Join(rel, f))
-		}
-		for _, f := range gitNested() {
-			nested := filepath.Join(rel, f)
-			id, st, err := lstatID(filepath.Join(ws, nested))
-			switch {
-			case err != nil:
-				p.watch[nested] = fileID{}
-			case st.IsDir():
-				p.watch[nested] = id
-				pin(filepath.Join(nested, "x"))
-			default:
-				p.watch[nested] = id
-			}
-		}
-		for _, f := range []string{"", "hooks", "config", "config.worktree"} {
-			if _, st, err := lstatID(filepath.Join(r.GitDir, f)); err == nil {
-				p.modes[filepath.Join(rel, f)] = uint32(st.Mode().Perm())
-				if st.IsDir() {
-					p.acls[filepath.Join(rel, f)] = persist.DirACL(filepath.Join(r.GitDir, f))
-				}
-			}
-		}
+		p.planRepo(r)
 	}
 	p.cfg = persist.Config{Workspace: ws, Final: persist.Host{}, Before: persist.Host{}, Names: m,
 		Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...), StartRepos: repos, StartNamed: scan.Named(ws, m),
 		Home: spec.Home, GlobalConfigs: spec.GitConfigs}
-	// What the repositories' configs (and the caller's) make hooks or
-	// config, wherever it lies: symlinked config and hooks, commondir
-	// targets, include files, core.hooksPath.
 	c := persist.NewChecker(p.cfg)
-	for _, role := range c.Roles() {
-		rel, ok := within(ws, role.Path)
-		if !ok {
-			continue
-		}
-		if role.Kind == persist.WorktreeHooks {
-			// A hooksPath that is a work tree: only its hook names.
-			for _, h := range persist.HookNames() {
-				protect(filepath.Join(rel, h))
-			}
-			continue
-		}
-		pin(rel)
-		protect(rel)
-	}
+	p.planRoles(c)
 	for _, g := range gitDirs {
 		if rel, ok := within(ws, g); ok {
 			p.shared[rel] = sharedAtStart(c, rel)
@@ -246,8 +132,154 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 			p.watch[rel] = id
 		}
 	}
-	// Protected names, at any depth.
-	for _, rel := range scan.Named(ws, m) {
+	p.planNamed()
+	sort.Strings(p.readOnly)
+	p.readOnly = slices.Compact(p.readOnly)
+	p.pinned = nil
+	return p, nil
+}
+
+// pin pins every directory strictly between the workspace and rel,
+// parents first.
+func (p *persistPlan) pin(rel string) {
+	dir := filepath.Dir(rel)
+	var chain []string
+	for dir != "." && dir != "/" {
+		chain = append(chain, dir)
+		dir = filepath.Dir(dir)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if !p.pinned[chain[i]] {
+			p.pinned[chain[i]] = true
+			p.pins = append(p.pins, chain[i])
+		}
+	}
+}
+
+// protect watches rel and, when it is a file or directory, binds it
+// read-only with the directories above it pinned.
+func (p *persistPlan) protect(rel string) {
+	id, st, err := lstatID(filepath.Join(p.ws, rel))
+	if err != nil {
+		p.watch[rel] = fileID{}
+		return
+	}
+	p.watch[rel] = id
+	if st.Mode()&fs.ModeSymlink != 0 || !(st.IsDir() || st.Mode().IsRegular()) {
+		return // watched only
+	}
+	p.pin(rel)
+	p.readOnly = append(p.readOnly, rel)
+}
+
+// planMarkers records what makes a directory a repository, as it is now:
+// a directory that becomes one by a change to these loses just that
+// change.
+func (p *persistPlan) planMarkers() {
+	for _, mk := range []string{"HEAD", "objects", "refs", "commondir"} {
+		for _, rel := range p.scan.WithMark(mk) {
+			var st unix.Stat_t
+			if unix.Lstat(filepath.Join(p.ws, rel, mk), &st) == nil {
+				p.markers[filepath.Join(rel, mk)] = markID{st.Ino, st.Ctim.Nano()}
+			}
+		}
+	}
+}
+
+// planDotgits watches every .git entry, whatever it points at: a new or
+// replaced one is checked after the run. A gitfile is bound read-only; a
+// directory is pinned (git writes inside it), a symlink only watched.
+func (p *persistPlan) planDotgits() {
+	for _, rel := range p.scan.WithMark(".git") {
+		dotgit := filepath.Join(rel, ".git")
+		id, st, err := lstatID(filepath.Join(p.ws, dotgit))
+		switch {
+		case err != nil:
+		case st.IsDir():
+			p.watch[dotgit] = id
+			p.pin(filepath.Join(dotgit, "x"))
+		default:
+			p.protect(dotgit)
+		}
+	}
+}
+
+// planRepo protects one repository of the workspace: the directory
+// itself is pinned (git writes inside it); its executable parts are
+// bound read-only; its history is copied; its modes and ACLs noted.
+func (p *persistPlan) planRepo(r persist.Repo) {
+	rel, ok := within(p.ws, r.GitDir)
+	if !ok {
+		return // a git directory outside the workspace: not ours to bind
+	}
+	id, _, err := lstatID(r.GitDir)
+	if err != nil {
+		return
+	}
+	p.repos[rel] = id
+	if r.Dotgit {
+		p.history[rel] = snapHistory(r.GitDir)
+	}
+	p.pin(filepath.Join(rel, "x"))
+	hooks := filepath.Join(r.GitDir, "hooks")
+	if _, err := os.Lstat(hooks); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Lstat(filepath.Join(r.GitDir, "commondir")); errors.Is(err, fs.ErrNotExist) {
+			// git init creates it; an empty one keeps a hook from
+			// being planted.
+			os.Mkdir(hooks, 0o755)
+		}
+	}
+	for _, f := range append([]string{"hooks", "config"}, gitWatched()...) {
+		p.protect(filepath.Join(rel, f))
+	}
+	for _, f := range gitNested() {
+		nested := filepath.Join(rel, f)
+		id, st, err := lstatID(filepath.Join(p.ws, nested))
+		switch {
+		case err != nil:
+			p.watch[nested] = fileID{}
+		case st.IsDir():
+			p.watch[nested] = id
+			p.pin(filepath.Join(nested, "x"))
+		default:
+			p.watch[nested] = id
+		}
+	}
+	for _, f := range []string{"", "hooks", "config", "config.worktree"} {
+		if _, st, err := lstatID(filepath.Join(r.GitDir, f)); err == nil {
+			p.modes[filepath.Join(rel, f)] = uint32(st.Mode().Perm())
+			if st.IsDir() {
+				p.acls[filepath.Join(rel, f)] = persist.DirACL(filepath.Join(r.GitDir, f))
+			}
+		}
+	}
+}
+
+// planRoles protects what the repositories' configs (and the caller's)
+// make hooks or config, wherever it lies: symlinked config and hooks,
+// commondir targets, include files, core.hooksPath.
+func (p *persistPlan) planRoles(c *persist.Checker) {
+	for _, role := range c.Roles() {
+		rel, ok := within(p.ws, role.Path)
+		if !ok {
+			continue
+		}
+		if role.Kind == persist.WorktreeHooks {
+			// A hooksPath that is a work tree: only its hook names.
+			for _, h := range persist.HookNames() {
+				p.protect(filepath.Join(rel, h))
+			}
+			continue
+		}
+		p.pin(rel)
+		p.protect(rel)
+	}
+}
+
+// planNamed protects the protected names, at any depth.
+func (p *persistPlan) planNamed() {
+	ws, m := p.ws, p.m
+	for _, rel := range p.scan.Named(ws, m) {
 		if link := firstLink(ws, rel); link != "" {
 			// Reached through a symlink: its target is protected as a
 			// role (above); the link itself is watched.
@@ -272,11 +304,8 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 		if _, inTree := persist.InPackageTree(rel, at); inTree {
 			continue // a package manager updates its own tree
 		}
-		protect(rel)
+		p.protect(rel)
 	}
-	sort.Strings(p.readOnly)
-	p.readOnly = slices.Compact(p.readOnly)
-	return p, nil
 }
 
 // sharedAtStart is what group/other write the repository rel may keep.
@@ -317,75 +346,22 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	// What the rules say, with the workspace as it is now and, before,
 	// what the scan at the start saw.
 	cfg.Before = newSnapFS(start.Tree(p.ws), p.history)
-	var out []Persisted
-	var gone []string
-	var errs []error
-	listed := map[string]bool{}
+	st := &sweepState{quarantine: quarantine, listed: map[string]bool{}}
 	var after *persist.Scan
 	var lastChecker *persist.Checker // the rules as the last pass saw the workspace
 	for pass := 0; ; pass++ {
 		var err error
 		after, err = scanner.Scan(p.ws, start)
 		if err != nil {
-			return out, errors.Join(append(errs, err)...)
+			return st.out, errors.Join(append(st.errs, err)...)
 		}
 		if pass == maxPasses {
-			errs = append(errs, errors.New("the workspace kept changing under the persistence sweep"))
+			st.errs = append(st.errs, errors.New("the workspace kept changing under the persistence sweep"))
 			break
 		}
 		c := persist.NewChecker(cfg)
 		lastChecker = c
-		cands, notes := p.candidates(after, c)
-		for _, n := range notes {
-			if !listed[n.Path] {
-				listed[n.Path] = true
-				out = append(out, n)
-			}
-		}
-		moved := 0
-		for _, cd := range cands {
-			if under(cd.rel, gone) {
-				continue // it went with a directory above it
-			}
-			var v persist.Verdict
-			target := cd.rel
-			switch {
-			case cd.repo:
-				v, target = p.judgeRepo(c, cd.rel, start)
-			case cd.why != "":
-				v = persist.Verdict{Action: persist.Refuse, Why: cd.why}
-			default:
-				v = judgeTree(c, p.ws, cd.rel)
-			}
-			switch v.Action {
-			case persist.Keep:
-				continue
-			case persist.List:
-				if !listed[cd.rel] {
-					listed[cd.rel] = true
-					out = append(out, Persisted{Path: cd.rel, Action: "listed", Why: v.Why})
-				}
-				continue
-			}
-			for _, t := range strings.Split(target, "\x00") {
-				if under(t, gone) {
-					continue
-				}
-				q, err := quarantineEntry(p.ws, t, quarantine)
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				gone = append(gone, t)
-				moved++
-				act := "quarantined"
-				if q == "" {
-					act = "removed"
-				}
-				out = append(out, Persisted{Path: t, Action: act, Why: v.Why, Quarantine: q})
-			}
-		}
-		if moved == 0 {
+		if p.sweepPass(after, c, st) == 0 {
 			break
 		}
 	}
@@ -395,12 +371,105 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	if hc == nil {
 		hc = persist.NewChecker(cfg)
 	}
+	p.restoreHistory(hc, st)
+	narrowed := p.narrow(after, st.gone)
+	st.out = append(st.out, narrowed...)
+	// What the plan read afresh is new to the remembered scan too; after
+	// a move (or a mode put back) the workspace is scanned once more.
+	if len(st.gone) > 0 || len(narrowed) > 0 {
+		if err := rescan(p, after); err != nil {
+			st.errs = append(st.errs, err)
+		}
+	} else {
+		after.MarkFresh()
+		p.scan = after
+	}
+	sort.SliceStable(st.out, func(a, b int) bool { return st.out[a].Path < st.out[b].Path })
+	return st.out, errors.Join(st.errs...)
+}
+
+// sweepState is what the passes of one sweep have done so far.
+type sweepState struct {
+	quarantine string
+	out        []Persisted
+	gone       []string // moved out of the workspace
+	errs       []error
+	listed     map[string]bool
+}
+
+// sweepPass judges what is new since the start, as the workspace is
+// after, and moves out what the rules refuse. It returns how many
+// entries it moved.
+func (p *persistPlan) sweepPass(after *persist.Scan, c *persist.Checker, st *sweepState) int {
+	cands, notes := p.candidates(after, c)
+	for _, n := range notes {
+		if !st.listed[n.Path] {
+			st.listed[n.Path] = true
+			st.out = append(st.out, n)
+		}
+	}
+	moved := 0
+	for _, cd := range cands {
+		if under(cd.rel, st.gone) {
+			continue // it went with a directory above it
+		}
+		var v persist.Verdict
+		target := cd.rel
+		switch {
+		case cd.repo:
+			v, target = p.judgeRepo(c, cd.rel, p.scan)
+		case cd.why != "":
+			v = persist.Verdict{Action: persist.Refuse, Why: cd.why}
+		default:
+			v = judgeTree(c, p.ws, cd.rel)
+		}
+		switch v.Action {
+		case persist.Keep:
+			continue
+		case persist.List:
+			if !st.listed[cd.rel] {
+				st.listed[cd.rel] = true
+				st.out = append(st.out, Persisted{Path: cd.rel, Action: "listed", Why: v.Why})
+			}
+			continue
+		}
+		moved += p.quarantine(strings.Split(target, "\x00"), v.Why, st)
+	}
+	return moved
+}
+
+// quarantine moves each target out of the workspace.
+func (p *persistPlan) quarantine(targets []string, why string, st *sweepState) int {
+	moved := 0
+	for _, t := range targets {
+		if under(t, st.gone) {
+			continue
+		}
+		q, err := quarantineEntry(p.ws, t, st.quarantine)
+		if err != nil {
+			st.errs = append(st.errs, err)
+			continue
+		}
+		st.gone = append(st.gone, t)
+		moved++
+		act := "quarantined"
+		if q == "" {
+			act = "removed"
+		}
+		st.out = append(st.out, Persisted{Path: t, Action: act, Why: why, Quarantine: q})
+	}
+	return moved
+}
+
+// restoreHistory puts back the history files of each repository whose
+// new history the rules refuse.
+func (p *persistPlan) restoreHistory(hc *persist.Checker, st *sweepState) {
 	for rel, snap := range p.history {
-		if under(rel, gone) || !snap.changed() {
+		if under(rel, st.gone) || !snap.changed() {
 			continue
 		}
 		why := hc.History(rel)
-		for _, g := range gone {
+		for _, g := range st.gone {
 			// A link moved out from where git keeps history (refs/ as a
 			// symlink) leaves a hole the snapshot fills.
 			if sub, ok := strings.CutPrefix(g, rel+"/"); ok && persist.HistoryFile(sub) && why == "" {
@@ -409,33 +478,25 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 		}
 		if why != "" {
 			if err := snap.restore(); err != nil {
-				errs = append(errs, fmt.Errorf("restore the history of %s: %w", rel, err))
+				st.errs = append(st.errs, fmt.Errorf("restore the history of %s: %w", rel, err))
 			}
-			out = append(out, Persisted{Path: rel, Action: "restored", Why: why + "; its refs, index and reflogs were put back as they were before the run"})
+			st.out = append(st.out, Persisted{Path: rel, Action: "restored", Why: why + "; its refs, index and reflogs were put back as they were before the run"})
 		}
 	}
-	narrowed := p.narrow(after, gone)
-	out = append(out, narrowed...)
-	// What the plan read afresh is new to the remembered scan too; after
-	// a move (or a mode put back) the workspace is scanned once more.
-	if len(gone) > 0 || len(narrowed) > 0 {
-		if err := rescan(p, after); err != nil {
-			errs = append(errs, err)
-		}
-	} else {
-		after.MarkFresh()
-		p.scan = after
-	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].Path < out[b].Path })
-	return out, errors.Join(errs...)
 }
 
 // candidates lists what is new in the workspace since the start and may
 // matter, and the instruction files to list.
 func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]candidate, []Persisted) {
-	ws, start := p.ws, p.scan
+	ws := p.ws
 	var cands []candidate
-	var notes []Persisted
+	add := func(c candidate) { cands = append(cands, c) }
+	// changed adds rel when what is there is not what was watched there.
+	changed := func(rel string) {
+		if id, _, err := lstatID(filepath.Join(ws, rel)); err == nil && p.watch[rel] != id {
+			add(candidate{rel: rel})
+		}
+	}
 	for rel, before := range p.watch {
 		now, _, err := lstatID(filepath.Join(ws, rel))
 		if err != nil {
@@ -454,14 +515,28 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 			cands = append(cands, candidate{rel: dotgit})
 		}
 	}
+	p.repoCandidates(after, c, add, changed)
+	notes := p.namedCandidates(after, add, changed)
+	for _, rel := range after.Redirects(ws, p.m) {
+		changed(rel)
+	}
+	p.uncheckable(after, add)
+	sort.Slice(cands, func(a, b int) bool { return cands[a].rel < cands[b].rel })
+	return cands, notes
+}
+
+// repoCandidates are the repositories that are new or replaced, the
+// caller's own relative hooks in each work tree, and symlinks the run
+// made inside a repository that was there (refs/, logs/, info/ pointing
+// elsewhere: a change the watched paths do not see). add and changed
+// add to what candidates returns.
+func (p *persistPlan) repoCandidates(after *persist.Scan, c *persist.Checker, add func(candidate), changed func(string)) {
+	ws := p.ws
 	for _, r := range after.Repos(ws, persist.Host{}) {
 		if r.Dotgit {
 			// Your own relative core.hooksPath, in every work tree.
 			for _, h := range c.GlobalHooks() {
-				hp := filepath.Join(r.At, h)
-				if id, _, err := lstatID(filepath.Join(ws, hp)); err == nil && p.watch[hp] != id {
-					cands = append(cands, candidate{rel: hp})
-				}
+				changed(filepath.Join(r.At, h))
 			}
 		}
 		if r.Gitfile {
@@ -472,28 +547,30 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 			continue
 		}
 		if id, _, err := lstatID(r.GitDir); err == nil && p.repos[rel] != id {
-			cands = append(cands, candidate{rel: rel, repo: true})
+			add(candidate{rel: rel, repo: true})
 			continue
 		}
-		// In a repository that was there: a symlink the run made inside
-		// it (refs/, logs/, info/ pointing elsewhere) is a change the
-		// watched paths do not see.
 		walkGitDir(r.GitDir, p.since, func(path string, d fs.DirEntry) {
 			if d.Type()&fs.ModeSymlink != 0 {
 				var st unix.Stat_t
 				if unix.Lstat(path, &st) == nil && st.Ctim.Nano() >= p.since {
 					lrel, _ := filepath.Rel(ws, path)
-					cands = append(cands, candidate{rel: lrel})
+					add(candidate{rel: lrel})
 				}
 			}
 		})
 	}
+}
+
+// namedCandidates are protected names that are new or replaced, and the
+// instruction files that changed, to list.
+func (p *persistPlan) namedCandidates(after *persist.Scan, add func(candidate), changed func(string)) []Persisted {
+	ws := p.ws
+	var notes []Persisted
 	for _, rel := range after.Named(ws, p.m) {
 		// A name reached through a new symlink: the symlink is the change.
 		if link := firstLink(ws, rel); link != "" {
-			if id, _, err := lstatID(filepath.Join(ws, link)); err == nil && p.watch[link] != id {
-				cands = append(cands, candidate{rel: link})
-			}
+			changed(link)
 			continue
 		}
 		id, st, err := lstatID(filepath.Join(ws, rel))
@@ -508,16 +585,16 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 			continue
 		}
 		if p.named[rel] != id {
-			cands = append(cands, candidate{rel: rel})
+			add(candidate{rel: rel})
 		}
 	}
-	for _, rel := range after.Redirects(ws, p.m) {
-		if id, _, err := lstatID(filepath.Join(ws, rel)); err == nil && p.watch[rel] != id {
-			cands = append(cands, candidate{rel: rel})
-		}
-	}
-	// What the scan could not follow, it cannot clear: the highest new
-	// directory on the way goes.
+	return notes
+}
+
+// uncheckable: what the scan could not follow, it cannot clear: the
+// highest new directory on the way goes.
+func (p *persistPlan) uncheckable(after *persist.Scan, add func(candidate)) {
+	start := p.scan
 	for _, rel := range append(append([]string(nil), after.TooDeep...), after.Unread...) {
 		if slices.Contains(start.TooDeep, rel) || slices.Contains(start.Unread, rel) {
 			continue
@@ -533,10 +610,8 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 		if top == "" {
 			top = rel
 		}
-		cands = append(cands, candidate{rel: top, why: why})
+		add(candidate{rel: top, why: why})
 	}
-	sort.Slice(cands, func(a, b int) bool { return cands[a].rel < cands[b].rel })
-	return cands, notes
 }
 
 // firstLink returns the first element of rel (workspace-relative) that is

@@ -1,0 +1,34 @@
+// Package sandbox is the supervisor side of one sandboxed run: what a
+// long-lived process (the CLI today, the daemon later) calls to run one
+// command in a sandbox and learn what it did.
+//
+// It owns, for one Run: the plan (landlock support, the cgroup, the audit
+// detector, the granted objects, whether a copy-on-write layer is
+// possible); starting the re-exec'd helper (package confine) in the
+// run's namespaces and handing it, over the control socket (package
+// wire), the id-mapped trees, the Landlock ruleset, the compiled seccomp
+// filter and the persistence binds it prepared meanwhile; watching the
+// helper (timeout, cancellation, the signals the caller forwards);
+// collecting the denials (package detect); and, without a layer, sweeping
+// the persistence paths the command left. Doctor probes the same things
+// without running a command. Files are named for their part of the run:
+// run_linux.go (Run and its steps), helper_start_linux.go,
+// setup_linux.go, ruleset_linux.go, supervise_linux.go, denials_linux.go,
+// persist.go and history.go.
+//
+// Everything Run starts (the helper and the goroutine waiting for it,
+// the stream relays, the message reader, the observer, the audit reader,
+// the preparation beside the helper's start, every timer) is stopped and
+// waited for before it returns, on every path; run_test.go checks it.
+//
+// The package never calls signal.Notify (the caller decides which
+// signals reach the command, through Spec.Signals; the helper is the
+// only place that handles signals for the command's tree), never reads
+// sandboxd's own environment or working directory (everything comes in
+// through the Spec), and never writes to os.Stdout or os.Stderr (the
+// command's streams and the cannot-run line go to Spec.Stdout and
+// Spec.Stderr; diagnostics to the *slog.Logger). It never imports the
+// helper (confine), broker, review, session, netproxy, the grants store,
+// openai-go, net/http or any other HTTP client; deps_test.go enforces
+// what a test can see of that.
+package sandbox
