@@ -15,10 +15,11 @@ const module = "github.com/sandboxd/sandboxd"
 
 // forbiddenDeps are what the supervisor side (sandbox, detect, wire) must
 // never import, directly or not: the helper, the decision side, any HTTP
-// client.
+// client. grants is imported for the boundary vocabulary only (Surface,
+// Operation); forbiddenUses keeps the grant store and requests out.
 var forbiddenDeps = []string{
 	module + "/sandbox/confine",
-	module + "/broker", module + "/review", module + "/session", module + "/netproxy", module + "/grants",
+	module + "/broker", module + "/review", module + "/session", module + "/netproxy",
 	"github.com/openai/openai-go", "net/http",
 }
 
@@ -29,6 +30,9 @@ var forbiddenUses = map[string]bool{
 	"signal.Notify": true, "signal.NotifyContext": true, "signal.Ignore": true, "signal.Reset": true,
 	"os.Getenv": true, "os.LookupEnv": true, "os.Environ": true, "os.Getwd": true, "os.Chdir": true,
 	"os.Stdout": true, "os.Stderr": true, "os.Stdin": true,
+	// The sandbox enforces and reports; issuing, storing and consuming
+	// grants is the broker's.
+	"grants.NewStore": true, "grants.Store": true, "grants.Grant": true, "grants.Request": true,
 }
 
 func supervisorDirs() []string { return []string{".", "detect", "internal/wire"} }

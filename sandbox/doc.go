@@ -28,7 +28,9 @@
 // through the Spec), and never writes to os.Stdout or os.Stderr (the
 // command's streams and the cannot-run line go to Spec.Stdout and
 // Spec.Stderr; diagnostics to the *slog.Logger). It never imports the
-// helper (confine), broker, review, session, netproxy, the grants store,
-// openai-go, net/http or any other HTTP client; deps_test.go enforces
-// what a test can see of that.
+// helper (confine), broker, review, session, netproxy, openai-go,
+// net/http or any other HTTP client; of grants it uses only the boundary
+// vocabulary (Surface, Operation: denials and exceptions are named in
+// it), never the store or a request. deps_test.go enforces what a test
+// can see of that.
 package sandbox

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/grants"
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/landlock"
@@ -13,7 +14,7 @@ import (
 // operation on one object, identified by its path and inode.
 type Exception struct {
 	// Operation is read_file, execute, write_file, truncate or make_reg.
-	Operation string
+	Operation grants.Operation
 	// Path is the resolved absolute path (no symlink on the way).
 	Path string
 	// Dev, Ino and Born (birth time, ns) identify the object the grant
@@ -53,8 +54,8 @@ var ErrNotGrantable = errors.New("not grantable exactly")
 
 // Grantable reports whether an operation can be granted exactly, and why
 // not.
-func Grantable(surface, op string) (bool, string) {
-	if surface != "filesystem" {
+func Grantable(surface grants.Surface, op grants.Operation) (bool, string) {
+	if surface != grants.Filesystem {
 		return false, "network grants arrive with the egress proxy; the sandbox has no way out yet"
 	}
 	switch op {
@@ -63,7 +64,7 @@ func Grantable(surface, op string) (bool, string) {
 	case "chmod", "chown", "utime", "xattr":
 		return false, "Landlock does not restrict metadata, so a writable mount for it would allow every metadata change"
 	default:
-		return false, "Landlock grants " + op + " for a whole directory, which is more than one object"
+		return false, "Landlock grants " + string(op) + " for a whole directory, which is more than one object"
 	}
 }
 
@@ -105,7 +106,7 @@ func openExceptions(es []Exception) ([]openedException, error) {
 		return nil, err
 	}
 	for _, e := range es {
-		if ok, why := Grantable("filesystem", e.Operation); !ok {
+		if ok, why := Grantable(grants.Filesystem, e.Operation); !ok {
 			return fail(fmt.Errorf("sandbox: %s %s: %w: %s", e.Operation, e.Path, ErrNotGrantable, why))
 		}
 		if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path {

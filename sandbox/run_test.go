@@ -167,7 +167,7 @@ func leakCases() []leakCase {
 func wantDenial(op string) func(t *testing.T, res sandbox.Result, _, _ string) {
 	return func(t *testing.T, res sandbox.Result, _, _ string) {
 		for _, d := range res.Denials {
-			if strings.Contains(d.Operation, op) && d.Path == "/etc/sandboxd-leak-test" {
+			if strings.Contains(string(d.Operation), op) && d.Path == "/etc/sandboxd-leak-test" {
 				return
 			}
 		}

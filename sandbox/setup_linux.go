@@ -117,7 +117,7 @@ func (r *run) mapTrees(setup *wire.SetupMsg) ([]int, error) {
 	}
 	setup.Skeleton = skeletonDirs(setup.Attach, spec.HostUID, spec.HostGID)
 	for _, o := range r.opened {
-		fd, err := wire.GrantTree(o.fd, o.Path, o.Operation, userns)
+		fd, err := wire.GrantTree(o.fd, o.Path, string(o.Operation), userns)
 		if err != nil {
 			return trees, err
 		}
@@ -133,7 +133,7 @@ func (r *run) cloneTrees(setup *wire.SetupMsg) {
 	setup.Mask = maskedDirs(r.spec.RuntimeDir)
 	setup.Clone = r.writableRoots()
 	for _, o := range r.opened {
-		setup.ExceptionBinds = append(setup.ExceptionBinds, wire.ExceptionBind{Operation: o.Operation, Path: o.Path, Dev: o.Dev, Ino: o.Ino})
+		setup.ExceptionBinds = append(setup.ExceptionBinds, wire.ExceptionBind{Operation: string(o.Operation), Path: o.Path, Dev: o.Dev, Ino: o.Ino})
 	}
 }
 

@@ -158,7 +158,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Auditor: r.auditor,
 		Log:     r.log,
 		Grantable: func(req grants.Request) (bool, string) {
-			return sandbox.Grantable(string(req.Surface), string(req.Operation))
+			return sandbox.Grantable(req.Surface, req.Operation)
 		},
 	}
 	if j.Session != "" {

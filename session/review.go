@@ -20,7 +20,7 @@ type allowed struct {
 func (st *run) request(d sandbox.Denial) grants.Request {
 	return grants.Request{
 		Session: st.plan.session, Cwd: st.plan.cwd, Command: st.plan.command,
-		Surface: grants.Surface(d.Surface), Operation: grants.Operation(d.Operation),
+		Surface: d.Surface, Operation: d.Operation,
 		Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Born: d.Born, Destination: d.Destination,
 		Agent: st.job.Agent, Intent: st.job.Intent, ToolCallID: st.job.ToolCallID, Attempt: st.attempt,
 	}
@@ -29,7 +29,7 @@ func (st *run) request(d sandbox.Denial) grants.Request {
 // decide asks the broker about one denial and records the boundary.
 func (st *run) decide(ctx context.Context, d sandbox.Denial, held bool) (broker.Result, int) {
 	res := st.plan.broker.Decide(ctx, st.request(d))
-	b := Boundary{Attempt: st.attempt, Surface: grants.Surface(d.Surface), Operation: grants.Operation(d.Operation),
+	b := Boundary{Attempt: st.attempt, Surface: d.Surface, Operation: d.Operation,
 		Path: d.Path, Destination: d.Destination, Decision: res.Decision.Outcome, Source: res.Decision.Source,
 		Rationale: res.Decision.Rationale, Held: held}
 	if res.Grant != nil {
@@ -82,7 +82,7 @@ func (st *run) consume(granted []allowed) ([]int, bool) {
 		case err == nil:
 			b.Grant = "consumed"
 			consumed = append(consumed, g.at)
-			exceptions = append(exceptions, sandbox.Exception{Operation: string(now.Operation), Path: now.ResolvedPath, Ino: now.Ino, Born: now.Born})
+			exceptions = append(exceptions, sandbox.Exception{Operation: now.Operation, Path: now.ResolvedPath, Ino: now.Ino, Born: now.Born})
 			shown = append(shown, string(now.Operation)+" "+now.ResolvedPath)
 		case errors.Is(err, grants.ErrExpired):
 			b.Grant = "expired"

@@ -50,7 +50,7 @@ func newWorld(t *testing.T) world {
 	return w
 }
 
-func fsDenial(op, path string) sandbox.Denial {
+func fsDenial(op grants.Operation, path string) sandbox.Denial {
 	return sandbox.Denial{Surface: "filesystem", Operation: op, Path: path}
 }
 

@@ -1,15 +1,19 @@
 package detect
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sandboxd/sandboxd/grants"
+)
 
 // Denial is one access the kernel refused, exactly as Landlock reported
 // it.
 type Denial struct {
-	// Surface is "filesystem" or "network".
-	Surface string `json:"surface"`
+	// Surface is filesystem or network.
+	Surface grants.Surface `json:"surface"`
 	// Operation is the Landlock right without its prefix: read_file,
 	// write_file, make_reg, remove_dir, execute, ..., or connect/bind.
-	Operation string `json:"operation"`
+	Operation grants.Operation `json:"operation"`
 	// Path is the object for filesystem denials; for creation and removal
 	// Landlock names the parent directory.
 	Path string `json:"path,omitempty"`
@@ -43,5 +47,5 @@ func (d Denial) String() string {
 
 // key is what makes two denials the same one.
 func (d Denial) key() string {
-	return d.Surface + "\x00" + d.Operation + "\x00" + d.Path + "\x00" + d.Destination
+	return string(d.Surface) + "\x00" + string(d.Operation) + "\x00" + d.Path + "\x00" + d.Destination
 }

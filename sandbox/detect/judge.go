@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"github.com/sandboxd/sandboxd/grants"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -40,12 +41,12 @@ type Policy struct {
 
 // Grant is one granted exception: Operation on the object at Path.
 type Grant struct {
-	Operation string
+	Operation grants.Operation
 	Path      string
 }
 
 // covers reports whether the grant allows op on its object.
-func (g Grant) covers(op string) bool {
+func (g Grant) covers(op grants.Operation) bool {
 	switch g.Operation {
 	case "make_reg":
 		return op == "make_reg" || op == "write_file" || op == "truncate"
@@ -76,7 +77,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() && i.Inside {
 			return Denial{}, false // a server inside the sandbox
 		}
-		return Denial{Surface: "network", Operation: "connect", Destination: i.Destination}, true
+		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: i.Destination}, true
 	}
 	var denied bool
 	switch i.Op {
@@ -103,7 +104,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 	if !denied || noiseReads[i.Path] {
 		return Denial{}, false
 	}
-	return Denial{Surface: "filesystem", Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}, true
+	return Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}, true
 }
 
 // under reports whether p is at or below one of roots.
@@ -172,7 +173,7 @@ var noiseReads = map[string]bool{
 	"/proc/filesystems": true,
 }
 
-func noise(d Denial) bool { return d.Surface == "filesystem" && noiseReads[d.Path] }
+func noise(d Denial) bool { return d.Surface == grants.Filesystem && noiseReads[d.Path] }
 
 // isProbe reports whether a record is the helper's deliberate denial
 // (confine's probeDomain writing /proc/self/comm), which announces the
@@ -195,13 +196,13 @@ func denialOf(r landlock.Record, blocker string) (Denial, bool) {
 	}
 	switch kind {
 	case "fs":
-		return Denial{Surface: "filesystem", Operation: op, Path: r.Path, Dev: r.Dev, Ino: r.Ino}, r.Path != ""
+		return Denial{Surface: grants.Filesystem, Operation: grants.Operation(op), Path: r.Path, Dev: r.Dev, Ino: r.Ino}, r.Path != ""
 	case "net":
 		name := map[string]string{"connect_tcp": "connect", "bind_tcp": "bind", "connect_send_udp": "connect", "bind_udp": "bind"}[op]
 		if name == "" {
 			name = op
 		}
-		return Denial{Surface: "network", Operation: name, Destination: net.JoinHostPort(r.Daddr, strconv.Itoa(r.Dest))}, r.Daddr != ""
+		return Denial{Surface: grants.Network, Operation: grants.Operation(name), Destination: net.JoinHostPort(r.Daddr, strconv.Itoa(r.Dest))}, r.Daddr != ""
 	}
 	return Denial{}, false
 }

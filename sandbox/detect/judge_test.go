@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/landlock"
 )
 
@@ -25,7 +26,7 @@ func policy() Policy {
 }
 
 func TestRefused(t *testing.T) {
-	fs := func(op, path string) []Denial {
+	fs := func(op grants.Operation, path string) []Denial {
 		return []Denial{{Surface: "filesystem", Operation: op, Path: path, Ino: 7}}
 	}
 	for _, tc := range []struct {
