@@ -14,6 +14,11 @@ func (r *run) collectDenials() {
 	res, h := &r.res, r.h
 	if r.det != nil {
 		res.Denials, res.Detection = r.det.Collect(h.cmd.Process.Pid, time.Second)
+		if h.neverRan && res.Detection.Lost == -1 {
+			// The helper could not start the command (126, 127), maybe
+			// before it confined itself: no domain, and nothing lost.
+			res.Detection.Lost, res.Detection.Why = 0, "the command never started"
+		}
 	}
 	if h.obs != nil && r.spec.NoDetect {
 		h.obs.Finish() // nothing was observed

@@ -29,6 +29,9 @@ type helper struct {
 	relays     sync.WaitGroup
 	homeMapped bool
 	started    time.Time // when the helper reported the command started
+	// neverRan is set when the helper reported that the command could not
+	// be run (126, 127): no process of it existed.
+	neverRan bool
 	// exited is closed once the helper has been waited for; waitErr is
 	// cmd.Wait's error, set before.
 	exited  chan struct{}
@@ -209,4 +212,14 @@ func (h *helper) cleanup() {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// errnoText is the kernel's reason inside err (its errno's text), or a
+// fixed phrase: the rest of err names sandboxd's internals.
+func errnoText(err error) string {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return "the kernel refused to create them"
 }

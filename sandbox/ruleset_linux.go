@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,7 +63,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, restrictNet bool) (*landlock.Ruleset, error) {
 	rs, err := landlock.New(sup, landlock.Options{RestrictNet: restrictNet})
 	if err != nil {
-		return nil, err
+		return nil, publicerr.Wrap(err, "cannot enforce the policy on this kernel: "+err.Error())
 	}
 	var carved landlock.Access
 	if spec.ListCarved {
@@ -76,7 +78,7 @@ func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, re
 	for _, w := range writable {
 		if d, bad := landlock.Covers(w, spec.Deny); bad {
 			rs.Close()
-			return nil, fmt.Errorf("sandbox: writable root %s contains the denied path %s; Landlock cannot deny reads inside a writable root", w, d)
+			return nil, publicerr.New(fmt.Sprintf("writable root %s contains the denied path %s; Landlock cannot deny reads inside a writable root", w, d))
 		}
 		if err := rs.AddPath(w, sup.FS); err != nil {
 			rs.Close()
@@ -106,27 +108,8 @@ func cachedFilter(stateDir string, opts seccomp.Options) ([]byte, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-		writeAtomic(path, prog)
+		// Synced: a filter cut short by a power loss must not be loaded.
+		atomicfile.WriteFileSync(path, prog, 0o600)
 	}
 	return prog, nil
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -99,7 +100,7 @@ func (r *run) plan() error {
 	unix.ClockGettime(unix.CLOCK_REALTIME, &r.started)
 	sup, err := landlock.Probe()
 	if err != nil {
-		return err
+		return publicerr.Wrap(err, "cannot enforce the policy on this kernel: "+err.Error())
 	}
 	r.sup = sup
 	r.res.LandlockABI = sup.ABI
@@ -113,7 +114,7 @@ func (r *run) plan() error {
 	}
 	r.wantNS = spec.Isolation != string(LandlockOnly)
 	if !r.wantNS && r.root {
-		return fmt.Errorf("sandbox: refusing to run as host root without a user namespace (isolation %q)", spec.Isolation)
+		return publicerr.New(fmt.Sprintf("refusing to run as host root without a user namespace (isolation %q)", spec.Isolation))
 	}
 	r.runID = newRunID()
 	if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
@@ -218,7 +219,8 @@ func (r *run) start() error {
 	if err != nil {
 		r.dropPrepared()
 		if errors.Is(err, ErrNoIsolation) || isNSRefusal(err) {
-			return fmt.Errorf("%w: %v", ErrNoIsolation, err)
+			// The kernel's reason (an errno) is the whole story here.
+			return publicerr.Wrap(fmt.Errorf("%w: %v", ErrNoIsolation, err), "namespaces are unavailable here ("+errnoText(err)+")")
 		}
 		return err
 	}

@@ -151,6 +151,12 @@ func leakCases() []leakCase {
 			}()
 			s.Signals = sigs
 		}), code: 128 + 15},
+		{name: "signal before the command started", spec: with(sh("sleep 30"), func(_ leakEnv, s *sandbox.Spec) {
+			// Held until the helper can take it, then relayed.
+			sigs := make(chan os.Signal, 1)
+			sigs <- syscall.SIGTERM
+			s.Signals = sigs
+		}), code: 128 + 15},
 		// Failures before the helper starts.
 		{name: "host root without namespaces", spec: with(sh("true"), func(_ leakEnv, s *sandbox.Spec) { s.Isolation = string(sandbox.LandlockOnly) }), wantErr: errAny},
 		{name: "stale grant", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) {

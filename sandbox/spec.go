@@ -113,7 +113,11 @@ type Spec struct {
 	Signals <-chan os.Signal
 
 	// Stdin, Stdout and Stderr are the command's; Stderr also gets the
-	// one-line reason when the command cannot be run (126, 127).
+	// one-line reason when the command cannot be run (126, 127). A Stdin
+	// that is not an *os.File is copied to the command, and Run returns
+	// only once that copy has ended: its Read must return (EOF, or an
+	// error after the caller closes it) once the command is gone, as a
+	// daemon's client stream does when the request ends.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -36,7 +37,7 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 			}
 			w.note(m)
 		case s := <-sigs:
-			h.cmd.Process.Signal(s)
+			w.forward(s)
 		case <-timeout:
 			w.timedOut = true
 			timeout = nil
@@ -68,6 +69,22 @@ type watch struct {
 	// not running); kill, started then, kills the helper itself.
 	timeout, grace, kill *time.Timer
 	graceC               <-chan time.Time
+	// early are signals that came before the helper could take them: its
+	// handlers are in place once it reports the command started, and
+	// before that a signal's default action would end the helper itself.
+	early []os.Signal
+}
+
+// forward sends a signal to the helper, which relays it to the command;
+// it holds the signal until the command has started.
+func (w *watch) forward(s os.Signal) {
+	if w.h.started.IsZero() {
+		if len(w.early) < 8 {
+			w.early = append(w.early, s)
+		}
+		return
+	}
+	w.h.cmd.Process.Signal(s)
 }
 
 func (w *watch) note(m wire.Message) {
@@ -79,6 +96,10 @@ func (w *watch) note(m wire.Message) {
 				w.log.Debug("helper", "phase", p.Name, "at_us", p.US)
 			}
 		}
+		for _, s := range w.early {
+			w.h.cmd.Process.Signal(s)
+		}
+		w.early = nil
 	case wire.Exit, wire.Error:
 		w.last, w.haveExit = m, true
 	}
@@ -135,9 +156,13 @@ func (w *watch) result() (code, sig int, timedOut bool, err error) {
 		if w.spec.Stderr != nil {
 			fmt.Fprintln(w.spec.Stderr, termfilter.Escape(last.Error))
 		}
+		w.h.neverRan = true
 		return last.Code, 0, false, nil
 	case w.haveExit && last.Kind == wire.Error:
-		return 0, 0, false, errors.New(last.Error)
+		// The helper's own failure names sandboxd's internals: logged,
+		// not shown.
+		w.log.Debug("helper failed", "err", last.Error)
+		return 0, 0, false, publicerr.Wrap(errors.New(last.Error), "the sandbox could not be set up for the command (run with -v to log why)")
 	}
 	return 0, 0, false, fmt.Errorf("sandbox: helper ended without a status: %v", w.h.waitErr)
 }
