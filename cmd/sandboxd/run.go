@@ -236,6 +236,8 @@ func writeReport(path string, rep *session.Report, stderr io.Writer) bool {
 		return true
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
+	// Written in place, not renamed over: the report may be a pipe or
+	// /dev/fd/N the caller reads.
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		fmt.Fprintf(stderr, "sandboxd: write report: %s\n", esc(err.Error()))
 		return false
