@@ -4,7 +4,11 @@
 // the same command under bare bash and under bubblewrap, interleaved in
 // one run so that all see the same machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
-//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-phases]
+//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases]
+//
+// With -baseline, the same sandboxd commands run under an older build
+// too, interleaved with the rest, so a change's cost is measured side by
+// side.
 package main
 
 import (
@@ -32,8 +36,9 @@ func main() {
 	n := flag.Int("n", 200, "runs per command")
 	bin := flag.String("sandboxd", "bin/sandboxd", "the sandboxd binary")
 	phases := flag.Bool("phases", false, "also print where sandboxd's time goes (medians of its -v phases)")
+	baseline := flag.String("baseline", "", "an older sandboxd binary to run side by side")
 	flag.Parse()
-	err := run(*n, *bin)
+	err := run(*n, *bin, *baseline)
 	if err == nil && *phases {
 		err = phaseTable(*n, *bin)
 	}
@@ -43,10 +48,15 @@ func main() {
 	}
 }
 
-func run(n int, bin string) error {
+func run(n int, bin, baseline string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
+	}
+	if baseline != "" {
+		if baseline, err = filepath.Abs(baseline); err != nil {
+			return err
+		}
 	}
 	ws, cleanup, err := scratch.Workspace()
 	if err != nil {
@@ -64,6 +74,11 @@ func run(n int, bin string) error {
 		{name: "sandboxd run --detect off -- true", argv: []string{bin, "run", "--detect", "off", "--workspace", ws, "--", "true"}},
 		{name: "sandboxd run --no-transaction -- true", argv: []string{bin, "run", "--no-transaction", "--workspace", ws, "--", "true"}},
 		{name: "sandboxd run -- true", argv: []string{bin, "run", "--workspace", ws, "--", "true"}},
+	}
+	if baseline != "" {
+		for _, c := range cs[2:] {
+			cs = append(cs, &contender{name: "baseline: " + c.name, argv: append([]string{baseline}, c.argv[1:]...)})
+		}
 	}
 	// Warm up caches (the compiled seccomp filter, page cache).
 	for _, c := range cs {
