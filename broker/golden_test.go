@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // Every rationale the broker itself writes, one per way a request can
 // end: these sentences reach the agent, the model and the person.
@@ -61,19 +57,5 @@ func TestRationalesGolden(t *testing.T) {
 		d := New(tc.cfg).Decide(context.Background(), tc.req).Decision
 		fmt.Fprintf(&buf, "%s: %s/%s: %s\n", tc.name, d.Outcome, d.Source, d.Rationale)
 	}
-	path := filepath.Join("testdata", "rationales.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatalf("rationales differ from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
-	}
+	golden.Check(t, "rationales.golden", buf.Bytes())
 }

@@ -4,42 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // The events an agent's front end hears, as a daemon would stream them
 // (NDJSON), for runs through the loop's branches: every sentence in them
@@ -100,7 +75,7 @@ func TestEventsGolden(t *testing.T) {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(&out, "# %s report\n%s\n", sc.name, normalize(b, w))
 	}
-	golden(t, "events.golden", out.Bytes())
+	golden.Check(t, "events.golden", out.Bytes())
 }
 
 // normalize replaces a world's temporary directories with fixed names.
@@ -129,5 +104,5 @@ func TestReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "report.golden", append(b, '\n'))
+	golden.Check(t, "report.golden", append(b, '\n'))
 }

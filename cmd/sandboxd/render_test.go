@@ -2,19 +2,15 @@ package main
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // Every line `sandboxd run` prints on stderr while it decides, for each
 // kind of event: the sentences an agent reads.
@@ -51,19 +47,5 @@ func TestStderrGolden(t *testing.T) {
 	} {
 		r.Event(e)
 	}
-	path := filepath.Join("testdata", "stderr.golden")
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Fatalf("stderr differs from %s (go test -update rewrites it):\n%s", path, buf.Bytes())
-	}
+	golden.Check(t, "stderr.golden", buf.Bytes())
 }
