@@ -71,21 +71,46 @@ func (p Policy) Refused(in []Intent) []Denial {
 	return out
 }
 
+// How each observed call is judged. The observer sees a call before the
+// kernel runs it, not its result, so a boundary is only what the
+// sandbox's own rules would refuse and the kernel would have got to:
+//   - connect: refused unless the destination is the namespace's own
+//     loopback (in netns mode nothing else exists there; a connect to a
+//     port nobody listens on is an ordinary ECONNREFUSED);
+//   - a name that is no path (a pipe, a socket, an anonymous inode
+//     reopened through /proc/self/fd or /dev/stdout): never, Landlock does
+//     not restrict those objects;
+//   - creating a name (make_*, link) that already exists: never, the
+//     kernel answers EEXIST before any LSM is asked;
+//   - writing, truncating, removing or changing the metadata of a name
+//     that does not exist: never, the kernel answers ENOENT (or EACCES,
+//     when file permissions stop the lookup) first;
+//   - reads (only observed without audit): refused when Landlock's union
+//     of rules would refuse them: under a denied path of the carve-out
+//     and not under an allowed root, a writable root (the workspace, the
+//     private caches, /tmp), /proc or /dev, or a granted object;
+//   - every other write: refused outside the writable roots, and inside
+//     them on the read-only persistence paths and pinned directories.
 func (p Policy) refused(i Intent) (Denial, bool) {
-	if i.Op == "connect" {
+	if i.Op == grants.OpConnect {
 		host, _, _ := net.SplitHostPort(i.Destination)
-		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() && i.Inside {
-			return Denial{}, false // a server inside the sandbox
+		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() {
+			return Denial{}, false // the sandbox's own loopback, served or not
 		}
 		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: i.Destination}, true
 	}
+	if !filepath.IsAbs(i.Path) {
+		return Denial{}, false
+	}
 	var denied bool
-	switch i.Op {
-	case "read_file", "read_dir", "execute":
+	switch {
+	case i.Op.Reads():
 		if !p.ReadsObserved || i.Ino == 0 {
 			return Denial{}, false // audit reports denied reads; a missing file is no boundary (as with Landlock)
 		}
-		denied = p.readDenied(i.Path)
+		denied = p.readDenied(i.Path) && !p.readable(i.Path)
+	case creates(i.Op) && i.Ino != 0, needsObject(i.Op) && i.Ino == 0:
+		return Denial{}, false
 	default:
 		denied = !under(i.Path, p.Writable) || under(i.Path, p.ReadOnly)
 	}
@@ -94,7 +119,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 			denied = false
 		}
 	}
-	if !denied && (i.Op == "rename" || i.Op == "remove_dir") {
+	if !denied && (i.Op == grants.OpRename || i.Op == grants.OpRemoveDir) {
 		for _, pin := range p.Pinned {
 			if i.Path == pin {
 				denied = true
@@ -105,6 +130,38 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 		return Denial{}, false
 	}
 	return Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}, true
+}
+
+// creates reports whether op makes a new name (EEXIST when it exists).
+func creates(op grants.Operation) bool {
+	switch op {
+	case grants.OpMakeDir, grants.OpMakeReg, grants.OpMakeSym, grants.OpMakeFifo, grants.OpMakeSock,
+		grants.OpMakeChar, grants.OpMakeBlock, grants.OpLink:
+		return true
+	}
+	return false
+}
+
+// needsObject reports whether op acts on an existing object (ENOENT when
+// there is none). A rename is judged by both its names, one of which may
+// be new, so it is not one.
+func needsObject(op grants.Operation) bool {
+	switch op {
+	case grants.OpWriteFile, grants.OpTruncate, grants.OpRemoveFile, grants.OpRemoveDir,
+		grants.OpChmod, grants.OpChown, grants.OpUtime, grants.OpXattr:
+		return true
+	}
+	return false
+}
+
+// readable reports whether another rule of the union grants reading
+// path: the writable roots (which get every right), and in a namespace
+// the private /proc and /dev.
+func (p Policy) readable(path string) bool {
+	if under(path, p.Writable) {
+		return true
+	}
+	return p.NetNS && under(path, []string{"/proc", "/dev"})
 }
 
 // under reports whether p is at or below one of roots.

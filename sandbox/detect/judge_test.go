@@ -29,6 +29,10 @@ func TestRefused(t *testing.T) {
 	fs := func(op grants.Operation, path string) []Denial {
 		return []Denial{{Surface: "filesystem", Operation: op, Path: path, Ino: 7}}
 	}
+	// fsNew is a refused create: the name did not exist.
+	fsNew := func(op grants.Operation, path string) []Denial {
+		return []Denial{{Surface: "filesystem", Operation: op, Path: path}}
+	}
 	for _, tc := range []struct {
 		name string
 		edit func(*Policy)
@@ -42,11 +46,21 @@ func TestRefused(t *testing.T) {
 		{"write in the private /tmp", nil, Intent{Op: "write_file", Path: "/tmp/x", Ino: 7}, nil},
 		{"write to a device node", nil, Intent{Op: "write_file", Path: "/dev/null", Ino: 7}, nil},
 		{"write outside", nil, Intent{Op: "write_file", Path: "/etc/passwd", Ino: 7}, fs("write_file", "/etc/passwd")},
-		{"a name that only starts like a root", nil, Intent{Op: "make_reg", Path: "/wsx/a", Ino: 7}, fs("make_reg", "/wsx/a")},
+		{"a name that only starts like a root", nil, Intent{Op: "make_reg", Path: "/wsx/a"}, fsNew("make_reg", "/wsx/a")},
+		// What the kernel answers before the sandbox is asked.
+		{"mkdir -p of an existing directory outside (EEXIST)", nil, Intent{Op: "make_dir", Path: "/usr/bin", Ino: 7}, nil},
+		{"mkdir of a new directory outside", nil, Intent{Op: "make_dir", Path: "/usr/new"}, fsNew("make_dir", "/usr/new")},
+		{"symlink over an existing name outside (EEXIST)", nil, Intent{Op: "make_sym", Path: "/etc/hosts", Ino: 7}, nil},
+		{"write to a missing file outside without O_CREAT (ENOENT)", nil, Intent{Op: "write_file", Path: "/etc/missing"}, nil},
+		{"remove a missing file outside (ENOENT)", nil, Intent{Op: "remove_file", Path: "/etc/missing"}, nil},
+		{"chmod a missing file outside (ENOENT)", nil, Intent{Op: "chmod", Path: "/etc/missing"}, nil},
+		{"rename to a new name outside", nil, Intent{Op: "rename", Path: "/etc/new-name"}, fsNew("rename", "/etc/new-name")},
+		{"a pipe reopened through /dev/stdout", nil, Intent{Op: "write_file", Path: "pipe:[4711]", Ino: 7}, nil},
+		{"a socket reopened through /proc/self/fd", nil, Intent{Op: "write_file", Path: "socket:[4712]", Ino: 7}, nil},
 		{"remove outside", nil, Intent{Op: "remove_file", Path: "/usr/bin/ls", Ino: 7}, fs("remove_file", "/usr/bin/ls")},
 		{"chmod outside", nil, Intent{Op: "chmod", Path: "/etc/shadow", Ino: 7}, fs("chmod", "/etc/shadow")},
 		// Read-only and pinned paths inside the workspace.
-		{"write a read-only hook", nil, Intent{Op: "make_reg", Path: "/ws/.git/hooks/pre-commit", Ino: 7}, fs("make_reg", "/ws/.git/hooks/pre-commit")},
+		{"write a read-only hook", nil, Intent{Op: "make_reg", Path: "/ws/.git/hooks/pre-commit"}, fsNew("make_reg", "/ws/.git/hooks/pre-commit")},
 		{"write the read-only config", nil, Intent{Op: "write_file", Path: "/ws/.git/config", Ino: 7}, fs("write_file", "/ws/.git/config")},
 		{"write next to the read-only config", nil, Intent{Op: "write_file", Path: "/ws/.git/index", Ino: 7}, nil},
 		{"rename a pinned directory", nil, Intent{Op: "rename", Path: "/ws/.git", Ino: 7}, fs("rename", "/ws/.git")},
@@ -69,12 +83,26 @@ func TestRefused(t *testing.T) {
 		{"observed execute of a denied path", observeReads, Intent{Op: "execute", Path: "/home/u/bin/x", Ino: 7}, fs("execute", "/home/u/bin/x")},
 		{"observed read of a missing file", observeReads, Intent{Op: "read_file", Path: "/home/u/nothing"}, nil},
 		{"observed read of another home", observeReads, Intent{Op: "read_file", Path: "/home/u2/x", Ino: 7}, nil},
+		// The union of rules: a writable root below a denied path is
+		// readable (sandboxd's own private caches under its state).
+		{"observed read of a private cache below a denied directory", func(p *Policy) {
+			p.ReadsObserved = true
+			p.Writable = append(p.Writable, "/home/u/.local/state/sandboxd/cache/ab12")
+		}, Intent{Op: "read_file", Path: "/home/u/.local/state/sandboxd/cache/ab12/go-build/00/x-d", Ino: 7}, nil},
+		{"observed read of sandboxd's state beside the cache", func(p *Policy) {
+			p.ReadsObserved = true
+			p.Writable = append(p.Writable, "/home/u/.local/state/sandboxd/cache/ab12")
+		}, Intent{Op: "read_file", Path: "/home/u/.local/state/sandboxd/breaker/x.json", Ino: 7}, fs("read_file", "/home/u/.local/state/sandboxd/breaker/x.json")},
+		{"observed read of the private /proc", func(p *Policy) { p.ReadsObserved = true; p.ReadDeny = append(p.ReadDeny, "/proc") }, Intent{Op: "read_file", Path: "/proc/self/status", Ino: 7}, nil},
 		// Noise.
 		{"noise write", nil, Intent{Op: "write_file", Path: "/dev/tty", Ino: 7}, nil},
 		// Connects.
 		{"connect out in netns", nil, Intent{Op: "connect", Destination: "93.184.215.14:443"}, []Denial{{Surface: "network", Operation: "connect", Destination: "93.184.215.14:443"}}},
 		{"connect to a loopback server inside", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080", Inside: true}, nil},
-		{"connect to loopback with nothing listening inside", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080"}, []Denial{{Surface: "network", Operation: "connect", Destination: "127.0.0.1:8080"}}},
+		// In netns mode the loopback is the namespace's own: a connect
+		// before a server listens is an ordinary ECONNREFUSED.
+		{"connect to loopback with nothing listening inside", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080"}, nil},
+		{"connect to IPv6 loopback with nothing listening inside", nil, Intent{Op: "connect", Destination: "[::1]:9"}, nil},
 		{"connect to loopback in landlock mode", func(p *Policy) { p.NetNS = false }, Intent{Op: "connect", Destination: "[::1]:22", Inside: true}, []Denial{{Surface: "network", Operation: "connect", Destination: "[::1]:22"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
