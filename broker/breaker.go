@@ -134,3 +134,38 @@ func (b *Breaker) Lift(session string) error {
 	_, err := b.update(session, func(st *breakerState) { *st = breakerState{} })
 	return err
 }
+
+// Adopt carries over the state a session had under an older name for it
+// (before sessions were scoped by the caller's uid, the bare name the
+// caller gave): a lockdown is lifted only by a person, never by an
+// upgrade. It does nothing when the session has state of its own or the
+// old name has none.
+func (b *Breaker) Adopt(session, old string) error {
+	if old == session {
+		return nil
+	}
+	prev, err := os.ReadFile(b.file(old) + ".json")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("broker: breaker state: %w", err)
+	}
+	var was breakerState
+	if json.Unmarshal(prev, &was) != nil {
+		was = breakerState{Locked: true, LockedAt: b.now(), Reason: "breaker state unreadable"}
+	}
+	_, err = b.update(session, func(st *breakerState) {
+		if len(st.Recent) == 0 && !st.Locked {
+			*st = was
+		}
+	})
+	if err != nil {
+		return err
+	}
+	// Adopted once: a person lifting the session's lockdown later must
+	// not see the old state come back.
+	os.Remove(b.file(old) + ".json")
+	os.Remove(b.file(old) + ".lock")
+	return nil
+}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
@@ -58,6 +61,9 @@ type Config struct {
 // their own state.
 type Broker struct {
 	cfg Config
+	// personMu serializes questions to the person: one question on the
+	// terminal at a time, so an answer can only be to the question shown.
+	personMu sync.Mutex
 }
 
 // New returns a Broker.
@@ -83,10 +89,20 @@ func New(cfg Config) *Broker {
 func (b *Broker) Decide(ctx context.Context, req grants.Request) Result {
 	res := b.settle(ctx, req, b.decide(ctx, req))
 	if b.cfg.Breaker != nil && req.Session != "" {
-		if tripped, err := b.cfg.Breaker.Record(req.Session, res.Decision.Outcome != Allow); err != nil {
-			b.cfg.Log.Warn("circuit breaker", "err", err)
-		} else if tripped {
-			b.cfg.Log.Warn("session locked down", "session", req.Session)
+		tripped, err := b.cfg.Breaker.Record(req.Session, res.Decision.Outcome != Allow)
+		switch {
+		case err != nil && res.Decision.Outcome == Allow:
+			// A decision the breaker could not count would let it fail
+			// open (a full disk forgets the denials): nothing is allowed.
+			b.cfg.Log.Debug("circuit breaker", "err", err)
+			if res.Grant != nil {
+				b.cfg.Grants.Revoke(res.Grant.Token)
+			}
+			res = Result{Decision: deny(SourceError, "the circuit breaker could not count the decision, so nothing is allowed")}
+		case err != nil:
+			b.cfg.Log.Debug("circuit breaker", "err", err)
+		case tripped:
+			b.cfg.Log.Debug("session locked down", "session", req.Session)
 		}
 	}
 	return res
@@ -106,7 +122,7 @@ func (b *Broker) settle(ctx context.Context, req grants.Request, d Decision) Res
 	}
 	g, err := b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
 	if err != nil {
-		b.cfg.Log.Error("issue a grant", "err", err)
+		b.cfg.Log.Debug("issue a grant", "err", err)
 		return Result{Decision: deny(SourceError, "a grant could not be issued")}
 	}
 	if err := b.record(ctx, AuditEvent{Kind: AuditGrantIssued, Request: req, RequestHash: g.RequestHash, ExpiresAt: g.ExpiresAt}); err != nil {
@@ -142,7 +158,7 @@ func (b *Broker) record(ctx context.Context, ev AuditEvent) error {
 	}
 	err := b.cfg.Auditor.Record(ctx, ev)
 	if err != nil {
-		b.cfg.Log.Error("auditor", "event", string(ev.Kind), "err", err)
+		b.cfg.Log.Debug("auditor", "event", string(ev.Kind), "err", err)
 	}
 	return err
 }
@@ -158,12 +174,20 @@ func malformed(req grants.Request) string {
 		return "unknown surface"
 	case !req.Operation.Of(req.Surface):
 		return "unknown operation for its surface"
+	case req.Surface == grants.Filesystem && (!cleanAbs(req.Path) || !cleanAbs(req.ResolvedPath)):
+		return "a filesystem request needs absolute, clean paths"
 	case req.Surface == grants.Filesystem && req.ResolvedPath == "" && req.Path == "",
 		req.Surface == grants.Network && req.Destination == "",
 		req.Surface == grants.Command && req.Command == "":
 		return "incomplete request"
 	}
 	return ""
+}
+
+// cleanAbs reports whether p is empty or an absolute path in its clean
+// form (no "..", no "//", no trailing "/").
+func cleanAbs(p string) bool {
+	return p == "" || (filepath.IsAbs(p) && filepath.Clean(p) == p)
 }
 
 func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
@@ -185,7 +209,7 @@ func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
 	}
 	locked, why, err := b.locked(req.Session)
 	if err != nil {
-		b.cfg.Log.Error("circuit breaker state", "err", err)
+		b.cfg.Log.Debug("circuit breaker state", "err", err)
 		return deny(SourceError, "the circuit breaker's state is unavailable")
 	}
 	if !locked && !b.asked(req) {
@@ -236,15 +260,17 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 		if err == nil {
 			return consistent(d, SourceReviewer)
 		}
-		b.cfg.Log.Warn("model reviewer failed", "err", err)
+		b.cfg.Log.Debug("model reviewer failed", "err", err)
 		fallback = deny(SourceError, "the model reviewer failed")
 	}
 	if !person {
 		return fallback
 	}
+	b.personMu.Lock()
 	d, err := b.cfg.Person.Review(ctx, req)
+	b.personMu.Unlock()
 	if err != nil {
-		b.cfg.Log.Warn("human reviewer failed", "err", err)
+		b.cfg.Log.Debug("human reviewer failed", "err", err)
 		return deny(SourceError, "the person could not be asked")
 	}
 	return consistent(d, SourceHuman)
@@ -253,12 +279,15 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 // consistent applies DESIGN.md §3.3 to a reviewer's answer: the model
 // never grants directly, and an allow must be consistent.
 func consistent(d Decision, src Source) Decision {
-	if d.Source == "" {
-		d.Source = src
-	}
+	// Who decided is the slot that was asked, whatever the answer says:
+	// a model cannot pass for a person.
+	d.Source = src
 	if d.Outcome != Allow {
 		d.Outcome = Deny
 		return d
+	}
+	if !d.RiskLevel.valid() || !d.UserAuthorization.valid() {
+		return deny(src, "a reviewer allow with an unknown risk level or authorization is refused")
 	}
 	switch {
 	case d.RiskLevel == RiskCritical:
@@ -271,17 +300,81 @@ func consistent(d Decision, src Source) Decision {
 	return d
 }
 
-// metadataHosts are cloud instance metadata endpoints: credentials live
-// there.
-var metadataHosts = []string{"169.254.169.254", "metadata.google.internal", "[fd00:ec2::254]", "fd00:ec2::254", "100.100.100.200"}
+// metadataNames are cloud instance metadata endpoints by name, and
+// metadataAddrs by address: credentials live there.
+var (
+	metadataNames = []string{"metadata.google.internal", "metadata.goog", "metadata"}
+	metadataAddrs = []netip.Addr{
+		netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"),
+		netip.MustParseAddr("100.100.100.200"), netip.MustParseAddr("169.254.170.2"),
+	}
+)
+
+// metadataHost reports whether host names a metadata endpoint in any of
+// its spellings: a trailing dot, any case, an IPv4-mapped or
+// non-canonical IPv6 form, or the numeric IPv4 forms inet_aton accepts
+// (2852039166, 0xa9fea9fe, 0251.0376.0251.0376, 169.254.43518).
+func metadataHost(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	for _, n := range metadataNames {
+		if host == n {
+			return true
+		}
+	}
+	a, ok := parseAddr(host)
+	if !ok {
+		return false
+	}
+	for _, m := range metadataAddrs {
+		if a == m {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAddr parses an IP address as a resolver or a C library would.
+func parseAddr(host string) (netip.Addr, bool) {
+	if i := strings.IndexByte(host, '%'); i >= 0 {
+		host = host[:i] // a zone does not change the address
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Unmap(), true
+	}
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var nums []uint64
+	for _, p := range parts {
+		n, err := strconv.ParseUint(p, 0, 32) // 0x.., 0.. (octal), decimal
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		nums = append(nums, n)
+	}
+	// a, a.b (b: 24 bits), a.b.c (c: 16 bits), a.b.c.d.
+	last := nums[len(nums)-1]
+	var v uint64
+	for _, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+		v = v<<8 | n
+	}
+	bits := uint(8 * (5 - len(nums)))
+	if last >= 1<<bits {
+		return netip.Addr{}, false
+	}
+	v = v<<bits | last
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
 
 func (h HardDenies) check(req grants.Request) (bool, string) {
 	if req.Surface == grants.Network {
 		host, _ := splitHostPort(req.Destination)
-		for _, m := range metadataHosts {
-			if strings.EqualFold(host, strings.Trim(m, "[]")) {
-				return true, "cloud metadata endpoints hold credentials"
-			}
+		if metadataHost(host) {
+			return true, "cloud metadata endpoints hold credentials"
 		}
 		return false, ""
 	}

@@ -3,10 +3,17 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"golang.org/x/sys/unix"
 )
 
 // fakeReviewer answers with a fixed decision and counts calls.
@@ -332,5 +339,168 @@ func TestCommandSurface(t *testing.T) {
 		if d := b.Decide(context.Background(), bad).Decision; d.Outcome != Deny || d.Source != SourceError {
 			t.Errorf("%+v: %+v", bad, d)
 		}
+	}
+}
+
+func TestMetadataSpellings(t *testing.T) {
+	for _, h := range []string{"169.254.169.254", "169.254.169.254.", "[::ffff:169.254.169.254]", "::ffff:a9fe:a9fe",
+		"2852039166", "0xa9fea9fe", "0251.0376.0251.0376", "169.254.43518", "169.16689662",
+		"METADATA.GOOGLE.INTERNAL", "metadata.google.internal.", "fd00:ec2:0::254", "[fd00:ec2::254]", "fd00:ec2::254%eth0", "100.100.100.200"} {
+		if !metadataHost(h) {
+			t.Errorf("%s is not recognised as a metadata endpoint", h)
+		}
+	}
+	for _, h := range []string{"169.254.169.253", "example.org", "127.0.0.1", "2852039165", "1.2.3.4.5", "169.254.169.254.example.org", "0x1ffffffff"} {
+		if metadataHost(h) {
+			t.Errorf("%s taken for a metadata endpoint", h)
+		}
+	}
+}
+
+// Reviewers cannot misstate who they are or answer outside the scale.
+func TestReviewerAnswersValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		d    Decision
+	}{
+		{"model claims to be a person", Decision{Outcome: Allow, Source: SourceHuman}},
+		{"risk level in the wrong case", Decision{Outcome: Allow, RiskLevel: "High", UserAuthorization: AuthLow}},
+		{"unknown risk level", Decision{Outcome: Allow, RiskLevel: "extreme", UserAuthorization: AuthHigh}},
+		{"unknown authorization", Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := grants.NewStore()
+			res := New(Config{Grants: store, Model: &fakeReviewer{d: tc.d}}).Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x"))
+			if res.Decision.Outcome != Deny || res.Decision.Source != SourceReviewer || store.Len() != 0 {
+				t.Fatalf("got %+v, %d grants", res.Decision, store.Len())
+			}
+		})
+	}
+}
+
+// A path that is not absolute and clean is malformed: the rules and the
+// hard denies compare clean absolute paths.
+func TestUncleanPathsMalformed(t *testing.T) {
+	b := New(Config{Grants: grants.NewStore(), Rules: Rules{Allow: []Rule{mustRule(t, "fs * /**")}},
+		Hard: HardDenies{Secrets: []string{"/home/u/.ssh"}}})
+	for _, p := range []string{"home/u/.ssh/id_rsa", "/w/../etc/passwd", "/home/u//.ssh/id_rsa", "/etc/x/", "./x"} {
+		if d := b.Decide(context.Background(), fsReq(grants.OpReadFile, p)).Decision; d.Outcome != Deny || d.Source != SourceError {
+			t.Errorf("%q: %+v", p, d)
+		}
+	}
+}
+
+// A breaker state that cannot be read denies; a decision the breaker
+// cannot count (the state cannot be written: a full or read-only disk)
+// is not an allow either.
+func TestBreakerFailuresDeny(t *testing.T) {
+	allow := Rules{Allow: []Rule{mustRule(t, "fs write_file /opt/x")}}
+	t.Run("unreadable", func(t *testing.T) {
+		br := NewBreaker(t.TempDir())
+		st := br.file("s") + ".json"
+		os.MkdirAll(filepath.Join(st, "x"), 0o755) // a directory where the state file goes
+		store := grants.NewStore()
+		d := New(Config{Grants: store, Breaker: br, Rules: allow}).Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x")).Decision
+		if d.Outcome != Deny || d.Source != SourceError || store.Len() != 0 {
+			t.Fatalf("got %+v with %d grants", d, store.Len())
+		}
+	})
+	t.Run("unwritable", func(t *testing.T) {
+		dir := t.TempDir()
+		br := NewBreaker(dir)
+		if _, err := br.Record("s", false); err != nil {
+			t.Fatal(err)
+		}
+		immutable(t, dir)
+		store := grants.NewStore()
+		d := New(Config{Grants: store, Breaker: br, Rules: allow}).Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x")).Decision
+		if d.Outcome != Deny || d.Source != SourceError || store.Len() != 0 {
+			t.Fatalf("got %+v with %d grants", d, store.Len())
+		}
+	})
+}
+
+// immutable sets the immutable flag on dir (nothing can be created,
+// renamed or removed in it) until the test ends.
+func immutable(t *testing.T, dir string) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	flags, err := unix.IoctlGetInt(fd, unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags|0x10) // FS_IMMUTABLE_FL
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTTY) || errors.Is(err, unix.EOPNOTSUPP) {
+		t.Skipf("cannot make %s immutable here (needs root on a file system with inode flags): %v", dir, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, flags)
+			unix.Close(fd)
+		}
+	})
+}
+
+// overlapPerson fails the test if two questions are open at once.
+type overlapPerson struct {
+	open, max atomic.Int32
+}
+
+func (p *overlapPerson) Reachable() (bool, string) { return true, "" }
+
+func (p *overlapPerson) Review(context.Context, grants.Request) (Decision, error) {
+	n := p.open.Add(1)
+	defer p.open.Add(-1)
+	for m := p.max.Load(); n > m && !p.max.CompareAndSwap(m, n); m = p.max.Load() {
+	}
+	time.Sleep(2 * time.Millisecond)
+	return Decision{Outcome: Deny, Rationale: "no"}, nil
+}
+
+// One question to the person at a time: held connections are decided
+// concurrently, and an answer must be to the question shown.
+func TestPersonAskedOneAtATime(t *testing.T) {
+	p := &overlapPerson{}
+	b := New(Config{Grants: grants.NewStore(), Person: p})
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.Decide(context.Background(), fsReq(grants.OpWriteFile, fmt.Sprintf("/opt/%d", i)))
+		}()
+	}
+	wg.Wait()
+	if p.max.Load() != 1 {
+		t.Fatalf("%d questions were open at once", p.max.Load())
+	}
+}
+
+// A session locked under its old, unscoped name stays locked under the
+// scoped one.
+func TestBreakerAdoptsOldName(t *testing.T) {
+	dir := t.TempDir()
+	old := NewBreaker(dir)
+	for i := 0; i < breakerConsecutive; i++ {
+		old.Record("s1", true)
+	}
+	br := NewBreaker(dir)
+	if err := br.Adopt("uid 0: s1", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if locked, _, _ := br.Locked("uid 0: s1"); !locked {
+		t.Fatal("the upgrade lifted a lockdown")
+	}
+	// Adopted once: a person's lift holds.
+	br.Lift("uid 0: s1")
+	br.Adopt("uid 0: s1", "s1")
+	if locked, _, _ := br.Locked("uid 0: s1"); locked {
+		t.Fatal("the old lockdown came back after a lift")
 	}
 }

@@ -50,6 +50,8 @@ func TestRationalesGolden(t *testing.T) {
 		{"critical", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskCritical}}}, fsReq(grants.OpWriteFile, "/opt/x")},
 		{"high unauthorized", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskHigh, UserAuthorization: AuthLow}}}, fsReq(grants.OpWriteFile, "/opt/x")},
 		{"no risk level", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow}}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"unknown risk level", Config{Model: &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: "extreme"}}}, fsReq(grants.OpWriteFile, "/opt/x")},
+		{"unclean path", Config{}, fsReq(grants.OpWriteFile, "/w/../etc/passwd")},
 		{"decision unrecorded", Config{Rules: rules, Auditor: &fakeAuditor{fail: map[AuditKind]bool{AuditDecision: true}}}, fsReq(grants.OpWriteFile, "/opt/ok")},
 		{"grant unrecorded", Config{Rules: rules, Auditor: &fakeAuditor{fail: map[AuditKind]bool{AuditGrantIssued: true}}}, fsReq(grants.OpWriteFile, "/opt/ok")},
 	} {

@@ -27,6 +27,15 @@ const (
 	RiskCritical Risk = "critical"
 )
 
+// valid reports whether r is one of the levels (or unset).
+func (r Risk) valid() bool {
+	switch r {
+	case "", RiskLow, RiskMedium, RiskHigh, RiskCritical:
+		return true
+	}
+	return false
+}
+
 // Authorization is how clearly the user's request asked for this.
 type Authorization string
 
@@ -37,6 +46,15 @@ const (
 	AuthMedium  Authorization = "medium"
 	AuthHigh    Authorization = "high"
 )
+
+// valid reports whether a is one of the levels (or unset).
+func (a Authorization) valid() bool {
+	switch a {
+	case "", AuthUnknown, AuthLow, AuthMedium, AuthHigh:
+		return true
+	}
+	return false
+}
 
 // Source says who decided (DESIGN.md §3.1).
 type Source string

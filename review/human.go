@@ -104,16 +104,47 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	if _, err := unix.Write(fd, b.Bytes()); err != nil {
 		return deny("could not write to the terminal")
 	}
-	answer, err := readLine(ctx, fd, timeout)
+	// Read from a non-blocking descriptor of its own: a poll that saw
+	// input another reader took must not leave the read waiting past the
+	// timeout.
+	rfd, err := unix.Open(tty, unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return deny("could not read the terminal")
+	}
+	defer unix.Close(rfd)
+	answer, err := readLine(ctx, rfd, timeout)
 	if err != nil {
 		unix.Write(fd, []byte("\r\n"))
-		return deny("no answer: " + err.Error())
+		return deny(noAnswer(err))
 	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
 		return broker.Decision{Outcome: broker.Allow, Rationale: "allowed by the person at the terminal", Source: broker.SourceHuman}, nil
 	}
 	return deny("denied by the person at the terminal")
+}
+
+// Why readLine got no answer.
+var (
+	errTimedOut = errors.New("timed out")
+	errClosed   = errors.New("terminal closed")
+	errTooLong  = errors.New("answer too long")
+)
+
+// noAnswer is the rationale for a question nobody answered: a fixed
+// sentence, never an errno's text.
+func noAnswer(err error) string {
+	switch {
+	case errors.Is(err, errTimedOut):
+		return "no answer in time"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "the question was withdrawn before it was answered"
+	case errors.Is(err, errClosed):
+		return "the terminal was closed before an answer came"
+	case errors.Is(err, errTooLong):
+		return "the answer was not y or n"
+	}
+	return "the terminal could not be read"
 }
 
 // readLine reads one line (at most 64 bytes) within timeout.
@@ -124,7 +155,7 @@ func readLine(ctx context.Context, fd int, timeout time.Duration) (string, error
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			return "", errors.New("timed out")
+			return "", errTimedOut
 		}
 		if ctx.Err() != nil {
 			return "", ctx.Err()
@@ -139,7 +170,7 @@ func readLine(ctx context.Context, fd int, timeout time.Duration) (string, error
 			continue
 		}
 		if pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 && pfd[0].Revents&unix.POLLIN == 0 {
-			return "", errors.New("terminal closed")
+			return "", errClosed
 		}
 		r, err := unix.Read(fd, buf)
 		if err != nil {
@@ -149,14 +180,14 @@ func readLine(ctx context.Context, fd int, timeout time.Duration) (string, error
 			return "", err
 		}
 		if r == 0 {
-			return "", errors.New("terminal closed")
+			return "", errClosed
 		}
 		line = append(line, buf[:r]...)
 		if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
 			return string(line[:i]), nil
 		}
 		if len(line) > 64 {
-			return "", errors.New("answer too long")
+			return "", errTooLong
 		}
 	}
 }
