@@ -37,7 +37,8 @@ func (st *run) commit() error {
 	st.mu.Unlock()
 	st.ev.Event(Event{Kind: KindCommitted, Attempt: st.rep.Attempts, Workspace: st.plan.ws, Commit: &out})
 	if err != nil {
-		return publicerr.Wrap(err, "commit: "+err.Error()+" (the workspace is untouched or, after `sandboxd recover`, fully committed)")
+		st.r.log.Debug("commit", "err", err)
+		return publicerr.Wrap(err, "the command's changes could not be committed; the workspace is untouched or, after `sandboxd recover`, fully committed (run with -v to log why)")
 	}
 	return nil
 }
@@ -86,7 +87,7 @@ func (st *run) recover() []layer.Recovered {
 	}
 	if err != nil {
 		st.r.log.Debug("recovery", "err", err)
-		st.warn("an interrupted commit could not be recovered; run `sandboxd recover`")
+		st.warn("sandboxd could not check its commit journal for an interrupted commit; `sandboxd recover` says why")
 	}
 	return rec
 }

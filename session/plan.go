@@ -163,6 +163,11 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 	}
 	if j.Session != "" {
 		cfg.Breaker = broker.NewBreaker(filepath.Join(c.StateDir(), "breaker"))
+		// The caller's own state directory may hold the session's state
+		// under its unscoped name, from before sessions were scoped.
+		if err := cfg.Breaker.Adopt(p.session, j.Session); err != nil {
+			return nil, publicerr.Wrap(err, "the circuit breaker's state for this session is unreadable")
+		}
 	}
 	return broker.New(cfg), nil
 }

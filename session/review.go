@@ -63,7 +63,20 @@ func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 		}
 		granted = append(granted, allowed{req: req, grant: res.Grant, at: at})
 	}
+	st.unused = st.unused[:0]
+	for _, g := range granted {
+		st.unused = append(st.unused, g.grant.Token)
+	}
 	return granted, all
+}
+
+// revokeUnused removes the grants of a review no retry followed: nothing
+// issued for this run outlives it.
+func (st *run) revokeUnused() {
+	for _, tok := range st.unused {
+		st.r.grants.Revoke(tok)
+	}
+	st.unused = nil
 }
 
 // consume uses each grant against the object as it is now and, when all
@@ -98,6 +111,7 @@ func (st *run) consume(granted []allowed) ([]int, bool) {
 			Reason: "a grant no longer fits what it was given for (the object changed, or it expired)"})
 		return nil, false
 	}
+	st.unused = nil // consumed, each removed from the store
 	st.ev.Event(Event{Kind: KindRetrying, Attempt: st.attempt, Exceptions: shown})
 	st.plan.spec.Exceptions = exceptions
 	return consumed, true

@@ -86,6 +86,8 @@ type run struct {
 	// committed when no retry follows.
 	pending *sandbox.Layer
 	attempt int
+	// unused are grants issued in the last review that no retry consumed.
+	unused []string
 }
 
 // Run runs job for caller and returns its report. An error means
@@ -167,13 +169,14 @@ func (st *run) attempts() error {
 		}
 	}
 	st.rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
+	st.revokeUnused()
 	return st.commit()
 }
 
 // sandboxFailed gives a sandbox error its public sentence.
 func (st *run) sandboxFailed(err error) error {
 	if errors.Is(err, sandbox.ErrNoIsolation) && st.plan.policy.Isolation == string(sandbox.Namespaces) {
-		return publicerr.Wrap(err, err.Error()+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`)
+		return publicerr.Wrap(err, Public(err)+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`)
 	}
 	return err
 }

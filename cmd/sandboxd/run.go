@@ -57,7 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
 	fs.StringVar(&f.detect, "detect", "auto", "boundary detection: auto, or off (denials are enforced but not reported or reviewed)")
 	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
-	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does to stderr")
+	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does, and the internal cause of any failure, to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -105,7 +105,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error())) // a flag's name is the caller's, maybe the command's
 		return exitSandboxd
 	}
-	level := slog.LevelWarn
+	// stderr is the agent's too: without -v nothing internal is logged
+	// there (the public sentences are events), with -v everything is.
+	level := slog.LevelError + 4
 	if f.verbose {
 		level = slog.LevelDebug
 	}
