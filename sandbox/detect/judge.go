@@ -74,9 +74,11 @@ func (p Policy) Refused(in []Intent) []Denial {
 // How each observed call is judged. The observer sees a call before the
 // kernel runs it, not its result, so a boundary is only what the
 // sandbox's own rules would refuse and the kernel would have got to:
-//   - connect: refused unless the destination is the namespace's own
-//     loopback (in netns mode nothing else exists there; a connect to a
-//     port nobody listens on is an ordinary ECONNREFUSED);
+//   - connect: refused, except in netns mode to the loopback when a
+//     server of the run listens there, or nobody listens on that port on
+//     either side (an ordinary ECONNREFUSED, as it would be bare); a
+//     loopback port a host server listens on is one the sandbox cut the
+//     command off from, a boundary;
 //   - a name that is no path (a pipe, a socket, an anonymous inode
 //     reopened through /proc/self/fd or /dev/stdout): never, Landlock does
 //     not restrict those objects;
@@ -94,8 +96,10 @@ func (p Policy) Refused(in []Intent) []Denial {
 func (p Policy) refused(i Intent) (Denial, bool) {
 	if i.Op == grants.OpConnect {
 		host, _, _ := net.SplitHostPort(i.Destination)
-		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() {
-			return Denial{}, false // the sandbox's own loopback, served or not
+		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() && (i.Inside || !i.Host) {
+			// The namespace's own loopback: a server of the run, or
+			// nothing on either side (an ordinary ECONNREFUSED).
+			return Denial{}, false
 		}
 		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: i.Destination}, true
 	}

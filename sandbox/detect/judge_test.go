@@ -101,8 +101,11 @@ func TestRefused(t *testing.T) {
 		{"connect to a loopback server inside", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080", Inside: true}, nil},
 		// In netns mode the loopback is the namespace's own: a connect
 		// before a server listens is an ordinary ECONNREFUSED.
-		{"connect to loopback with nothing listening inside", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080"}, nil},
-		{"connect to IPv6 loopback with nothing listening inside", nil, Intent{Op: "connect", Destination: "[::1]:9"}, nil},
+		{"connect to loopback with nothing listening on either side", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080"}, nil},
+		{"connect to IPv6 loopback with nothing listening on either side", nil, Intent{Op: "connect", Destination: "[::1]:9"}, nil},
+		{"connect to a host loopback server", nil, Intent{Op: "connect", Destination: "127.0.0.1:5432", Host: true},
+			[]Denial{{Surface: "network", Operation: "connect", Destination: "127.0.0.1:5432"}}},
+		{"connect to a port both sides serve reaches the run's own", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080", Inside: true, Host: true}, nil},
 		{"connect to loopback in landlock mode", func(p *Policy) { p.NetNS = false }, Intent{Op: "connect", Destination: "[::1]:22", Inside: true}, []Denial{{Surface: "network", Operation: "connect", Destination: "[::1]:22"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

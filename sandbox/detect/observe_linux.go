@@ -30,8 +30,9 @@ type Intent struct {
 	Ino         uint64           // the object's inode, when it existed at the call
 	Born        int64            // and its birth time
 	// Inside is set for a loopback connect that a server in the sandbox's
-	// own network namespace was listening for when the call was made.
-	Inside bool
+	// own network namespace was listening for when the call was made, and
+	// Host when a server on the host's loopback was (netns mode only).
+	Inside, Host bool
 }
 
 // Observer answers a filter's notifications, recording intents.
@@ -354,7 +355,12 @@ func (o *Observer) decode(n seccomp.Notification) ([]Intent, bool) {
 		if err != nil || dest == "" {
 			return nil, false
 		}
-		return []Intent{{Op: "connect", Destination: dest, Inside: listening(n.Pid, dest)}}, true
+		// In its own namespace a loopback connect reaches the run's own
+		// servers only; it is cut off from the host's (self: the
+		// supervisor's namespace) when one listens there.
+		in := Intent{Op: "connect", Destination: dest,
+			Inside: listening(strconv.Itoa(int(n.Pid)), dest), Host: listening("self", dest)}
+		return []Intent{in}, true
 	}
 	if in, ok, known := p.decodeNames(n.Nr, a); known {
 		return in, ok
@@ -562,7 +568,7 @@ func (p *proc) sockaddr(addr, length uint64) (string, error) {
 
 // listening reports whether a loopback destination has a listening TCP
 // socket in the network namespace of pid (the sandbox's own loopback).
-func listening(pid int, dest string) bool {
+func listening(pid string, dest string) bool {
 	host, port, err := net.SplitHostPort(dest)
 	ip := net.ParseIP(host)
 	if err != nil || ip == nil || !ip.IsLoopback() {
@@ -574,7 +580,7 @@ func listening(pid int, dest string) bool {
 	}
 	want := fmt.Sprintf(":%04X ", n)
 	for _, table := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%s/net/%s", pid, table))
 		if err != nil {
 			continue
 		}
