@@ -259,6 +259,11 @@ func (p *proc) at(dirfd, pathAddr uint64, follow bool) (string, uint64, error) {
 		name = filepath.Join(base, name)
 	}
 	name = filepath.Clean(name)
+	if follow {
+		if path, ino, ok := p.reopened(name); ok {
+			return path, ino, nil
+		}
+	}
 	if path, ino, found := p.fast(name, follow); found {
 		return path, ino, nil
 	}
@@ -308,6 +313,47 @@ func (p *proc) fast(name string, follow bool) (path string, ino uint64, found bo
 		return name, st.Ino, true
 	}
 	return "", 0, false
+}
+
+// reopened resolves a name that reopens one of the calling process's
+// own descriptors (/dev/stdout, /dev/fd/N, /proc/self/fd/N) to what the
+// descriptor is, as the kernel's magic link does: a path, or a name like
+// "pipe:[4711]" for an object without one (which Landlock does not
+// restrict). The /dev aliases count only when they are the usual links.
+func (p *proc) reopened(name string) (string, uint64, bool) {
+	var fd string
+	switch {
+	case name == "/dev/stdin" || name == "/dev/stdout" || name == "/dev/stderr":
+		n := map[string]string{"/dev/stdin": "0", "/dev/stdout": "1", "/dev/stderr": "2"}[name]
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/root%s", p.pid, name)); err != nil || l != "/proc/self/fd/"+n {
+			return "", 0, false
+		}
+		fd = n
+	case strings.HasPrefix(name, "/dev/fd/"):
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/root/dev/fd", p.pid)); err != nil || l != "/proc/self/fd" {
+			return "", 0, false
+		}
+		fd = strings.TrimPrefix(name, "/dev/fd/")
+	case strings.HasPrefix(name, "/proc/self/fd/"):
+		fd = strings.TrimPrefix(name, "/proc/self/fd/")
+	case strings.HasPrefix(name, "/proc/thread-self/fd/"):
+		fd = strings.TrimPrefix(name, "/proc/thread-self/fd/")
+	default:
+		return "", 0, false
+	}
+	if _, err := strconv.ParseUint(fd, 10, 31); err != nil {
+		return "", 0, false
+	}
+	link := fmt.Sprintf("/proc/%d/fd/%s", p.pid, fd)
+	target, err := os.Readlink(link)
+	if err != nil {
+		return "", 0, false
+	}
+	var st unix.Stat_t
+	if unix.Stat(link, &st) != nil {
+		return target, 0, true
+	}
+	return target, st.Ino, true
 }
 
 func (p *proc) resolve(name string, follow bool) string {
