@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/grants"
 )
 
 // validateLeaf checks (and normalizes in place) the value v of the key path.
@@ -201,17 +203,43 @@ func normRule(s string) (string, string) {
 	if len(f) != 3 {
 		return "", fmt.Sprintf("rule %q: want SURFACE OPERATION PATTERN, e.g. \"fs write_file /etc/hosts\"", s)
 	}
+	var surface grants.Surface
 	switch f[0] {
 	case "fs":
+		surface = grants.Filesystem
 		if !strings.HasPrefix(f[2], "/") && f[2] != "~" && !strings.HasPrefix(f[2], "~/") {
 			return "", fmt.Sprintf("rule %q: a filesystem pattern must be absolute or start with ~/", s)
 		}
 	case "net":
+		surface = grants.Network
 	default:
 		return "", fmt.Sprintf("rule %q: the surface must be fs or net", s)
+	}
+	if msg := checkRuleOperation(surface, f[1]); msg != "" {
+		return "", fmt.Sprintf("rule %q: %s", s, msg)
 	}
 	if strings.ContainsRune(s, 0) {
 		return "", fmt.Sprintf("rule %q contains a NUL byte", s)
 	}
 	return strings.Join(f, " "), ""
+}
+
+// checkRuleOperation says what is wrong with a rule's operation: a rule
+// that names no real operation would never match, and a deny rule that
+// never matches is worse than none.
+func checkRuleOperation(surface grants.Surface, op string) string {
+	if op == "*" || grants.Operation(op).Of(surface) {
+		return ""
+	}
+	names := []string{"*"}
+	if surface == grants.Filesystem {
+		if op == "read" || op == "write" {
+			return ""
+		}
+		names = append(names, "read", "write")
+	}
+	for _, o := range grants.Operations(surface) {
+		names = append(names, string(o))
+	}
+	return fmt.Sprintf("unknown %s operation %q (want one of %s)", surface, op, strings.Join(names, ", "))
 }

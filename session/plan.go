@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -48,6 +49,9 @@ func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
 	p.policy, err = pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0})
 	if err != nil {
 		return p, publicerr.Wrap(err, err.Error())
+	}
+	if err := checkWritable(p.policy.Writable, userPolicy); err != nil {
+		return p, err
 	}
 	if j.RequireIsolation {
 		if p.policy.Isolation == string(sandbox.LandlockOnly) {
@@ -178,4 +182,19 @@ func logger(log *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return log
+}
+
+// checkWritable names the policy file and key of a writable root that
+// is not a directory: the sandbox could not mount or grant it.
+func checkWritable(roots []string, file string) error {
+	for _, w := range roots {
+		st, err := os.Stat(w)
+		switch {
+		case err != nil:
+			return publicerr.Wrap(err, fmt.Sprintf("%s: filesystem.writable: %s does not exist (create it, or remove it from the list)", file, w))
+		case !st.IsDir():
+			return publicerr.New(fmt.Sprintf("%s: filesystem.writable: %s is not a directory", file, w))
+		}
+	}
+	return nil
 }

@@ -41,6 +41,23 @@ type runFlags struct {
 	detect           string
 }
 
+// durationFlag is a duration whose parse error names the fix.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("%q needs a unit: %ss, %sm or %sh", s, s, s, s)
+		}
+		return fmt.Errorf("%q is not a duration (e.g. 90s, 5m, 1h30m)", s)
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
@@ -48,10 +65,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 	fs.StringVar(&f.workspace, "workspace", "", "writable root (default: the current directory)")
 	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
 	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
-	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto|model|human|off")
+	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto|human|off")
 	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
 	fs.StringVar(&f.session, "session", "", "session id")
-	fs.DurationVar(&f.timeout, "timeout", 0, "end the command after this long (exit 124)")
+	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
 	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
 	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
 	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
@@ -127,7 +144,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		}
 	}
 	if err == nil {
-		rep, err = session.New(session.Config{Log: log}).Run(ctx, caller, job, stderrEvents{w: stderr})
+		rep, err = session.New(session.Config{Log: log}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 	}
 	if err != nil {
 		if rep == nil {
