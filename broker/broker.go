@@ -249,8 +249,9 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	}
 	fallback := deny(SourceNoReviewer, "no reviewer is configured, so anything the policy does not allow is denied")
 	if b.cfg.Person != nil && !person {
-		// The person chosen to review cannot be asked: theirs is the deny.
-		fallback = deny(SourceHuman, away)
+		// The person chosen to review cannot be asked: nobody decided,
+		// and the rationale says why.
+		fallback = deny(SourceNoReviewer, away)
 	}
 	switch {
 	case locked && !person:
@@ -280,8 +281,11 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 // never grants directly, and an allow must be consistent.
 func consistent(d Decision, src Source) Decision {
 	// Who decided is the slot that was asked, whatever the answer says:
-	// a model cannot pass for a person.
-	d.Source = src
+	// a model cannot pass for a person. Only a deny may say that nobody
+	// decided (a question no person answered).
+	if d.Outcome == Allow || d.Source != SourceNoReviewer {
+		d.Source = src
+	}
 	if d.Outcome != Allow {
 		d.Outcome = Deny
 		return d

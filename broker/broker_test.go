@@ -207,7 +207,7 @@ func TestReviewerSlots(t *testing.T) {
 		{"model failed, nobody: error", &fakeReviewer{err: errors.New("timeout")}, nil, false, Deny, SourceError, 1, 0},
 		{"model failed, person away: error", &fakeReviewer{err: errors.New("timeout")}, &fakeHuman{away: true, fakeReviewer: fakeReviewer{d: lowAllow}}, false, Deny, SourceError, 1, 0},
 		{"no model: person", nil, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}, false, Allow, SourceHuman, 0, 1},
-		{"no model, person away", nil, &fakeHuman{away: true}, false, Deny, SourceHuman, 0, 0},
+		{"no model, person away", nil, &fakeHuman{away: true}, false, Deny, SourceNoReviewer, 0, 0},
 		{"nobody", nil, nil, false, Deny, SourceNoReviewer, 0, 0},
 		{"locked: person only", &fakeReviewer{d: lowAllow}, &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}, true, Allow, SourceHuman, 0, 1},
 		{"locked, nobody: breaker", &fakeReviewer{d: lowAllow}, nil, true, Deny, SourceCircuitBreaker, 0, 0},

@@ -72,12 +72,15 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	deny := func(why string) (broker.Decision, error) {
-		return broker.Decision{Outcome: broker.Deny, Rationale: why, Source: broker.SourceHuman}, nil
+	// nobody is the deny when no person answered: "decided by: human"
+	// is shown only for a person's own answer.
+	nobody := func(why string) (broker.Decision, error) {
+		return broker.Decision{Outcome: broker.Deny, Rationale: why, Source: broker.SourceNoReviewer}, nil
 	}
+
 	fd, err := unix.Open(tty, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return deny(noTerminal)
+		return nobody(noTerminal)
 	}
 	defer unix.Close(fd)
 	if h.Hold != nil {
@@ -102,26 +105,26 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	}
 	fmt.Fprintf(&b, "%sAllow exactly this, once? [y/N]%s ", termfilter.FrameOn, termfilter.FrameOff)
 	if _, err := unix.Write(fd, b.Bytes()); err != nil {
-		return deny("could not write to the terminal")
+		return nobody("could not write to the terminal")
 	}
 	// Read from a non-blocking descriptor of its own: a poll that saw
 	// input another reader took must not leave the read waiting past the
 	// timeout.
 	rfd, err := unix.Open(tty, unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return deny("could not read the terminal")
+		return nobody("could not read the terminal")
 	}
 	defer unix.Close(rfd)
 	answer, err := readLine(ctx, rfd, timeout)
 	if err != nil {
 		unix.Write(fd, []byte("\r\n"))
-		return deny(noAnswer(err))
+		return nobody(noAnswer(err))
 	}
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
 		return broker.Decision{Outcome: broker.Allow, Rationale: "allowed by the person at the terminal", Source: broker.SourceHuman}, nil
 	}
-	return deny("denied by the person at the terminal")
+	return broker.Decision{Outcome: broker.Deny, Rationale: "denied by the person at the terminal", Source: broker.SourceHuman}, nil
 }
 
 // Why readLine got no answer.
