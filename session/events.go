@@ -24,11 +24,15 @@ const (
 	// KindBoundary: a boundary was decided (Boundary). Allowed ones are
 	// retried; denied ones are final.
 	KindBoundary Kind = "boundary"
+	// KindReviewed: every boundary the attempt reported has been decided
+	// (a front end that summarises many boundaries flushes here).
+	KindReviewed Kind = "reviewed"
 	// KindPersisted: what the persistence rules did after an attempt
 	// written straight to the workspace (Persisted, Workspace).
 	KindPersisted Kind = "persisted"
 	// KindRetrying: every boundary was allowed; the same command runs
-	// again with exactly Exceptions.
+	// again with exactly Exceptions. Discarded says the attempt's changes
+	// were dropped (its output, already shown, came to nothing).
 	KindRetrying Kind = "retrying"
 	// KindNotRetrying: a retry was possible but does not happen (Reason).
 	KindNotRetrying Kind = "not_retrying"
@@ -53,6 +57,7 @@ type Event struct {
 	Workspace  string              `json:"workspace,omitempty"`
 	Boundary   *Boundary           `json:"boundary,omitempty"`
 	Exceptions []string            `json:"exceptions,omitempty"`
+	Discarded  bool                `json:"discarded,omitempty"`
 	Reason     string              `json:"reason,omitempty"`
 	Persisted  []sandbox.Persisted `json:"persisted,omitempty"`
 	Commit     *layer.Outcome      `json:"commit,omitempty"`

@@ -63,6 +63,9 @@ func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 		}
 		granted = append(granted, allowed{req: req, grant: res.Grant, at: at})
 	}
+	if len(denials) > 0 {
+		st.ev.Event(Event{Kind: KindReviewed, Attempt: st.attempt})
+	}
 	st.unused = st.unused[:0]
 	for _, g := range granted {
 		st.unused = append(st.unused, g.grant.Token)
@@ -112,7 +115,7 @@ func (st *run) consume(granted []allowed) ([]int, bool) {
 		return nil, false
 	}
 	st.unused = nil // consumed, each removed from the store
-	st.ev.Event(Event{Kind: KindRetrying, Attempt: st.attempt, Exceptions: shown})
+	st.ev.Event(Event{Kind: KindRetrying, Attempt: st.attempt, Exceptions: shown, Discarded: st.pending != nil})
 	st.plan.spec.Exceptions = exceptions
 	return consumed, true
 }

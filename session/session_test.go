@@ -114,7 +114,7 @@ func TestAttemptLoop(t *testing.T) {
 			},
 			attempts: 2, exit: 0,
 			want:  []string{"1 make_reg new-file allow/policy consumed"},
-			kinds: []Kind{KindBoundary, KindRetrying},
+			kinds: []Kind{KindBoundary, KindReviewed, KindRetrying},
 		},
 		{
 			name:    "one denied: no retry",
@@ -124,7 +124,7 @@ func TestAttemptLoop(t *testing.T) {
 			},
 			attempts: 1, exit: 1,
 			want:  []string{"1 make_reg new-file allow/policy issued", "1 write_file other deny/no-reviewer"},
-			kinds: []Kind{KindBoundary, KindBoundary},
+			kinds: []Kind{KindBoundary, KindBoundary, KindReviewed},
 		},
 		{
 			name:    "stale grant: the object changed before the retry",
@@ -139,7 +139,7 @@ func TestAttemptLoop(t *testing.T) {
 			},
 			attempts: 1, exit: 1,
 			want:  []string{"1 make_reg new-file allow/policy rejected"},
-			kinds: []Kind{KindBoundary, KindRetrying, KindNotRetrying},
+			kinds: []Kind{KindBoundary, KindReviewed, KindRetrying, KindNotRetrying},
 		},
 		{
 			name:    "expired grant: no retry",
@@ -154,7 +154,7 @@ func TestAttemptLoop(t *testing.T) {
 			},
 			attempts: 1, exit: 1,
 			want:  []string{"1 make_reg new-file allow/policy expired"},
-			kinds: []Kind{KindBoundary, KindNotRetrying},
+			kinds: []Kind{KindBoundary, KindReviewed, KindNotRetrying},
 		},
 		{
 			name:    "retries exhausted",
@@ -165,7 +165,7 @@ func TestAttemptLoop(t *testing.T) {
 			},
 			attempts: 2, exit: 1,
 			want:  []string{"1 make_reg new-file allow/policy consumed", "2 make_reg new-file allow/policy issued"},
-			kinds: []Kind{KindBoundary, KindRetrying, KindBoundary},
+			kinds: []Kind{KindBoundary, KindReviewed, KindRetrying, KindBoundary, KindReviewed},
 		},
 		{
 			name:    "held boundaries neither trigger nor block a retry",
@@ -186,7 +186,7 @@ func TestAttemptLoop(t *testing.T) {
 			},
 			attempts: 2, exit: 0,
 			want:  []string{"1 connect example.org:443 deny/hard-deny held", "1 make_reg new-file allow/policy consumed"},
-			kinds: []Kind{KindBoundary, KindBoundary, KindRetrying},
+			kinds: []Kind{KindBoundary, KindBoundary, KindReviewed, KindRetrying},
 		},
 		{
 			name:    "no boundaries: one attempt",

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/layer"
@@ -14,22 +16,40 @@ import (
 )
 
 // stderrEvents renders a run's events as the lines `sandboxd run` prints
-// on stderr: the sentences an agent reads (golden: testdata/events.golden).
+// on stderr: the sentences an agent reads (golden: testdata/stderr.golden).
+// Denials are shown in full up to maxBlocks per attempt; the rest are
+// counted by operation and directory and summarised when the attempt's
+// review ends (the report keeps every one).
 type stderrEvents struct {
 	w io.Writer
+	// mu guards what follows: held connections are decided while the
+	// attempt runs, from other goroutines.
+	mu      sync.Mutex
+	shown   int
+	skipped map[string]int // "operation directory" -> count
 }
 
+// maxBlocks is how many denials an attempt shows in full.
+const maxBlocks = 5
+
 // Event renders one event.
-func (s stderrEvents) Event(e session.Event) {
+func (s *stderrEvents) Event(e session.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	w := s.w
 	switch e.Kind {
 	case session.KindBoundary:
 		if b := e.Boundary; b.Decision != broker.Allow {
-			printDenial(w, *b)
+			s.denial(*b)
 		}
+	case session.KindReviewed:
+		s.summary()
 	case session.KindPersisted:
 		printPersisted(w, e.Workspace, e.Persisted)
 	case session.KindRetrying:
+		if e.Discarded {
+			fmt.Fprintln(w, "sandboxd: the output above is from an attempt whose changes were discarded")
+		}
 		fmt.Fprintf(w, "sandboxd: retrying the same command with exactly: %s\n", esc(strings.Join(e.Exceptions, ", ")))
 	case session.KindNotRetrying:
 		fmt.Fprintf(w, "sandboxd: not retrying: %s\n", esc(e.Reason))
@@ -45,6 +65,43 @@ func (s stderrEvents) Event(e session.Event) {
 		}
 		printRecoveryConflicts(w, *e.Recovered)
 	}
+}
+
+// denial shows one denied boundary, or counts it once maxBlocks were
+// shown in this attempt.
+func (s *stderrEvents) denial(b session.Boundary) {
+	if s.shown < maxBlocks {
+		s.shown++
+		printDenial(s.w, b)
+		return
+	}
+	where := b.Destination
+	if b.Path != "" {
+		where = filepath.Dir(b.Path) + "/"
+	}
+	if s.skipped == nil {
+		s.skipped = map[string]int{}
+	}
+	s.skipped[string(b.Operation)+" "+where]++
+}
+
+// summary prints the attempt's denials that were not shown, grouped,
+// and starts the next attempt's count.
+func (s *stderrEvents) summary() {
+	if len(s.skipped) > 0 {
+		keys := make([]string, 0, len(s.skipped))
+		total := 0
+		for k, n := range s.skipped {
+			keys = append(keys, k)
+			total += n
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(s.w, "sandboxd: %d more denials not shown here (the report lists each, with why and by whom):\n", total)
+		for _, k := range keys {
+			fmt.Fprintf(s.w, "  %d× %s\n", s.skipped[k], esc(k))
+		}
+	}
+	s.shown, s.skipped = 0, nil
 }
 
 // printDenial tells the agent, in words safe to show a model, what was

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/broker"
@@ -17,7 +19,7 @@ import (
 func TestStderrGolden(t *testing.T) {
 	ws := "/home/u/proj"
 	var buf bytes.Buffer
-	r := stderrEvents{w: &buf}
+	r := &stderrEvents{w: &buf}
 	for _, e := range []session.Event{
 		{Kind: session.KindRecovered, Recovered: &layer.Recovered{Workspace: ws, RunID: "r1", Action: "rolled back",
 			Conflicts: []layer.Conflict{{Path: "a.txt", Why: "changed outside"}}}},
@@ -32,7 +34,8 @@ func TestStderrGolden(t *testing.T) {
 			{Path: ".git/hooks/x", Action: "removed", Why: "git runs it"},
 			{Path: "shared", Action: "narrowed", Why: "group write removed"},
 			{Path: "AGENTS.md", Action: "listed", Why: "agent instructions"}}},
-		{Kind: session.KindRetrying, Attempt: 1, Exceptions: []string{"make_reg /opt/new", "write_file /opt/old"}},
+		{Kind: session.KindReviewed, Attempt: 1},
+		{Kind: session.KindRetrying, Attempt: 1, Exceptions: []string{"make_reg /opt/new", "write_file /opt/old"}, Discarded: true},
 		{Kind: session.KindNotRetrying, Attempt: 2, Reason: "the granted object changed between the review and the retry, so the grant no longer applies"},
 		{Kind: session.KindTimedOut, Attempt: 1, Reason: "3s"},
 		{Kind: session.KindWarning, Attempt: 1, Reason: "isolation is landlock-only: no namespaces"},
@@ -47,5 +50,15 @@ func TestStderrGolden(t *testing.T) {
 	} {
 		r.Event(e)
 	}
+	// Many denials in one attempt: a few in full, the rest counted.
+	for i := 0; i < 9; i++ {
+		dir := "/usr/lib"
+		if i%3 == 0 {
+			dir = "/etc"
+		}
+		r.Event(session.Event{Kind: session.KindBoundary, Attempt: 2, Boundary: &session.Boundary{Attempt: 2, Surface: grants.Filesystem,
+			Operation: grants.OpMakeReg, Path: filepath.Join(dir, fmt.Sprintf("f%d", i)), Decision: broker.Deny, Source: broker.SourceNoReviewer, Rationale: "no reviewer"}})
+	}
+	r.Event(session.Event{Kind: session.KindReviewed, Attempt: 2})
 	golden.Check(t, "stderr.golden", buf.Bytes())
 }
