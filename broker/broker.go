@@ -36,10 +36,19 @@ type HardDenies struct {
 	Workspace string
 }
 
+// QuietRule is one entry of the quiet list: writes below Pattern (a
+// path glob as in Rule) are denied quietly, for Why.
+type QuietRule struct {
+	Pattern string
+	Why     string
+}
+
 // Config is everything a Broker uses.
 type Config struct {
 	Rules Rules
 	Hard  HardDenies
+	// Quiet lists tool state whose writes are denied without review.
+	Quiet []QuietRule
 	// Model is the model reviewer's slot (nil: none configured).
 	Model Reviewer
 	// Person is the human reviewer's slot (nil: nobody to ask).
@@ -87,8 +96,24 @@ func New(cfg Config) *Broker {
 // the final outcome. It never returns an allow of a grantable surface
 // without a grant.
 func (b *Broker) Decide(ctx context.Context, req grants.Request) Result {
+	return b.decideCounted(ctx, req, true)
+}
+
+// DecideAgain decides a request the caller already had decided in the
+// same run (the same boundary, met again by a retry): the breaker counts
+// one denial per distinct boundary per run, so this one is not counted.
+func (b *Broker) DecideAgain(ctx context.Context, req grants.Request) Result {
+	return b.decideCounted(ctx, req, false)
+}
+
+func (b *Broker) decideCounted(ctx context.Context, req grants.Request, count bool) Result {
 	res := b.settle(ctx, req, b.decide(ctx, req))
-	if b.cfg.Breaker != nil && req.Session != "" {
+	if res.Decision.Source == SourceQuiet || res.Decision.Source == SourceCircuitBreaker {
+		// Quiet writes are no boundary; a lockdown's own denials would
+		// only keep it locked.
+		count = false
+	}
+	if count && b.cfg.Breaker != nil && req.Session != "" {
 		tripped, err := b.cfg.Breaker.Record(req.Session, res.Decision.Outcome != Allow)
 		switch {
 		case err != nil && res.Decision.Outcome == Allow:
@@ -202,6 +227,11 @@ func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
 	if hard, why := b.cfg.Hard.check(req); hard {
 		return deny(SourceHardDeny, why)
 	}
+	// After the hard denies: secrets, persistence paths and sandboxd's own
+	// state are never quiet. Reads never are.
+	if why, ok := b.quiet(req); ok {
+		return deny(SourceQuiet, why)
+	}
 	if b.cfg.Grantable != nil && req.Surface != grants.Command {
 		if ok, why := b.cfg.Grantable(req); !ok {
 			return deny(SourceHardDeny, "not grantable: "+why)
@@ -220,6 +250,20 @@ func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
 		}
 	}
 	return b.review(ctx, req, locked, why)
+}
+
+// quiet reports whether req writes tool state on the quiet list.
+func (b *Broker) quiet(req grants.Request) (string, bool) {
+	if req.Surface != grants.Filesystem || req.Operation.Reads() {
+		return "", false
+	}
+	for _, q := range b.cfg.Quiet {
+		r := Rule{Surface: grants.Filesystem, Operation: "*", Target: q.Pattern}
+		if r.Matches(req) {
+			return q.Why, true
+		}
+	}
+	return "", false
 }
 
 // locked reports whether the request's session is locked down.

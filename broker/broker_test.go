@@ -504,3 +504,51 @@ func TestBreakerAdoptsOldName(t *testing.T) {
 		t.Fatal("the old lockdown came back after a lift")
 	}
 }
+
+// Quiet writes: denied without review, never counted; secrets,
+// persistence paths, own state and reads are never quiet.
+func TestQuiet(t *testing.T) {
+	h := HardDenies{Secrets: []string{"/home/u/.ssh"}, Own: []string{"/home/u/.local/state/sandboxd"}, Home: "/home/u", Workspace: "/w"}
+	quiet := []QuietRule{{"/home/u/.config/go/telemetry/**", "Go's telemetry"}, {"/home/u/.ssh/**", "a user's mistake"},
+		{"/home/u/.local/state/**", "too wide"}, {"/w/.git/**", "too wide"}}
+	allowAll := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
+	br := NewBreaker(t.TempDir())
+	b := New(Config{Grants: grants.NewStore(), Hard: h, Quiet: quiet, Model: allowAll, Breaker: br})
+	for _, tc := range []struct {
+		req    grants.Request
+		source Source
+	}{
+		{fsReq(grants.OpMakeReg, "/home/u/.config/go/telemetry/local/go@x.count"), SourceQuiet},
+		{fsReq(grants.OpMakeDir, "/home/u/.config/go/telemetry"), SourceQuiet},
+		{fsReq(grants.OpReadFile, "/home/u/.config/go/telemetry/mode"), SourceReviewer},
+		{fsReq(grants.OpWriteFile, "/home/u/.ssh/authorized_keys"), SourceHardDeny},
+		{fsReq(grants.OpWriteFile, "/home/u/.local/state/sandboxd/breaker/x"), SourceHardDeny},
+		{fsReq(grants.OpMakeReg, "/w/.git/hooks/pre-commit"), SourceHardDeny},
+	} {
+		d := b.Decide(context.Background(), tc.req).Decision
+		if d.Source != tc.source || (tc.source != SourceReviewer && d.Outcome != Deny) {
+			t.Errorf("%s %s: %+v", tc.req.Operation, tc.req.Path, d)
+		}
+	}
+	br = NewBreaker(t.TempDir())
+	b = New(Config{Grants: grants.NewStore(), Hard: h, Quiet: quiet, Breaker: br})
+	for i := 0; i < 10; i++ {
+		b.Decide(context.Background(), fsReq(grants.OpMakeReg, "/home/u/.config/go/telemetry/local/c.count"))
+	}
+	if locked, _, _ := br.Locked("s"); locked {
+		t.Fatal("quiet denials locked the session")
+	}
+}
+
+// A boundary decided again in the same run is not counted again.
+func TestDecideAgainNotCounted(t *testing.T) {
+	br := NewBreaker(t.TempDir())
+	b := New(Config{Grants: grants.NewStore(), Breaker: br})
+	b.Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x"))
+	for i := 0; i < 5; i++ {
+		b.DecideAgain(context.Background(), fsReq(grants.OpWriteFile, "/opt/x"))
+	}
+	if locked, _, _ := br.Locked("s"); locked {
+		t.Fatal("one boundary decided again locked the session")
+	}
+}

@@ -69,6 +69,9 @@ const (
 	SourceCircuitBreaker Source = "circuit-breaker"
 	SourceNoReviewer     Source = "no-reviewer"
 	SourceError          Source = "error"
+	// SourceQuiet: a write to a tool's own state on the quiet list,
+	// denied without review; not a boundary, never counted.
+	SourceQuiet Source = "quiet"
 )
 
 // Decision is the answer to one request (DESIGN.md §3.3).

@@ -52,6 +52,46 @@ type Policy struct {
 	Limits Limits `toml:"limits"`
 	// Boundaries holds the [boundaries] table.
 	Boundaries Boundaries `toml:"boundaries"`
+	// Quiet holds the [quiet] table.
+	Quiet Quiet `toml:"quiet"`
+}
+
+// Quiet is the [quiet] table: writes a tool makes to its own state that
+// no one wants reviewed, denied quietly (not reviewed, not counted by the
+// circuit breaker, counted in the report's "quiet" list). Only the
+// user's own policy may extend the built-in list (DefaultQuiet); a
+// workspace file may not touch it. Secrets, persistence paths and
+// sandboxd's own state are never quiet (the broker's hard denies come
+// first), and reads never are.
+type Quiet struct {
+	// Deny lists path patterns ("~/..." or absolute; "*" within one
+	// element, "**" across any number) whose writes are denied quietly.
+	Deny []string `toml:"deny" tighten:"user"`
+}
+
+// QuietEntry is one pattern of the quiet list and why it is there.
+type QuietEntry struct {
+	Pattern string // "~/..." or absolute, as written
+	Why     string
+}
+
+// DefaultQuiet is the built-in quiet list: state tools keep for
+// themselves and carry on without (documented in the README).
+func DefaultQuiet() []QuietEntry {
+	return []QuietEntry{
+		{"~/.config/go/telemetry/**", "Go's telemetry counters (go, gopls)"},
+		{"~/.config/procps/**", "top's configuration (toprc)"},
+		{"~/.toprc", "top's configuration"},
+		{"~/.lesshst", "less's history"},
+		{"~/.local/state/lesshst", "less's history"},
+		{"~/.python_history", "the Python REPL's history"},
+		{"~/.node_repl_history", "the Node.js REPL's history"},
+		{"~/.bash_history", "bash's history"},
+		{"~/.sqlite_history", "sqlite3's history"},
+		{"~/.psql_history", "psql's history"},
+		{"~/.wget-hsts", "wget's HSTS cache"},
+		{"~/.config/configstore/update-notifier-*", "npm's update notifier"},
+	}
 }
 
 // Boundaries is the [boundaries] table: rules the broker applies to

@@ -32,6 +32,9 @@ type Resolved struct {
 	// BoundaryAllow, BoundaryAsk and BoundaryDeny hold the boundary rules
 	// as written ("~" is expanded by the broker's parser).
 	BoundaryAllow, BoundaryAsk, BoundaryDeny []string
+	// Quiet holds the quiet list: the built-in entries, then the user's,
+	// patterns expanded to absolute.
+	Quiet []QuietEntry
 	// EnvAllow holds the environment patterns kept despite EnvDeny.
 	EnvAllow []string
 	// EnvDeny holds the environment patterns stripped (built-ins plus
@@ -94,6 +97,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	envDeny.add(p.Env.Deny...)
 	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
 	r.BoundaryAllow, r.BoundaryAsk, r.BoundaryDeny = p.Boundaries.Allow, p.Boundaries.Ask, p.Boundaries.Deny
+	r.Quiet = resolveQuiet(p.Quiet.Deny, d.Home)
 	return r, nil
 }
 
@@ -274,4 +278,22 @@ func (o *orderedSet) add(items ...string) {
 func (o *orderedSet) has(s string) bool {
 	_, ok := o.seen[s]
 	return ok
+}
+
+// resolveQuiet expands the built-in and the user's quiet patterns.
+func resolveQuiet(user []string, home string) []QuietEntry {
+	expand := func(p string) string {
+		if p == "~" || strings.HasPrefix(p, "~/") {
+			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+		}
+		return p
+	}
+	var out []QuietEntry
+	for _, e := range DefaultQuiet() {
+		out = append(out, QuietEntry{Pattern: expand(e.Pattern), Why: e.Why})
+	}
+	for _, p := range user {
+		out = append(out, QuietEntry{Pattern: expand(p), Why: "your policy's [quiet] list"})
+	}
+	return out
 }

@@ -32,6 +32,7 @@ const (
 	ruleMin       = "min"       // workspace value must be <= the user's; result = workspace value
 	ruleProfile   = "profile"   // default < strict
 	ruleIsolation = "isolation" // landlock-only < auto < namespaces
+	ruleUser      = "user"      // only the user's policy may set it
 )
 
 // rank returns the strictness of value under an ordered rule.
@@ -50,7 +51,7 @@ func rank(rule, value string) (int, bool) {
 // ruleFits reports whether a tighten rule applies to fields of type t.
 func ruleFits(rule string, t reflect.Type) bool {
 	switch rule {
-	case ruleUnion, ruleSubset:
+	case ruleUnion, ruleSubset, ruleUser:
 		return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String
 	case ruleMin:
 		switch t.Kind() {
@@ -119,6 +120,9 @@ func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error
 			}
 		}
 		switch rule {
+		case ruleUser:
+			return &Error{File: wsName, Line: pos.line, Key: lf.path,
+				Msg: "only your own policy may set " + lf.path + " (a workspace could quiet what you want to see)"}
 		case ruleUnion:
 			var merged orderedSet
 			for _, list := range []reflect.Value{u, w} {

@@ -33,6 +33,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return checkList(v, normEnvPattern)
 	case "boundaries.allow", "boundaries.ask", "boundaries.deny":
 		return checkList(v, normRule)
+	case "quiet.deny":
+		return checkList(v, normQuiet)
 	case "limits.pids":
 		if n := v.Int(); n < MinPids {
 			return -1, fmt.Sprintf("must be at least %d (got %d)", MinPids, n)
@@ -242,4 +244,22 @@ func checkRuleOperation(surface grants.Surface, op string) string {
 		names = append(names, string(o))
 	}
 	return fmt.Sprintf("unknown %s operation %q (want one of %s)", surface, op, strings.Join(names, ", "))
+}
+
+// normQuiet accepts a quiet pattern: "~/..." or absolute, each element a
+// valid glob ("**" spans elements), never the home or / itself.
+func normQuiet(s string) (string, string) {
+	c, msg := normPathSpec(s)
+	if msg != "" {
+		return "", msg
+	}
+	if c == "~" || c == "/" {
+		return "", fmt.Sprintf("%q would quiet every write below it; name the tool's own file or directory", s)
+	}
+	for _, elem := range strings.Split(c, "/") {
+		if _, err := path.Match(strings.ReplaceAll(elem, "**", "*"), ""); err != nil {
+			return "", fmt.Sprintf("%q is not a valid pattern (%v)", s, err)
+		}
+	}
+	return c, ""
 }

@@ -40,6 +40,11 @@ func TestEventsGolden(t *testing.T) {
 		{"expired", func(w world) []attemptFunc {
 			return []attemptFunc{denies(1, fsDenial("make_reg", w.allowed))}
 		}, true},
+		{"quiet", func(w world) []attemptFunc {
+			tele := filepath.Join(w.caller.Home, ".config", "go", "telemetry", "local")
+			return []attemptFunc{denies(0, fsDenial("make_reg", filepath.Join(tele, "go@a.count")),
+				fsDenial("write_file", filepath.Join(tele, "go@b.count")), fsDenial("make_dir", filepath.Join(w.caller.Home, ".config", "procps")))}
+		}, false},
 		{"warnings", func(w world) []attemptFunc {
 			return []attemptFunc{func(context.Context, sandbox.Spec, During) (sandbox.Result, error) {
 				return sandbox.Result{ExitCode: 124, TimedOut: true, Isolation: sandbox.LandlockOnly, Degraded: []string{"no namespaces"},

@@ -148,8 +148,13 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 			*set.out = append(*set.out, rule)
 		}
 	}
+	var quiet []broker.QuietRule
+	for _, q := range p.policy.Quiet {
+		quiet = append(quiet, broker.QuietRule{Pattern: q.Pattern, Why: q.Why})
+	}
 	cfg := broker.Config{
 		Rules: rules,
+		Quiet: quiet,
 		Hard: broker.HardDenies{
 			Secrets:   p.policy.Secrets,
 			Own:       []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},

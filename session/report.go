@@ -21,11 +21,14 @@ type Report struct {
 	TimedOut    bool                `json:"timed_out,omitempty"`
 	Signal      int                 `json:"signal,omitempty"`
 	Persistence []sandbox.Persisted `json:"persistence,omitempty"`
-	Transaction *Transaction        `json:"transaction,omitempty"`
-	Session     string              `json:"session,omitempty"`
-	Workspace   string              `json:"workspace,omitempty"`
-	Command     []string            `json:"command,omitempty"`
-	SetupMS     float64             `json:"setup_ms,omitempty"`
+	// Quiet counts the writes to tools' own state the quiet list denied
+	// without review (not boundaries), by entry.
+	Quiet       []Quiet      `json:"quiet,omitempty"`
+	Transaction *Transaction `json:"transaction,omitempty"`
+	Session     string       `json:"session,omitempty"`
+	Workspace   string       `json:"workspace,omitempty"`
+	Command     []string     `json:"command,omitempty"`
+	SetupMS     float64      `json:"setup_ms,omitempty"`
 	// Error is the public sentence for a run sandboxd itself failed
 	// (exit status 125).
 	Error string `json:"error,omitempty"`
@@ -61,3 +64,14 @@ type Transaction struct {
 	Committed *layer.Outcome    `json:"committed,omitempty"`
 	Recovered []layer.Recovered `json:"recovered,omitempty"`
 }
+
+// Quiet is one quiet-list entry's denials in a run.
+type Quiet struct {
+	Why   string `json:"why"`
+	Count int    `json:"count"`
+	// Paths are the distinct paths denied (at most maxQuietPaths).
+	Paths []string `json:"paths"`
+}
+
+// maxQuietPaths bounds the paths a Quiet entry lists.
+const maxQuietPaths = 20

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
@@ -26,9 +27,14 @@ func (st *run) request(d sandbox.Denial) grants.Request {
 	}
 }
 
-// decide asks the broker about one denial and records the boundary.
+// decide asks the broker about one denial and records the boundary (or,
+// for a quiet write, counts it). at is -1 for a quiet one.
 func (st *run) decide(ctx context.Context, d sandbox.Denial, held bool) (broker.Result, int) {
-	res := st.plan.broker.Decide(ctx, st.request(d))
+	res := st.ask(ctx, d)
+	if res.Decision.Source == broker.SourceQuiet {
+		st.countQuiet(res.Decision.Rationale, d.Path)
+		return res, -1
+	}
 	b := Boundary{Attempt: st.attempt, Surface: d.Surface, Operation: d.Operation,
 		Path: d.Path, Destination: d.Destination, Decision: res.Decision.Outcome, Source: res.Decision.Source,
 		Rationale: res.Decision.Rationale, Held: held}
@@ -43,6 +49,40 @@ func (st *run) decide(ctx context.Context, d sandbox.Denial, held bool) (broker.
 	return res, at
 }
 
+// ask has the broker decide d; a boundary this run already had decided
+// is not counted by the breaker again.
+func (st *run) ask(ctx context.Context, d sandbox.Denial) broker.Result {
+	key := string(d.Surface) + "\x00" + string(d.Operation) + "\x00" + d.Path + "\x00" + d.Destination
+	st.mu.Lock()
+	again := st.decided[key]
+	if st.decided == nil {
+		st.decided = map[string]bool{}
+	}
+	st.decided[key] = true
+	st.mu.Unlock()
+	if again {
+		return st.plan.broker.DecideAgain(ctx, st.request(d))
+	}
+	return st.plan.broker.Decide(ctx, st.request(d))
+}
+
+// countQuiet adds a quiet denial to the report.
+func (st *run) countQuiet(why, path string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := range st.rep.Quiet {
+		q := &st.rep.Quiet[i]
+		if q.Why == why {
+			q.Count++
+			if len(q.Paths) < maxQuietPaths && !slices.Contains(q.Paths, path) {
+				q.Paths = append(q.Paths, path)
+			}
+			return
+		}
+	}
+	st.rep.Quiet = append(st.rep.Quiet, Quiet{Why: why, Count: 1, Paths: []string{path}})
+}
+
 // during decides a boundary while the attempt runs (see During).
 func (st *run) during(ctx context.Context, d sandbox.Denial) broker.Result {
 	res, _ := st.decide(ctx, d, true)
@@ -53,24 +93,28 @@ func (st *run) during(ctx context.Context, d sandbox.Denial) broker.Result {
 // least one, all allowed.
 func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 	var granted []allowed
-	all := len(denials) > 0
+	all, boundaries := true, 0
 	for _, d := range denials {
 		req := st.request(d)
 		res, at := st.decide(st.ctx, d, false)
+		if at < 0 {
+			continue // quiet: neither triggers nor blocks a retry
+		}
+		boundaries++
 		if res.Grant == nil {
 			all = false
 			continue
 		}
 		granted = append(granted, allowed{req: req, grant: res.Grant, at: at})
 	}
-	if len(denials) > 0 {
+	if boundaries > 0 {
 		st.ev.Event(Event{Kind: KindReviewed, Attempt: st.attempt})
 	}
 	st.unused = st.unused[:0]
 	for _, g := range granted {
 		st.unused = append(st.unused, g.grant.Token)
 	}
-	return granted, all
+	return granted, all && boundaries > 0
 }
 
 // revokeUnused removes the grants of a review no retry followed: nothing

@@ -88,6 +88,9 @@ type run struct {
 	attempt int
 	// unused are grants issued in the last review that no retry consumed.
 	unused []string
+	// decided holds the boundaries this run has had decided (by key,
+	// under mu): the breaker counts each once.
+	decided map[string]bool
 }
 
 // Run runs job for caller and returns its report. An error means

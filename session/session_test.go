@@ -189,6 +189,17 @@ func TestAttemptLoop(t *testing.T) {
 			kinds: []Kind{KindBoundary, KindBoundary, KindReviewed, KindRetrying},
 		},
 		{
+			name:    "quiet writes are no boundaries and do not block a retry",
+			retries: 2,
+			script: func(w world) []attemptFunc {
+				tele := filepath.Join(w.caller.Home, ".config", "go", "telemetry", "local", "go@x.count")
+				return []attemptFunc{denies(1, fsDenial("make_reg", tele), fsDenial("make_reg", w.allowed)), denies(0, fsDenial("make_reg", tele))}
+			},
+			attempts: 2, exit: 0,
+			want:  []string{"1 make_reg new-file allow/policy consumed"},
+			kinds: []Kind{KindBoundary, KindReviewed, KindRetrying},
+		},
+		{
 			name:    "no boundaries: one attempt",
 			retries: 2,
 			script: func(w world) []attemptFunc {
