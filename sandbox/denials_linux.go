@@ -68,6 +68,11 @@ func (r *run) judge() detect.Policy {
 	for _, e := range spec.Exceptions {
 		granted = append(granted, detect.Grant{Operation: e.Operation, Path: e.Path})
 	}
+	for _, o := range r.opened {
+		if o.source != "" { // a copy: its path reads
+			granted = append(granted, detect.Grant{Operation: o.Operation, Path: o.Path})
+		}
+	}
 	return detect.Policy{Writable: writable, ReadOnly: readOnly, Pinned: pinned, Granted: granted,
 		ReadsObserved: r.det == nil, ReadRoots: spec.Read, ReadDeny: spec.Deny, NetNS: r.wantNS}
 }

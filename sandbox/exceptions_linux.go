@@ -91,6 +91,8 @@ func (e Exception) access() landlock.Access {
 type openedException struct {
 	Exception
 	fd int // O_PATH, identity checked
+	// source is set for a copy shown at Path: the file fd names.
+	source string
 }
 
 // openExceptions opens each exception's object without following any

@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,6 +139,43 @@ func (r *run) plan() error {
 		return err
 	}
 	r.undo = append(r.undo, func() { closeExceptions(r.opened) })
+	return r.makeCopies()
+}
+
+// makeCopies writes the spec's copies under the state directory and
+// adds each, as a read of its path, to the granted objects: its inode
+// gets a read rule and is bound over the path it stands in for.
+func (r *run) makeCopies() error {
+	if len(r.spec.Copies) == 0 || !r.wantNS {
+		return nil
+	}
+	dir := filepath.Join(r.spec.StateDir, "copies", r.runID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: copies: %w", err)
+	}
+	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
+	for i, c := range r.spec.Copies {
+		if !filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path {
+			return fmt.Errorf("sandbox: copy for %q: not an absolute, clean path", c.Path)
+		}
+		src := filepath.Join(dir, strconv.Itoa(i))
+		// World-readable: it holds nothing secret, and the command's uid
+		// may be any.
+		if err := os.WriteFile(src, c.Data, 0o444); err != nil {
+			return fmt.Errorf("sandbox: copy for %s: %w", c.Path, err)
+		}
+		fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: copy for %s: %w", c.Path, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("sandbox: copy for %s: %w", c.Path, err)
+		}
+		r.opened = append(r.opened, openedException{fd: fd, source: src,
+			Exception: Exception{Operation: grants.OpReadFile, Path: c.Path, Dev: st.Dev, Ino: st.Ino}})
+	}
 	return nil
 }
 

@@ -133,7 +133,7 @@ func (r *run) cloneTrees(setup *wire.SetupMsg) {
 	setup.Mask = maskedDirs(r.spec.RuntimeDir)
 	setup.Clone = r.writableRoots()
 	for _, o := range r.opened {
-		setup.ExceptionBinds = append(setup.ExceptionBinds, wire.ExceptionBind{Operation: string(o.Operation), Path: o.Path, Dev: o.Dev, Ino: o.Ino})
+		setup.ExceptionBinds = append(setup.ExceptionBinds, wire.ExceptionBind{Operation: string(o.Operation), Path: o.Path, Dev: o.Dev, Ino: o.Ino, Source: o.source})
 	}
 }
 

@@ -104,6 +104,11 @@ type Spec struct {
 	// reported, so none can be reviewed.
 	NoDetect bool
 
+	// Copies are files shown inside in place of the caller's own (a
+	// config that mixes settings and credentials, with the credentials
+	// removed): each Path, an existing file, reads as Data, read-only,
+	// while the original stays unreadable. Namespaces only.
+	Copies []Copy
 	// RuntimeDir is the caller's XDG_RUNTIME_DIR (sockets of its session
 	// services), masked with an empty tmpfs inside.
 	RuntimeDir string
@@ -208,4 +213,10 @@ type Persisted struct {
 	Action     string `json:"action"`
 	Why        string `json:"why,omitempty"`
 	Quarantine string `json:"quarantine,omitempty"`
+}
+
+// Copy is a file shown in place of another (see Spec.Copies).
+type Copy struct {
+	Path string // absolute, clean: the file it stands in for
+	Data []byte
 }

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/credfile"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -106,7 +108,8 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		}
 	}
 	return sandbox.Spec{
-		Argv: j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
+		Copies: sanitizedCopies(res.Secrets, c.Home),
+		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
 		Writable: res.Writable, Caches: []string{cache}, Read: read, Deny: deny,
 		ListCarved: res.Profile != "strict", Protected: res.Protected,
 		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.StateDir(),
@@ -202,4 +205,36 @@ func checkWritable(roots []string, file string) error {
 		}
 	}
 	return nil
+}
+
+// mixedConfigs are credential-store files that also hold a tool's
+// settings (home-relative), each with what removes the credentials: the
+// command reads a copy without them; the original stays unreadable.
+func mixedConfigs() map[string]func([]byte) []byte {
+	return map[string]func([]byte) []byte{".npmrc": credfile.Npmrc}
+}
+
+// maxCopy bounds a config file sandboxd will sanitize.
+const maxCopy = 1 << 20
+
+// sanitizedCopies returns a copy without credentials of each mixed
+// config that the policy denies and that is a regular file.
+func sanitizedCopies(secrets []string, home string) []sandbox.Copy {
+	var out []sandbox.Copy
+	for rel, clean := range mixedConfigs() {
+		path := filepath.Join(home, rel)
+		if !slices.Contains(secrets, path) {
+			continue // readable as it is, or not the caller's to show
+		}
+		st, err := os.Lstat(path)
+		if err != nil || !st.Mode().IsRegular() || st.Size() > maxCopy {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		out = append(out, sandbox.Copy{Path: path, Data: clean(data)})
+	}
+	return out
 }

@@ -381,28 +381,46 @@ func loopbackUp() error {
 // the inode is the granted one.
 func bindExceptions(es []wire.ExceptionBind) error {
 	for _, e := range es {
-		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-		fd, err := unix.Openat2(unix.AT_FDCWD, e.Path, &how)
-		if err != nil {
-			return fmt.Errorf("grant for %s: %w", e.Path, err)
-		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino || st.Dev != e.Dev {
-			unix.Close(fd)
-			return fmt.Errorf("grant for %s: the path now names another object", e.Path)
-		}
-		tree, err := wire.GrantTree(fd, e.Path, e.Operation, -1)
-		if err != nil {
-			unix.Close(fd)
+		if err := bindException(e); err != nil {
 			return err
 		}
-		err = unix.MoveMount(tree, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
-		unix.Close(tree)
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("grant for %s: attach: %w", e.Path, err)
+	}
+	return nil
+}
+
+// bindException binds one granted object (or the copy shown in its
+// place) onto its path, checking it is the object the supervisor named.
+func bindException(e wire.ExceptionBind) error {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	src := e.Path
+	if e.Source != "" {
+		src = e.Source
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, src, &how)
+	if err != nil {
+		return fmt.Errorf("grant for %s: %w", e.Path, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino || st.Dev != e.Dev {
+		return fmt.Errorf("grant for %s: the path now names another object", e.Path)
+	}
+	target := fd
+	if e.Source != "" {
+		if target, err = unix.Openat2(unix.AT_FDCWD, e.Path, &how); err != nil {
+			return fmt.Errorf("copy for %s: %w", e.Path, err)
 		}
+		defer unix.Close(target)
+	}
+	tree, err := wire.GrantTree(fd, e.Path, e.Operation, -1)
+	if err != nil {
+		return err
+	}
+	err = unix.MoveMount(tree, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	unix.Close(tree)
+	if err != nil {
+		return fmt.Errorf("grant for %s: attach: %w", e.Path, err)
 	}
 	return nil
 }

@@ -136,6 +136,9 @@ type ExceptionBind struct {
 	Path      string `json:"path"`
 	Dev       uint64 `json:"dev"`
 	Ino       uint64 `json:"ino"`
+	// Source, if set, is bound onto Path instead of Path itself (a
+	// sanitized copy shown in place of a file); Dev and Ino are Source's.
+	Source string `json:"source,omitempty"`
 }
 
 // Send writes one message with its descriptors.
