@@ -299,7 +299,7 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	}
 	switch {
 	case locked && !person:
-		return deny(SourceCircuitBreaker, "the session is locked down ("+lockWhy+"); only a person can review it")
+		return deny(SourceCircuitBreaker, "the session is locked down ("+lockWhy+"); only a person can review it, or lift the lockdown with `sandboxd session reset` and the session's name at their terminal")
 	case !locked && b.cfg.Model != nil:
 		d, err := b.cfg.Model.Review(ctx, req)
 		if err == nil {

@@ -203,3 +203,40 @@ func safe(s string) string {
 	}
 	return termfilter.Escape(s)
 }
+
+// Confirm asks the person at tty (default /dev/tty) a yes/no question,
+// framed as sandboxd's own, and reports whether they answered yes. why
+// says, when not, what happened (a fixed sentence).
+func Confirm(ctx context.Context, tty, question string, timeout time.Duration) (yes bool, why string) {
+	if tty == "" {
+		tty = "/dev/tty"
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	fd, err := unix.Open(tty, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, noTerminal
+	}
+	defer unix.Close(fd)
+	unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
+	prompt := fmt.Sprintf("%s%s [y/N]%s ", termfilter.FrameOn, safe(question), termfilter.FrameOff)
+	if _, err := unix.Write(fd, []byte(prompt)); err != nil {
+		return false, "could not write to the terminal"
+	}
+	rfd, err := unix.Open(tty, unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return false, "could not read the terminal"
+	}
+	defer unix.Close(rfd)
+	answer, err := readLine(ctx, rfd, timeout)
+	if err != nil {
+		unix.Write(fd, []byte("\r\n"))
+		return false, noAnswer(err)
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return true, ""
+	}
+	return false, "the answer was no"
+}

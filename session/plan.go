@@ -68,6 +68,10 @@ func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
 	return p, err
 }
 
+// Scoped is the session a caller's name stands for: scoped by the
+// caller's uid, as the broker, the grants and the breaker see it.
+func Scoped(c Caller, name string) string { return scopedSession(c, name) }
+
 // scopedSession is the session a request belongs to: the caller's uid
 // and the name the caller gave, or a session of its own for this run.
 func scopedSession(c Caller, name string) string {

@@ -42,6 +42,7 @@ Usage:
   sandboxd run [flags] -c 'shell command'
   sandboxd doctor [--json]
   sandboxd recover [--json]
+  sandboxd session status|reset ID
   sandboxd version
 
 Run "sandboxd run -h" for the run flags.
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch args[0] {
 	case "run":
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
+	case "session":
+		return sessionCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "recover":
 		return recoverCommand(args[1:], getenv, stdout, stderr)
 	case "doctor":
