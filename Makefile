@@ -7,7 +7,10 @@ BIN      := bin/sandboxd
 TESTUSER := sandboxd-test
 # Debian packages the build and the tests need.
 BUILD_PKGS := libseccomp-dev gcc pkg-config
-TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap
+TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap python3-pytest procps less make
+# The everyday-command corpus also runs node and npm (Debian's, unless a
+# node with its own npm is installed already).
+NODE_PKGS  := nodejs npm
 
 .PHONY: demo test build deps test-deps test-user bench clean
 
@@ -30,6 +33,7 @@ deps:
 
 test-deps:
 	@./demo/ensure-packages.sh $(TEST_PKGS)
+	@command -v npm >/dev/null 2>&1 || ./demo/ensure-packages.sh $(NODE_PKGS)
 
 # The integration tests run every case again as this unprivileged user.
 test-user:
