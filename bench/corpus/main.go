@@ -22,11 +22,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
+	"github.com/sandboxd/sandboxd/bench/internal/stats"
 )
 
 // A job is one everyday command, run in dir (relative to the workspace).
@@ -52,6 +52,15 @@ func main() {
 	}
 }
 
+// bench is one run of the corpus.
+type bench struct {
+	bin, ws, reports string
+	env              []string
+	seq              int
+	boundaries       int
+	bounded          []string // jobs whose reports had boundaries
+}
+
 func run(n int, bin string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
@@ -71,60 +80,25 @@ func run(n int, bin string) error {
 	if err != nil {
 		return err
 	}
-	env := append(os.Environ(),
+	b := &bench{bin: bin, ws: ws, reports: reports, env: append(os.Environ(),
 		"GOTOOLCHAIN=local", "GOPROXY=off", "GOFLAGS=", "GOWORK=off",
 		"GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
 		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com",
-		"GIT_CONFIG_NOSYSTEM=1")
-	seq, boundaries := 0, 0
-	var bounded []string
-	once := func(j *job, sandboxed bool) (time.Duration, error) {
-		seq++
-		if j.prep != nil {
-			if err := j.prep(seq); err != nil {
-				return 0, fmt.Errorf("%s: prepare: %w", j.name, err)
-			}
-		}
-		argv := []string{"bash", "-c", j.script(seq)}
-		report := filepath.Join(reports, fmt.Sprintf("%d.json", seq))
-		if sandboxed {
-			argv = append([]string{bin, "run", "--report", report, "--workspace", ws, "--"}, argv...)
-		}
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir = filepath.Join(ws, j.dir)
-		cmd.Env = env
-		t := time.Now()
-		out, err := cmd.CombinedOutput()
-		took := time.Since(t)
-		if err != nil {
-			return 0, fmt.Errorf("%s (sandboxd: %v): %v\n%s", j.name, sandboxed, err, out)
-		}
-		if sandboxed {
-			var r struct {
-				ExitCode   int               `json:"exit_code"`
-				Boundaries []json.RawMessage `json:"boundaries"`
-			}
-			b, err := os.ReadFile(report)
-			if err != nil {
-				return 0, err
-			}
-			if err := json.Unmarshal(b, &r); err != nil {
-				return 0, fmt.Errorf("%s: report: %w", report, err)
-			}
-			if r.ExitCode != 0 {
-				return 0, fmt.Errorf("%s: report says exit code %d", j.name, r.ExitCode)
-			}
-			if len(r.Boundaries) > 0 {
-				boundaries += len(r.Boundaries)
-				bounded = append(bounded, fmt.Sprintf("%s: %s", j.name, b))
-			}
-		}
-		return took, nil
+		"GIT_CONFIG_NOSYSTEM=1")}
+	if err := b.measure(jobs, n); err != nil {
+		return err
 	}
+	b.print(jobs, n, skipped)
+	return nil
+}
+
+// measure warms each job up twice per variant, then runs n rounds, bare
+// and sandboxed one after the other.
+func (b *bench) measure(jobs []*job, n int) error {
 	for _, j := range jobs {
 		for i := 0; i < 2; i++ {
 			for _, sandboxed := range []bool{false, true} {
-				if _, err := once(j, sandboxed); err != nil {
+				if _, err := b.once(j, sandboxed); err != nil {
 					return err
 				}
 			}
@@ -132,116 +106,107 @@ func run(n int, bin string) error {
 	}
 	for i := 0; i < n; i++ {
 		for _, j := range jobs {
-			d, err := once(j, false)
+			d, err := b.once(j, false)
 			if err != nil {
 				return err
 			}
 			j.bare = append(j.bare, d)
-			if d, err = once(j, true); err != nil {
+			if d, err = b.once(j, true); err != nil {
 				return err
 			}
 			j.sbx = append(j.sbx, d)
 		}
 	}
+	return nil
+}
+
+// once runs j once and returns how long it took.
+func (b *bench) once(j *job, sandboxed bool) (time.Duration, error) {
+	b.seq++
+	if j.prep != nil {
+		if err := j.prep(b.seq); err != nil {
+			return 0, fmt.Errorf("%s: prepare: %w", j.name, err)
+		}
+	}
+	argv := []string{"bash", "-c", j.script(b.seq)}
+	report := filepath.Join(b.reports, fmt.Sprintf("%d.json", b.seq))
+	if sandboxed {
+		argv = append([]string{b.bin, "run", "--report", report, "--workspace", b.ws, "--"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = filepath.Join(b.ws, j.dir)
+	cmd.Env = b.env
+	t := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(t)
+	if err != nil {
+		return 0, fmt.Errorf("%s (sandboxd: %v): %v\n%s", j.name, sandboxed, err, out)
+	}
+	if sandboxed {
+		return took, b.check(j, report)
+	}
+	return took, nil
+}
+
+// check reads a sandboxed run's report: it must say exit 0, and any
+// boundary in it is counted (the corpus should report none).
+func (b *bench) check(j *job, report string) error {
+	var r struct {
+		ExitCode   int               `json:"exit_code"`
+		Boundaries []json.RawMessage `json:"boundaries"`
+	}
+	data, err := os.ReadFile(report)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return fmt.Errorf("%s: report: %w", report, err)
+	}
+	if r.ExitCode != 0 {
+		return fmt.Errorf("%s: report says exit code %d", j.name, r.ExitCode)
+	}
+	if len(r.Boundaries) > 0 {
+		b.boundaries += len(r.Boundaries)
+		b.bounded = append(b.bounded, fmt.Sprintf("%s: %s", j.name, data))
+	}
+	return nil
+}
+
+// print writes the Markdown table and what the runs reported.
+func (b *bench) print(jobs []*job, n int, skipped []string) {
 	fmt.Printf("| command | bare median | sandboxd median | ratio (sandboxd/bare) | bare p90 | sandboxd p90 |\n|---|---|---|---|---|---|\n")
 	for _, j := range jobs {
-		b, s := median(j.bare), median(j.sbx)
-		fmt.Printf("| %s | %s | %s | %.2f | %s | %s |\n", j.name, ms(b), ms(s),
-			float64(s)/float64(b), ms(pct(j.bare, 90)), ms(pct(j.sbx, 90)))
+		bm, sm := stats.Median(j.bare), stats.Median(j.sbx)
+		fmt.Printf("| %s | %s | %s | %.2f | %s | %s |\n", j.name, ms(bm), ms(sm),
+			float64(sm)/float64(bm), ms(stats.Pct(j.bare, 90)), ms(stats.Pct(j.sbx, 90)))
 	}
 	fmt.Printf("\nN = %d rounds (runs per command and variant), after 2 warm-up runs each.\n", n)
 	for _, s := range skipped {
 		fmt.Printf("Left out: %s.\n", s)
 	}
 	total := (n + 2) * len(jobs)
-	if boundaries == 0 {
+	if b.boundaries == 0 {
 		fmt.Printf("Boundaries reported: none, in all %d sandboxed runs (warm-ups included); every one exited 0.\n", total)
-	} else {
-		fmt.Printf("WARNING: %d boundaries reported over %d sandboxed runs; the corpus should report none:\n", boundaries, total)
-		for _, s := range bounded {
-			fmt.Println("  " + s)
-		}
+		return
 	}
-	return nil
+	fmt.Printf("WARNING: %d boundaries reported over %d sandboxed runs; the corpus should report none:\n", b.boundaries, total)
+	for _, s := range b.bounded {
+		fmt.Println("  " + s)
+	}
 }
 
 // fixtures writes every job's files into ws and returns the jobs, and
 // what was left out and why.
 func fixtures(ws string) ([]*job, []string, error) {
 	files := map[string]string{
-		"gomod/go.mod": "module example.com/corpus\n\ngo 1.22\n",
-		"gomod/main.go": `package main
-
-import (
-	"fmt"
-
-	"example.com/corpus/lib"
-)
-
-func main() { fmt.Println(lib.Sum(lib.Squares(10)), lib.Stamp) }
-`,
-		"gomod/lib/lib.go": `// Package lib is the corpus module's library.
-package lib
-
-import "strings"
-
-// Squares returns the first n squares.
-func Squares(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i * i
-	}
-	return s
-}
-
-// Sum adds up s.
-func Sum(s []int) (t int) {
-	for _, v := range s {
-		t += v
-	}
-	return t
-}
-
-// Words splits s on spaces and upper-cases every word.
-func Words(s string) []string {
-	w := strings.Fields(s)
-	for i := range w {
-		w[i] = strings.ToUpper(w[i])
-	}
-	return w
-}
-`,
-		"gomod/lib/stamp.go": stamp(0),
-		"gomod/lib/lib_test.go": `package lib
-
-import "testing"
-
-func TestSquares(t *testing.T) {
-	if got := Sum(Squares(4)); got != 14 {
-		t.Fatalf("Sum(Squares(4)) = %d, want 14", got)
-	}
-}
-
-func TestWords(t *testing.T) {
-	if w := Words(" a bc  d "); len(w) != 3 || w[1] != "BC" {
-		t.Fatalf("Words = %q", w)
-	}
-}
-`,
-		"c/Makefile": "OBJS = a.o b.o c.o d.o e.o\n\nprog: $(OBJS)\n\tcc -o $@ $(OBJS)\n\n%.o: %.c\n\tcc -O2 -c -o $@ $<\n\nclean:\n\trm -f prog $(OBJS)\n",
-		"py/pool.py": `import multiprocessing as mp
-
-
-def square(x):
-    return x * x
-
-
-if __name__ == "__main__":
-    mp.set_start_method("spawn")
-    with mp.Pool(2) as p:
-        assert sum(p.map(square, range(1000))) == sum(x * x for x in range(1000))
-`,
-		"git/.keep": "",
+		"gomod/go.mod":          "module example.com/corpus\n\ngo 1.22\n",
+		"gomod/main.go":         goMain,
+		"gomod/lib/lib.go":      goLib,
+		"gomod/lib/stamp.go":    stamp(0),
+		"gomod/lib/lib_test.go": goLibTest,
+		"c/Makefile":            "OBJS = a.o b.o c.o d.o e.o\n\nprog: $(OBJS)\n\tcc -o $@ $(OBJS)\n\n%.o: %.c\n\tcc -O2 -c -o $@ $<\n\nclean:\n\trm -f prog $(OBJS)\n",
+		"py/pool.py":            pyPool,
+		"git/.keep":             "",
 	}
 	for i, f := range []string{"a", "b", "c", "d", "e"} {
 		src := fmt.Sprintf("#include <stdio.h>\n\nint %s(int x) { int t = 0; for (int i = 0; i < x; i++) t += i * %d; return t; }\n", f, i+1)
@@ -256,18 +221,7 @@ if __name__ == "__main__":
 		node = false
 		skipped = append(skipped, "`node --test` (node is not installed)")
 	} else {
-		files["node/sum.test.js"] = `const test = require('node:test');
-const assert = require('node:assert');
-
-test('sums', () => {
-  assert.strictEqual([1, 2, 3].reduce((a, b) => a + b, 0), 6);
-});
-
-test('async', async () => {
-  await new Promise((r) => setTimeout(r, 1));
-  assert.ok(true);
-});
-`
+		files["node/sum.test.js"] = nodeTest
 	}
 	for name, body := range files {
 		p := filepath.Join(ws, name)
@@ -278,6 +232,12 @@ test('async', async () => {
 			return nil, nil, err
 		}
 	}
+	return corpusJobs(ws, node), skipped, nil
+}
+
+// corpusJobs lists the commands timed in ws (node --test when node is
+// installed).
+func corpusJobs(ws string, node bool) []*job {
 	stampFile := filepath.Join(ws, "gomod/lib/stamp.go")
 	fixed := func(s string) func(int) string { return func(int) string { return s } }
 	jobs := []*job{
@@ -311,25 +271,97 @@ test('async', async () => {
 	if node {
 		jobs = append(jobs, &job{name: "`node --test` (one file, two tests)", dir: "node", script: fixed("node --test sum.test.js")})
 	}
-	return jobs, skipped, nil
+	return jobs
 }
+
+// The corpus's fixture sources.
+const (
+	goMain = `package main
+
+import (
+	"fmt"
+
+	"example.com/corpus/lib"
+)
+
+func main() { fmt.Println(lib.Sum(lib.Squares(10)), lib.Stamp) }
+`
+	goLib = `// Package lib is the corpus module's library.
+package lib
+
+import "strings"
+
+// Squares returns the first n squares.
+func Squares(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i * i
+	}
+	return s
+}
+
+// Sum adds up s.
+func Sum(s []int) (t int) {
+	for _, v := range s {
+		t += v
+	}
+	return t
+}
+
+// Words splits s on spaces and upper-cases every word.
+func Words(s string) []string {
+	w := strings.Fields(s)
+	for i := range w {
+		w[i] = strings.ToUpper(w[i])
+	}
+	return w
+}
+`
+	goLibTest = `package lib
+
+import "testing"
+
+func TestSquares(t *testing.T) {
+	if got := Sum(Squares(4)); got != 14 {
+		t.Fatalf("Sum(Squares(4)) = %d, want 14", got)
+	}
+}
+
+func TestWords(t *testing.T) {
+	if w := Words(" a bc  d "); len(w) != 3 || w[1] != "BC" {
+		t.Fatalf("Words = %q", w)
+	}
+}
+`
+	pyPool = `import multiprocessing as mp
+
+
+def square(x):
+    return x * x
+
+
+if __name__ == "__main__":
+    mp.set_start_method("spawn")
+    with mp.Pool(2) as p:
+        assert sum(p.map(square, range(1000))) == sum(x * x for x in range(1000))
+`
+	nodeTest = `const test = require('node:test');
+const assert = require('node:assert');
+
+test('sums', () => {
+  assert.strictEqual([1, 2, 3].reduce((a, b) => a + b, 0), 6);
+});
+
+test('async', async () => {
+  await new Promise((r) => setTimeout(r, 1));
+  assert.ok(true);
+});
+`
+)
 
 // stamp is the Go module's one changing source file.
 func stamp(i int) string {
 	return fmt.Sprintf("package lib\n\n// Stamp changes before every timed build.\nconst Stamp = %d\n", i)
-}
-
-func sorted(d []time.Duration) []time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s
-}
-
-func median(d []time.Duration) time.Duration { return pct(d, 50) }
-
-func pct(d []time.Duration, p int) time.Duration {
-	s := sorted(d)
-	return s[(len(s)-1)*p/100]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

@@ -18,12 +18,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
+	"github.com/sandboxd/sandboxd/bench/internal/stats"
 )
 
 type contender struct {
@@ -99,12 +99,12 @@ func run(n int, bin, baseline string) error {
 			c.took = append(c.took, time.Since(t))
 		}
 	}
-	bw := median(cs[1].took)
+	bw := stats.Median(cs[1].took)
 	fmt.Printf("| command | runs | median | p10 | p90 | median / bwrap |\n|---|---|---|---|---|---|\n")
 	for _, c := range cs {
-		m := median(c.took)
+		m := stats.Median(c.took)
 		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f |\n", c.name, len(c.took), ms(m),
-			ms(pct(c.took, 10)), ms(pct(c.took, 90)), float64(m)/float64(bw))
+			ms(stats.Pct(c.took, 10)), ms(stats.Pct(c.took, 90)), float64(m)/float64(bw))
 	}
 	return nil
 }
@@ -137,22 +137,9 @@ func phaseTable(n int, bin string) error {
 	}
 	fmt.Printf("\n| phase (sandboxd run -v) | reached at (median) |\n|---|---|\n")
 	for _, name := range order {
-		fmt.Printf("| %s | %s |\n", name, ms(median(at[name])))
+		fmt.Printf("| %s | %s |\n", name, ms(stats.Median(at[name])))
 	}
 	return nil
-}
-
-func sorted(d []time.Duration) []time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s
-}
-
-func median(d []time.Duration) time.Duration { return pct(d, 50) }
-
-func pct(d []time.Duration, p int) time.Duration {
-	s := sorted(d)
-	return s[(len(s)-1)*p/100]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
