@@ -40,6 +40,26 @@ save-exact=true
 	}
 }
 
+// Spellings npm's ini reader turns into a credential key.
+func TestNpmrcSpellings(t *testing.T) {
+	for _, in := range []string{
+		"registry=https://r/\r//registry.npmjs.org/:_authToken=CANARY",
+		"\"//registry.npmjs.org/:_\\u0061uth\\u0054oken\"=CANARY",
+		"'//registry.npmjs.org/:_authToken'=CANARY",
+		"//registry.npmjs.org/:${KEY}=CANARY",
+		"//registry.npmjs.org/:_auth\\Token=CANARY",
+		"registry=https://r/?_authToken=CANARY",
+		"\ufeff_authToken=CANARY",
+		"//r/:_ａuthToken=CANARY",
+		"_authToken\t=\tCANARY",
+		"//r/:_authToken = CANARY\r\n",
+	} {
+		if out := string(Npmrc([]byte(in + "\nfund=false\n"))); strings.Contains(out, "CANARY") || !strings.Contains(out, "fund=false") {
+			t.Errorf("%q -> %q", in, out)
+		}
+	}
+}
+
 func FuzzNpmrc(f *testing.F) {
 	f.Add([]byte("fund=false\n//r/:_authToken=x\n"))
 	f.Add([]byte("proxy=http://u:p@h\n_auth=z\n"))
@@ -51,7 +71,7 @@ func FuzzNpmrc(f *testing.F) {
 		}
 		for _, line := range strings.Split(string(out), "\n") {
 			key, value, _ := strings.Cut(line, "=")
-			if line != "" && (npmSecret(key) || userinfo.MatchString(value)) {
+			if line != "" && (npmSecret(key) || !plainKey.MatchString(key) || secretValue(value)) {
 				t.Fatalf("kept %q", line)
 			}
 		}
