@@ -185,3 +185,19 @@ func TestResolve(t *testing.T) {
 		}
 	})
 }
+
+// A secret is never quiet: no built-in quiet entry names a credential
+// store or lies below one (the broker's hard denies would win anyway,
+// and the entry would be noise).
+func TestQuietNeverSecret(t *testing.T) {
+	for _, root := range []bool{false, true} {
+		for _, q := range DefaultQuiet() {
+			base := strings.TrimSuffix(q.Pattern, "/**")
+			for _, sec := range DefaultSecrets(root) {
+				if base == sec || strings.HasPrefix(base, strings.TrimSuffix(sec, "/")+"/") || strings.HasPrefix(sec, base+"/") {
+					t.Errorf("quiet entry %s overlaps the secret %s", q.Pattern, sec)
+				}
+			}
+		}
+	}
+}
