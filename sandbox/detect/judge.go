@@ -113,6 +113,10 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 			return Denial{}, false // audit reports denied reads; a missing file is no boundary (as with Landlock)
 		}
 		denied = p.readDenied(i.Path) && !p.readable(i.Path)
+	case i.Ino == unknownIno:
+		// Existence unknown: no shortcut; and the name stays what the
+		// command wrote, which no writable root names.
+		denied = !under(i.Path, p.Writable) || under(i.Path, p.ReadOnly)
 	case creates(i.Op) && i.Ino != 0, needsObject(i.Op) && i.Ino == 0:
 		return Denial{}, false
 	default:
@@ -135,6 +139,10 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 	}
 	return Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}, true
 }
+
+// unknownIno marks an object whose existence the observer could not
+// establish: the judge applies no EEXIST or ENOENT shortcut to it.
+const unknownIno = ^uint64(0)
 
 // creates reports whether op makes a new name (EEXIST when it exists).
 func creates(op grants.Operation) bool {
@@ -165,7 +173,17 @@ func (p Policy) readable(path string) bool {
 	if under(path, p.Writable) {
 		return true
 	}
-	return p.NetNS && under(path, []string{"/proc", "/dev"})
+	if p.NetNS && under(path, []string{"/dev"}) {
+		return true
+	}
+	// The private /proc, except the links into other views of the tree
+	// (a read through /proc/N/root or /proc/N/fd/M is a read of the
+	// object they name).
+	if !p.NetNS || !under(path, []string{"/proc"}) {
+		return false
+	}
+	parts := strings.Split(path, "/")
+	return len(parts) < 4 || (parts[3] != "root" && parts[3] != "cwd" && parts[3] != "fd" && parts[3] != "map_files")
 }
 
 // under reports whether p is at or below one of roots.

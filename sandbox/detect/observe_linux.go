@@ -74,7 +74,12 @@ func StartObserver(fd, helperPid int, shared []string, log *slog.Logger) *Observ
 		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
 		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
-		if rfd, err := unix.Open(r, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+		// Each root as the sandbox sees it (through the helper's root):
+		// the workspace may be behind a copy-on-write layer whose merged
+		// view differs from the host's (a directory the command replaced
+		// by a symlink), and binds inside it end the fast path.
+		inside := fmt.Sprintf("/proc/%d/root%s", helperPid, r)
+		if rfd, err := unix.Open(inside, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			o.roots = append(o.roots, fastRoot{path: r, fd: rfd})
 		}
 	}
@@ -264,6 +269,14 @@ func (p *proc) at(dirfd, pathAddr uint64, follow bool) (string, uint64, error) {
 			return path, ino, nil
 		}
 	}
+	// A walk through one of the process's magic links (/proc/self/fd/3/x,
+	// /proc/self/cwd/x, /proc/self/root/x, /dev/fd/3/x) is a walk from
+	// what the link names; one the observer cannot follow is judged
+	// without the existence shortcuts.
+	name, sure := p.unmagic(name)
+	if !sure {
+		return name, unknownIno, nil
+	}
 	if path, ino, found := p.fast(name, follow); found {
 		return path, ino, nil
 	}
@@ -313,6 +326,79 @@ func (p *proc) fast(name string, follow bool) (path string, ino uint64, found bo
 		return name, st.Ino, true
 	}
 	return "", 0, false
+}
+
+// unmagic rewrites a name that walks through one of the calling
+// process's magic links to the path the link names. sure is false for a
+// walk it cannot follow (another process's links, a descriptor that
+// names no path).
+func (p *proc) unmagic(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "/proc/")
+	if strings.HasPrefix(name, "/dev/fd/") {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/root/dev/fd", p.pid)); err != nil || l != "/proc/self/fd" {
+			return name, true // not the usual link: a plain path
+		}
+		rest, ok = "self/fd/"+strings.TrimPrefix(name, "/dev/fd/"), true
+	}
+	if !ok {
+		return name, true
+	}
+	who, rest, _ := strings.Cut(rest, "/")
+	if who != "self" && who != "thread-self" {
+		if _, err := strconv.ParseUint(who, 10, 31); err != nil {
+			return name, true // /proc/sys/..., /proc/net/...: plain paths
+		}
+		if who != p.nsPid() {
+			return name, false // another process's view
+		}
+	}
+	link, tail, _ := strings.Cut(rest, "/")
+	var base string
+	switch link {
+	case "root":
+		base = "/"
+	case "cwd":
+		base = p.link("cwd")
+	case "fd":
+		n, more, _ := strings.Cut(tail, "/")
+		if _, err := strconv.ParseUint(n, 10, 31); err != nil || more == "" {
+			return name, true // the link itself: reopened decides
+		}
+		base, tail = p.link("fd/"+n), more
+	default:
+		return name, true
+	}
+	if !filepath.IsAbs(base) {
+		return name, false
+	}
+	return filepath.Join(base, tail), true
+}
+
+// link reads one of the calling process's magic links ("" if it cannot).
+func (p *proc) link(name string) string {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/%s", p.pid, name))
+	if err != nil {
+		return ""
+	}
+	return l
+}
+
+// nsPid is the calling process's pid in its own (the sandbox's) pid
+// namespace, as it would name itself under /proc.
+func (p *proc) nsPid() string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				return f[len(f)-1]
+			}
+		}
+	}
+	return ""
 }
 
 // reopened resolves a name that reopens one of the calling process's
@@ -371,6 +457,11 @@ func (p *proc) resolve(name string, follow bool) string {
 				return r
 			}
 		}
+		if dangling, ok := p.danglingTarget(root, name); ok {
+			// O_CREAT through a symlink to a missing file creates that
+			// file: the name to judge is the link's target.
+			return dangling
+		}
 	}
 	if parent == "" {
 		parent = "."
@@ -385,6 +476,38 @@ func (p *proc) resolve(name string, follow bool) string {
 		return name
 	}
 	return filepath.Join(r, filepath.Base(name))
+}
+
+// danglingTarget resolves a symlink at name whose target does not exist
+// (yet), following links as the kernel does, at most 8 of them.
+func (p *proc) danglingTarget(root int, name string) (string, bool) {
+	followed := false
+	for hop := 0; hop < 8; hop++ {
+		// The parent resolved in the sandbox's root: real directories
+		// only, so reading the link below cannot leave that root.
+		parent := p.resolve(filepath.Dir(name), true)
+		full := filepath.Join(parent, filepath.Base(name))
+		l, err := readlinkAt(root, strings.TrimPrefix(full, "/"))
+		if err != nil {
+			return full, followed
+		}
+		if !filepath.IsAbs(l) {
+			l = filepath.Join(parent, l)
+		}
+		name, followed = filepath.Clean(l), true
+	}
+	return name, followed
+}
+
+// readlinkAt reads the symlink at rel beneath root (no symlink followed
+// on the way but the parent's own resolution).
+func readlinkAt(root int, rel string) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(root, rel, buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // decode turns a notification into intents.
