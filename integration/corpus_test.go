@@ -682,17 +682,24 @@ func mustBeQuiet(t *testing.T, r result) {
 		len(bs), describeBoundaries(bs), stderrDenials(r.stderr))
 }
 
+// skipUnlessAvailable skips a case whose tool this machine lacks, saying
+// which (make test installs them all).
+func (c corpusCase) skipUnlessAvailable(t *testing.T) {
+	t.Helper()
+	if c.needs != nil {
+		if why := c.needs(); why != "" {
+			t.Skip("skipped: " + why)
+		}
+	}
+}
+
 // TestCorpusQuiet: every everyday command does what it does bare and
 // reports zero boundaries, as root and unprivileged, in both modes.
 func TestCorpusQuiet(t *testing.T) {
 	forCorpus(t, func(t *testing.T, e *env, mode string) {
 		for _, c := range corpusCases() {
 			t.Run(c.name, func(t *testing.T) {
-				if c.needs != nil {
-					if why := c.needs(); why != "" {
-						t.Skip("skipped: " + why)
-					}
-				}
+				c.skipUnlessAvailable(t)
 				e := *e
 				e.t = t
 				r, _ := e.runCase(t, c, "quiet-"+mode, "")
@@ -714,11 +721,7 @@ func TestCorpusOneRealBoundary(t *testing.T) {
 		for i, name := range cases {
 			c := corpusCaseNamed(name)
 			t.Run(c.name, func(t *testing.T) {
-				if c.needs != nil {
-					if why := c.needs(); why != "" {
-						t.Skip("skipped: " + why)
-					}
-				}
+				c.skipUnlessAvailable(t)
 				e := *e
 				e.t = t
 				var op, target, prefix string
