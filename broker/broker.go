@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 // DefaultGrantTTL is how long an issued grant stays usable.
@@ -34,6 +35,9 @@ type HardDenies struct {
 	// Workspace holds persistence paths: a refused write inside it is one
 	// (see persistence).
 	Workspace string
+	// LocalAddrs are the host's own interface addresses: like loopback,
+	// a destination there is refused unless a rule names it.
+	LocalAddrs []netip.Addr
 }
 
 // QuietRule is one entry of the quiet list: writes below Pattern (a
@@ -63,6 +67,13 @@ type Config struct {
 	// Grantable, if set, says whether the sandbox can grant a request
 	// exactly; one it cannot is denied before any reviewer is asked.
 	Grantable func(grants.Request) (bool, string)
+	// NetworkUses is how many connections a network grant covers:
+	// grants.Unlimited (0 means the same) for one decision per
+	// destination for the rest of the run, 1 for a review per connection.
+	NetworkUses int
+	// NetworkTTL bounds a network grant's life (default a day); the run
+	// revokes its grants when it ends.
+	NetworkTTL time.Duration
 }
 
 // Broker decides boundary requests. It is safe for concurrent use: its
@@ -79,6 +90,12 @@ type Broker struct {
 func New(cfg Config) *Broker {
 	if cfg.GrantTTL <= 0 {
 		cfg.GrantTTL = DefaultGrantTTL
+	}
+	if cfg.NetworkUses == 0 {
+		cfg.NetworkUses = grants.Unlimited
+	}
+	if cfg.NetworkTTL <= 0 {
+		cfg.NetworkTTL = 24 * time.Hour
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -107,10 +124,20 @@ func (b *Broker) DecideAgain(ctx context.Context, req grants.Request) Result {
 }
 
 func (b *Broker) decideCounted(ctx context.Context, req grants.Request, count bool) Result {
-	res := b.settle(ctx, req, b.decide(ctx, req))
+	return b.count(req, b.settle(ctx, req, b.decide(ctx, req)), count)
+}
+
+// count has the breaker count a decision (unless count is false), and
+// turns an allow it could not count into a deny.
+func (b *Broker) count(req grants.Request, res Result, count bool) Result {
 	if res.Decision.Source == SourceQuiet || res.Decision.Source == SourceCircuitBreaker {
 		// Quiet writes are no boundary; a lockdown's own denials would
 		// only keep it locked.
+		count = false
+	}
+	if res.Decision.Outcome == Allow && req.Surface == grants.Network && req.Addresses == "" && !isIPDest(req) {
+		// A name allowed before its lookup is not final: Resolved
+		// counts what its addresses come to.
 		count = false
 	}
 	if count && b.cfg.Breaker != nil && req.Session != "" {
@@ -145,7 +172,7 @@ func (b *Broker) settle(ctx context.Context, req grants.Request, d Decision) Res
 	if d.Outcome != Allow || req.Surface == grants.Command {
 		return Result{Decision: d}
 	}
-	g, err := b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
+	g, err := b.issue(req)
 	if err != nil {
 		b.cfg.Log.Debug("issue a grant", "err", err)
 		return Result{Decision: deny(SourceError, "a grant could not be issued")}
@@ -155,6 +182,68 @@ func (b *Broker) settle(ctx context.Context, req grants.Request, d Decision) Res
 		return Result{Decision: deny(SourceError, "the grant could not be recorded, so nothing is allowed")}
 	}
 	return Result{Decision: d, Grant: &g}
+}
+
+// issue issues req's grant: one use for a filesystem retry and for the
+// lookup of an allowed name (Resolved exchanges it), the configured
+// uses for a network destination whose addresses are known.
+func (b *Broker) issue(req grants.Request) (grants.Grant, error) {
+	if req.Surface != grants.Network {
+		return b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
+	}
+	if req.Addresses == "" && !isIPDest(req) {
+		return b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
+	}
+	return b.cfg.Grants.IssueUses(req, b.cfg.NetworkTTL, b.cfg.NetworkUses)
+}
+
+// Resolved completes the allow of a network name: req carries the
+// addresses it resolved to, token the name's grant (from Decide, on req
+// without them). The addresses are checked against the deny rules and
+// the hard denies, and an ask rule naming one of them sends the request
+// (addresses and all) to the reviewers; if they pass, the name's grant
+// is exchanged for one bound to the addresses too. The breaker counts a
+// denial here like any other.
+func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request) Result {
+	byName := req
+	byName.Addresses = ""
+	d := b.checkResolved(req)
+	if d.Outcome == Allow && b.asked(req) {
+		locked, why, err := b.locked(req.Session)
+		if err != nil {
+			d = deny(SourceError, "the circuit breaker's state is unavailable")
+		} else {
+			d = b.review(ctx, req, locked, why)
+		}
+	}
+	if d.Outcome != Allow {
+		b.cfg.Grants.Revoke(token)
+		b.record(ctx, AuditEvent{Kind: AuditDecision, Request: req, Decision: d})
+		return b.count(req, Result{Decision: d}, true)
+	}
+	if err := b.Consume(ctx, token, byName); err != nil {
+		return Result{Decision: deny(SourceError, "the destination's grant no longer applies")}
+	}
+	return b.count(req, b.settle(ctx, req, d), true)
+}
+
+// checkResolved decides a name's resolved addresses.
+func (b *Broker) checkResolved(req grants.Request) Decision {
+	if req.Surface != grants.Network || req.Addresses == "" {
+		return deny(SourceError, "incomplete request")
+	}
+	if why := malformed(req); why != "" {
+		return deny(SourceError, why)
+	}
+	for _, r := range b.cfg.Rules.Deny {
+		if r.MatchesEither(req) {
+			return deny(SourcePolicy, "a policy deny rule matches an address it resolved to")
+		}
+	}
+	if hard, why := b.checkNetwork(req); hard {
+		return deny(SourceHardDeny, why)
+	}
+	return Decision{Outcome: Allow, RiskLevel: RiskLow, Rationale: "the addresses it resolved to may be reached", Source: SourceGrant}
 }
 
 // Consume uses a grant for req, the request as it is now (the retry's),
@@ -205,8 +294,38 @@ func malformed(req grants.Request) string {
 		req.Surface == grants.Network && req.Destination == "",
 		req.Surface == grants.Command && req.Command == "":
 		return "incomplete request"
+	case req.Surface == grants.Network:
+		return malformedNetwork(req)
 	}
 	return ""
+}
+
+// malformedNetwork checks that a network request's destination and
+// addresses are in their one normal form: what was matched is what is
+// dialled.
+func malformedNetwork(req grants.Request) string {
+	d, err := netdest.ParseHostPort(req.Destination)
+	if err != nil || d.String() != req.Destination {
+		return "a network request needs a normalised host:port"
+	}
+	if req.Addresses == "" {
+		return ""
+	}
+	var prev netip.Addr
+	for i, s := range strings.Split(req.Addresses, ",") {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.String() != s || a.Zone() != "" || a.Is4In6() || (i > 0 && !prev.Less(a)) {
+			return "a network request's addresses must be canonical, sorted and distinct"
+		}
+		prev = a
+	}
+	return ""
+}
+
+// isIPDest reports whether a network request names an address.
+func isIPDest(req grants.Request) bool {
+	d, ok := destOf(req)
+	return ok && d.IsIP()
 }
 
 // cleanAbs reports whether p is empty or an absolute path in its clean
@@ -225,6 +344,9 @@ func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
 		}
 	}
 	if hard, why := b.cfg.Hard.check(req); hard {
+		return deny(SourceHardDeny, why)
+	}
+	if hard, why := b.checkNetwork(req); hard {
 		return deny(SourceHardDeny, why)
 	}
 	// After the hard denies: secrets, persistence paths and sandboxd's own
@@ -420,11 +542,7 @@ func parseAddr(host string) (netip.Addr, bool) {
 
 func (h HardDenies) check(req grants.Request) (bool, string) {
 	if req.Surface == grants.Network {
-		host, _ := splitHostPort(req.Destination)
-		if metadataHost(host) {
-			return true, "cloud metadata endpoints hold credentials"
-		}
-		return false, ""
+		return false, "" // Broker.checkNetwork: it needs the rules
 	}
 	for _, p := range []string{req.Path, req.ResolvedPath} {
 		if p == "" {

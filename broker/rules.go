@@ -2,19 +2,23 @@ package broker
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 // Rule matches boundary requests: a surface, an operation (exact, a
 // class, or "*") and a target pattern (a path glob for the filesystem, a
-// host[:port] glob for the network).
+// destination pattern for the network: see netdest.ParsePattern).
 type Rule struct {
 	Surface   grants.Surface
 	Operation string // an operation, a class or "*"
 	Target    string
+	// dest is Target parsed, for the network.
+	dest netdest.Pattern
 }
 
 // operationClasses group the operations rules can name together.
@@ -52,6 +56,14 @@ func ParseRule(s, home string) (Rule, error) {
 			return Rule{}, fmt.Errorf("rule %q: a filesystem pattern must be absolute or start with ~/", s)
 		}
 	}
+	if r.Surface == grants.Network {
+		p, err := netdest.ParsePattern(r.Target)
+		if err != nil {
+			return Rule{}, fmt.Errorf("rule %q: %w", s, err)
+		}
+		r.dest, r.Target = p, p.String()
+		return r, nil
+	}
 	if _, err := path.Match(strings.ReplaceAll(r.Target, "**", "*"), ""); err != nil {
 		return Rule{}, fmt.Errorf("rule %q: bad pattern: %w", s, err)
 	}
@@ -64,7 +76,8 @@ func (r Rule) Matches(req grants.Request) bool {
 		return false
 	}
 	if r.Surface == grants.Network {
-		return matchHost(r.Target, req.Destination)
+		d, ok := destOf(req)
+		return ok && r.dest.Match(d)
 	}
 	// A rule must cover both the path as named and as resolved, so a
 	// symlink cannot carry an allowed name to a denied object, nor a
@@ -77,13 +90,26 @@ func (r Rule) Matches(req grants.Request) bool {
 }
 
 // MatchesEither reports whether the rule covers the path as named or as
-// resolved: deny and ask rules use it, so either name is enough to stop.
+// resolved, or the destination or any address it resolved to: deny and
+// ask rules use it, so either name is enough to stop.
 func (r Rule) MatchesEither(req grants.Request) bool {
 	if r.Surface != req.Surface || !r.matchOperation(req.Operation) {
 		return false
 	}
 	if r.Surface == grants.Network {
-		return matchHost(r.Target, req.Destination)
+		d, ok := destOf(req)
+		if !ok {
+			return false
+		}
+		if r.dest.Match(d) {
+			return true
+		}
+		for _, a := range addrsOf(req) {
+			if r.dest.NamesAddr(a, d.Port) {
+				return true
+			}
+		}
+		return false
 	}
 	return matchPath(r.Target, req.Path) || matchPath(r.Target, req.ResolvedPath)
 }
@@ -131,35 +157,24 @@ func matchParts(pat, name []string) bool {
 	return len(name) == 0
 }
 
-// matchHost matches "host:port" against a pattern: "*.example.org:443",
-// "example.org" (any port), "*:443". Host names compare case-insensitively.
-func matchHost(pattern, dest string) bool {
-	if dest == "" {
-		return false
-	}
-	host, port := splitHostPort(dest)
-	phost, pport := splitHostPort(pattern)
-	if pport != "" && pport != "*" && pport != port {
-		return false
-	}
-	host, phost = strings.ToLower(host), strings.ToLower(phost)
-	if phost == "*" {
-		return true
-	}
-	if rest, ok := strings.CutPrefix(phost, "*."); ok {
-		return strings.HasSuffix(host, "."+rest)
-	}
-	return host == phost
+// destOf is a network request's destination; a malformed one names
+// nothing (malformed denies it before any rule is consulted).
+func destOf(req grants.Request) (netdest.Dest, bool) {
+	d, err := netdest.ParseHostPort(req.Destination)
+	return d, err == nil
 }
 
-func splitHostPort(s string) (string, string) {
-	if strings.HasPrefix(s, "[") {
-		if end := strings.Index(s, "]"); end >= 0 {
-			return s[1:end], strings.TrimPrefix(s[end+1:], ":")
+// addrsOf are the addresses a network request would dial: those it
+// resolved to, and its literal.
+func addrsOf(req grants.Request) []netip.Addr {
+	var out []netip.Addr
+	if d, ok := destOf(req); ok && d.IsIP() {
+		out = append(out, d.Addr)
+	}
+	for _, s := range strings.Split(req.Addresses, ",") {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a.Unmap())
 		}
 	}
-	if i := strings.LastIndexByte(s, ':'); i >= 0 && strings.Count(s, ":") == 1 {
-		return s[:i], s[i+1:]
-	}
-	return s, ""
+	return out
 }

@@ -104,6 +104,8 @@ type Person interface {
 // GrantStore issues and consumes grants.
 type GrantStore interface {
 	Issue(req grants.Request, ttl time.Duration) (grants.Grant, error)
+	// IssueUses issues a grant with uses uses (or grants.Unlimited).
+	IssueUses(req grants.Request, ttl time.Duration, uses int) (grants.Grant, error)
 	Consume(token string, req grants.Request) error
 	Revoke(token string)
 }

@@ -53,6 +53,7 @@ func TestEveryBoundFieldMatters(t *testing.T) {
 		"ino":           func(r *Request) { r.Ino = 78 },
 		"born":          func(r *Request) { r.Born = 12345 },
 		"destination":   func(r *Request) { r.Destination = "example.org:443" },
+		"addresses":     func(r *Request) { r.Addresses = "127.0.0.1" },
 		"agent":         func(r *Request) { r.Agent = "claude" },
 		"intent":        func(r *Request) { r.Intent = "something else" },
 	}
@@ -253,5 +254,46 @@ func TestVocabulary(t *testing.T) {
 	}
 	if Surface("dbus").Valid() || OpRun.Of(Filesystem) || OpConnect.Of(Command) {
 		t.Error("vocabulary accepts what it does not define")
+	}
+}
+
+// A run-scoped grant serves every use until it is revoked; a counted one
+// exactly its uses; a mismatch burns either.
+func TestIssueUses(t *testing.T) {
+	s := NewStore()
+	req := Request{Session: "s1", Command: "npm install", Surface: Network, Operation: OpConnect, Destination: "registry.npmjs.org:443", Addresses: "104.16.1.34"}
+	g, err := s.IssueUses(req, time.Hour, Unlimited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.Consume(g.Token, req); err != nil {
+			t.Fatalf("use %d: %v", i, err)
+		}
+	}
+	s.Revoke(g.Token)
+	if err := s.Consume(g.Token, req); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("after revoke: %v, want ErrUnknown", err)
+	}
+	two, _ := s.IssueUses(req, time.Hour, 2)
+	for i := range 2 {
+		if err := s.Consume(two.Token, req); err != nil {
+			t.Fatalf("use %d: %v", i, err)
+		}
+	}
+	if err := s.Consume(two.Token, req); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("third use: %v, want ErrUnknown", err)
+	}
+	other := req
+	other.Addresses = "127.0.0.1"
+	g, _ = s.IssueUses(req, time.Hour, Unlimited)
+	if err := s.Consume(g.Token, other); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("other addresses: %v, want ErrMismatch", err)
+	}
+	if err := s.Consume(g.Token, req); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("after a mismatch: %v, want ErrUnknown", err)
+	}
+	if _, err := s.IssueUses(req, time.Hour, 0); err == nil {
+		t.Fatal("zero uses issued")
 	}
 }

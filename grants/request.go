@@ -28,14 +28,22 @@ type Request struct {
 	// Born is the object's birth time (ns), so an inode number the file
 	// system reused for a new object does not match either. Hashed.
 	Born int64
-	// Destination is host:port for network requests. Hashed.
+	// Destination is the normalised host:port for network requests.
+	// Hashed.
 	Destination string
-	Agent       string // hashed: which agent asked
-	Intent      string // hashed: the user's request, evidence for review
+	// Addresses are the addresses Destination resolved to (or its
+	// literal), sorted, comma-separated: what the proxy dials, bound like
+	// a file's resolved path. Hashed.
+	Addresses string
+	Agent     string // hashed: which agent asked
+	Intent    string // hashed: the user's request, evidence for review
 	// ToolCallID and Attempt differ between an attempt and its retry and
 	// are not hashed.
 	ToolCallID string
 	Attempt    int
+	// Held marks a network request decided while its connection waits
+	// at the proxy (not one observed after the attempt). Not hashed.
+	Held bool
 }
 
 // fields returns the hashed fields as key/value pairs in key order,
@@ -50,6 +58,7 @@ func (r Request) fields() [][2]string {
 		born = strconv.FormatInt(r.Born, 10)
 	}
 	all := [...][2]string{
+		{"addresses", r.Addresses},
 		{"agent", r.Agent},
 		{"born", born},
 		{"command", r.Command},

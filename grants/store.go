@@ -30,14 +30,21 @@ var (
 	ErrMismatch  = errors.New("grants: grant is for another request")
 )
 
-// Grant is a one-use permission for exactly one request.
+// Grant is a permission for exactly one request: one use (a filesystem
+// retry), or, for a network destination decided while its connection
+// waited, one use per connection until it is revoked at the end of the
+// run or expires (Unlimited).
 type Grant struct {
 	Token       string    // 256-bit random, shown once
 	RequestHash [32]byte  // Request.Hash of the allowed request
 	Session     string    // the session it was issued in
 	ExpiresAt   time.Time // carries a monotonic reading from the store's clock
-	Uses        int       // always 1
+	Uses        int       // uses left when issued: 1, or Unlimited
 }
+
+// Unlimited is the Uses of a grant that every connection of a run may
+// use until it is revoked or expires.
+const Unlimited = -1
 
 // Store holds issued grants in memory. It is safe for concurrent use.
 type Store struct {
@@ -66,8 +73,17 @@ func NewStore(opts ...Option) *Store {
 	return s
 }
 
-// Issue creates a grant for req that expires after ttl.
+// Issue creates a one-use grant for req that expires after ttl.
 func (s *Store) Issue(req Request, ttl time.Duration) (Grant, error) {
+	return s.IssueUses(req, ttl, 1)
+}
+
+// IssueUses creates a grant for req with uses uses (or Unlimited) that
+// expires after ttl.
+func (s *Store) IssueUses(req Request, ttl time.Duration, uses int) (Grant, error) {
+	if uses != Unlimited && uses < 1 {
+		return Grant{}, fmt.Errorf("grants: uses must be positive or Unlimited, not %d", uses)
+	}
 	if ttl <= 0 {
 		return Grant{}, fmt.Errorf("grants: ttl must be positive, not %v", ttl)
 	}
@@ -83,11 +99,12 @@ func (s *Store) Issue(req Request, ttl time.Duration) (Grant, error) {
 		RequestHash: req.Hash(),
 		Session:     req.Session,
 		ExpiresAt:   s.now().Add(ttl),
-		Uses:        1,
+		Uses:        uses,
 	}
 	key := sha256.Sum256([]byte(g.Token))
+	kept := g
 	s.mu.Lock()
-	s.grants[key] = &g
+	s.grants[key] = &kept
 	s.mu.Unlock()
 	return g, nil
 }
@@ -101,10 +118,10 @@ func wellFormed(token string) bool {
 	return err == nil && len(b) == 32
 }
 
-// Consume uses the grant identified by token for req. On success the
-// grant is gone; on any mismatch of session or request it is gone too
-// (a real token presented for something else is not retried), and an
-// expired grant is removed when it is found.
+// Consume uses the grant identified by token for req. On success one use
+// is spent (a one-use grant is gone); on any mismatch of session or
+// request it is gone too (a real token presented for something else is
+// not retried), and an expired grant is removed when it is found.
 func (s *Store) Consume(token string, req Request) error {
 	if !wellFormed(token) {
 		return ErrMalformed
@@ -117,14 +134,23 @@ func (s *Store) Consume(token string, req Request) error {
 	if !ok || subtle.ConstantTimeCompare([]byte(g.Token), []byte(token)) != 1 {
 		return ErrUnknown
 	}
-	delete(s.grants, key)
 	switch {
 	case !s.now().Before(g.ExpiresAt):
+		delete(s.grants, key)
 		return ErrExpired
 	case subtle.ConstantTimeCompare([]byte(g.Session), []byte(req.Session)) != 1:
+		delete(s.grants, key)
 		return ErrSession
 	case subtle.ConstantTimeCompare(g.RequestHash[:], want[:]) != 1:
+		delete(s.grants, key)
 		return ErrMismatch
+	}
+	switch g.Uses {
+	case Unlimited:
+	case 1:
+		delete(s.grants, key)
+	default:
+		g.Uses--
 	}
 	return nil
 }

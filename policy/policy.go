@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/sandboxd/sandboxd/persist"
+import (
+	"time"
+
+	"github.com/sandboxd/sandboxd/persist"
+)
 
 // Profile values.
 const (
@@ -54,6 +58,35 @@ type Policy struct {
 	Boundaries Boundaries `toml:"boundaries"`
 	// Quiet holds the [quiet] table.
 	Quiet Quiet `toml:"quiet"`
+	// Network holds the [network] table.
+	Network Network `toml:"network"`
+}
+
+// Grant scopes of network decisions.
+const (
+	// ScopeRun: one decision per destination covers every connection to
+	// it for the rest of the run.
+	ScopeRun = "run"
+	// ScopeConnection: every connection is its own decision.
+	ScopeConnection = "connection"
+)
+
+// Network is the [network] table: how the egress proxy decides. Which
+// destinations are allowed, asked or denied is [boundaries] ("net
+// connect HOST:PORT").
+type Network struct {
+	// GrantScope is "run" or "connection"; a workspace may only move it
+	// to "connection".
+	GrantScope string `toml:"grant_scope" tighten:"scope"`
+	// HoldTimeout bounds how long a connection waits for a person's
+	// decision, e.g. "300s".
+	HoldTimeout Duration `toml:"hold_timeout" tighten:"min"`
+	// MaxConnections bounds the proxy's open client connections per run.
+	MaxConnections int64 `toml:"max_connections" tighten:"min"`
+	// Resolver is "" (the host's resolver, /etc/hosts included) or the
+	// IP:PORT of a DNS server the proxy asks instead. Only the user's
+	// own policy may set it.
+	Resolver string `toml:"resolver" tighten:"user"`
 }
 
 // Quiet is the [quiet] table: writes a tool makes to its own state that
@@ -161,6 +194,7 @@ func Default() Policy {
 			TmpSize:   1 * GiB,
 			LayerSize: 4 * GiB,
 		},
+		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048},
 	}
 }
 

@@ -42,6 +42,8 @@ type Resolved struct {
 	EnvDeny []string
 	// Limits holds the resource limits.
 	Limits Limits
+	// Network holds how the egress proxy decides.
+	Network Network
 }
 
 // Dirs are the directories a policy is resolved against.
@@ -74,6 +76,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		Profile:   p.Profile,
 		Isolation: p.Isolation,
 		Limits:    p.Limits,
+		Network:   p.Network,
 	}
 	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
 		return Resolved{}, err

@@ -33,6 +33,7 @@ const (
 	ruleProfile   = "profile"   // default < strict
 	ruleIsolation = "isolation" // landlock-only < auto < namespaces
 	ruleUser      = "user"      // only the user's policy may set it
+	ruleScope     = "scope"     // run < connection
 )
 
 // rank returns the strictness of value under an ordered rule.
@@ -43,6 +44,8 @@ func rank(rule, value string) (int, bool) {
 		order = []string{ProfileDefault, ProfileStrict}
 	case ruleIsolation:
 		order = []string{IsolationLandlockOnly, IsolationAuto, IsolationNamespaces}
+	case ruleScope:
+		order = []string{ScopeRun, ScopeConnection}
 	}
 	i := slices.Index(order, value)
 	return i, i >= 0
@@ -51,14 +54,16 @@ func rank(rule, value string) (int, bool) {
 // ruleFits reports whether a tighten rule applies to fields of type t.
 func ruleFits(rule string, t reflect.Type) bool {
 	switch rule {
-	case ruleUnion, ruleSubset, ruleUser:
+	case ruleUser:
+		return t.Kind() == reflect.String || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String)
+	case ruleUnion, ruleSubset:
 		return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String
 	case ruleMin:
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			return true
 		}
-	case ruleProfile, ruleIsolation:
+	case ruleProfile, ruleIsolation, ruleScope:
 		return t.Kind() == reflect.String
 	}
 	return false
@@ -147,7 +152,7 @@ func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error
 				return fail(-1, "raises %s from %v to %v", lf.path, u.Interface(), w.Interface())
 			}
 			o.Set(w)
-		case ruleProfile, ruleIsolation:
+		case ruleProfile, ruleIsolation, ruleScope:
 			ur, uok := rank(rule, u.String())
 			wr, wok := rank(rule, w.String())
 			switch {

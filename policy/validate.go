@@ -2,13 +2,16 @@ package policy
 
 import (
 	"fmt"
+	"net/netip"
 	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 // validateLeaf checks (and normalizes in place) the value v of the key path.
@@ -48,6 +51,20 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return -1, checkMinSize(v, MinTmpSize)
 	case "limits.layer_size":
 		return -1, checkMinSize(v, MinLayerSize)
+	case "network.grant_scope":
+		return -1, checkEnum(v.String(), ScopeRun, ScopeConnection)
+	case "network.hold_timeout":
+		if d := time.Duration(v.Int()); d < time.Second || d > time.Hour {
+			return -1, fmt.Sprintf("must be between 1s and 1h (got %v)", d)
+		}
+		return -1, ""
+	case "network.max_connections":
+		if n := v.Int(); n < 16 || n > 65536 {
+			return -1, fmt.Sprintf("must be between 16 and 65536 (got %d)", n)
+		}
+		return -1, ""
+	case "network.resolver":
+		return -1, checkResolver(v.String())
 	}
 	return -1, "internal error: no validation rule for this key"
 }
@@ -65,6 +82,17 @@ func validatePolicy(p *Policy) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// checkResolver accepts "" (the host's resolver) or IP:PORT.
+func checkResolver(s string) string {
+	if s == "" {
+		return ""
+	}
+	if ap, err := netip.ParseAddrPort(s); err != nil || ap.Port() == 0 {
+		return fmt.Sprintf("invalid value %q (want \"\" for the host's resolver, or IP:PORT of a DNS server)", s)
+	}
+	return ""
 }
 
 func checkEnum(s string, allowed ...string) string {
@@ -214,6 +242,9 @@ func normRule(s string) (string, string) {
 		}
 	case "net":
 		surface = grants.Network
+		if _, err := netdest.ParsePattern(f[2]); err != nil {
+			return "", fmt.Sprintf("rule %q: %v", s, strings.TrimPrefix(err.Error(), "netdest: "))
+		}
 	default:
 		return "", fmt.Sprintf("rule %q: the surface must be fs or net", s)
 	}

@@ -1,0 +1,138 @@
+package broker
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/grants"
+)
+
+func heldReq(dest, addrs string) grants.Request {
+	r := netReq(dest)
+	r.Held, r.Addresses = true, addrs
+	return r
+}
+
+// Network decisions: host rules name names, IP rules name addresses, and
+// an address that is not public is reached only under a rule naming it.
+func TestNetworkPipeline(t *testing.T) {
+	allowAll := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
+	for _, tc := range []struct {
+		name  string
+		allow []string
+		ask   []string
+		deny  []string
+		model Reviewer
+		req   grants.Request
+		want  Outcome
+		src   Source
+	}{
+		{"exact host default ports", []string{"net connect example.com"}, nil, nil, nil, heldReq("example.com:443", ""), Allow, SourcePolicy},
+		{"exact host port 80", []string{"net connect example.com"}, nil, nil, nil, heldReq("example.com:80", ""), Allow, SourcePolicy},
+		{"exact host other port", []string{"net connect example.com"}, nil, nil, nil, heldReq("example.com:8443", ""), Deny, SourceNoReviewer},
+		{"wildcard is not the apex", []string{"net connect *.example.com"}, nil, nil, nil, heldReq("example.com:443", ""), Deny, SourceNoReviewer},
+		{"wildcard trap", []string{"net connect *.example.com"}, nil, nil, nil, heldReq("evilexample.com:443", ""), Deny, SourceNoReviewer},
+		{"suffix trap", []string{"net connect example.com:*"}, nil, nil, nil, heldReq("example.com.evil.test:443", ""), Deny, SourceNoReviewer},
+		{"star never names an IP", []string{"net connect *:*"}, nil, nil, nil, heldReq("8.8.8.8:443", ""), Deny, SourceNoReviewer},
+		{"public IP by rule", []string{"net connect 8.8.8.8:443"}, nil, nil, nil, heldReq("8.8.8.8:443", ""), Allow, SourcePolicy},
+		{"public IP reviewed", nil, nil, nil, allowAll, heldReq("8.8.8.8:443", ""), Allow, SourceReviewer},
+		{"loopback without rule", []string{"net connect *:*"}, nil, nil, allowAll, heldReq("127.0.0.1:8080", ""), Deny, SourceHardDeny},
+		{"loopback named", []string{"net connect 127.0.0.1:8080"}, nil, nil, nil, heldReq("127.0.0.1:8080", ""), Allow, SourcePolicy},
+		{"loopback other port", []string{"net connect 127.0.0.1:8080"}, nil, nil, allowAll, heldReq("127.0.0.1:8081", ""), Deny, SourceHardDeny},
+		{"private by CIDR ask", nil, []string{"net connect 10.0.0.0/8:5432"}, nil, allowAll, heldReq("10.1.2.3:5432", ""), Allow, SourceReviewer},
+		{"private unnamed", nil, nil, nil, allowAll, heldReq("10.1.2.3:5432", ""), Deny, SourceHardDeny},
+		{"host's own address", nil, nil, nil, allowAll, heldReq("203.0.114.7:22", ""), Deny, SourceHardDeny},
+		{"metadata named is still refused", []string{"net connect 169.254.169.254:80"}, nil, nil, allowAll, heldReq("169.254.169.254:80", ""), Deny, SourceHardDeny},
+		{"deny beats allow", []string{"net connect *.example.com"}, nil, []string{"net connect a.example.com"}, nil, heldReq("a.example.com:443", ""), Deny, SourcePolicy},
+		{"ask beats allow", []string{"net connect *.example.com"}, []string{"net connect a.example.com"}, nil, nil, heldReq("a.example.com:443", ""), Deny, SourceNoReviewer},
+		{"not normalised", []string{"net connect *:*"}, nil, nil, allowAll, heldReq("Example.com:443", ""), Deny, SourceError},
+		{"addresses unsorted", []string{"net connect *:*"}, nil, nil, allowAll, heldReq("example.com:443", "9.9.9.9,8.8.8.8"), Deny, SourceError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rules Rules
+			for _, set := range []struct {
+				in  []string
+				out *[]Rule
+			}{{tc.allow, &rules.Allow}, {tc.ask, &rules.Ask}, {tc.deny, &rules.Deny}} {
+				for _, s := range set.in {
+					*set.out = append(*set.out, mustRule(t, s))
+				}
+			}
+			b := New(Config{Rules: rules, Model: tc.model, Grants: grants.NewStore(),
+				Hard: HardDenies{LocalAddrs: []netip.Addr{netip.MustParseAddr("203.0.114.7")}}})
+			res := b.Decide(context.Background(), tc.req)
+			if res.Decision.Outcome != tc.want || res.Decision.Source != tc.src {
+				t.Fatalf("got %s/%s (%s), want %s/%s", res.Decision.Outcome, res.Decision.Source, res.Decision.Rationale, tc.want, tc.src)
+			}
+			if (res.Grant != nil) != (tc.want == Allow) {
+				t.Fatalf("grant %v for %s", res.Grant, tc.want)
+			}
+		})
+	}
+}
+
+// An allowed name's grant is exchanged, once, for one bound to the
+// addresses it resolved to; a name that resolves to loopback is refused
+// there, and its grant is gone.
+func TestResolved(t *testing.T) {
+	store := grants.NewStore()
+	b := New(Config{Rules: Rules{Allow: []Rule{mustRule(t, "net connect *.example.com")}}, Grants: store})
+	ctx := context.Background()
+	byName := heldReq("a.example.com:443", "")
+	res := b.Decide(ctx, byName)
+	if res.Grant == nil || res.Grant.Uses != 1 {
+		t.Fatalf("by name: %+v", res)
+	}
+	loop := b.Resolved(ctx, res.Grant.Token, heldReq("a.example.com:443", "127.0.0.1"))
+	if loop.Decision.Outcome != Deny || loop.Decision.Source != SourceHardDeny || !strings.Contains(loop.Decision.Rationale, "resolves to 127.0.0.1") {
+		t.Fatalf("resolved to loopback: %+v", loop.Decision)
+	}
+	if store.Len() != 0 {
+		t.Fatalf("%d grants left after a refused resolution", store.Len())
+	}
+	res = b.Decide(ctx, byName)
+	resolved := heldReq("a.example.com:443", "93.184.215.14")
+	ok := b.Resolved(ctx, res.Grant.Token, resolved)
+	if ok.Decision.Outcome != Allow || ok.Grant == nil || ok.Grant.Uses != grants.Unlimited {
+		t.Fatalf("resolved: %+v", ok)
+	}
+	if again := b.Resolved(ctx, res.Grant.Token, resolved); again.Decision.Outcome != Deny {
+		t.Fatalf("the name's grant was exchanged twice: %+v", again.Decision)
+	}
+	for range 50 {
+		if err := b.Consume(ctx, ok.Grant.Token, resolved); err != nil {
+			t.Fatalf("use: %v", err)
+		}
+	}
+	if err := b.Consume(ctx, ok.Grant.Token, heldReq("a.example.com:443", "10.0.0.1")); err == nil {
+		t.Fatal("the grant carried other addresses")
+	}
+}
+
+// A deny rule naming an address stops a name that resolves to it.
+func TestResolvedDenyRule(t *testing.T) {
+	b := New(Config{Rules: Rules{Allow: []Rule{mustRule(t, "net connect *.example.com")}, Deny: []Rule{mustRule(t, "net connect 93.184.0.0/16:*")}},
+		Grants: grants.NewStore()})
+	ctx := context.Background()
+	res := b.Decide(ctx, heldReq("a.example.com:443", ""))
+	got := b.Resolved(ctx, res.Grant.Token, heldReq("a.example.com:443", "93.184.215.14"))
+	if got.Decision.Outcome != Deny || got.Decision.Source != SourcePolicy {
+		t.Fatalf("%+v", got.Decision)
+	}
+}
+
+// Per-connection scope: every grant covers one connection.
+func TestNetworkUsesOne(t *testing.T) {
+	b := New(Config{Rules: Rules{Allow: []Rule{mustRule(t, "net connect 8.8.8.8:443")}}, Grants: grants.NewStore(), NetworkUses: 1})
+	ctx := context.Background()
+	req := heldReq("8.8.8.8:443", "8.8.8.8")
+	res := b.Decide(ctx, req)
+	if err := b.Consume(ctx, res.Grant.Token, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Consume(ctx, res.Grant.Token, req); err == nil {
+		t.Fatal("a per-connection grant carried two connections")
+	}
+}
