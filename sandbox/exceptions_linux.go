@@ -56,7 +56,7 @@ var ErrNotGrantable = errors.New("not grantable exactly")
 // not.
 func Grantable(surface grants.Surface, op grants.Operation) (bool, string) {
 	if surface != grants.Filesystem {
-		return false, "network grants arrive with the egress proxy; the sandbox has no way out yet"
+		return false, "a direct connection is never granted: connections leave only through the run's egress proxy (HTTP_PROXY, HTTPS_PROXY), which needs namespaces and decides each destination while the connection waits"
 	}
 	switch op {
 	case "read_file", "execute", "write_file", "truncate", "make_reg":

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -44,16 +45,25 @@ type helper struct {
 	layer *os.File
 	// shared are the writable roots the sandbox sees at their host paths.
 	shared []string
+	// egress serves the proxy's listener once the helper hands it over
+	// (nil: no egress).
+	egress *egress
+	// diag is the namespace's sock_diag socket until the observer takes
+	// it (-1: none).
+	diag int
 }
 
-func startHelper(spec Spec, ns, root bool) (*helper, error) {
+func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "sandbox-control")
 	defer theirs.Close()
-	h := &helper{sock: pair[0], exited: make(chan struct{})}
+	h := &helper{sock: pair[0], exited: make(chan struct{}), diag: -1}
+	if spec.Egress != nil && ns {
+		h.egress = newEgress(spec.Egress, pair[0], log)
+	}
 	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
 	h.cmd = &exec.Cmd{
 		Path:        "/proc/self/exe",
@@ -199,11 +209,17 @@ func (h *helper) kill() {
 func (h *helper) cleanup() {
 	h.kill()
 	<-h.exited
+	if h.egress != nil {
+		h.egress.stop()
+	}
 	h.relays.Wait()
 	if h.obs != nil {
 		h.obs.Finish()
 	}
 	unix.Close(h.sock)
+	if h.diag >= 0 {
+		unix.Close(h.diag)
+	}
 	if h.layer != nil {
 		h.layer.Close()
 	}

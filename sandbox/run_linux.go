@@ -244,7 +244,7 @@ func (r *run) checkLayer() {
 func (r *run) start() error {
 	r.startPrepare(r.wantNS)
 	r.txn = r.spec.Transaction && r.wantNS
-	h, err := startHelper(r.spec, r.wantNS, r.root)
+	h, err := startHelper(r.spec, r.wantNS, r.root, r.log)
 	r.mark("helper started")
 	if err != nil && r.wantNS && r.spec.Isolation != string(Namespaces) && !r.root && isNSRefusal(err) {
 		r.log.Debug("namespaces refused, falling back to landlock-only", "err", err)
@@ -252,7 +252,7 @@ func (r *run) start() error {
 		// The ruleset must now also close TCP; prepare again.
 		r.dropPrepared()
 		r.startPrepare(false)
-		h, err = startHelper(r.spec, false, r.root)
+		h, err = startHelper(r.spec, false, r.root, r.log)
 		r.txn = false
 	}
 	if err != nil {
@@ -318,9 +318,15 @@ func (r *run) describe() {
 	}
 	if r.wantNS {
 		res.Isolation, res.NetworkMode = Namespaces, NetNS
+		if r.spec.Egress != nil {
+			res.Egress = "proxy"
+		} else {
+			res.Egress, res.EgressWhy = "none", "no proxy was configured"
+		}
 		return
 	}
 	res.Isolation, res.NetworkMode = LandlockOnly, NetLandlock
+	res.Egress, res.EgressWhy = "none", "egress needs namespaces: Landlock's TCP rules name ports, not hosts, so they cannot limit a connect to the proxy"
 	res.Degraded = append(res.Degraded,
 		"no namespaces: no private /tmp, /proc or /dev; host unix sockets are unreachable only because seccomp refuses AF_UNIX; UDP and other protocols only because seccomp refuses them; processes are not in a pid namespace",
 		"no network namespace: Landlock denies every TCP connect and bind, so servers inside cannot listen on loopback",

@@ -43,6 +43,14 @@ func (r *run) sendSetup() error {
 		LandlockFS:    uint64(r.sup.FS),
 	}
 	r.setup = setup
+	if e := spec.Egress; e != nil && r.wantNS {
+		setup.ProxyPort = e.Port
+		for _, kv := range e.Env {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				setup.Env = setEnv(setup.Env, k, v)
+			}
+		}
+	}
 	if r.txn {
 		setup.Layer, setup.NotBefore = spec.LayerSize, r.started.Nano()
 	}

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"context"
 	"io"
+	"net"
 	"os"
 	"time"
 )
@@ -109,6 +111,9 @@ type Spec struct {
 	// removed): each Path, an existing file, reads as Data, read-only,
 	// while the original stays unreadable. Namespaces only.
 	Copies []Copy
+	// Egress, if set, is the run's one way out: a proxy the command
+	// reaches on its own loopback (only with a network namespace).
+	Egress *Egress
 	// RuntimeDir is the caller's XDG_RUNTIME_DIR (sockets of its session
 	// services), masked with an empty tmpfs inside.
 	RuntimeDir string
@@ -147,6 +152,9 @@ type Result struct {
 	LandlockABI int
 	Isolation   Isolation
 	NetworkMode NetworkMode
+	// Egress says how the command could reach the network: "proxy", or
+	// "none" with EgressWhy.
+	Egress, EgressWhy string
 	// Degraded lists what this run could not enforce and why (empty when
 	// fully isolated).
 	Degraded []string
@@ -214,6 +222,27 @@ type Persisted struct {
 	Why        string `json:"why,omitempty"`
 	Quarantine string `json:"quarantine,omitempty"`
 }
+
+// Egress is the way out a run's proxy gives the command. With a network
+// namespace the helper listens on 127.0.0.1:Port inside it and the
+// supervisor hands that listener to Serve for the attempt; without one
+// there is no egress at all (Landlock's TCP rules name ports, not hosts,
+// so they could not limit a connect to the proxy), and Result says so.
+type Egress struct {
+	// Port is the proxy's port on the namespace's loopback.
+	Port uint16
+	// Env is added to the command's environment when the proxy is
+	// reachable (HTTP_PROXY and friends).
+	Env []string
+	// Serve serves one attempt's listener until ctx is done, then closes
+	// everything it accepted. inside connects to the namespace's own
+	// loopback (a server the command listens with); it is safe for
+	// concurrent use until Serve returns.
+	Serve func(ctx context.Context, ln net.Listener, inside Dialer) error
+}
+
+// Dialer connects to an address.
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Copy is a file shown in place of another (see Spec.Copies).
 type Copy struct {

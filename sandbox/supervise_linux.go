@@ -171,7 +171,8 @@ func (w *watch) result() (code, sig int, timedOut bool, err error) {
 // closes, then closes the channel. Descriptors are taken as they arrive:
 // the seccomp listener starts the observer at once (the helper and the
 // command stop in every observed call until it answers), the layer is
-// kept for the caller.
+// kept for the caller, the proxy's listener is served at once and the
+// helper's sockets go to the request waiting for them.
 func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 	msgs := make(chan wire.Message, 4)
 	go func() {
@@ -179,13 +180,30 @@ func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 		rcv := wire.NewReceiver(h.sock)
 		for {
 			m, fds, err := rcv.Recv()
+			if err == nil && m.Kind == wire.Diag && len(fds) == 1 && h.diag < 0 {
+				h.diag, fds = fds[0], fds[1:]
+				if h.egress != nil {
+					h.egress.useDiag(h.diag)
+				}
+			}
 			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
-				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, log)
+				// The observer owns the namespace's sock_diag socket.
+				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, log)
+				h.diag = -1
 				fds = fds[1:]
 			}
 			if err == nil && m.Kind == wire.Layer && len(fds) == 1 && h.layer == nil {
 				h.layer = os.NewFile(uintptr(fds[0]), "layer")
 				fds = fds[1:]
+			}
+			if err == nil && h.egress != nil {
+				switch {
+				case m.Kind == wire.Egress && len(fds) == 1:
+					h.egress.listen(fds[0])
+					fds = fds[1:]
+				case m.Kind == wire.Socket:
+					fds = h.egress.answer(m, fds)
+				}
 			}
 			closeAll(fds)
 			if err != nil {

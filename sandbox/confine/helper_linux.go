@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
@@ -124,6 +125,13 @@ func (h *helper) mount(s *wire.SetupMsg, trees []int) {
 	h.mark("mounts")
 	h.check(125, loopbackUp())
 	h.mark("loopback")
+	if fd, err := detect.OpenDiag(); err == nil {
+		h.check(125, wire.Send(h.sock, wire.Message{Kind: wire.Diag}, fd))
+		unix.Close(fd)
+	}
+	if s.ProxyPort != 0 {
+		h.listenProxy(s.ProxyPort)
+	}
 }
 
 // receiveConfine reads the rest of the setup, built by the supervisor
@@ -196,7 +204,8 @@ func (h *helper) startCommand(s *wire.SetupMsg, argv0 string) int {
 }
 
 // control relays the supervisor's requests (terminate, kill) while the
-// command runs; the helper exits, so the goroutine needs no end of its own.
+// command runs, and answers its requests for sockets; the helper exits,
+// so the goroutine needs no end of its own.
 func (h *helper) control() <-chan wire.Kind {
 	ctl := make(chan wire.Kind, 4)
 	go func() {
@@ -206,6 +215,10 @@ func (h *helper) control() <-chan wire.Kind {
 				// The supervisor is gone: nobody is left to report to.
 				ctl <- wire.Kill
 				return
+			}
+			if m.Kind == wire.Socket {
+				h.answerSocket(m)
+				continue
 			}
 			ctl <- m.Kind
 		}

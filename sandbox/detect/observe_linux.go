@@ -8,6 +8,7 @@ import (
 	"github.com/sandboxd/sandboxd/grants"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,6 +49,11 @@ type Observer struct {
 	mems  map[int]*os.File
 	buf   []byte
 	roots []fastRoot
+	// inside and host are sock_diag sockets of the sandbox's network
+	// namespace and of the supervisor's (-1: none): whether a loopback
+	// connect reaches a server of the run, or is cut off from one of the
+	// host's.
+	inside, host int
 
 	// mu guards intents and seen.
 	mu      sync.Mutex
@@ -69,8 +75,8 @@ const maxMems = 256
 // is fd (which it takes over) until Finish. The helper's own calls
 // (helperPid) are not the command's; shared are the writable roots the
 // sandbox sees at their host paths.
-func StartObserver(fd, helperPid int, shared []string, log *slog.Logger) *Observer {
-	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid,
+func StartObserver(fd, helperPid int, shared []string, diag int, log *slog.Logger) *Observer {
+	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, host: -1,
 		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
 		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
@@ -81,6 +87,11 @@ func StartObserver(fd, helperPid int, shared []string, log *slog.Logger) *Observ
 		inside := fmt.Sprintf("/proc/%d/root%s", helperPid, r)
 		if rfd, err := unix.Open(inside, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 			o.roots = append(o.roots, fastRoot{path: r, fd: rfd})
+		}
+	}
+	if diag >= 0 {
+		if h, err := OpenDiag(); err == nil {
+			o.host = h
 		}
 	}
 	go o.run()
@@ -96,6 +107,11 @@ func (o *Observer) run() {
 		}
 		for _, r := range o.roots {
 			unix.Close(r.fd)
+		}
+		for _, fd := range []int{o.inside, o.host} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 		}
 	}()
 	for {
@@ -527,8 +543,10 @@ func (o *Observer) decode(n seccomp.Notification) ([]Intent, bool) {
 		// In its own namespace a loopback connect reaches the run's own
 		// servers only; it is cut off from the host's (self: the
 		// supervisor's namespace) when one listens there.
-		in := Intent{Op: "connect", Destination: dest,
-			Inside: listening(strconv.Itoa(int(n.Pid)), dest), Host: listening("self", dest)}
+		// The host is asked only when nothing inside listens: every
+		// connect to the run's proxy waits here.
+		in := Intent{Op: "connect", Destination: dest, Inside: o.listening(o.inside, dest)}
+		in.Host = !in.Inside && o.listening(o.host, dest)
 		return []Intent{in}, true
 	}
 	if in, ok, known := p.decodeNames(n.Nr, a); known {
@@ -736,30 +754,17 @@ func (p *proc) sockaddr(addr, length uint64) (string, error) {
 }
 
 // listening reports whether a loopback destination has a listening TCP
-// socket in the network namespace of pid (the sandbox's own loopback).
-func listening(pid string, dest string) bool {
-	host, port, err := net.SplitHostPort(dest)
-	ip := net.ParseIP(host)
-	if err != nil || ip == nil || !ip.IsLoopback() {
+// socket in the network namespace of the sock_diag socket diag (none
+// without a namespace of the run's own: then a connect is judged
+// without it).
+func (o *Observer) listening(diag int, dest string) bool {
+	ap, err := netip.ParseAddrPort(dest)
+	if err != nil || !ap.Addr().Unmap().IsLoopback() || diag < 0 {
 		return false
 	}
-	n, err := strconv.Atoi(port)
+	ok, err := ListensOn(diag, ap.Port())
 	if err != nil {
-		return false
+		o.log.Debug("observer: sock_diag", "err", err)
 	}
-	want := fmt.Sprintf(":%04X ", n)
-	for _, table := range []string{"tcp", "tcp6"} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%s/net/%s", pid, table))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			// local_address is field 1 ("0100007F:1F90"), st field 3 (0A = LISTEN).
-			if len(f) > 3 && f[3] == "0A" && strings.HasSuffix(f[1]+" ", want) {
-				return true
-			}
-		}
-	}
-	return false
+	return ok
 }

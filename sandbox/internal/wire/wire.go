@@ -38,6 +38,18 @@ const (
 	Started   Kind = "started"   // helper -> supervisor: the command runs
 	Error     Kind = "error"     // helper -> supervisor: setup failed
 	Exit      Kind = "exit"      // helper -> supervisor: the command ended
+	// Egress: helper -> supervisor, the proxy's listening socket on the
+	// namespace's loopback (SetupMsg.ProxyPort).
+	Egress Kind = "egress"
+	// Diag: helper -> supervisor, a NETLINK_SOCK_DIAG socket of the
+	// network namespace (the observer asks it which ports listen inside).
+	Diag Kind = "diag"
+	// Socket: supervisor -> helper, a request (Family, Seq) for a fresh
+	// unconnected TCP socket of the namespace; helper -> supervisor, the
+	// answer with the socket attached (or Error), same Seq. The supervisor
+	// connects it itself: that is how the proxy reaches a server the
+	// command listens with on its own loopback.
+	Socket Kind = "socket"
 )
 
 // Message is one packet.
@@ -49,6 +61,8 @@ type Message struct {
 	Code    int          `json:"code,omitempty"` // exit status for Exit and Error
 	Sig     int          `json:"sig,omitempty"`
 	Info    *StartedInfo `json:"info,omitempty"`
+	Family  int          `json:"family,omitempty"` // Socket: AF_INET or AF_INET6
+	Seq     uint64       `json:"seq,omitempty"`    // Socket: matches an answer to its request
 }
 
 // SetupMsg is what the helper needs to build its mount namespace; it is
@@ -91,6 +105,11 @@ type SetupMsg struct {
 	Limits     Limits `json:"limits"`
 	LimitNproc bool   `json:"limit_nproc"` // no pids cgroup: use RLIMIT_NPROC
 	LimitData  bool   `json:"limit_data"`  // no memory cgroup: use RLIMIT_DATA
+
+	// ProxyPort, when non-zero, has the helper listen on 127.0.0.1 at
+	// this port inside the network namespace and hand the socket over
+	// (Egress).
+	ProxyPort uint16 `json:"proxy_port,omitempty"`
 
 	LandlockABI   int    `json:"landlock_abi"`
 	LandlockFS    uint64 `json:"landlock_fs"`

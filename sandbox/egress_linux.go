@@ -1,0 +1,233 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sandboxd/sandboxd/sandbox/detect"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
+	"golang.org/x/sys/unix"
+)
+
+// egress serves one attempt's proxy listener and connects, for the
+// proxy, to the namespace's own loopback through sockets the helper
+// makes. Its goroutines (Serve) end when stop is called.
+type egress struct {
+	spec   *Egress
+	sock   int // the helper's control socket
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	served sync.WaitGroup
+	// mu serializes socket requests: one is outstanding at a time, so
+	// an answer is matched to its request by seq alone.
+	mu      sync.Mutex
+	seq     uint64
+	answers chan socketAnswer
+	// diagMu guards diag, a sock_diag socket of the namespace (-1: none),
+	// which says whether anything listens on a port before the helper is
+	// asked for a socket to connect there.
+	diagMu sync.Mutex
+	diag   int
+}
+
+type socketAnswer struct {
+	seq uint64
+	fd  int // -1 with err
+	err error
+}
+
+func newEgress(spec *Egress, sock int, log *slog.Logger) *egress {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &egress{spec: spec, sock: sock, log: log, ctx: ctx, cancel: cancel, answers: make(chan socketAnswer, 1), diag: -1}
+}
+
+// useDiag keeps a copy of the namespace's sock_diag socket.
+func (e *egress) useDiag(fd int) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	e.diagMu.Lock()
+	e.diag = dup
+	e.diagMu.Unlock()
+}
+
+// listens reports whether something may listen on port inside: true
+// when it cannot tell.
+func (e *egress) listens(port uint16) bool {
+	e.diagMu.Lock()
+	defer e.diagMu.Unlock()
+	if e.diag < 0 {
+		return true
+	}
+	ok, err := detect.ListensOn(e.diag, port)
+	return ok || err != nil
+}
+
+// listen takes the helper's listening socket and serves it.
+func (e *egress) listen(fd int) {
+	f := os.NewFile(uintptr(fd), "proxy-listener")
+	ln, err := net.FileListener(f)
+	f.Close()
+	if err != nil {
+		// Nothing serves the port: every connection to it is refused,
+		// and there is no other way out.
+		e.log.Debug("egress listener", "err", err)
+		return
+	}
+	e.served.Add(1)
+	go func() {
+		defer e.served.Done()
+		defer ln.Close()
+		if err := e.spec.Serve(e.ctx, ln, e.dialInside); err != nil && e.ctx.Err() == nil {
+			e.log.Debug("egress proxy stopped", "err", err)
+		}
+	}()
+}
+
+// answer delivers the helper's answer to a socket request; a late one
+// (its request gave up) is dropped.
+func (e *egress) answer(m wire.Message, fds []int) []int {
+	a := socketAnswer{seq: m.Seq, fd: -1}
+	if len(fds) == 1 && m.Error == "" {
+		a.fd, fds = fds[0], fds[1:]
+	} else {
+		a.err = fmt.Errorf("sandbox: no socket from the helper: %s", m.Error)
+	}
+	select {
+	case e.answers <- a:
+	default:
+		if a.fd >= 0 {
+			unix.Close(a.fd)
+		}
+	}
+	return fds
+}
+
+// stop ends the attempt's proxy and waits for it.
+func (e *egress) stop() {
+	e.cancel()
+	e.served.Wait()
+	e.diagMu.Lock()
+	if e.diag >= 0 {
+		unix.Close(e.diag)
+		e.diag = -1
+	}
+	e.diagMu.Unlock()
+}
+
+// dialInside connects to addr on the namespace's loopback.
+func (e *egress) dialInside(ctx context.Context, network, addr string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() {
+		return nil, fmt.Errorf("sandbox: inside dial %q: only the namespace's loopback", addr)
+	}
+	var family int
+	var sa unix.Sockaddr
+	if a := ap.Addr(); a.Is4() {
+		family, sa = unix.AF_INET, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: a.As4()}
+	} else {
+		family, sa = unix.AF_INET6, &unix.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}
+	}
+	if !e.listens(ap.Port()) {
+		return nil, fmt.Errorf("sandbox: inside dial %s: %w", addr, unix.ECONNREFUSED)
+	}
+	fd, err := e.socket(ctx, family)
+	if err != nil {
+		return nil, err
+	}
+	if err := connectFD(ctx, fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("sandbox: inside dial %s: %w", addr, err)
+	}
+	f := os.NewFile(uintptr(fd), "inside")
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// socket asks the helper for an unconnected TCP socket of the namespace.
+func (e *egress) socket(ctx context.Context, family int) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.seq++
+	if err := wire.Send(e.sock, wire.Message{Kind: wire.Socket, Family: family, Seq: e.seq}); err != nil {
+		return -1, fmt.Errorf("sandbox: socket request: %w", err)
+	}
+	for {
+		select {
+		case a := <-e.answers:
+			if a.seq != e.seq {
+				if a.fd >= 0 {
+					unix.Close(a.fd)
+				}
+				continue
+			}
+			return a.fd, a.err
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		case <-e.ctx.Done():
+			return -1, errors.New("sandbox: the attempt ended")
+		}
+	}
+}
+
+// connectFD connects a socket without blocking past ctx: a loopback
+// connect normally completes at once, but a full backlog would make a
+// blocking one wait for SYN retries.
+func connectFD(ctx context.Context, fd int, sa unix.Sockaddr) error {
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return err
+	}
+	err := unix.Connect(fd, sa)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EINPROGRESS) {
+		return err
+	}
+	for {
+		ms := 100
+		if dl, ok := ctx.Deadline(); ok {
+			ms = min(ms, max(int(time.Until(dl).Milliseconds()), 1))
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+		n, perr := unix.Poll(fds, ms)
+		if perr != nil && !errors.Is(perr, unix.EINTR) {
+			return perr
+		}
+		if n > 0 {
+			soErr, gerr := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+			if gerr != nil {
+				return gerr
+			}
+			if soErr != 0 {
+				return unix.Errno(soErr)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// LoopbackListens reports whether anything listens on a TCP port of the
+// caller's own network namespace (the host's, for the supervisor); true
+// when it cannot tell, so the caller decides rather than refusing.
+func LoopbackListens(port uint16) bool {
+	fd, err := detect.OpenDiag()
+	if err != nil {
+		return true
+	}
+	defer unix.Close(fd)
+	ok, err := detect.ListensOn(fd, port)
+	return ok || err != nil
+}
