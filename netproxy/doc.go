@@ -1,0 +1,99 @@
+// Package netproxy is the egress proxy of one sandboxed run: the only
+// way out of the run's network namespace. Every destination is a
+// decision taken while the connection waits; nothing is forwarded
+// before an allow, and anything uncertain refuses.
+//
+// # What it owns
+//
+// The listener side (authentication, request parsing, limits), the
+// decision step every way in goes through (Proxy.decide), the pinned
+// dial and the byte relay, the refusal responses and the counters. It
+// asks a Decider (decider.go) and knows nothing of rules, reviewers,
+// models or grant storage: it never imports broker, review, grants,
+// policy or openai-go. session adapts the broker to Decider. netdest is
+// the one home of what a destination is; this package only calls it.
+//
+// # The way in
+//
+// The helper creates a TCP listening socket on 127.0.0.1:PORT inside
+// the run's network namespace and hands the descriptor to the
+// supervisor over the control socket (SCM_RIGHTS); the supervisor's
+// proxy accepts on it. No host port is opened, so no other local user
+// or run can reach it; each run's namespace has its own. For the run's
+// own loopback (a dev server the command started) the supervisor gets
+// fresh unconnected sockets made inside the namespace and connects them
+// itself. sandbox/ does that plumbing; this package takes a
+// net.Listener (Serve) and an inside Dialer.
+//
+// Clients authenticate with Proxy-Authorization: Basic
+// base64("sandboxd:"+token), compared in constant time; anything else
+// is 407. The token is never logged.
+//
+// # Decisions
+//
+// Decisions are on what the client named: the CONNECT authority
+// ("host:port", nothing else) or the absolute-form URI of a plain HTTP
+// request ("http://host[:port]/..."; https must use CONNECT). Origin
+// form, other schemes, userinfo, fragments, percent-encoded hosts and
+// malformed ports are 400. The Host header must name the same
+// normalised destination (it is read from the raw request head, since
+// net/http drops it), and what goes upstream is Host: <destination>,
+// so a request cannot be decided for one host and routed to another. A
+// request carrying both Content-Length and Transfer-Encoding is 400.
+// Every request on a kept-alive connection is decided on its own.
+//
+// A name is resolved once, by the proxy, and only after Decide allowed
+// it: a denied name, or one still under review, never reaches a
+// resolver. The addresses it resolved to go to Decider.Resolved before
+// anything is dialled. The dial is pinned: the only dialer that can
+// reach the network dials exactly one of the checked addresses (never a
+// new lookup, never another address), carries a one-dial permit issued
+// by decide, and refuses without one. goproxy's transport DialContext
+// and its CONNECT dial are that dialer; its env-derived proxy settings,
+// its own CONNECT dialers and its CA are never used. Addresses for
+// which Config.Reserved reports true (sandboxd's own listeners) are
+// never dialled, whatever the decider says.
+//
+// Decisions are run-scoped by default (ScopeRun): the final verdict
+// and addresses for a destination are cached for the proxy's life,
+// concurrent connections to one destination wait on one pending
+// decision, a cached deny is answered without asking again, and every
+// connection still spends a grant use (Decider.Use). ScopeConnection
+// asks for every connection. Failures that are not verdicts (a lookup
+// error, a panicking decider, the proxy closing) are not cached.
+//
+// A destination on loopback is first tried on the run's own loopback
+// through the inside Dialer; if something listens there, that
+// connection is used with no decision: it never leaves the namespace.
+// If nothing listens there nor on the host's loopback (Config.HostListens)
+// the answer is 502, as a direct connect would be refused: no decision,
+// no boundary.
+//
+// # Timeouts and limits
+//
+// See Limits: request head read time and size, connections open at
+// once (beyond it a new connection is closed at once), idle kept-alive
+// connections, idle tunnels (no bytes either way), upstream dial, the
+// longest a connection waits for a decision (Hold; then 403 "no
+// decision in time"), and the client bytes read while parked
+// (EarlyBytes). While a connection is parked nothing reads from the
+// client beyond net/http's own buffer: early tunnel bytes wait there
+// and in the kernel, and are replayed upstream after an allow.
+// Upstream plain-HTTP connections are not reused: each request dials
+// with its own permit.
+//
+// # Counters
+//
+// Counters reports connections by "decision/source" ("allow/policy",
+// "deny/hard-deny", "allow/inside", "deny/auth", "deny/malformed",
+// "deny/timeout", "error/unreachable", ...), bytes each way (tunnels
+// and plain HTTP bodies), the total time connections were parked
+// waiting for a decision, and how many Decide calls were made.
+//
+// # No TLS interception
+//
+// Tunnels are opaque byte streams. The proxy never terminates TLS,
+// never uses goproxy's MITM actions or its built-in CA, and cannot see
+// the SNI or anything inside; domain fronting inside TLS is outside
+// what it can decide.
+package netproxy

@@ -1,0 +1,341 @@
+package netproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// Scope says how long a decision lasts.
+type Scope string
+
+// Scopes.
+const (
+	// ScopeRun keeps a destination's final verdict for the proxy's life
+	// (one run): one Decide per destination, one Use per connection.
+	ScopeRun Scope = "run"
+	// ScopeConnection decides every connection on its own.
+	ScopeConnection Scope = "connection"
+)
+
+// Resolver looks names up. *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Dialer dials one address ("ip:port").
+type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Limits bound what one client can hold. Zero fields take the defaults.
+type Limits struct {
+	HeaderTimeout  time.Duration // reading a request's headers (default 10s)
+	MaxHeaderBytes int           // request line + headers (default 32 KiB)
+	MaxConns       int           // client connections open at once for this proxy (default 2048); beyond it a new connection is closed at once
+	IdleTimeout    time.Duration // a kept-alive client connection between requests (default 60s)
+	TunnelIdle     time.Duration // a tunnel with no bytes in either direction (default 10m)
+	DialTimeout    time.Duration // upstream connect (default 15s)
+	Hold           time.Duration // longest a connection waits for a decision (default 300s)
+	EarlyBytes     int           // client bytes read while parked (default 64 KiB; beyond it the connection is closed)
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	def(&l.HeaderTimeout, 10*time.Second)
+	defInt(&l.MaxHeaderBytes, 32<<10)
+	defInt(&l.MaxConns, 2048)
+	def(&l.IdleTimeout, 60*time.Second)
+	def(&l.TunnelIdle, 10*time.Minute)
+	def(&l.DialTimeout, 15*time.Second)
+	def(&l.Hold, 300*time.Second)
+	defInt(&l.EarlyBytes, 64<<10)
+	return l
+}
+
+// Config is everything a Proxy depends on.
+type Config struct {
+	// Decider decides destinations (required).
+	Decider Decider
+	// Token is the run's credential (required). Clients authenticate
+	// with Proxy-Authorization: Basic base64("sandboxd:"+Token).
+	Token string
+	// Resolver looks up allowed names; nil is &net.Resolver{} (the
+	// host's resolver, /etc/hosts included).
+	Resolver Resolver
+	// Reserved reports sandboxd's own listeners: never dialled whatever
+	// the decider says (403, source "hard-deny"). nil reserves nothing.
+	Reserved func(netip.AddrPort) bool
+	// HostListens reports whether anything listens on a TCP port of the
+	// host's loopback. A loopback destination nothing listens on, inside
+	// the run or on the host, is refused like a refused connect (502),
+	// with no decision and no boundary: a client polling for a dev server
+	// it is starting is no boundary. nil decides every one.
+	HostListens func(port uint16) bool
+	// Scope is how long a decision lasts; "" is ScopeRun.
+	Scope Scope
+	// Limits bound what clients can hold.
+	Limits Limits
+	// Log receives debug and warning records; nil discards.
+	Log *slog.Logger
+}
+
+// ErrClosed is returned by Serve once the Proxy is closed.
+var ErrClosed = errors.New("netproxy: proxy closed")
+
+// Proxy is one run's egress proxy. Its methods may be called from many
+// goroutines.
+type Proxy struct {
+	cfg      Config
+	lim      Limits
+	log      *slog.Logger
+	resolver Resolver
+	wantAuth []byte // "sandboxd:"+Token, compared in constant time
+	gp       *goproxy.ProxyHttpServer
+	tr       *http.Transport
+
+	// base ends at Close; decisions and Serves derive from it.
+	base   context.Context
+	cancel context.CancelFunc
+
+	mu sync.Mutex // guards cache, closed
+	// cache holds ScopeRun decisions by Dest.String(), pending or done.
+	cache  map[string]*entry
+	closed bool
+
+	serving sync.WaitGroup // running Serve calls, waited for by Close
+	stats   stats
+}
+
+// stats are the counters behind Counters.
+type stats struct {
+	mu    sync.Mutex // guards conns
+	conns map[string]int64
+
+	up, down atomic.Int64
+	waitNS   atomic.Int64
+	reviews  atomic.Int64
+}
+
+func (s *stats) count(key string) {
+	s.mu.Lock()
+	s.conns[key]++
+	s.mu.Unlock()
+}
+
+// Counters is a snapshot of what a Proxy did.
+type Counters struct {
+	Connections        map[string]int64 // by "decision/source", e.g. "allow/policy", "deny/hard-deny", "allow/inside", "deny/auth", "deny/malformed"
+	BytesUp, BytesDown int64            // client→origin, origin→client (tunnels and plain HTTP bodies)
+	ReviewWait         time.Duration    // total time connections were parked waiting for Decide
+	Reviews            int64            // Decide calls that were made (not cache hits)
+}
+
+// New builds a Proxy. It opens nothing; Serve does.
+func New(cfg Config) (*Proxy, error) {
+	if cfg.Decider == nil {
+		return nil, errors.New("netproxy: new: a Decider is required")
+	}
+	if cfg.Token == "" {
+		return nil, errors.New("netproxy: new: a Token is required")
+	}
+	switch cfg.Scope {
+	case "":
+		cfg.Scope = ScopeRun
+	case ScopeRun, ScopeConnection:
+	default:
+		return nil, fmt.Errorf("netproxy: new: unknown scope %q", cfg.Scope)
+	}
+	p := &Proxy{
+		cfg:      cfg,
+		lim:      cfg.Limits.withDefaults(),
+		log:      cfg.Log,
+		resolver: cfg.Resolver,
+		wantAuth: []byte("sandboxd:" + cfg.Token),
+		cache:    make(map[string]*entry),
+		stats:    stats{conns: make(map[string]int64)},
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.resolver == nil {
+		p.resolver = &net.Resolver{}
+	}
+	p.base, p.cancel = context.WithCancel(context.Background())
+	p.tr = p.newTransport()
+	p.gp = p.newGoproxy()
+	return p, nil
+}
+
+// newTransport is the plain-HTTP upstream transport: no proxy from the
+// environment, no TLS, no HTTP/2, no connection reuse (every request
+// dials with its own permit), and a dialer that refuses without one.
+func (p *Proxy) newTransport() *http.Transport {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	return &http.Transport{
+		Proxy:       nil,
+		DialContext: p.transportDial,
+		DialTLSContext: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("netproxy: TLS upstream is never dialled by the transport")
+		},
+		TLSNextProto:           map[string]func(string, *tls.Conn) http.RoundTripper{},
+		Protocols:              &protos,
+		ForceAttemptHTTP2:      false,
+		DisableCompression:     true,
+		DisableKeepAlives:      true,
+		ResponseHeaderTimeout:  60 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+}
+
+// newGoproxy builds the goproxy handler with every default replaced:
+// the struct literal (not NewProxyHttpServer) so nothing reads the
+// proxy process's HTTPS_PROXY, no CONNECT dialers of its own (the
+// per-request ctx.Dialer is the only one), no MITM, no CA, no HTTP/2.
+func (p *Proxy) newGoproxy() *goproxy.ProxyHttpServer {
+	gp := &goproxy.ProxyHttpServer{
+		Verbose:                false,
+		Logger:                 printfLogger{p.log},
+		NonproxyHandler:        http.HandlerFunc(p.nonProxy),
+		Tr:                     p.tr,
+		ConnectDial:            nil,
+		ConnectDialWithReq:     nil,
+		ConnectionErrHandler:   p.connectError,
+		CertStore:              nil,
+		KeepHeader:             false,
+		AllowHTTP2:             false,
+		KeepDestinationHeaders: false,
+		KeepAcceptEncoding:     true,
+	}
+	gp.OnRequest().HandleConnectFunc(p.onConnect)
+	gp.OnRequest().DoFunc(p.onRequest)
+	gp.OnResponse().DoFunc(p.onResponse)
+	return gp
+}
+
+// printfLogger routes goproxy's Printf to slog at debug.
+type printfLogger struct{ log *slog.Logger }
+
+func (l printfLogger) Printf(format string, v ...any) {
+	l.log.Debug("goproxy", "msg", fmt.Sprintf(format, v...))
+}
+
+// Counters returns a snapshot.
+func (p *Proxy) Counters() Counters {
+	p.stats.mu.Lock()
+	conns := maps.Clone(p.stats.conns)
+	p.stats.mu.Unlock()
+	return Counters{
+		Connections: conns,
+		BytesUp:     p.stats.up.Load(),
+		BytesDown:   p.stats.down.Load(),
+		ReviewWait:  time.Duration(p.stats.waitNS.Load()),
+		Reviews:     p.stats.reviews.Load(),
+	}
+}
+
+// Close ends every Serve (closing their connections and tunnels),
+// cancels pending decisions and closes idle upstream connections.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.cancel()
+	p.serving.Wait()
+	p.tr.CloseIdleConnections()
+	return nil
+}
+
+// Serve serves one attempt's listener until ctx is done or ln fails;
+// it takes ownership of ln. When it returns, every connection it
+// accepted (and every tunnel) is closed. inside dials the run's own
+// loopback (nil: none). Several Serve calls may run over a Proxy's life
+// (one per attempt), sharing its decisions.
+func (p *Proxy) Serve(ctx context.Context, ln net.Listener, inside Dialer) error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = ln.Close()
+		return ErrClosed
+	}
+	p.serving.Add(1)
+	p.mu.Unlock()
+	defer p.serving.Done()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(p.base, cancel)
+	defer stop()
+
+	s := newServeState(p, ln, inside)
+	srv := p.newServer(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(&limitListener{Listener: ln, s: s}) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	cancel()
+	_ = srv.Close()
+	s.closeAll()
+	if err == nil {
+		err = <-errc
+	}
+	if errors.Is(err, http.ErrServerClosed) || ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("netproxy: serve: %w", err)
+}
+
+// newServer is the client-facing HTTP/1.1 server: goproxy behind
+// net/http's limits; handlers' contexts end with Serve's.
+func (p *Proxy) newServer(ctx context.Context) *http.Server {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	return &http.Server{
+		Handler: p.gp,
+		// "OPTIONS *" must reach the handler (and be refused there)
+		// so the Host tap stays in step.
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            p.lim.HeaderTimeout,
+		MaxHeaderBytes:               p.lim.MaxHeaderBytes,
+		IdleTimeout:                  p.lim.IdleTimeout,
+		ErrorLog:                     slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		Protocols:                    &protos,
+		TLSNextProto:                 map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		BaseContext:                  func(net.Listener) context.Context { return ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+	}
+}
+
+// connKey carries the *clientConn in a request's context.
+type connKey struct{}
+
+func clientOf(ctx context.Context) *clientConn {
+	c, _ := ctx.Value(connKey{}).(*clientConn)
+	return c
+}
