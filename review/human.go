@@ -72,6 +72,11 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	if dl, ok := ctx.Deadline(); ok && req.Held {
+		// A held connection waits as long as the proxy holds it (the
+		// policy's network.hold_timeout), not the default for a retry.
+		timeout = time.Until(dl)
+	}
 	// nobody is the deny when no person answered: "decided by: human"
 	// is shown only for a person's own answer.
 	nobody := func(why string) (broker.Decision, error) {
@@ -103,7 +108,11 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	if req.Intent != "" {
 		fmt.Fprintf(&b, "  intent:  %s\r\n", safe(req.Intent))
 	}
-	fmt.Fprintf(&b, "%sAllow exactly this, once? [y/N]%s ", termfilter.FrameOn, termfilter.FrameOff)
+	question := "Allow exactly this, once?"
+	if req.Held {
+		question = "Allow connections to this destination? (the command waits)"
+	}
+	fmt.Fprintf(&b, "%s%s [y/N]%s ", termfilter.FrameOn, question, termfilter.FrameOff)
 	if _, err := unix.Write(fd, b.Bytes()); err != nil {
 		return nobody("could not write to the terminal")
 	}

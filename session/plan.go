@@ -30,6 +30,8 @@ type plan struct {
 	// session is the request's session, scoped by the caller's uid.
 	session string
 	command string
+	// egress is the proxy's port and credential (zero without egress).
+	egress egressPlan
 }
 
 // newPlan resolves the workspace and the policy and builds the sandbox
@@ -60,6 +62,9 @@ func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
 			return p, publicerr.New(`--require-isolation conflicts with the policy's isolation = "landlock-only"`)
 		}
 		p.policy.Isolation = string(sandbox.Namespaces)
+	}
+	if p.policy.Isolation != string(sandbox.LandlockOnly) {
+		p.egress = newEgressPlan()
 	}
 	if p.spec, err = buildSpec(j, c, p); err != nil {
 		return p, err
@@ -111,7 +116,12 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 			return sandbox.Spec{}, publicerr.New(fmt.Sprintf("writable root %s contains the workspace", w))
 		}
 	}
+	var egress *sandbox.Egress
+	if p.egress.port != 0 {
+		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.env(environ)}
+	}
 	return sandbox.Spec{
+		Egress: egress,
 		Copies: sanitizedCopies(res.Secrets, c.Home),
 		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
 		Writable: res.Writable, Caches: []string{cache}, Read: read, Deny: deny,
@@ -163,17 +173,24 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Rules: rules,
 		Quiet: quiet,
 		Hard: broker.HardDenies{
-			Secrets:   p.policy.Secrets,
-			Own:       []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},
-			Home:      c.Home,
-			Workspace: p.ws,
+			Secrets:    p.policy.Secrets,
+			Own:        []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},
+			Home:       c.Home,
+			Workspace:  p.ws,
+			LocalAddrs: localAddrs(),
 		},
-		Grants:  r.grants,
-		Model:   j.Reviewers.Model,
-		Person:  j.Reviewers.Person,
-		Auditor: r.auditor,
-		Log:     r.log,
+		// Network grants live as long as the run, which revokes them when
+		// it ends (the broker's default bounds them at a day).
+		NetworkUses: networkUses(p.policy.Network),
+		Grants:      r.grants,
+		Model:       j.Reviewers.Model,
+		Person:      j.Reviewers.Person,
+		Auditor:     r.auditor,
+		Log:         r.log,
 		Grantable: func(req grants.Request) (bool, string) {
+			if req.Surface == grants.Network && req.Held {
+				return true, "" // the proxy holds it and consumes the grant itself
+			}
 			return sandbox.Grantable(req.Surface, req.Operation)
 		},
 	}
@@ -186,6 +203,14 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		}
 	}
 	return broker.New(cfg), nil
+}
+
+// networkUses is how many connections one network grant covers.
+func networkUses(n policy.Network) int {
+	if n.GrantScope == policy.ScopeConnection {
+		return 1
+	}
+	return grants.Unlimited
 }
 
 // logger is log, or a logger that discards.

@@ -29,6 +29,7 @@ type Report struct {
 	Workspace   string       `json:"workspace,omitempty"`
 	Command     []string     `json:"command,omitempty"`
 	SetupMS     float64      `json:"setup_ms,omitempty"`
+	Egress      *Egress      `json:"egress,omitempty"`
 	// Error is the public sentence for a run sandboxd itself failed
 	// (exit status 125).
 	Error string `json:"error,omitempty"`
@@ -50,6 +51,27 @@ type Boundary struct {
 	// Held marks a boundary decided while the attempt ran (a connection
 	// the proxy held): it neither triggers nor blocks a retry.
 	Held bool `json:"held,omitempty"`
+	// Addresses are what a network destination resolved to (or its
+	// literal): the addresses that were checked and dialled.
+	Addresses []string `json:"addresses,omitempty"`
+	// Connections counts the connections a network allow carried.
+	Connections int `json:"connections,omitempty"`
+}
+
+// Egress is the report's "egress" object: how the command could reach
+// the network, and what its proxy saw.
+type Egress struct {
+	// Mode is "proxy" or "none" (Why says why).
+	Mode string `json:"mode"`
+	Why  string `json:"why,omitempty"`
+	// Scope is the grant scope: "run" or "connection".
+	Scope string `json:"grant_scope,omitempty"`
+	// Connections counts client connections by "decision/source".
+	Connections map[string]int64 `json:"connections,omitempty"`
+	BytesUp     int64            `json:"bytes_up"`
+	BytesDown   int64            `json:"bytes_down"`
+	Reviews     int64            `json:"reviews"`
+	ReviewWait  float64          `json:"review_wait_ms"`
 }
 
 // Transaction is the report's "transaction" object.

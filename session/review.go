@@ -49,10 +49,15 @@ func (st *run) decide(ctx context.Context, d sandbox.Denial, held bool) (broker.
 	return res, at
 }
 
-// ask has the broker decide d; a boundary this run already had decided
-// is not counted by the breaker again.
+// ask has the broker decide d.
 func (st *run) ask(ctx context.Context, d sandbox.Denial) broker.Result {
-	key := string(d.Surface) + "\x00" + string(d.Operation) + "\x00" + d.Path + "\x00" + d.Destination
+	return st.askRequest(ctx, st.request(d))
+}
+
+// askRequest has the broker decide req; a boundary this run already had
+// decided is not counted by the breaker again.
+func (st *run) askRequest(ctx context.Context, req grants.Request) broker.Result {
+	key := string(req.Surface) + "\x00" + string(req.Operation) + "\x00" + req.Path + "\x00" + req.Destination
 	st.mu.Lock()
 	again := st.decided[key]
 	if st.decided == nil {
@@ -61,9 +66,9 @@ func (st *run) ask(ctx context.Context, d sandbox.Denial) broker.Result {
 	st.decided[key] = true
 	st.mu.Unlock()
 	if again {
-		return st.plan.broker.DecideAgain(ctx, st.request(d))
+		return st.plan.broker.DecideAgain(ctx, req)
 	}
-	return st.plan.broker.Decide(ctx, st.request(d))
+	return st.plan.broker.Decide(ctx, req)
 }
 
 // countQuiet adds a quiet denial to the report.

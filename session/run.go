@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
@@ -47,20 +51,27 @@ type Config struct {
 	Grants *grants.Store
 	// Auditor records every decision and grant event (nil: none).
 	Auditor broker.Auditor
-	Log     *slog.Logger
+	// Reserved are sandboxd's own listeners (the daemon's, metrics, the
+	// approvals page): no run's proxy connects to them, whatever the
+	// rules say.
+	Reserved []netip.AddrPort
+	Log      *slog.Logger
 }
 
 // Runner runs jobs. It is safe for concurrent use.
 type Runner struct {
-	sandbox Sandbox
-	grants  *grants.Store
-	auditor broker.Auditor
-	log     *slog.Logger
+	sandbox  Sandbox
+	grants   *grants.Store
+	auditor  broker.Auditor
+	reserved func(netip.AddrPort) bool
+	log      *slog.Logger
 }
 
 // New returns a Runner.
 func New(cfg Config) *Runner {
-	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log)}
+	reserved := slices.Clone(cfg.Reserved)
+	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
+		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }}
 	if r.sandbox == nil {
 		r.sandbox = Real{}
 	}
@@ -91,6 +102,9 @@ type run struct {
 	// decided holds the boundaries this run has had decided (by key,
 	// under mu): the breaker counts each once.
 	decided map[string]bool
+	// netGrants are the network grants issued for this run (under mu),
+	// revoked when it ends.
+	netGrants []string
 }
 
 // Run runs job for caller and returns its report. An error means
@@ -111,6 +125,16 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		return st.failed(err)
 	}
 	st.plan = p
+	if e := p.spec.Egress; e != nil {
+		px, err := st.newProxy()
+		if err != nil {
+			return st.failed(err)
+		}
+		e.Serve = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
+			return px.Serve(ctx, ln, netproxy.Dialer(inside))
+		}
+		defer st.endEgress(px)
+	}
 	st.rep.Transaction = &Transaction{Mode: "none"}
 	// A commit a crash interrupted is finished (or rolled back) before
 	// anything new runs.
@@ -206,6 +230,12 @@ func (st *run) noteIsolation(out sandbox.Result) {
 	st.rep.LandlockABI = out.LandlockABI
 	st.rep.Isolation, st.rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
 	st.rep.Degraded, st.rep.Containment = out.Degraded, out.Containment
+	if out.Egress != "" {
+		if st.rep.Egress == nil {
+			st.rep.Egress = &Egress{}
+		}
+		st.rep.Egress.Mode, st.rep.Egress.Why = out.Egress, out.EgressWhy
+	}
 }
 
 // noteAttempt records an attempt's outcome and tells the front end what

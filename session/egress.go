@@ -1,0 +1,270 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netproxy"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// egressPlan is the run's way out, chosen before the first attempt: the
+// proxy's port inside the namespace and its credential.
+type egressPlan struct {
+	port  uint16
+	token string
+}
+
+// newEgressPlan picks the proxy's port, in the kernel's ephemeral range
+// (so no port the command binds itself by number is likely taken, and an
+// ephemeral bind skips it), and a fresh credential.
+func newEgressPlan() egressPlan {
+	var b [34]byte
+	rand.Read(b[:])
+	port := 32768 + binary.BigEndian.Uint16(b[:2])%(60999-32768)
+	return egressPlan{port: port, token: hex.EncodeToString(b[2:])}
+}
+
+// proxyURL is what the command's proxy variables hold.
+func (e egressPlan) proxyURL() string {
+	return "http://sandboxd:" + e.token + "@127.0.0.1:" + strconv.Itoa(int(e.port))
+}
+
+// env is the environment that sends unmodified tools through the proxy:
+// the conventional variables in both cases, the tool-specific ones of
+// tools that do not read them, and git's http.proxy through
+// GIT_CONFIG_COUNT (after any entries the caller's environment holds).
+// NO_PROXY is empty: every request goes to the proxy, which delivers one
+// for the run's own loopback there.
+func (e egressPlan) env(base []string) []string {
+	u := e.proxyURL()
+	out := []string{}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+		"npm_config_proxy", "npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
+		"yarn_proxy", "yarn_https_proxy", "PIP_PROXY"} {
+		out = append(out, k+"="+u)
+		if lk := strings.ToLower(k); lk != k {
+			out = append(out, lk+"="+u)
+		}
+	}
+	out = append(out, "NO_PROXY=", "no_proxy=", "npm_config_noproxy=")
+	n := 0
+	for _, kv := range base {
+		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
+			if c, err := strconv.Atoi(v); err == nil && c >= 0 && c < 1000 {
+				n = c
+			}
+		}
+	}
+	return append(out, "GIT_CONFIG_COUNT="+strconv.Itoa(n+1),
+		fmt.Sprintf("GIT_CONFIG_KEY_%d=http.proxy", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, u))
+}
+
+// netLimits are the proxy's limits from the policy.
+func netLimits(n policy.Network) netproxy.Limits {
+	return netproxy.Limits{Hold: time.Duration(n.HoldTimeout), MaxConns: int(n.MaxConnections)}
+}
+
+// newProxy builds the run's proxy; its decider is the run's broker.
+func (st *run) newProxy() (*netproxy.Proxy, error) {
+	n := st.plan.policy.Network
+	var res netproxy.Resolver
+	if n.Resolver != "" {
+		res = dnsServer(n.Resolver)
+	}
+	scope := netproxy.ScopeRun
+	if n.GrantScope == policy.ScopeConnection {
+		scope = netproxy.ScopeConnection
+	}
+	return netproxy.New(netproxy.Config{
+		Decider: egressDecider{st}, Token: st.plan.egress.token, Resolver: res,
+		Reserved: st.r.reserved, HostListens: sandbox.LoopbackListens, Scope: scope, Limits: netLimits(n), Log: st.r.log,
+	})
+}
+
+// dnsServer is a resolver that asks only the DNS server at addr.
+func dnsServer(addr string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+}
+
+// localAddrs are the host's own interface addresses.
+func localAddrs() []netip.Addr {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range as {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			out = append(out, p.Addr().Unmap())
+		}
+	}
+	return out
+}
+
+// egressDecider is the broker, seen from the proxy: every destination is
+// a held network boundary of the run, recorded once per destination.
+type egressDecider struct{ st *run }
+
+func (e egressDecider) request(r netproxy.Request) grants.Request {
+	d := sandbox.Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: r.Dest.String()}
+	req := e.st.request(d)
+	req.Held, req.Addresses = true, joinAddrs(r.Addrs)
+	return req
+}
+
+// Decide has the broker decide a destination while its connection waits.
+func (e egressDecider) Decide(ctx context.Context, r netproxy.Request) netproxy.Verdict {
+	req := e.request(r)
+	res := e.st.askRequest(ctx, req)
+	e.st.noteNetwork(req, res.Decision, res.Grant != nil)
+	if res.Grant != nil && req.Addresses != "" {
+		e.st.noteAddresses(req)
+	}
+	return e.st.keepGrant(verdict(res))
+}
+
+// Resolved has the broker check the addresses an allowed name resolved to.
+func (e egressDecider) Resolved(ctx context.Context, r netproxy.Request, token string) netproxy.Verdict {
+	req := e.request(r)
+	res := e.st.plan.broker.Resolved(ctx, token, req)
+	if res.Decision.Outcome != broker.Allow {
+		e.st.noteNetwork(req, res.Decision, false)
+	} else {
+		e.st.noteAddresses(req)
+	}
+	return e.st.keepGrant(verdict(res))
+}
+
+// Use spends one use of the destination's grant for one connection.
+func (e egressDecider) Use(ctx context.Context, r netproxy.Request, token string) error {
+	req := e.request(r)
+	if err := e.st.plan.broker.Consume(ctx, token, req); err != nil {
+		return err
+	}
+	e.st.countConnection(req)
+	return nil
+}
+
+func verdict(res broker.Result) netproxy.Verdict {
+	v := netproxy.Verdict{Allow: res.Decision.Outcome == broker.Allow && res.Grant != nil,
+		Source: string(res.Decision.Source), Reason: res.Decision.Rationale}
+	if v.Allow {
+		v.Grant = res.Grant.Token
+	}
+	return v
+}
+
+func joinAddrs(as []netip.Addr) string {
+	var s []netip.Addr
+	for _, a := range as {
+		s = append(s, a.Unmap())
+	}
+	slices.SortFunc(s, func(a, b netip.Addr) int { return a.Compare(b) })
+	s = slices.Compact(s)
+	out := make([]string, len(s))
+	for i, a := range s {
+		out[i] = a.String()
+	}
+	return strings.Join(out, ",")
+}
+
+// noteNetwork records a network boundary's decision: one entry per
+// destination, the latest decision in it, and an event the first time
+// and whenever the decision changes. An allow's grant is revoked when
+// the run ends.
+func (st *run) noteNetwork(req grants.Request, d broker.Decision, granted bool) {
+	st.mu.Lock()
+	b, fresh := st.netBoundaryLocked(req.Destination)
+	changed := fresh || b.Decision != d.Outcome || b.Source != d.Source
+	b.Decision, b.Source, b.Rationale = d.Outcome, d.Source, d.Rationale
+	if granted && b.Grant == "" {
+		b.Grant = "issued"
+	}
+	shown := *b
+	st.mu.Unlock()
+	if changed {
+		st.ev.Event(Event{Kind: KindBoundary, Attempt: st.attempt, Boundary: &shown})
+	}
+}
+
+// noteAddresses records the addresses a destination resolved to.
+func (st *run) noteAddresses(req grants.Request) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	b, _ := st.netBoundaryLocked(req.Destination)
+	for _, a := range strings.Split(req.Addresses, ",") {
+		if a != "" && !slices.Contains(b.Addresses, a) {
+			b.Addresses = append(b.Addresses, a)
+		}
+	}
+}
+
+// countConnection counts one connection a destination's grant carried.
+func (st *run) countConnection(req grants.Request) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	b, _ := st.netBoundaryLocked(req.Destination)
+	b.Connections++
+	b.Grant = "consumed"
+}
+
+// netBoundaryLocked is the report's entry for a destination, made on
+// first use. st.mu must be held.
+func (st *run) netBoundaryLocked(dest string) (*Boundary, bool) {
+	for i := range st.rep.Boundaries {
+		b := &st.rep.Boundaries[i]
+		if b.Held && b.Surface == grants.Network && b.Destination == dest {
+			return b, false
+		}
+	}
+	st.rep.Boundaries = append(st.rep.Boundaries, Boundary{Attempt: st.attempt, Surface: grants.Network,
+		Operation: grants.OpConnect, Destination: dest, Held: true})
+	return &st.rep.Boundaries[len(st.rep.Boundaries)-1], true
+}
+
+// endEgress stops the run's proxy, revokes the run's network grants and
+// records what the proxy saw.
+func (st *run) endEgress(px *netproxy.Proxy) {
+	px.Close()
+	st.mu.Lock()
+	toks := st.netGrants
+	st.netGrants = nil
+	st.mu.Unlock()
+	for _, t := range toks {
+		st.r.grants.Revoke(t)
+	}
+	c := px.Counters()
+	e := st.rep.Egress
+	if e == nil {
+		return // no attempt said how it reached the network
+	}
+	e.Scope = st.plan.policy.Network.GrantScope
+	e.Connections, e.BytesUp, e.BytesDown = c.Connections, c.BytesUp, c.BytesDown
+	e.Reviews, e.ReviewWait = c.Reviews, float64(c.ReviewWait.Microseconds())/1000
+}
+
+// keepGrant remembers a network grant to revoke when the run ends.
+func (st *run) keepGrant(v netproxy.Verdict) netproxy.Verdict {
+	if v.Grant != "" {
+		st.mu.Lock()
+		st.netGrants = append(st.netGrants, v.Grant)
+		st.mu.Unlock()
+	}
+	return v
+}

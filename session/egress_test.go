@@ -1,0 +1,145 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// proxyClient plays the command: it serves the attempt's proxy on a
+// listener of its own and sends requests through it with the run's
+// credential, taken from the environment the spec gives the command.
+type proxyClient struct {
+	addr, auth string
+}
+
+func (c proxyClient) get(t *testing.T, target string) int {
+	t.Helper()
+	conn, err := net.Dial("tcp", c.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	u, _ := url.Parse(target)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic %s\r\nConnection: close\r\n\r\n", target, u.Host, c.auth)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// egressAttempt serves the spec's proxy while run plays the command.
+func egressAttempt(t *testing.T, run func(c proxyClient)) attemptFunc {
+	return func(ctx context.Context, spec sandbox.Spec, _ During) (sandbox.Result, error) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return sandbox.Result{}, err
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); spec.Egress.Serve(sctx, ln, nil) }()
+		var proxyURL string
+		for _, kv := range spec.Egress.Env {
+			if v, ok := strings.CutPrefix(kv, "HTTP_PROXY="); ok {
+				proxyURL = v
+			}
+		}
+		u, err := url.Parse(proxyURL)
+		if err != nil || u.User == nil {
+			t.Errorf("HTTP_PROXY = %q", proxyURL)
+		} else {
+			pw, _ := u.User.Password()
+			run(proxyClient{addr: ln.Addr().String(), auth: base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + pw))})
+		}
+		cancel()
+		<-done
+		return sandbox.Result{Isolation: sandbox.Namespaces, NetworkMode: sandbox.NetNS, Egress: "proxy",
+			LandlockABI: 7, Transaction: sandbox.Transaction{Mode: "none", Why: "fake"}}, nil
+	}
+}
+
+// Network boundaries are decided while the connection waits, recorded
+// once per destination with their connections, and neither trigger nor
+// block a retry.
+func TestEgressBoundaries(t *testing.T) {
+	w := newWorld(t)
+	var hits atomic.Int32
+	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer origin.Close()
+	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+	pol := fmt.Sprintf("[boundaries]\nallow = [\"net connect 127.0.0.1:%s\"]\n", port)
+	if err := os.WriteFile(filepath.Join(w.caller.Home, ".config", "sandboxd", "policy.toml"), []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { otherHits.Add(1) }))
+	defer other.Close()
+	nobody, _ := net.Listen("tcp", "127.0.0.1:0")
+	silent := nobody.Addr().String()
+	nobody.Close()
+	codes := map[string]int{}
+	fake := &fakeSandbox{script: []attemptFunc{egressAttempt(t, func(c proxyClient) {
+		for range 3 {
+			codes["allowed"] = c.get(t, origin.URL+"/")
+		}
+		codes["other port"] = c.get(t, other.URL+"/")
+		codes["nothing listens"] = c.get(t, "http://"+silent+"/")
+		codes["unlisted"] = c.get(t, "http://example.test/")
+	})}}
+	store := grants.NewStore()
+	rep, err := New(Config{Sandbox: fake, Grants: store}).Run(context.Background(), w.caller, job(2), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if codes["allowed"] != 200 || codes["other port"] != 403 || codes["unlisted"] != 403 || codes["nothing listens"] != 502 ||
+		hits.Load() != 3 || otherHits.Load() != 0 {
+		t.Fatalf("codes %v, origin hits %d, other %d", codes, hits.Load(), otherHits.Load())
+	}
+	if fake.calls() != 1 {
+		t.Fatalf("%d attempts: a network boundary triggered a retry", fake.calls())
+	}
+	got := map[string]Boundary{}
+	for _, b := range rep.Boundaries {
+		if _, dup := got[b.Destination]; dup {
+			t.Errorf("%s reported twice", b.Destination)
+		}
+		got[b.Destination] = b
+	}
+	allowed := got["127.0.0.1:"+port]
+	if allowed.Decision != broker.Allow || allowed.Connections != 3 || allowed.Grant != "consumed" || !allowed.Held ||
+		strings.Join(allowed.Addresses, ",") != "127.0.0.1" {
+		t.Errorf("allowed: %+v", allowed)
+	}
+	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
+	if b := got["127.0.0.1:"+otherPort]; b.Decision != broker.Deny || b.Source != broker.SourceHardDeny {
+		t.Errorf("other port: %+v", b)
+	}
+	if b, ok := got[silent]; ok {
+		t.Errorf("a port nothing listens on is a boundary: %+v", b)
+	}
+	if b := got["example.test:80"]; b.Decision != broker.Deny || b.Source != broker.SourceNoReviewer {
+		t.Errorf("unlisted: %+v", b)
+	}
+	if rep.Egress == nil || rep.Egress.Mode != "proxy" || rep.Egress.Connections["allow/policy"] != 3 {
+		t.Errorf("egress: %+v", rep.Egress)
+	}
+	if n := store.Len(); n != 0 {
+		t.Errorf("%d grants outlive the run", n)
+	}
+}
