@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -63,12 +62,6 @@ func (p *Proxy) decide(ctx context.Context, s *serveState, cc *clientConn, via V
 			p.stats.count("allow/inside")
 			return &permit{s: s, client: cc, dest: dest, via: via, inside: c}, nil
 		}
-		if p.cfg.HostListens != nil && !p.cfg.HostListens(dest.Port) {
-			// Nothing to reach on either side: what a direct connect
-			// would get, ECONNREFUSED, not a question for a reviewer.
-			return nil, &refusal{status: http.StatusBadGateway, decision: "error", source: "refused", dest: dest,
-				line: "Nothing listens on that port, inside the run or on this host (connection refused)."}
-		}
 	}
 	hctx, cancel := context.WithTimeout(ctx, p.lim.Hold)
 	defer cancel()
@@ -114,7 +107,9 @@ func (p *Proxy) entryFor(ctx context.Context, via Via, dest netdest.Dest) (*entr
 		e := &entry{done: make(chan struct{})}
 		dctx, cancel := context.WithTimeout(p.base, p.lim.Hold+holdSlack)
 		stop := context.AfterFunc(ctx, cancel)
+		p.deciding.Add(1)
 		go func() {
+			defer p.deciding.Done()
 			defer stop()
 			defer cancel()
 			p.runDecision(dctx, e, via, dest)
@@ -139,7 +134,9 @@ func (p *Proxy) entryFor(ctx context.Context, via Via, dest netdest.Dest) (*entr
 	}
 	// The decision outlives the connection that started it: others may
 	// be waiting on it, and a client hanging up must not decide for them.
+	p.deciding.Add(1)
 	go func() {
+		defer p.deciding.Done()
 		dctx, cancel := context.WithTimeout(p.base, p.lim.Hold+holdSlack)
 		defer cancel()
 		p.runDecision(dctx, e, via, dest)
@@ -176,6 +173,7 @@ func (p *Proxy) runDecision(ctx context.Context, e *entry, via Via, dest netdest
 	v := p.cfg.Decider.Decide(ctx, r)
 	if !v.Allow {
 		e.ref = deniedRefusal(dest, v)
+		e.transient = v.Once
 		return
 	}
 	if dest.IsIP() {
@@ -277,14 +275,14 @@ func (p *Proxy) dialPermit(ctx context.Context, pm *permit, network, addr string
 	if pm.inside != nil {
 		return p.upstream(pm, pm.inside)
 	}
-	for _, a := range pm.addrs {
+	for _, a := range loopbackBoth(pm.addrs) {
 		if ap := netip.AddrPortFrom(a, pm.dest.Port); p.cfg.Reserved != nil && p.cfg.Reserved(ap) {
 			return nil, &refusalError{deniedRefusal(pm.dest, Verdict{Source: "hard-deny", Reason: "it is one of sandboxd's own listeners"})}
 		}
 	}
 	d := net.Dialer{Timeout: p.lim.DialTimeout}
 	var last error
-	for _, a := range pm.addrs {
+	for _, a := range loopbackBoth(pm.addrs) {
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, pm.dest.Port).String())
 		if err == nil {
 			return p.upstream(pm, c)
@@ -298,6 +296,18 @@ func (p *Proxy) dialPermit(ctx context.Context, pm *permit, network, addr string
 		last = errors.New("no addresses")
 	}
 	return nil, &refusalError{unreachableRefusal(pm.dest, dialReason(last))}
+}
+
+// loopbackBoth adds ::1 after 127.0.0.1: every loopback spelling is one
+// destination (netdest folds ::1 to 127.0.0.1), and a server that listens
+// only on ::1 (a dev server bound to "localhost") is that destination too.
+func loopbackBoth(addrs []netip.Addr) []netip.Addr {
+	for _, a := range addrs {
+		if a == netip.AddrFrom4([4]byte{127, 0, 0, 1}) && !slices.Contains(addrs, netip.IPv6Loopback()) {
+			return append(slices.Clone(addrs), netip.IPv6Loopback())
+		}
+	}
+	return addrs
 }
 
 // upstream wraps and registers a dialled connection; a tunnel's gets

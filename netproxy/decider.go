@@ -39,6 +39,10 @@ type Verdict struct {
 	// Grant is the token an allowed destination's connections present to
 	// Use (and, for a name, to Resolved).
 	Grant string
+	// Once makes a deny hold for this connection only: the next one to
+	// the destination is decided again (the decider refused without a
+	// boundary, and what it saw may change).
+	Once bool
 }
 
 // Decider decides destinations for one run's proxy. session adapts the

@@ -65,9 +65,6 @@
 // A destination on loopback is first tried on the run's own loopback
 // through the inside Dialer; if something listens there, that
 // connection is used with no decision: it never leaves the namespace.
-// If nothing listens there nor on the host's loopback (Config.HostListens)
-// the answer is 502, as a direct connect would be refused: no decision,
-// no boundary.
 //
 // # Timeouts and limits
 //

@@ -84,12 +84,6 @@ type Config struct {
 	// Reserved reports sandboxd's own listeners: never dialled whatever
 	// the decider says (403, source "hard-deny"). nil reserves nothing.
 	Reserved func(netip.AddrPort) bool
-	// HostListens reports whether anything listens on a TCP port of the
-	// host's loopback. A loopback destination nothing listens on, inside
-	// the run or on the host, is refused like a refused connect (502),
-	// with no decision and no boundary: a client polling for a dev server
-	// it is starting is no boundary. nil decides every one.
-	HostListens func(port uint16) bool
 	// Scope is how long a decision lasts; "" is ScopeRun.
 	Scope Scope
 	// Limits bound what clients can hold.
@@ -122,7 +116,11 @@ type Proxy struct {
 	closed bool
 
 	serving sync.WaitGroup // running Serve calls, waited for by Close
-	stats   stats
+	// deciding counts decisions in flight (they outlive the connection
+	// that started them); Close cancels and waits for them, so no
+	// decider call runs after it returns.
+	deciding sync.WaitGroup
+	stats    stats
 }
 
 // stats are the counters behind Counters.
@@ -262,6 +260,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	p.serving.Wait()
+	p.deciding.Wait()
 	p.tr.CloseIdleConnections()
 	return nil
 }

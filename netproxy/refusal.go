@@ -119,9 +119,6 @@ func (r *refusal) body() string {
 	case http.StatusBadRequest:
 		return "sandboxd refused a malformed proxy request: " + strings.TrimPrefix(r.line, "netproxy: ") + "\n"
 	case http.StatusBadGateway:
-		if r.source == "refused" {
-			return fmt.Sprintf("sandboxd could not connect to %s: %s\n", r.dest, r.line)
-		}
 		return fmt.Sprintf("sandboxd allowed the connection to %s but could not reach it: %s.\n", r.dest, r.line)
 	}
 	return fmt.Sprintf("sandboxd denied the connection to %s.\n%s\n%s\n", r.dest, r.line, retryLine)

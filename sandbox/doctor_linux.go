@@ -87,11 +87,12 @@ func Doctor(stateDir string) Diagnosis {
 	switch {
 	case nsErr == nil:
 		d.Isolation, d.NetworkMode = Namespaces, string(NetNS)
+		add("egress", true, "each run's proxy listens on its own network namespace's loopback; every destination is decided while its connection waits")
 	case root:
 		d.Refuses = "namespaces are unavailable and the caller is root; sandboxd will not run a command as host root"
 	default:
 		d.Isolation, d.NetworkMode = LandlockOnly, string(NetLandlock)
-		d.Degraded = append(d.Degraded, "no namespaces: run uses isolation landlock-only (no private /tmp, /proc or /dev; no pid namespace; TCP closed by Landlock, loopback servers cannot listen)")
+		d.Degraded = append(d.Degraded, "no namespaces: run uses isolation landlock-only (no private /tmp, /proc or /dev; no pid namespace; TCP closed by Landlock, loopback servers cannot listen; no egress: the proxy needs a network namespace)")
 	}
 	return d
 }
