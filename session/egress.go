@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -45,10 +44,10 @@ func (e egressPlan) proxyURL() string {
 // env is the environment that sends unmodified tools through the proxy:
 // the conventional variables in both cases, the tool-specific ones of
 // tools that do not read them, and git's http.proxy through
-// GIT_CONFIG_COUNT (after any entries the caller's environment holds).
-// NO_PROXY is empty: every request goes to the proxy, which delivers one
-// for the run's own loopback there.
-func (e egressPlan) env(base []string) []string {
+// GIT_CONFIG_COUNT (the caller's own GIT_CONFIG_* entries never reach the
+// command: see dropGitConfigEnv). NO_PROXY is empty: every request goes
+// to the proxy, which delivers one for the run's own loopback there.
+func (e egressPlan) env() []string {
 	u := e.proxyURL()
 	out := []string{}
 	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
@@ -60,16 +59,24 @@ func (e egressPlan) env(base []string) []string {
 		}
 	}
 	out = append(out, "NO_PROXY=", "no_proxy=", "npm_config_noproxy=")
-	n := 0
-	for _, kv := range base {
-		if v, ok := strings.CutPrefix(kv, "GIT_CONFIG_COUNT="); ok {
-			if c, err := strconv.Atoi(v); err == nil && c >= 0 && c < 1000 {
-				n = c
-			}
+	return append(out, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.proxy", "GIT_CONFIG_VALUE_0="+u)
+}
+
+// dropGitConfigEnv removes git's configuration-by-environment entries
+// (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n): the credential
+// filter strips the keys (they match *_KEY_*) and would leave git a count
+// it cannot satisfy, and the values can carry credentials
+// (http.extraHeader).
+func dropGitConfigEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GIT_CONFIG_COUNT" || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
+			continue
 		}
+		out = append(out, kv)
 	}
-	return append(out, "GIT_CONFIG_COUNT="+strconv.Itoa(n+1),
-		fmt.Sprintf("GIT_CONFIG_KEY_%d=http.proxy", n), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", n, u))
+	return out
 }
 
 // netLimits are the proxy's limits from the policy.
@@ -90,7 +97,7 @@ func (st *run) newProxy() (*netproxy.Proxy, error) {
 	}
 	return netproxy.New(netproxy.Config{
 		Decider: egressDecider{st}, Token: st.plan.egress.token, Resolver: res,
-		Reserved: st.r.reserved, HostListens: sandbox.LoopbackListens, Scope: scope, Limits: netLimits(n), Log: st.r.log,
+		Reserved: st.r.reserved, Scope: scope, Limits: netLimits(n), Log: st.r.log,
 	})
 }
 
@@ -129,8 +136,25 @@ func (e egressDecider) request(r netproxy.Request) grants.Request {
 }
 
 // Decide has the broker decide a destination while its connection waits.
+// A loopback destination nothing listens on (inside the proxy already
+// looked) that the hard denies refuse is no boundary: a client polling
+// for a dev server it is still starting gets the same 403 as any other
+// unruled loopback port (so the answer says nothing about which host
+// ports listen), but nothing is recorded or counted, and the next
+// connection is decided again.
 func (e egressDecider) Decide(ctx context.Context, r netproxy.Request) netproxy.Verdict {
 	req := e.request(r)
+	if r.Dest.Loopback() && !sandbox.LoopbackListens(r.Dest.Port) {
+		res := e.st.plan.broker.DecideAgain(ctx, req)
+		if res.Decision.Source == broker.SourceHardDeny {
+			v := verdict(res)
+			v.Once = true
+			return v
+		}
+		e.st.noteNetwork(req, res.Decision, res.Grant != nil)
+		return e.st.keepGrant(verdict(res))
+	}
+	e.st.holdNetwork(req)
 	res := e.st.askRequest(ctx, req)
 	e.st.noteNetwork(req, res.Decision, res.Grant != nil)
 	if res.Grant != nil && req.Addresses != "" {
@@ -191,8 +215,8 @@ func joinAddrs(as []netip.Addr) string {
 func (st *run) noteNetwork(req grants.Request, d broker.Decision, granted bool) {
 	st.mu.Lock()
 	b, fresh := st.netBoundaryLocked(req.Destination)
-	changed := fresh || b.Decision != d.Outcome || b.Source != d.Source
-	b.Decision, b.Source, b.Rationale = d.Outcome, d.Source, d.Rationale
+	changed := fresh || b.pending || b.Decision != d.Outcome || b.Source != d.Source
+	b.Decision, b.Source, b.Rationale, b.pending = d.Outcome, d.Source, d.Rationale, false
 	if granted && b.Grant == "" {
 		b.Grant = "issued"
 	}
@@ -200,6 +224,18 @@ func (st *run) noteNetwork(req grants.Request, d broker.Decision, granted bool) 
 	st.mu.Unlock()
 	if changed {
 		st.ev.Event(Event{Kind: KindBoundary, Attempt: st.attempt, Boundary: &shown})
+	}
+}
+
+// holdNetwork records a destination as soon as its connection waits for
+// a decision: if none comes before the run ends (the connection gave up
+// first), the report still says it was refused, and why.
+func (st *run) holdNetwork(req grants.Request) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if b, fresh := st.netBoundaryLocked(req.Destination); fresh {
+		b.Decision, b.Source, b.pending = broker.Deny, broker.SourceNoReviewer, true
+		b.Rationale = "no decision was made while the connection waited"
 	}
 }
 
@@ -241,11 +277,21 @@ func (st *run) netBoundaryLocked(dest string) (*Boundary, bool) {
 // endEgress stops the run's proxy, revokes the run's network grants and
 // records what the proxy saw.
 func (st *run) endEgress(px *netproxy.Proxy) {
-	px.Close()
+	px.Close() // waits for decisions in flight
 	st.mu.Lock()
 	toks := st.netGrants
 	st.netGrants = nil
+	var undecided []Boundary
+	for i := range st.rep.Boundaries {
+		if b := &st.rep.Boundaries[i]; b.pending {
+			b.pending = false
+			undecided = append(undecided, *b)
+		}
+	}
 	st.mu.Unlock()
+	for i := range undecided {
+		st.ev.Event(Event{Kind: KindBoundary, Attempt: undecided[i].Attempt, Boundary: &undecided[i]})
+	}
 	for _, t := range toks {
 		st.r.grants.Revoke(t)
 	}

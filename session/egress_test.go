@@ -107,7 +107,7 @@ func TestEgressBoundaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if codes["allowed"] != 200 || codes["other port"] != 403 || codes["unlisted"] != 403 || codes["nothing listens"] != 502 ||
+	if codes["allowed"] != 200 || codes["other port"] != 403 || codes["unlisted"] != 403 || codes["nothing listens"] != 403 ||
 		hits.Load() != 3 || otherHits.Load() != 0 {
 		t.Fatalf("codes %v, origin hits %d, other %d", codes, hits.Load(), otherHits.Load())
 	}

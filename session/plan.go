@@ -92,6 +92,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	sum := sha256.Sum256([]byte(p.ws))
 	cache := filepath.Join(c.StateDir(), "cache", hex.EncodeToString(sum[:8]))
 	environ, _ := policy.FilterEnv(c.Env, res.EnvAllow, res.EnvDeny)
+	environ = dropGitConfigEnv(environ)
 	environ = withEnv(environ, "TMPDIR", "/tmp")
 	environ = withEnv(environ, "SANDBOXD", "1")
 	for _, kv := range [][2]string{
@@ -118,7 +119,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	}
 	var egress *sandbox.Egress
 	if p.egress.port != 0 {
-		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.env(environ)}
+		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.env()}
 	}
 	return sandbox.Spec{
 		Egress: egress,

@@ -56,6 +56,9 @@ type Boundary struct {
 	Addresses []string `json:"addresses,omitempty"`
 	// Connections counts the connections a network allow carried.
 	Connections int `json:"connections,omitempty"`
+	// pending marks a network boundary whose decision has not come yet
+	// (its connection waits, or gave up waiting).
+	pending bool
 }
 
 // Egress is the report's "egress" object: how the command could reach
