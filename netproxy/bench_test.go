@@ -3,6 +3,9 @@ package netproxy
 import (
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"slices"
 	"testing"
 	"time"
@@ -144,4 +147,43 @@ func BenchmarkNewConnection(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkPlainHTTPThroughput fetches benchChunk bytes of a plain-HTTP
+// response through the proxy (absolute-form GET) and directly.
+func BenchmarkPlainHTTPThroughput(b *testing.B) {
+	zero := make([]byte, 1<<20)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(benchChunk))
+		for left := benchChunk; left > 0; left -= len(zero) {
+			if _, err := w.Write(zero[:min(left, len(zero))]); err != nil {
+				return
+			}
+		}
+	}))
+	b.Cleanup(origin.Close)
+	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+	h := newHarness(b, newFakeDecider("127.0.0.1:"+port))
+	clients := map[string]*http.Client{
+		"direct": {Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}},
+		"proxy":  h.client(testToken),
+	}
+	clients["proxy"].Timeout = time.Minute
+	for _, via := range []string{"direct", "proxy"} {
+		b.Run(via, func(b *testing.B) {
+			b.SetBytes(benchChunk)
+			buf := make([]byte, 256<<10)
+			for b.Loop() {
+				resp, err := clients[via].Get(origin.URL + "/")
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, err := io.CopyBuffer(io.Discard, resp.Body, buf)
+				resp.Body.Close()
+				if err != nil || n != benchChunk {
+					b.Fatalf("read %d: %v", n, err)
+				}
+			}
+		})
+	}
 }

@@ -203,6 +203,10 @@ func (p *Proxy) newTransport() *http.Transport {
 		ResponseHeaderTimeout:  60 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
+		// Bodies stream through these: the 4 KiB defaults cost a
+		// syscall per 4 KiB.
+		ReadBufferSize:  64 << 10,
+		WriteBufferSize: 64 << 10,
 	}
 }
 

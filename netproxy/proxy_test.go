@@ -85,7 +85,7 @@ func TestConnectTLS(t *testing.T) {
 		t.Errorf("Resolved addrs %v", got)
 	}
 	tr.CloseIdleConnections()
-	// Spliced bytes are counted per round; the last round ends with the tunnel.
+	// Relayed bytes are counted as they are written; the tunnel ends after.
 	eventually(t, "tunnel bytes counted", func() bool { cs := h.p.Counters(); return cs.BytesUp > 0 && cs.BytesDown > 0 })
 	cs := h.p.Counters()
 	if cs.BytesUp == 0 || cs.BytesDown == 0 || cs.Connections["allow/policy"] != 1 || cs.Reviews != 1 {
