@@ -3,7 +3,6 @@ module github.com/sandboxd/sandboxd
 go 1.26.0
 
 require (
-	github.com/elazarl/goproxy v1.9.3
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/seccomp/libseccomp-golang v0.11.1

@@ -48,9 +48,10 @@
 // anything is dialled. The dial is pinned: the only dialer that can
 // reach the network dials exactly one of the checked addresses (never a
 // new lookup, never another address), carries a one-dial permit issued
-// by decide, and refuses without one. goproxy's transport DialContext
-// and its CONNECT dial are that dialer; its env-derived proxy settings,
-// its own CONNECT dialers and its CA are never used. Addresses for
+// by decide, and refuses without one. The plain-HTTP transport's
+// DialContext and the CONNECT dial are that dialer; the transport never
+// reads the proxy process's own HTTP(S)_PROXY and never dials TLS.
+// Addresses for
 // which Config.Reserved reports true (sandboxd's own listeners) are
 // never dialled, whatever the decider says.
 //
@@ -89,8 +90,19 @@
 //
 // # No TLS interception
 //
-// Tunnels are opaque byte streams. The proxy never terminates TLS,
-// never uses goproxy's MITM actions or its built-in CA, and cannot see
-// the SNI or anything inside; domain fronting inside TLS is outside
-// what it can decide.
+// Tunnels are opaque byte streams. The proxy never terminates TLS, has
+// no CA, and cannot see the SNI or anything inside; domain fronting
+// inside TLS is outside what it can decide.
+//
+// # Why not goproxy
+//
+// It was built on github.com/elazarl/goproxy first, with every default
+// replaced (its env-derived transport proxy, its CONNECT dialers, its
+// accept-every-CONNECT default, its MITM CA). What was left of it was
+// the relay, and its package init parses the built-in CA's RSA key on
+// every start of the binary: 0.96 ms, paid by the CLI and again by the
+// re-exec'd helper of every command, where a run that makes no
+// connection may pay the proxy 0.5 ms at most. The handler (forward.go)
+// is net/http's server, a hijacked CONNECT relayed by relay, and a
+// forwarded request through the permit transport.
 package netproxy

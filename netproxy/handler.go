@@ -1,18 +1,15 @@
 package netproxy
 
 import (
-	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/textproto"
 	"strings"
 	"sync/atomic"
 
-	"github.com/elazarl/goproxy"
 	"github.com/sandboxd/sandboxd/netdest"
 )
 
@@ -84,115 +81,26 @@ func (p *Proxy) authorized(vals []string) bool {
 	return subtle.ConstantTimeCompare(got, p.wantAuth) == 1
 }
 
-// onConnect decides a CONNECT. On allow, goproxy dials through the
-// permit (ctx.Dialer; its own CONNECT dialers are nil) and relays;
-// ConnectAccept with no TLSConfig is a plain tunnel, never MITM.
-// goproxy replays the bytes the client sent after the CONNECT head.
-func (p *Proxy) onConnect(host string, gctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
-	r := gctx.Req
-	gctx.Dialer = refuseDial
-	dest, ref := p.admit(r)
-	var pm *permit
-	if ref == nil {
-		cc := clientOf(r.Context())
-		pm, ref = p.decide(r.Context(), cc.s, cc, ViaConnect, dest)
-	}
-	if ref != nil {
-		gctx.Resp = p.response(r, ref)
-		return &goproxy.ConnectAction{Action: goproxy.ConnectReject}, host
-	}
-	context.AfterFunc(r.Context(), pm.release)
-	gctx.UserData = pm
-	gctx.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return p.dialPermit(ctx, pm, network, addr)
-	}
-	return &goproxy.ConnectAction{Action: goproxy.ConnectAccept}, pm.dest.String()
-}
-
-func refuseDial(context.Context, string, string) (net.Conn, error) { return nil, errNoPermit }
-
-// connectError answers a CONNECT whose permitted dial failed (goproxy
-// closes the connection after).
-func (p *Proxy) connectError(w io.Writer, gctx *goproxy.ProxyCtx, err error) {
-	ref := p.dialRefusal(gctx, err)
-	if werr := p.response(gctx.Req, ref).Write(w); werr != nil {
-		p.log.Debug("netproxy: writing a CONNECT refusal", "err", werr)
-	}
-}
-
-func (p *Proxy) dialRefusal(gctx *goproxy.ProxyCtx, err error) *refusal {
+// dialRefusal is the answer to a permitted dial that failed: the
+// refusal the dialer chose (a reserved address), or unreachable.
+func (p *Proxy) dialRefusal(pm *permit, err error) *refusal {
 	var re *refusalError
 	if errors.As(err, &re) {
 		return re.r
 	}
-	var dest netdest.Dest
-	if pm, ok := gctx.UserData.(*permit); ok {
-		dest = pm.dest
-	}
-	p.log.Debug("netproxy: upstream failed", "dest", dest.String(), "err", err)
-	return unreachableRefusal(dest, dialReason(err))
+	p.log.Debug("netproxy: upstream failed", "dest", pm.dest.String(), "err", err)
+	return unreachableRefusal(pm.dest, dialReason(err))
 }
 
-// onRequest decides one plain-HTTP request (each request on a
-// kept-alive connection on its own) and pins it to its permit.
-func (p *Proxy) onRequest(r *http.Request, gctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-	dest, ref := p.admit(r)
-	var pm *permit
-	if ref == nil {
-		cc := clientOf(r.Context())
-		pm, ref = p.decide(r.Context(), cc.s, cc, ViaHTTP, dest)
-	}
-	if ref != nil {
-		return r, p.response(r, ref)
-	}
-	context.AfterFunc(r.Context(), pm.release)
-	gctx.UserData = pm
-	out := r.WithContext(context.WithValue(r.Context(), permitKey{}, pm))
-	out.URL.Scheme = "http"
-	out.URL.Host = dest.String()
-	out.URL.User = nil
-	out.Host = hostHeader(dest)
-	stripHopByHop(out.Header, isUpgrade(out.Header))
-	if out.Body != nil && out.Body != http.NoBody {
-		out.Body = &countingBody{rc: out.Body, n: &p.stats.up}
-	}
-	return out, nil
-}
-
-// onResponse turns a failed round trip into a refusal and counts the
-// response body. Refusals made by onRequest pass through untouched.
-func (p *Proxy) onResponse(resp *http.Response, gctx *goproxy.ProxyCtx) *http.Response {
-	if _, ok := gctx.UserData.(*permit); !ok {
-		return resp
-	}
-	if resp == nil {
-		return p.response(gctx.Req, p.dialRefusal(gctx, gctx.Error))
-	}
-	resp.Header.Del("X-Sandboxd-Decision")
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		// goproxy relays the upgraded stream from the body itself.
-		return resp
-	}
-	stripHopByHop(resp.Header, false)
-	if resp.Body != nil && resp.Body != http.NoBody {
-		resp.Body = &countingBody{rc: resp.Body, n: &p.stats.down}
-	}
-	return resp
-}
-
-// nonProxy answers what goproxy does not see as a proxy request
-// (origin form): always refused.
+// nonProxy answers a request that is not a proxy request (origin form):
+// always refused, after the same admission every request gets (the Host
+// tap stays in step).
 func (p *Proxy) nonProxy(w http.ResponseWriter, r *http.Request) {
 	_, ref := p.admit(r)
 	if ref == nil {
 		ref = malformedRefusal(errors.New("not a proxy request"))
 	}
-	resp := p.response(r, ref)
-	for k, v := range resp.Header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	p.writeRefusal(w, r, ref)
 }
 
 // hostHeader is the Host sent upstream: the decided destination.
@@ -223,7 +131,7 @@ func headerHasToken(h http.Header, name, token string) bool {
 
 // stripHopByHop removes what must not cross the proxy: every Proxy-*
 // header, the headers Connection names, Keep-Alive and TE. Connection
-// and Upgrade stay for an upgrade (goproxy relays WebSockets).
+// and Upgrade stay for an upgrade (relayUpgrade carries WebSockets).
 func stripHopByHop(h http.Header, upgrade bool) {
 	for _, v := range h["Connection"] {
 		for t := range strings.SplitSeq(v, ",") {

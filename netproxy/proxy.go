@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elazarl/goproxy"
 )
 
 // Scope says how long a decision lasts.
@@ -103,7 +102,6 @@ type Proxy struct {
 	log      *slog.Logger
 	resolver Resolver
 	wantAuth []byte // "sandboxd:"+Token, compared in constant time
-	gp       *goproxy.ProxyHttpServer
 	tr       *http.Transport
 
 	// base ends at Close; decisions and Serves derive from it.
@@ -179,7 +177,6 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p.base, p.cancel = context.WithCancel(context.Background())
 	p.tr = p.newTransport()
-	p.gp = p.newGoproxy()
 	return p, nil
 }
 
@@ -208,38 +205,6 @@ func (p *Proxy) newTransport() *http.Transport {
 		ReadBufferSize:  64 << 10,
 		WriteBufferSize: 64 << 10,
 	}
-}
-
-// newGoproxy builds the goproxy handler with every default replaced:
-// the struct literal (not NewProxyHttpServer) so nothing reads the
-// proxy process's HTTPS_PROXY, no CONNECT dialers of its own (the
-// per-request ctx.Dialer is the only one), no MITM, no CA, no HTTP/2.
-func (p *Proxy) newGoproxy() *goproxy.ProxyHttpServer {
-	gp := &goproxy.ProxyHttpServer{
-		Verbose:                false,
-		Logger:                 printfLogger{p.log},
-		NonproxyHandler:        http.HandlerFunc(p.nonProxy),
-		Tr:                     p.tr,
-		ConnectDial:            nil,
-		ConnectDialWithReq:     nil,
-		ConnectionErrHandler:   p.connectError,
-		CertStore:              nil,
-		KeepHeader:             false,
-		AllowHTTP2:             false,
-		KeepDestinationHeaders: false,
-		KeepAcceptEncoding:     true,
-	}
-	gp.OnRequest().HandleConnectFunc(p.onConnect)
-	gp.OnRequest().DoFunc(p.onRequest)
-	gp.OnResponse().DoFunc(p.onResponse)
-	return gp
-}
-
-// printfLogger routes goproxy's Printf to slog at debug.
-type printfLogger struct{ log *slog.Logger }
-
-func (l printfLogger) Printf(format string, v ...any) {
-	l.log.Debug("goproxy", "msg", fmt.Sprintf(format, v...))
 }
 
 // Counters returns a snapshot.
@@ -312,13 +277,13 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener, inside Dialer) error
 	return fmt.Errorf("netproxy: serve: %w", err)
 }
 
-// newServer is the client-facing HTTP/1.1 server: goproxy behind
+// newServer is the client-facing HTTP/1.1 server: the proxy behind
 // net/http's limits; handlers' contexts end with Serve's.
 func (p *Proxy) newServer(ctx context.Context) *http.Server {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	return &http.Server{
-		Handler: p.gp,
+		Handler: p,
 		// "OPTIONS *" must reach the handler (and be refused there)
 		// so the Host tap stays in step.
 		DisableGeneralOptionsHandler: true,
