@@ -13,7 +13,8 @@
 //     libseccomp-golang), net/http or another HTTP client.
 //   - grants imports no package of ours outside grants/, and atomicfile
 //     none outside atomicfile/.
-//   - netproxy never imports broker or review.
+//   - netproxy never imports broker or review; it imports nothing of
+//     ours but netdest, which imports nothing of ours.
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
 //     persist and netproxy never import broker, review, session or
 //     openai-go.

@@ -110,6 +110,16 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("atomicfile")(p) },
 		},
 		{
+			name:   "netdest imports nothing of ours",
+			from:   ours("netdest"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },
+		},
+		{
+			name:   "netproxy imports nothing of ours but netdest (no rules, grants, policy or sandbox)",
+			from:   ours("netproxy"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("netproxy", "netdest")(p) },
+		},
+		{
 			name:   "netproxy never imports broker or review",
 			from:   ours("netproxy"),
 			forbid: ours("broker", "review"),
