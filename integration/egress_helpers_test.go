@@ -585,58 +585,25 @@ func egNeed(t *testing.T, tools ...string) {
 // [y/N]") as well as a filesystem one.
 const egPromptEnd = "[y/N]"
 
-// egTerminal is a pty the test plays the person at, answering every
+// egNewTerminal is a pty the test plays the person at, answering every
 // question (counted by egPromptEnd) with answer(n) ("" leaves it
 // unanswered).
-type egTerminal struct {
-	master, slave *os.File
-	mu            sync.Mutex
-	transcript    bytes.Buffer
-	prompts       int
-	done          chan struct{}
-}
-
-func egNewTerminal(t *testing.T, e *env, answer func(n int) string) *egTerminal {
+func egNewTerminal(t *testing.T, e *env, answer func(n int) string) *terminal {
 	t.Helper()
-	m, s := openPTY(t, e)
-	tm := &egTerminal{master: m, slave: s, done: make(chan struct{})}
-	t.Cleanup(func() { m.Close(); s.Close(); <-tm.done })
-	go func() {
-		defer close(tm.done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := m.Read(buf)
-			if n > 0 {
-				tm.mu.Lock()
-				tm.transcript.Write(buf[:n])
-				asked := strings.Count(tm.transcript.String(), egPromptEnd)
-				var replies []string
-				for tm.prompts < asked {
-					replies = append(replies, answer(tm.prompts))
-					tm.prompts++
-				}
-				tm.mu.Unlock()
-				for _, r := range replies {
-					if r != "" {
-						m.Write([]byte(r + "\n"))
-					}
-				}
-			}
-			if err != nil {
-				return
-			}
+	return newTerminalFor(t, e, egPromptEnd, func(n int, _ string) string { return answer(n) })
+}
+
+// logOnFailure shows the terminal's transcript if t fails.
+func (tm *terminal) logOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("terminal:\n%q", tm.text())
 		}
-	}()
-	return tm
+	})
 }
 
-func (tm *egTerminal) text() string {
-	tm.mu.Lock()
-	defer tm.mu.Unlock()
-	return tm.transcript.String()
-}
-
-func (tm *egTerminal) asked() int {
+// asked counts the questions shown so far.
+func (tm *terminal) asked() int {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	return tm.prompts

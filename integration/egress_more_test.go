@@ -195,11 +195,7 @@ func TestEgressConnectionScope(t *testing.T) {
 			}
 			return "y"
 		})
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("terminal:\n%q", tm.text())
-			}
-		})
+		tm.logOnFailure(t)
 		pol := egPolicy(t, e, nil, []string{"127.0.0.1:" + a.port}, nil, "[network]\ngrant_scope = \"connection\"")
 		r := e.sandboxdOpts(runOpts{tty: tm.slave, timeout: 60 * time.Second}, "run", "--policy", pol, "--reviewer", "human", "-c",
 			fmt.Sprintf("for i in 1 2 3; do echo \"REQ $i $(curl -s -m 20 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%s/$i)\"; done; echo END", a.port))
@@ -267,11 +263,7 @@ func TestEgressAskShared(t *testing.T) {
 			}
 			return "n"
 		})
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("terminal:\n%q", tm.text())
-			}
-		})
+		tm.logOnFailure(t)
 		pol := egPolicy(t, e, nil, []string{a.addr, d.addr}, nil, "")
 		r := e.sandboxdOpts(runOpts{tty: tm.slave, timeout: 60 * time.Second}, "run", "--policy", pol, "--reviewer", "human", "-c",
 			fmt.Sprintf(`for i in $(seq 20); do curl -s -m 20 -o /dev/null -w '%%{http_code}\n' http://%s/$i > out.$i & done; wait

@@ -30,6 +30,12 @@ type terminal struct {
 // the text of that prompt — before it writes the reply.
 func newTerminal(t *testing.T, e *env, answer func(n int, prompt string) string) *terminal {
 	t.Helper()
+	return newTerminalFor(t, e, promptMarker, answer)
+}
+
+// newTerminalFor is newTerminal for questions that end with marker.
+func newTerminalFor(t *testing.T, e *env, promptMarker string, answer func(n int, prompt string) string) *terminal {
+	t.Helper()
 	m, s := openPTY(t, e)
 	tm := &terminal{master: m, slave: s, done: make(chan struct{})}
 	t.Cleanup(func() { m.Close(); s.Close(); <-tm.done })

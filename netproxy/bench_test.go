@@ -5,8 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )

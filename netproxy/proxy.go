@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
 )
 
 // Scope says how long a decision lasts.
