@@ -7,7 +7,10 @@ BIN      := bin/sandboxd
 TESTUSER := sandboxd-test
 # Debian packages the build and the tests need.
 BUILD_PKGS := libseccomp-dev gcc pkg-config
-TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap python3-pytest procps less make
+TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap python3-pytest procps less make \
+              curl python3-pip iproute2 util-linux
+# The demo also fetches through the run's proxy.
+DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # The everyday-command corpus also runs node and npm (Debian's, unless a
 # node with its own npm is installed already).
 NODE_PKGS  := nodejs npm
@@ -18,6 +21,7 @@ build: deps
 	$(GO) build -trimpath -o $(BIN) ./cmd/sandboxd
 
 demo: build
+	@./demo/ensure-packages.sh $(DEMO_PKGS)
 	@./demo/demo.sh $(BIN)
 
 test: test-deps test-user

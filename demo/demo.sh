@@ -30,6 +30,9 @@ run 'echo hello > inside.txt && cat inside.txt'
 run "echo changed > $outside"
 run 'cat ~/.ssh/id_rsa'
 run "exec 3<>/dev/tcp/127.0.0.1/$port && echo connected"
+# The one way out is the run's proxy (HTTP_PROXY): each destination is a
+# decision; with no rule and no reviewer, this one is refused.
+run "curl -s -w ' (HTTP %{http_code})\\n' http://127.0.0.1:$port/"
 run 'ls /proc | head -3; id'
 # Workspace writes are held in a copy-on-write layer and committed after
 # the command, minus anything that would run outside the sandbox later.
