@@ -1,6 +1,7 @@
 package netproxy
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -17,7 +18,11 @@ var errEarlyBytes = errors.New("netproxy: too many client bytes while waiting fo
 // serveState is one Serve call: its connections, so that all of them
 // (hijacked tunnels and upstream connections too) close when it ends.
 type serveState struct {
-	p        *Proxy
+	p *Proxy
+	// ctx ends with the Serve call: what a request's work (its decision,
+	// its dial) stops on. A request's own context also ends when the
+	// client half-closes, which must not refuse it.
+	ctx      context.Context
 	inside   Dialer
 	selfPort uint16 // the listener's own port: never dialled inside (a loop into the proxy)
 	active   atomic.Int64
@@ -27,8 +32,8 @@ type serveState struct {
 	closed bool
 }
 
-func newServeState(p *Proxy, ln net.Listener, inside Dialer) *serveState {
-	s := &serveState{p: p, inside: inside, conns: make(map[io.Closer]struct{})}
+func newServeState(ctx context.Context, p *Proxy, ln net.Listener, inside Dialer) *serveState {
+	s := &serveState{p: p, ctx: ctx, inside: inside, conns: make(map[io.Closer]struct{})}
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.Port > 0 && a.Port < 1<<16 {
 		s.selfPort = uint16(a.Port)
 	}
@@ -175,7 +180,7 @@ type upstreamConn struct {
 	conn   net.Conn
 	tcp    *net.TCPConn
 	s      *serveState
-	tun    *tunnel // nil for plain HTTP
+	tun    atomic.Pointer[tunnel] // nil for plain HTTP (until an upgrade)
 	once   sync.Once
 	closed atomic.Bool
 }
@@ -188,26 +193,26 @@ func newUpstreamConn(s *serveState, c net.Conn) *upstreamConn {
 
 func (u *upstreamConn) Read(b []byte) (int, error) {
 	n, err := u.conn.Read(b)
-	if u.tun != nil && n > 0 {
+	if t := u.tun.Load(); t != nil && n > 0 {
 		u.s.p.stats.down.Add(int64(n))
-		u.tun.touch()
+		t.touch()
 	}
 	return n, err
 }
 
 func (u *upstreamConn) Write(b []byte) (int, error) {
 	n, err := u.conn.Write(b)
-	if u.tun != nil && n > 0 {
+	if t := u.tun.Load(); t != nil && n > 0 {
 		u.s.p.stats.up.Add(int64(n))
-		u.tun.touch()
+		t.touch()
 	}
 	return n, err
 }
 
 // ReadFrom relays client→origin, counting each write.
 func (u *upstreamConn) ReadFrom(r io.Reader) (int64, error) {
-	if c, ok := r.(*clientConn); ok && c.tcp != nil && u.tcp != nil && u.tun != nil {
-		return relay(u.tcp, c.tcp, &u.s.p.stats.up, u.tun)
+	if c, ok := r.(*clientConn); ok && c.tcp != nil && u.tcp != nil && u.tun.Load() != nil {
+		return relay(u.tcp, c.tcp, &u.s.p.stats.up, u.tun.Load())
 	}
 	return io.CopyBuffer(writerOnly{u}, r, make([]byte, copyBuf))
 }
@@ -216,8 +221,8 @@ func (u *upstreamConn) Close() error {
 	err := net.ErrClosed
 	u.once.Do(func() {
 		u.closed.Store(true)
-		if u.tun != nil {
-			u.tun.stop()
+		if t := u.tun.Load(); t != nil {
+			t.stop()
 		}
 		u.s.untrack(u)
 		err = u.conn.Close()

@@ -44,6 +44,8 @@ type permit struct {
 	via    Via
 	inside net.Conn // a connection already made on the run's own loopback
 	used   atomic.Bool
+	// up is the connection the permit's dial made (set by upstream).
+	up *upstreamConn
 }
 
 // release closes an inside connection nobody dialled for.
@@ -314,14 +316,23 @@ func loopbackBoth(addrs []netip.Addr) []netip.Addr {
 // byte counting and the idle watch.
 func (p *Proxy) upstream(pm *permit, c net.Conn) (net.Conn, error) {
 	u := newUpstreamConn(pm.s, c)
+	pm.up = u
 	if pm.via == ViaConnect && pm.client != nil {
-		u.tun = startTunnel(pm.client, u, p.lim.TunnelIdle)
-		pm.client.tun.Store(u.tun)
+		p.startTunnel(pm)
 	}
 	if !pm.s.track(u) {
 		return nil, net.ErrClosed
 	}
 	return u, nil
+}
+
+// startTunnel makes the permit's connection a tunnel: bytes counted
+// both ways, closed when idle. A CONNECT is one from its dial; a plain
+// request becomes one when the origin switches protocols.
+func (p *Proxy) startTunnel(pm *permit) {
+	t := startTunnel(pm.client, pm.up, p.lim.TunnelIdle)
+	pm.up.tun.Store(t)
+	pm.client.tun.Store(t)
 }
 
 // dialReason is a short, safe description of a dial failure.

@@ -74,9 +74,15 @@
 // connections, idle tunnels (no bytes either way), upstream dial, the
 // longest a connection waits for a decision (Hold; then 403 "no
 // decision in time"), and the client bytes read while parked
-// (EarlyBytes). While a connection is parked nothing reads from the
-// client beyond net/http's own buffer: early tunnel bytes wait there
-// and in the kernel, and are replayed upstream after an allow.
+// (EarlyBytes, a backstop). While a connection is parked nothing reads
+// from the client beyond net/http's own 4 KiB buffer: early tunnel
+// bytes wait there and in the kernel's socket buffer (which stops the
+// client), and are replayed upstream, once, after an allow. A request
+// whose client half-closed right after sending it (nc -N) is still
+// decided and answered. A protocol switch (101) the client asked for is
+// relayed as a tunnel (counted, closed when idle); one it did not ask
+// for is a 502. A body the origin cuts short is cut short for the
+// client (the connection is aborted, never ended as if complete).
 // Upstream plain-HTTP connections are not reused: each request dials
 // with its own permit.
 //

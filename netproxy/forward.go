@@ -23,23 +23,38 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// workContext is what a request's decision and dial run under: its
+// values, cancelled when Serve ends, but not when the client half-closes
+// (net/http cancels the request's own context then, and `printf ... |
+// nc -N` sends its request and a FIN at once). The hold bounds it.
+func workContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	if cc := clientOf(r.Context()); cc != nil {
+		stop := context.AfterFunc(cc.s.ctx, cancel)
+		return ctx, func() { stop(); cancel() }
+	}
+	return ctx, cancel
+}
+
 // serveConnect decides a CONNECT, dials through its permit, answers 200
 // and relays. Bytes the client sent after the CONNECT head (a TLS
 // ClientHello in the same write) are in the server's read buffer and go
 // upstream first.
 func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
-	dest, ref := p.admit(r)
+	ctx, cancel := workContext(r)
+	defer cancel()
+	dest, ref := p.admit(ctx, r)
 	var pm *permit
 	cc := clientOf(r.Context())
 	if ref == nil {
-		pm, ref = p.decide(r.Context(), cc.s, cc, ViaConnect, dest)
+		pm, ref = p.decide(ctx, cc.s, cc, ViaConnect, dest)
 	}
 	if ref != nil {
 		p.writeRefusal(w, r, ref)
 		return
 	}
 	defer pm.release()
-	up, err := p.dialPermit(r.Context(), pm, "tcp", pm.dest.String())
+	up, err := p.dialPermit(ctx, pm, "tcp", pm.dest.String())
 	if err != nil {
 		p.writeRefusal(w, r, p.dialRefusal(pm, err))
 		return
@@ -98,18 +113,20 @@ func tunnelBoth(client net.Conn, early *bufio.Reader, up net.Conn) {
 // the transport's only dialer spends the permit on exactly the decided
 // destination.
 func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
-	dest, ref := p.admit(r)
+	ctx, cancel := workContext(r)
+	defer cancel()
+	dest, ref := p.admit(ctx, r)
 	var pm *permit
 	if ref == nil {
 		cc := clientOf(r.Context())
-		pm, ref = p.decide(r.Context(), cc.s, cc, ViaHTTP, dest)
+		pm, ref = p.decide(ctx, cc.s, cc, ViaHTTP, dest)
 	}
 	if ref != nil {
 		p.writeRefusal(w, r, ref)
 		return
 	}
 	defer pm.release()
-	out := r.Clone(context.WithValue(r.Context(), permitKey{}, pm))
+	out := r.Clone(context.WithValue(ctx, permitKey{}, pm))
 	out.RequestURI = ""
 	out.URL.Scheme, out.URL.Host, out.URL.User = "http", dest.String(), nil
 	out.Host = hostHeader(dest)
@@ -127,8 +144,13 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	resp.Header.Del("X-Sandboxd-Decision")
-	if resp.StatusCode == http.StatusSwitchingProtocols && upgrade {
-		p.relayUpgrade(w, resp)
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		if !upgrade {
+			p.writeRefusal(w, r, unreachableRefusal(dest, "the origin switched protocols without being asked"))
+			return
+		}
+		stripHopByHop(resp.Header, true)
+		p.relayUpgrade(w, resp, pm)
 		return
 	}
 	stripHopByHop(resp.Header, false)
@@ -137,12 +159,14 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 
 // copyResponse sends resp's head, body and trailers to the client; a
 // body of unknown length is flushed as it comes (server-sent events,
-// streamed logs).
+// streamed logs). A body the origin cut short is cut short for the
+// client too: the connection is aborted, never ended as if complete.
 func (p *Proxy) copyResponse(w http.ResponseWriter, resp *http.Response) {
 	h := w.Header()
 	for k, v := range resp.Header {
 		h[k] = v
 	}
+	stripTrailers(resp.Trailer)
 	for k := range resp.Trailer {
 		h.Add("Trailer", k)
 	}
@@ -152,10 +176,20 @@ func (p *Proxy) copyResponse(w http.ResponseWriter, resp *http.Response) {
 		dst = flushWriter{w: w, rc: http.NewResponseController(w)}
 	}
 	buf := make([]byte, copyBuf)
-	_, _ = io.CopyBuffer(dst, &countingBody{rc: resp.Body, n: &p.stats.down}, buf)
+	if _, err := io.CopyBuffer(dst, &countingBody{rc: resp.Body, n: &p.stats.down}, buf); err != nil {
+		panic(http.ErrAbortHandler) // net/http closes the connection without ending the body
+	}
+	stripTrailers(resp.Trailer) // the origin's trailers arrive with the body's end
 	for k, v := range resp.Trailer {
 		h[k] = v
 	}
+}
+
+// stripTrailers drops trailers that must not cross: hop-by-hop and
+// proxy headers, and our own decision header.
+func stripTrailers(t http.Header) {
+	t.Del("X-Sandboxd-Decision")
+	stripHopByHop(t, false)
 }
 
 // flushWriter flushes after every write.
@@ -173,12 +207,13 @@ func (f flushWriter) Write(b []byte) (int, error) {
 }
 
 // relayUpgrade carries a protocol switch (a WebSocket): the 101 goes to
-// the client and both streams are relayed until they end. The upgraded
-// connection is the permit's, to the decided destination.
-func (p *Proxy) relayUpgrade(w http.ResponseWriter, resp *http.Response) {
+// the client and both streams are relayed until both end, as a tunnel
+// (bytes counted, closed when idle). The upgraded connection is the
+// permit's, to the decided destination.
+func (p *Proxy) relayUpgrade(w http.ResponseWriter, resp *http.Response, pm *permit) {
 	up, ok := resp.Body.(io.ReadWriteCloser)
 	hj, hok := w.(http.Hijacker)
-	if !ok || !hok {
+	if !ok || !hok || pm.up == nil || pm.client == nil {
 		http.Error(w, "sandboxd: the upgrade could not be relayed", http.StatusBadGateway)
 		return
 	}
@@ -187,23 +222,25 @@ func (p *Proxy) relayUpgrade(w http.ResponseWriter, resp *http.Response) {
 		return
 	}
 	defer client.Close()
+	defer up.Close()
+	p.startTunnel(pm)
 	resp.Body = nil
 	if err := resp.Write(brw.Writer); err != nil || brw.Flush() != nil {
 		return
 	}
-	done := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
+		defer wg.Done()
 		_, _ = io.Copy(up, io.MultiReader(io.LimitReader(brw.Reader, int64(brw.Reader.Buffered())), client))
-		done <- struct{}{}
+		_ = closeWrite(pm.up, up) // the origin sees the client's end
 	}()
 	go func() {
+		defer wg.Done()
 		_, _ = io.Copy(client, up)
-		done <- struct{}{}
+		_ = closeWrite(client, client)
 	}()
-	<-done
-	_ = up.Close()
-	_ = client.Close()
-	<-done
+	wg.Wait()
 }
 
 // writeRefusal answers r with a refusal through the server.

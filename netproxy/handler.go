@@ -1,6 +1,7 @@
 package netproxy
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -16,12 +17,12 @@ import (
 // admit authenticates a request and reads its destination. Every
 // request takes its head from the Host tap first, so the tap stays in
 // step with the server whatever the outcome.
-func (p *Proxy) admit(r *http.Request) (netdest.Dest, *refusal) {
+func (p *Proxy) admit(ctx context.Context, r *http.Request) (netdest.Dest, *refusal) {
 	cc := clientOf(r.Context())
 	var h head
 	ok := false
 	if cc != nil {
-		h, ok = cc.tap.next(r.Context())
+		h, ok = cc.tap.next(ctx)
 	}
 	if !p.authorized(r.Header.Values("Proxy-Authorization")) {
 		return netdest.Dest{}, authRefusal()
@@ -96,7 +97,7 @@ func (p *Proxy) dialRefusal(pm *permit, err error) *refusal {
 // always refused, after the same admission every request gets (the Host
 // tap stays in step).
 func (p *Proxy) nonProxy(w http.ResponseWriter, r *http.Request) {
-	_, ref := p.admit(r)
+	_, ref := p.admit(r.Context(), r)
 	if ref == nil {
 		ref = malformedRefusal(errors.New("not a proxy request"))
 	}

@@ -44,7 +44,7 @@ type Limits struct {
 	TunnelIdle     time.Duration // a tunnel with no bytes in either direction (default 10m)
 	DialTimeout    time.Duration // upstream connect (default 15s)
 	Hold           time.Duration // longest a connection waits for a decision (default 300s)
-	EarlyBytes     int           // client bytes read while parked (default 64 KiB; beyond it the connection is closed)
+	EarlyBytes     int           // client bytes read while parked, a backstop: net/http reads only its 4 KiB buffer then (default 64 KiB; beyond it the connection is closed)
 }
 
 func (l Limits) withDefaults() Limits {
@@ -254,7 +254,7 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener, inside Dialer) error
 	stop := context.AfterFunc(p.base, cancel)
 	defer stop()
 
-	s := newServeState(p, ln, inside)
+	s := newServeState(ctx, p, ln, inside)
 	srv := p.newServer(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(&limitListener{Listener: ln, s: s}) }()
