@@ -35,9 +35,9 @@ type HardDenies struct {
 	// Workspace holds persistence paths: a refused write inside it is one
 	// (see persistence).
 	Workspace string
-	// LocalAddrs are the host's own interface addresses: like loopback,
-	// a destination there is refused unless a rule names it.
-	LocalAddrs []netip.Addr
+	// Local reports the host's own interface addresses: like loopback, a
+	// destination there is refused unless a rule names it (nil: none).
+	Local func(netip.Addr) bool
 }
 
 // QuietRule is one entry of the quiet list: writes below Pattern (a

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"net/netip"
-	"slices"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/grants"
@@ -31,7 +30,7 @@ func (b *Broker) checkNetwork(req grants.Request) (bool, string) {
 			return true, "cloud metadata endpoints hold credentials"
 		}
 		why := netdest.Special(a)
-		if why == "" && slices.Contains(b.cfg.Hard.LocalAddrs, a) {
+		if why == "" && b.cfg.Hard.Local != nil && b.cfg.Hard.Local(a) {
 			why = "one of this host's own addresses"
 		}
 		if why == "" || b.namedByRule(a, d.Port) {

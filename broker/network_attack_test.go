@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -52,7 +51,7 @@ func TestAttackAskRuleBypassedByName(t *testing.T) {
 // one private address must be refused as a whole (regression, passes).
 func TestAttackMixedResolutionRefused(t *testing.T) {
 	b := New(Config{Rules: Rules{Allow: []Rule{mustRule(t, "net connect *:*")}}, Grants: grants.NewStore(),
-		Hard: HardDenies{LocalAddrs: []netip.Addr{netip.MustParseAddr("8.9.10.11")}}})
+		Hard: HardDenies{Local: isAddr("8.9.10.11")}})
 	ctx := context.Background()
 	for _, addrs := range []string{
 		"10.0.0.1,93.184.215.14",

@@ -61,7 +61,7 @@ func TestNetworkPipeline(t *testing.T) {
 				}
 			}
 			b := New(Config{Rules: rules, Model: tc.model, Grants: grants.NewStore(),
-				Hard: HardDenies{LocalAddrs: []netip.Addr{netip.MustParseAddr("203.0.114.7")}}})
+				Hard: HardDenies{Local: isAddr("203.0.114.7")}})
 			res := b.Decide(context.Background(), tc.req)
 			if res.Decision.Outcome != tc.want || res.Decision.Source != tc.src {
 				t.Fatalf("got %s/%s (%s), want %s/%s", res.Decision.Outcome, res.Decision.Source, res.Decision.Rationale, tc.want, tc.src)
@@ -135,4 +135,10 @@ func TestNetworkUsesOne(t *testing.T) {
 	if err := b.Consume(ctx, res.Grant.Token, req); err == nil {
 		t.Fatal("a per-connection grant carried two connections")
 	}
+}
+
+// isAddr is a HardDenies.Local that knows one address.
+func isAddr(s string) func(netip.Addr) bool {
+	want := netip.MustParseAddr(s)
+	return func(a netip.Addr) bool { return a == want }
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
@@ -109,7 +110,15 @@ func dnsServer(addr string) *net.Resolver {
 	}}
 }
 
-// localAddrs are the host's own interface addresses.
+// localAddrCheck reports whether an address is one of the host's own
+// interface addresses; they are read when a network request first needs
+// them, once per run (not at every launch).
+func localAddrCheck() func(netip.Addr) bool {
+	addrs := sync.OnceValue(localAddrs)
+	return func(a netip.Addr) bool { return slices.Contains(addrs(), a) }
+}
+
+// localAddrs reads the host's own interface addresses.
 func localAddrs() []netip.Addr {
 	as, err := net.InterfaceAddrs()
 	if err != nil {

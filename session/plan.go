@@ -174,11 +174,11 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Rules: rules,
 		Quiet: quiet,
 		Hard: broker.HardDenies{
-			Secrets:    p.policy.Secrets,
-			Own:        []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},
-			Home:       c.Home,
-			Workspace:  p.ws,
-			LocalAddrs: localAddrs(),
+			Secrets:   p.policy.Secrets,
+			Own:       []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},
+			Home:      c.Home,
+			Workspace: p.ws,
+			Local:     localAddrCheck(),
 		},
 		// Network grants live as long as the run, which revokes them when
 		// it ends (the broker's default bounds them at a day).
