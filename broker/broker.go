@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // DefaultGrantTTL is how long an issued grant stays usable.
@@ -429,6 +430,11 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 		}
 		b.cfg.Log.Debug("model reviewer failed", "err", err)
 		fallback = deny(SourceError, "the model reviewer failed")
+		if why := publicerr.Message(err, ""); why != "" {
+			// Who failed, not who denied: the agent must not read a
+			// fault as a judgement.
+			fallback.Rationale += ": " + why
+		}
 	}
 	if !person {
 		return fallback

@@ -82,6 +82,10 @@ func (r Request) fields() [][2]string {
 	return out
 }
 
+// Fields returns the hashed fields as key/value pairs in key order,
+// empty ones left out: what the hash covers, for a reviewer to read.
+func (r Request) Fields() [][2]string { return r.fields() }
+
 // Canonical returns the canonical encoding of the hashed fields: for each
 // non-empty field in key order, the key's length, the key, the value's
 // length and the value, lengths as uvarints. No delimiter can be forged

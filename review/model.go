@@ -1,0 +1,156 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/publicerr"
+)
+
+// Completion is a model's answer to one prompt.
+type Completion struct {
+	Content                        string
+	PromptTokens, CompletionTokens int64
+}
+
+// Completer sends one prompt to a model (review/openai in production, a
+// fake in tests). validate is applied to each answer; one it rejects is
+// asked again within ctx's deadline, and the last error returned.
+type Completer interface {
+	Complete(ctx context.Context, system, user string, validate func(content string) error) (Completion, error)
+}
+
+// DefaultModelTimeout bounds one review, every retry included.
+const DefaultModelTimeout = 30 * time.Second
+
+// Model is the model reviewer: it shows a model the exact boundary, the
+// user's request and static evidence, every value redacted and bounded,
+// and turns a strictly parsed, consistent verdict into a decision. It
+// never grants: the broker does, after hard denies and rules. Every
+// fault is an error, which the broker turns into a deny with source
+// error (or a question to a person when one is reachable).
+type Model struct {
+	Client Completer
+	// Timeout bounds one review (0: DefaultModelTimeout); a held
+	// connection's review also ends a second before the proxy's hold.
+	Timeout time.Duration
+	// MaxInputTokens is the prompt budget (0: 8192).
+	MaxInputTokens int
+	Redactor       *Redactor
+	// Meter, if set, enforces the caps on calls and tokens.
+	Meter *Meter
+	// Denied says which paths inspection never reads (secrets).
+	Denied func(path string) bool
+	Log    *slog.Logger
+	Stats  ModelStats
+}
+
+// ModelStats are counters for the metrics issue.
+type ModelStats struct {
+	Reviews, Allows, Denies, Faults atomic.Int64
+	TokensIn, TokensOut             atomic.Int64
+	// LatencyNS is the sum of review latencies.
+	LatencyNS atomic.Int64
+}
+
+// Review reviews req.
+func (m *Model) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
+	start := time.Now()
+	m.Stats.Reviews.Add(1)
+	defer func() { m.Stats.LatencyNS.Add(int64(time.Since(start))) }()
+	d, err := m.review(ctx, req)
+	switch {
+	case err != nil:
+		m.Stats.Faults.Add(1)
+		m.log().Debug("model review failed", "err", err)
+	case d.Outcome == broker.Allow:
+		m.Stats.Allows.Add(1)
+	default:
+		m.Stats.Denies.Add(1)
+	}
+	return d, err
+}
+
+func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision, error) {
+	ctx, cancel := m.deadline(ctx, req)
+	defer cancel()
+	ev := Evidence{Intent: req.Intent}
+	if m.Denied != nil && req.Command != "" {
+		ev.Scripts, ev.Skipped = InspectScripts(req.Command, req.Cwd, m.Denied)
+	}
+	max := m.MaxInputTokens
+	if max <= 0 {
+		max = 8192
+	}
+	red := m.Redactor
+	if red == nil {
+		red = NewRedactor(nil)
+	}
+	p, err := BuildPrompt(req, ev, red, max)
+	if err != nil {
+		return broker.Decision{}, publicerr.Wrap(err, "the request is too large for the model reviewer's input budget")
+	}
+	if m.Meter != nil {
+		if err := m.Meter.Reserve(req.Session, int64(p.Tokens)); err != nil {
+			if errors.Is(err, ErrCapped) {
+				return broker.Decision{}, publicerr.Wrap(err, "the model reviewer's cap is reached ("+capWhy(err)+")")
+			}
+			return broker.Decision{}, publicerr.Wrap(err, "the model reviewer's usage could not be counted")
+		}
+	}
+	var verdict broker.Decision
+	c, err := m.Client.Complete(ctx, p.System, p.User, func(content string) error {
+		v, err := ParseVerdict(content)
+		verdict = v
+		return err
+	})
+	m.Stats.TokensIn.Add(c.PromptTokens)
+	m.Stats.TokensOut.Add(c.CompletionTokens)
+	if m.Meter != nil {
+		m.Meter.Spend(req.Session, c.PromptTokens+c.CompletionTokens)
+	}
+	if err != nil {
+		return broker.Decision{}, err
+	}
+	verdict.Source = broker.SourceReviewer
+	return verdict, nil
+}
+
+// deadline is the review's: Timeout from now, and for a held connection
+// a second before the proxy gives up on it.
+func (m *Model) deadline(ctx context.Context, req grants.Request) (context.Context, context.CancelFunc) {
+	t := m.Timeout
+	if t <= 0 {
+		t = DefaultModelTimeout
+	}
+	end := time.Now().Add(t)
+	if dl, ok := ctx.Deadline(); ok && req.Held && dl.Add(-time.Second).Before(end) {
+		end = dl.Add(-time.Second)
+	}
+	return context.WithDeadline(ctx, end)
+}
+
+func capWhy(err error) string {
+	s := err.Error()
+	prefix := ErrCapped.Error() + ": "
+	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
+		return s[len(prefix):]
+	}
+	return "see -v"
+}
+
+func (m *Model) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
+}
+
+// String names the reviewer in logs.
+func (m *Model) String() string { return fmt.Sprintf("model reviewer (timeout %v)", m.Timeout) }
