@@ -60,6 +60,51 @@ type Policy struct {
 	Quiet Quiet `toml:"quiet"`
 	// Network holds the [network] table.
 	Network Network `toml:"network"`
+	// Review holds the [review] table.
+	Review Review `toml:"review"`
+}
+
+// Structured output modes of the model reviewer.
+const (
+	StructuredAuto       = "auto"
+	StructuredJSONSchema = "json_schema"
+	StructuredJSONObject = "json_object"
+)
+
+// Review is the [review] table: the model reviewer, reached through an
+// OpenAI-compatible Chat Completions endpoint. It is configured when a
+// model is named (here or in SANDBOXD_MODEL): an API key in the
+// environment alone never sends anything out. Only the user's policy may
+// choose the model, endpoint or key variable, or change what the
+// reviewer is shown; a workspace may only turn it off or lower its
+// timeout and caps.
+type Review struct {
+	// Enabled turns the model reviewer off when false.
+	Enabled bool `toml:"enabled" tighten:"off"`
+	// BaseURL is the endpoint ("": OPENAI_BASE_URL, else OpenAI's).
+	BaseURL string `toml:"base_url" tighten:"user"`
+	// Model is the model's name ("": SANDBOXD_MODEL).
+	Model string `toml:"model" tighten:"user"`
+	// APIKeyEnv names the environment variable holding the key (never
+	// the key itself; "": OPENAI_API_KEY). It is always stripped from
+	// the command's environment.
+	APIKeyEnv string `toml:"api_key_env" tighten:"user"`
+	// Timeout bounds one review, every retry included.
+	Timeout Duration `toml:"timeout" tighten:"min"`
+	// MaxOutputTokens bounds the model's answer.
+	MaxOutputTokens int64 `toml:"max_output_tokens" tighten:"user"`
+	// ReasoningEffort is "", "low", "medium" or "high".
+	ReasoningEffort string `toml:"reasoning_effort" tighten:"user"`
+	// MaxInputTokens bounds the prompt (2048-32768).
+	MaxInputTokens int64 `toml:"max_input_tokens" tighten:"user"`
+	// StructuredOutput is "auto", "json_schema" or "json_object".
+	StructuredOutput string `toml:"structured_output" tighten:"user"`
+	// Caps on model calls and tokens, per session and per hour; past one,
+	// review falls to a person if one is reachable, else deny.
+	MaxCallsPerSession  int64 `toml:"max_calls_per_session" tighten:"min"`
+	MaxCallsPerHour     int64 `toml:"max_calls_per_hour" tighten:"min"`
+	MaxTokensPerSession int64 `toml:"max_tokens_per_session" tighten:"min"`
+	MaxTokensPerHour    int64 `toml:"max_tokens_per_hour" tighten:"min"`
 }
 
 // Grant scopes of network decisions.
@@ -195,6 +240,9 @@ func Default() Policy {
 			LayerSize: 4 * GiB,
 		},
 		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048},
+		Review: Review{Enabled: true, Timeout: Duration(30 * time.Second), MaxOutputTokens: 512,
+			MaxInputTokens: 8192, StructuredOutput: StructuredAuto,
+			MaxCallsPerSession: 200, MaxCallsPerHour: 600, MaxTokensPerSession: 2_000_000, MaxTokensPerHour: 4_000_000},
 	}
 }
 

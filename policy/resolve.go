@@ -44,6 +44,8 @@ type Resolved struct {
 	Limits Limits
 	// Network holds how the egress proxy decides.
 	Network Network
+	// Review holds the model reviewer's configuration.
+	Review Review
 }
 
 // Dirs are the directories a policy is resolved against.
@@ -77,6 +79,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		Isolation: p.Isolation,
 		Limits:    p.Limits,
 		Network:   p.Network,
+		Review:    p.Review,
 	}
 	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
 		return Resolved{}, err

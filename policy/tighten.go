@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // KeySet is the set of keys a policy file sets, with the line of each (see
@@ -34,6 +35,7 @@ const (
 	ruleIsolation = "isolation" // landlock-only < auto < namespaces
 	ruleUser      = "user"      // only the user's policy may set it
 	ruleScope     = "scope"     // run < connection
+	ruleOff       = "off"       // a workspace may turn it off (true -> false), never on
 )
 
 // rank returns the strictness of value under an ordered rule.
@@ -55,7 +57,11 @@ func rank(rule, value string) (int, bool) {
 func ruleFits(rule string, t reflect.Type) bool {
 	switch rule {
 	case ruleUser:
-		return t.Kind() == reflect.String || (t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String)
+		switch t.Kind() {
+		case reflect.String, reflect.Int64:
+			return true
+		}
+		return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String
 	case ruleUnion, ruleSubset:
 		return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String
 	case ruleMin:
@@ -65,6 +71,8 @@ func ruleFits(rule string, t reflect.Type) bool {
 		}
 	case ruleProfile, ruleIsolation, ruleScope:
 		return t.Kind() == reflect.String
+	case ruleOff:
+		return t.Kind() == reflect.Bool
 	}
 	return false
 }
@@ -127,7 +135,7 @@ func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error
 		switch rule {
 		case ruleUser:
 			return &Error{File: wsName, Line: pos.line, Key: lf.path,
-				Msg: "only your own policy may set " + lf.path + " (a workspace could quiet what you want to see)"}
+				Msg: "only your own policy may set " + lf.path + " (" + userOnlyWhy(lf.path) + ")"}
 		case ruleUnion:
 			var merged orderedSet
 			for _, list := range []reflect.Value{u, w} {
@@ -147,6 +155,11 @@ func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error
 				}
 			}
 			o.Set(cloneValue(w))
+		case ruleOff:
+			if w.Bool() && !u.Bool() {
+				return fail(-1, "turns %s on", lf.path)
+			}
+			o.Set(w)
 		case ruleMin:
 			if w.Int() > u.Int() {
 				return fail(-1, "raises %s from %v to %v", lf.path, u.Interface(), w.Interface())
@@ -167,6 +180,17 @@ func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error
 		}
 	}
 	return nil
+}
+
+// userOnlyWhy says why a workspace may not set a user-only key.
+func userOnlyWhy(path string) string {
+	switch {
+	case strings.HasPrefix(path, "review."):
+		return "a workspace must not choose the reviewer, its endpoint or key, or trim what it is shown"
+	case strings.HasPrefix(path, "network."):
+		return "a workspace must not choose how names are resolved"
+	}
+	return "a workspace could quiet what you want to see"
 }
 
 // subsetNoun names an entry of a subset-ruled list in error messages.

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -65,6 +66,25 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return -1, ""
 	case "network.resolver":
 		return -1, checkResolver(v.String())
+	case "review.enabled", "review.model", "review.api_key_env":
+		return -1, checkReviewName(path, v)
+	case "review.base_url":
+		return -1, checkBaseURL(v.String())
+	case "review.timeout":
+		if d := time.Duration(v.Int()); d < time.Second || d > 10*time.Minute {
+			return -1, fmt.Sprintf("must be between 1s and 10m (got %v)", d)
+		}
+		return -1, ""
+	case "review.max_output_tokens":
+		return -1, checkRange(v.Int(), 64, 8192)
+	case "review.max_input_tokens":
+		return -1, checkRange(v.Int(), 2048, 32768)
+	case "review.reasoning_effort":
+		return -1, checkEnum(v.String(), "", "low", "medium", "high")
+	case "review.structured_output":
+		return -1, checkEnum(v.String(), StructuredAuto, StructuredJSONSchema, StructuredJSONObject)
+	case "review.max_calls_per_session", "review.max_calls_per_hour", "review.max_tokens_per_session", "review.max_tokens_per_hour":
+		return -1, checkRange(v.Int(), 0, 1<<40)
 	}
 	return -1, "internal error: no validation rule for this key"
 }
@@ -82,6 +102,46 @@ func validatePolicy(p *Policy) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// checkRange says what is wrong with n outside [lo, hi].
+func checkRange(n, lo, hi int64) string {
+	if n < lo || n > hi {
+		return fmt.Sprintf("must be between %d and %d (got %d)", lo, hi, n)
+	}
+	return ""
+}
+
+// checkReviewName checks the reviewer's model name and key variable:
+// printable, no spaces (a variable name: letters, digits, '_').
+func checkReviewName(path string, v reflect.Value) string {
+	if v.Kind() == reflect.Bool {
+		return ""
+	}
+	s := v.String()
+	for _, c := range s {
+		ok := c > ' ' && c < 0x7f
+		if path == "review.api_key_env" {
+			ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		}
+		if !ok {
+			return fmt.Sprintf("invalid value %q", s)
+		}
+	}
+	return ""
+}
+
+// checkBaseURL accepts "" or an http(s) URL with a host and no userinfo
+// (a key belongs in api_key_env, not in the policy).
+func checkBaseURL(s string) string {
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Sprintf("invalid value %q (want an http or https URL such as https://api.openai.com/v1, with no credentials in it)", s)
+	}
+	return ""
 }
 
 // checkResolver accepts "" (the host's resolver) or IP:PORT.

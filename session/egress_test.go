@@ -143,3 +143,31 @@ func TestEgressBoundaries(t *testing.T) {
 		t.Errorf("%d grants outlive the run", n)
 	}
 }
+
+// The variable holding the model reviewer's key never reaches the
+// command: not under its default name, not under the name api_key_env
+// gives it, not when [env] allow names it.
+func TestReviewKeyNeverInside(t *testing.T) {
+	for _, tc := range []struct{ policy, name string }{
+		{"[env]\nallow = [\"OPENAI_API_KEY\"]\n", "OPENAI_API_KEY"},
+		{"[review]\napi_key_env = \"MY_REVIEW_CRED\"\n[env]\nallow = [\"MY_REVIEW_CRED\"]\n", "MY_REVIEW_CRED"},
+		{"[review]\napi_key_env = \"PLAIN_NAME\"\n", "PLAIN_NAME"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			if err := os.WriteFile(filepath.Join(w.caller.Home, ".config", "sandboxd", "policy.toml"), []byte(tc.policy), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			w.caller.Env = append(w.caller.Env, tc.name+"=canary-key-value")
+			fake := &fakeSandbox{script: []attemptFunc{denies(0)}}
+			if _, err := New(Config{Sandbox: fake}).Run(context.Background(), w.caller, job(0), nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, kv := range fake.specs[0].Env {
+				if strings.Contains(kv, "canary-key-value") {
+					t.Fatalf("the reviewer's key reached the command: %s", kv)
+				}
+			}
+		})
+	}
+}

@@ -103,7 +103,12 @@ type Job struct {
 	// boundary detection off; RequireIsolation refuses to run without
 	// namespaces.
 	NoTransaction, NoDetect, RequireIsolation bool
-	// Reviewers fill the broker's reviewer slots.
+	// Reviewer is the review mode: ReviewAuto, ReviewModel, ReviewHuman
+	// or ReviewOff ("": the Reviewers slots as given).
+	Reviewer string
+	// Reviewers fill the broker's reviewer slots: Person is the person
+	// the front end can ask (nil: nobody); Model, if set, stands in for
+	// the model the policy configures (tests).
 	Reviewers Reviewers
 	// Stdin, Stdout and Stderr are the command's streams.
 	Stdin          io.Reader

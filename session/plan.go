@@ -32,6 +32,8 @@ type plan struct {
 	command string
 	// egress is the proxy's port and credential (zero without egress).
 	egress egressPlan
+	// reviewer says who reviews the run's boundaries.
+	reviewer ReviewerInfo
 }
 
 // newPlan resolves the workspace and the policy and builds the sandbox
@@ -93,6 +95,9 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	cache := filepath.Join(c.StateDir(), "cache", hex.EncodeToString(sum[:8]))
 	environ, _ := policy.FilterEnv(c.Env, res.EnvAllow, res.EnvDeny)
 	environ = dropGitConfigEnv(environ)
+	// The reviewer's key never enters the sandbox, whatever its name and
+	// whatever [env] allow says.
+	environ = dropEnv(environ, reviewKeyEnv(res.Review))
 	environ = withEnv(environ, "TMPDIR", "/tmp")
 	environ = withEnv(environ, "SANDBOXD", "1")
 	for _, kv := range [][2]string{
@@ -139,6 +144,25 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	}, nil
 }
 
+// reviewKeyEnv names the variable holding the model reviewer's key.
+func reviewKeyEnv(r policy.Review) string {
+	if r.APIKeyEnv != "" {
+		return r.APIKeyEnv
+	}
+	return "OPENAI_API_KEY"
+}
+
+// dropEnv removes every entry of key.
+func dropEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 func withEnv(env []string, key, val string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
@@ -153,6 +177,11 @@ func withEnv(env []string, key, val string) []string {
 // newBroker builds the decision pipeline for this run: policy rules and
 // hard denies, then the job's reviewer slots.
 func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
+	model, person, info, err := r.reviewers(c, j, p)
+	if err != nil {
+		return nil, err
+	}
+	p.reviewer = info
 	var rules broker.Rules
 	for _, set := range []struct {
 		in  []string
@@ -184,8 +213,8 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		// it ends (the broker's default bounds them at a day).
 		NetworkUses: networkUses(p.policy.Network),
 		Grants:      r.grants,
-		Model:       j.Reviewers.Model,
-		Person:      j.Reviewers.Person,
+		Model:       model,
+		Person:      person,
 		Auditor:     r.auditor,
 		Log:         r.log,
 		Grantable: func(req grants.Request) (bool, string) {

@@ -30,6 +30,8 @@ type Report struct {
 	Command     []string     `json:"command,omitempty"`
 	SetupMS     float64      `json:"setup_ms,omitempty"`
 	Egress      *Egress      `json:"egress,omitempty"`
+	// Reviewer says who could review the run's boundaries.
+	Reviewer *ReviewerInfo `json:"reviewer,omitempty"`
 	// Error is the public sentence for a run sandboxd itself failed
 	// (exit status 125).
 	Error string `json:"error,omitempty"`

@@ -55,7 +55,10 @@ type Config struct {
 	// approvals page): no run's proxy connects to them, whatever the
 	// rules say.
 	Reserved []netip.AddrPort
-	Log      *slog.Logger
+	// Models builds the model reviewer a job's policy configures (nil: no
+	// model reviewer can be reached).
+	Models ModelFactory
+	Log    *slog.Logger
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -64,6 +67,7 @@ type Runner struct {
 	grants   *grants.Store
 	auditor  broker.Auditor
 	reserved func(netip.AddrPort) bool
+	models   ModelFactory
 	log      *slog.Logger
 }
 
@@ -71,7 +75,7 @@ type Runner struct {
 func New(cfg Config) *Runner {
 	reserved := slices.Clone(cfg.Reserved)
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
-		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }}
+		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models}
 	if r.sandbox == nil {
 		r.sandbox = Real{}
 	}
@@ -125,6 +129,7 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		return st.failed(err)
 	}
 	st.plan = p
+	st.rep.Reviewer = &p.reviewer
 	if e := p.spec.Egress; e != nil {
 		px, err := st.newProxy()
 		if err != nil {

@@ -65,7 +65,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 	fs.StringVar(&f.workspace, "workspace", "", "writable root (default: the current directory)")
 	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
 	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
-	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto|human|off")
+	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto (the model when configured, else a person at the terminal, else off), model, human or off")
 	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
 	fs.StringVar(&f.session, "session", "", "session id")
 	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
@@ -85,10 +85,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 		return nil, nil, err
 	}
 	switch f.reviewer {
-	case "auto", "off":
-	case "human":
-	case "model":
-		return nil, nil, fmt.Errorf("--reviewer model is not available yet; use human or off")
+	case session.ReviewAuto, session.ReviewOff, session.ReviewHuman, session.ReviewModel:
 	default:
 		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
 	}
@@ -131,20 +128,22 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	job := session.Job{
 		Argv: argv, Command: f.command, Workspace: f.workspace, Policy: f.policy,
-		Session: f.session, Agent: "cli", Intent: f.intent, Retries: f.retries, Timeout: f.timeout,
+		Session: f.session, Agent: "cli", Intent: f.intent, Retries: f.retries, Timeout: f.timeout, Reviewer: f.reviewer,
 		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs, CrashAt: getenv(crashEnv),
 	}
 	var rep *session.Report
 	caller, err := callerOf(getenv)
-	if err == nil && f.reviewer == "human" {
+	if err == nil && f.reviewer != session.ReviewOff && (f.reviewer == session.ReviewHuman || ttyReachable()) {
+		// A person at the terminal: the reviewer itself (human), or the
+		// one asked when the model cannot be (auto, model).
 		var stop func()
 		if stop, err = humanReviewer(ctx, &job, stdin, stdout, stderr); err == nil {
 			defer stop()
 		}
 	}
 	if err == nil {
-		rep, err = session.New(session.Config{Log: log}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 	}
 	if err != nil {
 		if rep == nil {
@@ -279,4 +278,15 @@ func readUmask() uint32 {
 		}
 	}
 	return 0o077
+}
+
+// ttyReachable reports whether sandboxd has a controlling terminal a
+// person could answer on.
+func ttyReachable() bool {
+	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/review"
+	"github.com/sandboxd/sandboxd/review/openai"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// modelFactory builds the model reviewer a run's policy configures: the
+// openai-go client behind review.Model.
+func modelFactory(log *slog.Logger) session.ModelFactory {
+	return func(cfg session.ModelConfig) (broker.Reviewer, error) {
+		r := cfg.Review
+		c, err := openai.New(openai.Config{
+			BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: cfg.Key,
+			MaxOutputTokens: int(r.MaxOutputTokens), ReasoningEffort: r.ReasoningEffort,
+			StructuredOutput: r.StructuredOutput, Schema: review.VerdictSchema(), Logger: log,
+		})
+		if err != nil {
+			return nil, publicerr.Wrap(err, "the model reviewer's configuration is invalid: "+err.Error())
+		}
+		return &review.Model{
+			Client: completer{c}, Timeout: time.Duration(r.Timeout), MaxInputTokens: int(r.MaxInputTokens),
+			Redactor: review.NewRedactor(cfg.Secrets),
+			Meter: &review.Meter{Dir: cfg.StateDir, Caps: review.Caps{
+				CallsPerSession: r.MaxCallsPerSession, CallsPerHour: r.MaxCallsPerHour,
+				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour}},
+			Denied: func(p string) bool { return under(p, cfg.Denied) }, Log: log,
+		}, nil
+	}
+}
+
+// completer adapts the client to review.Completer; its faults carry
+// their own safe sentence.
+type completer struct{ c *openai.Client }
+
+func (a completer) Complete(ctx context.Context, system, user string, validate func(string) error) (review.Completion, error) {
+	res, err := a.c.Complete(ctx, system, user, validate)
+	out := review.Completion{Content: res.Content, PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}
+	var f *openai.Fault
+	if errors.As(err, &f) {
+		return out, publicerr.Wrap(err, f.Error())
+	}
+	return out, err
+}
+
+// under reports whether p is one of dirs or below one.
+func under(p string, dirs []string) bool {
+	p = filepath.Clean(p)
+	return slices.ContainsFunc(dirs, func(d string) bool {
+		d = filepath.Clean(d)
+		return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
+	})
+}

@@ -1,0 +1,151 @@
+package session
+
+import (
+	"strings"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/publicerr"
+)
+
+// Reviewer modes a job may ask for (`--reviewer`).
+const (
+	// ReviewOff: nobody reviews; what the rules leave open is denied.
+	ReviewOff = "off"
+	// ReviewAuto: the model when one is configured, else the person when
+	// one is reachable, else off.
+	ReviewAuto = "auto"
+	// ReviewModel: the configured model (an error when none is).
+	ReviewModel = "model"
+	// ReviewHuman: the person only.
+	ReviewHuman = "human"
+)
+
+// ModelConfig is what a model reviewer is built from: the policy's
+// [review] with its environment fallbacks applied. It never holds the
+// key itself in the policy; Key is read from the caller's environment.
+type ModelConfig struct {
+	BaseURL, Model, Key string
+	Review              policy.Review
+	// Secrets are values of the caller's environment the policy strips
+	// as credentials: the reviewer redacts them from everything it sends.
+	Secrets []string
+	// Session is the scoped session; StateDir the caller's sandboxd
+	// state directory (caps on calls and tokens live there).
+	Session, StateDir string
+	// Denied are paths the reviewer never reads for evidence: the
+	// policy's secrets and sandboxd's own configuration and state.
+	Denied []string
+}
+
+// ModelFactory builds the model reviewer (the front end supplies it: the
+// session never imports the client).
+type ModelFactory func(cfg ModelConfig) (broker.Reviewer, error)
+
+// ReviewerInfo is the report's "reviewer": who could review this run.
+type ReviewerInfo struct {
+	// Kind is "model", "human" or "off".
+	Kind string `json:"kind"`
+	// Model and Endpoint name the model reviewer (the endpoint's host).
+	Model    string `json:"model,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// Person reports whether a person may be asked (as a fallback of the
+	// model, or the reviewer itself).
+	Person bool `json:"person,omitempty"`
+}
+
+// modelConfig resolves the model reviewer's configuration for caller:
+// ok is false when no model is named (an API key alone sends nothing).
+func modelConfig(c Caller, rev policy.Review, envDeny, envAllow []string) (ModelConfig, bool) {
+	get := func(k string) string {
+		for i := len(c.Env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(c.Env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	cfg := ModelConfig{BaseURL: rev.BaseURL, Model: rev.Model, Review: rev}
+	if cfg.Model == "" {
+		cfg.Model = get("SANDBOXD_MODEL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = get("OPENAI_BASE_URL")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = "https://api.openai.com/v1"
+	}
+	cfg.Key = get(reviewKeyEnv(rev))
+	_, dropped := policy.FilterEnv(c.Env, envAllow, envDeny)
+	for _, k := range append(dropped, reviewKeyEnv(rev)) {
+		if v := get(k); len(v) >= 8 {
+			cfg.Secrets = append(cfg.Secrets, v)
+		}
+	}
+	return cfg, rev.Enabled && cfg.Model != ""
+}
+
+// reviewers fills the broker's reviewer slots for the job's mode.
+func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Person, ReviewerInfo, error) {
+	person := j.Reviewers.Person
+	model := j.Reviewers.Model
+	info := ReviewerInfo{Kind: ReviewOff}
+	if j.Reviewer == "" {
+		// No mode: the slots as the front end filled them.
+		switch {
+		case model != nil:
+			info.Kind = ReviewModel
+		case person != nil:
+			info.Kind = ReviewHuman
+		}
+		info.Person = person != nil
+		return model, person, info, nil
+	}
+	mode := j.Reviewer
+	cfg, configured := modelConfig(c, p.policy.Review, p.policy.EnvDeny, p.policy.EnvAllow)
+	switch mode {
+	case ReviewOff:
+		return nil, nil, info, nil
+	case ReviewHuman:
+		return nil, person, ReviewerInfo{Kind: ReviewHuman, Person: person != nil}, nil
+	case ReviewModel:
+		if !configured && model == nil {
+			return nil, nil, info, publicerr.New("--reviewer model: no model is configured (set [review] model in your policy, or SANDBOXD_MODEL)")
+		}
+	case ReviewAuto:
+		if !configured && model == nil {
+			if person != nil {
+				return nil, person, ReviewerInfo{Kind: ReviewHuman, Person: true}, nil
+			}
+			return nil, nil, info, nil
+		}
+	default:
+		return nil, nil, info, publicerr.New("unknown reviewer mode " + mode)
+	}
+	info = ReviewerInfo{Kind: ReviewModel, Model: cfg.Model, Endpoint: endpointHost(cfg.BaseURL), Person: person != nil}
+	if model != nil {
+		return model, person, info, nil
+	}
+	if r.models == nil {
+		return nil, nil, info, publicerr.New("this front end cannot reach a model reviewer")
+	}
+	cfg.Session, cfg.StateDir = p.session, c.StateDir()
+	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.ConfigDir(), c.StateDir())
+	m, err := r.models(cfg)
+	if err != nil {
+		return nil, nil, info, publicerr.Wrap(err, "the model reviewer could not be set up: "+publicerr.Message(err, "see -v"))
+	}
+	return m, person, info, nil
+}
+
+// endpointHost is the host part of a base URL, for the report.
+func endpointHost(base string) string {
+	s := base
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
