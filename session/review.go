@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
@@ -30,7 +31,11 @@ func (st *run) request(d sandbox.Denial) grants.Request {
 // decide asks the broker about one denial and records the boundary (or,
 // for a quiet write, counts it). at is -1 for a quiet one.
 func (st *run) decide(ctx context.Context, d sandbox.Denial, held bool) (broker.Result, int) {
-	res := st.ask(ctx, d)
+	return st.record(d, st.ask(ctx, d), held)
+}
+
+// record adds a decided denial to the report (or counts a quiet one).
+func (st *run) record(d sandbox.Denial, res broker.Result, held bool) (broker.Result, int) {
 	if res.Decision.Source == broker.SourceQuiet {
 		st.countQuiet(res.Decision.Rationale, d.Path)
 		return res, -1
@@ -99,9 +104,10 @@ func (st *run) during(ctx context.Context, d sandbox.Denial) broker.Result {
 func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 	var granted []allowed
 	all, boundaries := true, 0
-	for _, d := range denials {
+	results := st.askAll(denials)
+	for i, d := range denials {
 		req := st.request(d)
-		res, at := st.decide(st.ctx, d, false)
+		res, at := st.record(d, results[i], false)
 		if at < 0 {
 			continue // quiet: neither triggers nor blocks a retry
 		}
@@ -120,6 +126,37 @@ func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 		st.unused = append(st.unused, g.grant.Token)
 	}
 	return granted, all && boundaries > 0
+}
+
+// maxConcurrentReviews bounds how many of one attempt's boundaries are
+// reviewed at once: a model answers each in seconds, and a handful in
+// parallel keeps a run with several boundaries from waiting in line
+// without flooding the endpoint. (Questions to a person stay one at a
+// time: the broker serializes them.)
+const maxConcurrentReviews = 4
+
+// askAll has the broker decide every denial, a few at a time; the
+// results come back in the denials' order, so the report's order does
+// not depend on which review finished first.
+func (st *run) askAll(denials []sandbox.Denial) []broker.Result {
+	out := make([]broker.Result, len(denials))
+	if len(denials) == 1 {
+		out[0] = st.ask(st.ctx, denials[0])
+		return out
+	}
+	sem := make(chan struct{}, maxConcurrentReviews)
+	var wg sync.WaitGroup
+	for i, d := range denials {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = st.ask(st.ctx, d)
+		}()
+	}
+	wg.Wait()
+	return out
 }
 
 // revokeUnused removes the grants of a review no retry followed: nothing
