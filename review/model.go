@@ -152,5 +152,10 @@ func (m *Model) log() *slog.Logger {
 	return m.Log
 }
 
+// Usage reports this reviewer's reviews and tokens so far.
+func (m *Model) Usage() (reviews, faults, tokensIn, tokensOut int64) {
+	return m.Stats.Reviews.Load(), m.Stats.Faults.Load(), m.Stats.TokensIn.Load(), m.Stats.TokensOut.Load()
+}
+
 // String names the reviewer in logs.
 func (m *Model) String() string { return fmt.Sprintf("model reviewer (timeout %v)", m.Timeout) }

@@ -32,8 +32,10 @@ type plan struct {
 	command string
 	// egress is the proxy's port and credential (zero without egress).
 	egress egressPlan
-	// reviewer says who reviews the run's boundaries.
+	// reviewer says who reviews the run's boundaries; model is the model
+	// reviewer, if any.
 	reviewer ReviewerInfo
+	model    broker.Reviewer
 }
 
 // newPlan resolves the workspace and the policy and builds the sandbox
@@ -181,7 +183,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.reviewer = info
+	p.reviewer, p.model = info, model
 	var rules broker.Rules
 	for _, set := range []struct {
 		in  []string

@@ -52,6 +52,24 @@ type ReviewerInfo struct {
 	// Person reports whether a person may be asked (as a fallback of the
 	// model, or the reviewer itself).
 	Person bool `json:"person,omitempty"`
+	// Reviews, Faults and the token counts are the model's in this run.
+	Reviews   int64 `json:"reviews,omitempty"`
+	Faults    int64 `json:"faults,omitempty"`
+	TokensIn  int64 `json:"tokens_in,omitempty"`
+	TokensOut int64 `json:"tokens_out,omitempty"`
+}
+
+// usageReporter is a reviewer that counts its own use (review.Model).
+type usageReporter interface {
+	Usage() (reviews, faults, tokensIn, tokensOut int64)
+}
+
+// noteReviewer copies the model's counts into the report.
+func (st *run) noteReviewer() {
+	if u, ok := st.plan.model.(usageReporter); ok && st.rep.Reviewer != nil {
+		r := st.rep.Reviewer
+		r.Reviews, r.Faults, r.TokensIn, r.TokensOut = u.Usage()
+	}
 }
 
 // modelConfig resolves the model reviewer's configuration for caller:

@@ -144,7 +144,9 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 	// A commit a crash interrupted is finished (or rolled back) before
 	// anything new runs.
 	st.rep.Transaction.Recovered = st.recover()
-	if err := st.attempts(); err != nil {
+	err = st.attempts()
+	st.noteReviewer()
+	if err != nil {
 		return st.failed(err)
 	}
 	return st.rep, nil
