@@ -56,6 +56,11 @@ func TestTightenAllowed(t *testing.T) {
 		{"profile keeps", "profile = \"strict\"\n", "profile = \"strict\"\n", func(p *Policy) {}},
 		{"isolation raises from landlock-only", "isolation = \"landlock-only\"\n", "isolation = \"auto\"\n", func(p *Policy) { p.Isolation = "auto" }},
 		{"isolation raises to namespaces", "", "isolation = \"namespaces\"\n", func(p *Policy) { p.Isolation = "namespaces" }},
+		{"review off", "[review]\nmodel = \"m\"\n", "[review]\nenabled = false\n", func(p *Policy) { p.Review.Enabled = false }},
+		{"review lowers timeout and caps", "", "[review]\ntimeout = \"5s\"\nmax_calls_per_hour = 10\n",
+			func(p *Policy) { p.Review.Timeout = Duration(5e9); p.Review.MaxCallsPerHour = 10 }},
+		{"network per connection", "", "[network]\ngrant_scope = \"connection\"\nhold_timeout = \"30s\"\n",
+			func(p *Policy) { p.Network.GrantScope = ScopeConnection; p.Network.HoldTimeout = Duration(30e9) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,6 +104,22 @@ func TestTightenRejects(t *testing.T) {
 			`ws.toml:1: isolation: workspace policy may only tighten: loosens isolation from "auto" to "landlock-only"`},
 		{"loosen isolation from namespaces", "isolation = \"namespaces\"\n", "isolation = \"auto\"\n",
 			`ws.toml:1: isolation: workspace policy may only tighten: loosens isolation from "namespaces" to "auto"`},
+		{"choose the model", "", "[review]\nmodel = \"cheap\"\n",
+			`ws.toml:2: review.model: only your own policy may set review.model (a workspace must not choose the reviewer, its endpoint or key, or trim what it is shown)`},
+		{"choose the endpoint", "", "[review]\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+			`ws.toml:2: review.base_url: only your own policy may set review.base_url (a workspace must not choose the reviewer, its endpoint or key, or trim what it is shown)`},
+		{"choose the key variable", "", "[review]\napi_key_env = \"HOME\"\n",
+			`ws.toml:2: review.api_key_env: only your own policy may set review.api_key_env (a workspace must not choose the reviewer, its endpoint or key, or trim what it is shown)`},
+		{"trim the evidence", "", "[review]\nmax_input_tokens = 2048\n",
+			`ws.toml:2: review.max_input_tokens: only your own policy may set review.max_input_tokens (a workspace must not choose the reviewer, its endpoint or key, or trim what it is shown)`},
+		{"turn the model on", "[review]\nenabled = false\n", "[review]\nenabled = true\n",
+			`ws.toml:2: review.enabled: workspace policy may only tighten: turns review.enabled on`},
+		{"raise the timeout", "", "[review]\ntimeout = \"60s\"\n",
+			`ws.toml:2: review.timeout: workspace policy may only tighten: raises review.timeout from 30s to 1m0s`},
+		{"per-run scope back", "[network]\ngrant_scope = \"connection\"\n", "[network]\ngrant_scope = \"run\"\n",
+			`ws.toml:2: network.grant_scope: workspace policy may only tighten: loosens network.grant_scope from "connection" to "run"`},
+		{"choose the resolver", "", "[network]\nresolver = \"127.0.0.1:53\"\n",
+			`ws.toml:2: network.resolver: only your own policy may set network.resolver (a workspace must not choose how names are resolved)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

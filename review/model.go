@@ -47,6 +47,9 @@ type Model struct {
 	Meter *Meter
 	// Denied says which paths inspection never reads (secrets).
 	Denied func(path string) bool
+	// Earlier and Recent are the job's evidence: the user's earlier
+	// messages and the agent's recent commands, oldest first.
+	Earlier, Recent []string
 	Log    *slog.Logger
 	Stats  ModelStats
 }
@@ -80,7 +83,7 @@ func (m *Model) Review(ctx context.Context, req grants.Request) (broker.Decision
 func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision, error) {
 	ctx, cancel := m.deadline(ctx, req)
 	defer cancel()
-	ev := Evidence{Intent: req.Intent}
+	ev := Evidence{Intent: req.Intent, Earlier: m.Earlier, Recent: m.Recent}
 	if m.Denied != nil && req.Command != "" {
 		ev.Scripts, ev.Skipped = InspectScripts(req.Command, req.Cwd, m.Denied)
 	}

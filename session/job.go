@@ -95,6 +95,11 @@ type Job struct {
 	// Agent, ToolCallID and Intent describe the request for the reviewer:
 	// which agent asks, its tool call, and the user's request.
 	Agent, ToolCallID, Intent string
+	// Earlier are the user's earlier messages and Recent the agent's
+	// recent commands, oldest first, as an adapter supplies them:
+	// evidence for the model reviewer (trimmed first when the prompt is
+	// over budget; the Intent never is).
+	Earlier, Recent []string
 	// Retries bounds the automatic retries after granted boundaries.
 	Retries int
 	// Timeout, if non-zero, ends the command (exit 124).

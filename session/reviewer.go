@@ -36,6 +36,8 @@ type ModelConfig struct {
 	// Denied are paths the reviewer never reads for evidence: the
 	// policy's secrets and sandboxd's own configuration and state.
 	Denied []string
+	// Earlier and Recent are the job's evidence (see Job).
+	Earlier, Recent []string
 }
 
 // ModelFactory builds the model reviewer (the front end supplies it: the
@@ -149,6 +151,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	}
 	cfg.Session, cfg.StateDir = p.session, c.StateDir()
 	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.ConfigDir(), c.StateDir())
+	cfg.Earlier, cfg.Recent = j.Earlier, j.Recent
 	m, err := r.models(cfg)
 	if err != nil {
 		return nil, nil, info, publicerr.Wrap(err, "the model reviewer could not be set up: "+publicerr.Message(err, "see -v"))

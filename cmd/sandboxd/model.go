@@ -35,7 +35,8 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 			Meter: &review.Meter{Dir: cfg.StateDir, Caps: review.Caps{
 				CallsPerSession: r.MaxCallsPerSession, CallsPerHour: r.MaxCallsPerHour,
 				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour}},
-			Denied: func(p string) bool { return under(p, cfg.Denied) }, Log: log,
+			Denied:  func(p string) bool { return under(p, cfg.Denied) },
+			Earlier: cfg.Earlier, Recent: cfg.Recent, Log: log,
 		}, nil
 	}
 }
