@@ -16,8 +16,7 @@ import (
 const (
 	// MaxVerdictBytes bounds the whole answer.
 	MaxVerdictBytes = 16 << 10
-	// MaxRationaleRunes bounds the rationale, counted in runes as JSON
-	// Schema's maxLength counts code points.
+	// MaxRationaleRunes bounds the rationale, counted in runes.
 	MaxRationaleRunes = 600
 )
 
@@ -181,10 +180,11 @@ func VerdictSchema() map[string]any {
 				string(broker.RiskLow), string(broker.RiskMedium), string(broker.RiskHigh), string(broker.RiskCritical)),
 			keyAuth: enum("how clearly the user's request asked for this operation",
 				string(broker.AuthUnknown), string(broker.AuthLow), string(broker.AuthMedium), string(broker.AuthHigh)),
+			// No maxLength: OpenAI's strict mode refuses string length
+			// keywords; ParseVerdict enforces the bound.
 			keyRationale: map[string]any{
 				"type":        "string",
-				"description": "one plain sentence explaining the decision",
-				"maxLength":   MaxRationaleRunes,
+				"description": "one plain sentence explaining the decision, at most 600 characters",
 			},
 		},
 		"required":             []string{keyOutcome, keyRisk, keyAuth, keyRationale},
