@@ -482,7 +482,11 @@ func TestNetTIOCSTI(t *testing.T) {
 					t.Fatalf("control: TIOCSTI from the test was not observed: %q", got)
 				}
 				canaryHex := hex.EncodeToString([]byte(e.canary))
-				r := e.sandboxdOpts(runOpts{tty: slave, ttyInherited: !ctty}, "run", "-c", netPy(`
+				// --reviewer off: with a terminal, auto puts the person at it
+				// in the reviewer's slot and relays the command's input
+				// through a pipe, so the terminal would never reach the
+				// command; this test needs it passed as stdin.
+				r := e.sandboxdOpts(runOpts{tty: slave, ttyInherited: !ctty}, "run", "--reviewer", "off", "-c", netPy(`
 import ctypes, fcntl, os, termios
 libc = ctypes.CDLL(None, use_errno=True)
 data = bytes.fromhex('@HEX@')
