@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
@@ -128,34 +127,15 @@ func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 	return granted, all && boundaries > 0
 }
 
-// maxConcurrentReviews bounds how many of one attempt's boundaries are
-// reviewed at once: a model answers each in seconds, and a handful in
-// parallel keeps a run with several boundaries from waiting in line
-// without flooding the endpoint. (Questions to a person stay one at a
-// time: the broker serializes them.)
-const maxConcurrentReviews = 4
-
-// askAll has the broker decide every denial, a few at a time; the
-// results come back in the denials' order, so the report's order does
-// not depend on which review finished first.
+// askAll has the broker decide every denial, in the denials' order and
+// one at a time: the circuit breaker counts each decision before the
+// next is taken, so a lockdown stops the rest of the attempt's reviews
+// (decided in parallel, all would pass its check before any counted).
 func (st *run) askAll(denials []sandbox.Denial) []broker.Result {
 	out := make([]broker.Result, len(denials))
-	if len(denials) == 1 {
-		out[0] = st.ask(st.ctx, denials[0])
-		return out
-	}
-	sem := make(chan struct{}, maxConcurrentReviews)
-	var wg sync.WaitGroup
 	for i, d := range denials {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i] = st.ask(st.ctx, d)
-		}()
+		out[i] = st.ask(st.ctx, d)
 	}
-	wg.Wait()
 	return out
 }
 
