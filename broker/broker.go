@@ -60,8 +60,16 @@ type Config struct {
 	Person Person
 	// Auditor records every decision and grant event (nil: none).
 	Auditor Auditor
-	Grants  GrantStore // required
-	Breaker *Breaker   // nil: no circuit breaker
+	// Overrides holds a person's exact overrides of model denials (nil:
+	// none). They are consulted only where a reviewer would be asked:
+	// after the deny rules, the hard denies and everything else that
+	// denies without review.
+	Overrides OverrideStore
+	// ModelDenials records the model's own denials, for a person to
+	// override (nil: not recorded).
+	ModelDenials DenialRecorder
+	Grants       GrantStore // required
+	Breaker      *Breaker   // nil: no circuit breaker
 	// GrantTTL is how long an issued grant stays usable.
 	GrantTTL time.Duration
 	Log      *slog.Logger
@@ -106,7 +114,8 @@ func New(cfg Config) *Broker {
 
 // Decide decides one request: policy deny rules, hard denies, what the
 // sandbox can grant, ask rules and the session's lockdown, policy allow
-// rules, then the reviewers in their order (the model; a person when the
+// rules, then a person's override of exactly this request (one use, see
+// OverrideStore), then the reviewers in their order (the model; a person when the
 // model is absent or failed, or the session is locked down, and a person
 // is reachable; otherwise deny), then the consistency rules. The decision
 // is recorded before it takes effect, an allow gets its grant (except on
@@ -408,8 +417,44 @@ func (b *Broker) asked(req grants.Request) bool {
 	return false
 }
 
-// review asks the reviewers in their order.
+// overrideDecision is the allow of a request a person overrode.
+func overrideDecision() Decision {
+	return Decision{Outcome: Allow, RiskLevel: RiskMedium, UserAuthorization: AuthHigh,
+		Rationale: "approved once by a person with sandboxd approve", Source: SourceHuman}
+}
+
+// overridden consumes a person's override for req, if there is one. A
+// store that fails is no override: the request goes to the reviewers.
+func (b *Broker) overridden(ctx context.Context, req grants.Request) bool {
+	if b.cfg.Overrides == nil {
+		return false
+	}
+	ok, err := b.cfg.Overrides.Use(ctx, req)
+	if err != nil {
+		b.cfg.Log.Debug("overrides", "err", err)
+		return false
+	}
+	return ok
+}
+
+// recordDenial records a deny the model itself gave (not a failure, not
+// a person's), so a person may override it later.
+func (b *Broker) recordDenial(ctx context.Context, req grants.Request, d Decision) {
+	if b.cfg.ModelDenials == nil || d.Outcome != Deny || d.Source != SourceReviewer {
+		return
+	}
+	if err := b.cfg.ModelDenials.Record(ctx, req, d); err != nil {
+		b.cfg.Log.Debug("record a model denial", "err", err)
+	}
+}
+
+// review asks the reviewers in their order. A person's override of the
+// exact request comes first (it is that person's answer, given ahead),
+// even in a lockdown; a model's own deny is recorded for one.
 func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lockWhy string) Decision {
+	if b.overridden(ctx, req) {
+		return overrideDecision()
+	}
 	person, away := false, ""
 	if b.cfg.Person != nil {
 		person, away = b.cfg.Person.Reachable()
@@ -426,7 +471,9 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	case !locked && b.cfg.Model != nil:
 		d, err := b.cfg.Model.Review(ctx, req)
 		if err == nil {
-			return consistent(d, SourceReviewer)
+			d = consistent(d, SourceReviewer)
+			b.recordDenial(ctx, req, d)
+			return d
 		}
 		b.cfg.Log.Debug("model reviewer failed", "err", err)
 		fallback = deny(SourceError, "the model reviewer failed")

@@ -10,7 +10,8 @@
 //
 // The broker does not own the attempt loop (package session does) and
 // declares the small interfaces it consumes (Reviewer, Person, Auditor,
-// GrantStore). It never imports the sandbox, landlock, seccomp, netproxy,
-// review, openai-go or an HTTP client. Rationales are sentences safe to
+// GrantStore, OverrideStore, DenialRecorder). It never imports the
+// sandbox, landlock, seccomp, netproxy, review, openai-go, an HTTP client
+// or the file store of overrides. Rationales are sentences safe to
 // show an agent; internal errors go to the log.
 package broker

@@ -110,6 +110,21 @@ type GrantStore interface {
 	Revoke(token string)
 }
 
+// OverrideStore holds a person's exact overrides of model denials
+// (`sandboxd approve`): one use, for one request hash, in one session.
+type OverrideStore interface {
+	// Use consumes a valid, unexpired, unused override for req.Hash() in
+	// req.Session and reports whether there was one. Of two racing uses
+	// of one override exactly one reports true.
+	Use(ctx context.Context, req grants.Request) (bool, error)
+}
+
+// DenialRecorder records the model reviewer's denials, so a person may
+// later turn one into an override.
+type DenialRecorder interface {
+	Record(ctx context.Context, req grants.Request, d Decision) error
+}
+
 // Auditor records every decision and grant event before it takes
 // effect. An error makes an allow a deny (source error): nothing is
 // allowed that was not recorded.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credfile"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/overrides"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -233,8 +235,20 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		if err := cfg.Breaker.Adopt(p.session, j.Session); err != nil {
 			return nil, publicerr.Wrap(err, "the circuit breaker's state for this session is unreadable")
 		}
+		// A person's override is for a retry in the same named session:
+		// a run without one has nothing to come back to.
+		ov := overrides.New(filepath.Join(c.StateDir(), "overrides"))
+		cfg.Overrides, cfg.ModelDenials = ov, modelDenials{ov}
 	}
 	return broker.New(cfg), nil
+}
+
+// modelDenials records the broker's model denials in the override store.
+type modelDenials struct{ s *overrides.Store }
+
+// Record records one model denial of req.
+func (m modelDenials) Record(ctx context.Context, req grants.Request, d broker.Decision) error {
+	return m.s.Record(ctx, req, string(d.RiskLevel), d.Rationale)
 }
 
 // networkUses is how many connections one network grant covers.

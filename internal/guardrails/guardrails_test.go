@@ -110,6 +110,16 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("atomicfile")(p) },
 		},
 		{
+			name:   "overrides imports only grants and atomicfile of ours",
+			from:   ours("overrides"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("overrides", "grants", "atomicfile")(p) },
+		},
+		{
+			name:   "broker never imports overrides or review (it owns the interfaces they fill)",
+			from:   ours("broker"),
+			forbid: ours("overrides", "review"),
+		},
+		{
 			name:   "netdest imports nothing of ours",
 			from:   ours("netdest"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },

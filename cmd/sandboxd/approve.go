@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxd/sandboxd/overrides"
+	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/termfilter"
+	"golang.org/x/sys/unix"
+)
+
+const approveUsage = `Usage:
+  sandboxd approve --session ID       allow one exact retry of one of the session's model denials
+  sandboxd break-glass --session ID   the same for a denial the model judged critical (you type a phrase)
+
+Both list the session's recent model denials and ask on your terminal
+(/dev/tty); they refuse to run anywhere else, and never inside a sandbox.
+The override is for exactly the denied request (command, cwd, path or
+destination, session, agent, intent), is used once, and expires 60 s after
+it is issued: run the same command again in the same session.
+`
+
+// answerTime is how long a person has to answer each question.
+const answerTime = 60 * time.Second
+
+// promptEnd ends every question approve and break-glass ask.
+const promptEnd = "(60 s to answer)"
+
+// overrideCommand is `sandboxd approve` and, with breakGlass,
+// `sandboxd break-glass`: a person turns one model denial of a session
+// into one exact retry. It works only at a real terminal outside any
+// sandbox: the controlling terminal is where it asks, and the state it
+// writes is sandboxd's, out of a sandboxed command's reach (the SANDBOXD
+// variable check only says so sooner). Exit status: 0 an override was
+// issued, 1 none was (nothing chosen, refused), 125 sandboxd could not ask.
+func overrideCommand(breakGlass bool, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	name := "approve"
+	if breakGlass {
+		name = "break-glass"
+	}
+	fs := flag.NewFlagSet("sandboxd "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	sess := fs.String("session", "", "the session whose model denials to show")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *sess == "" {
+		fmt.Fprint(stderr, approveUsage)
+		return exitSandboxd
+	}
+	fail := func(msg string) int {
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
+		return exitSandboxd
+	}
+	if getenv("SANDBOXD") != "" {
+		return fail(name + " works only at your own terminal, never inside a sandbox")
+	}
+	tty, err := openTerminal()
+	if err != nil {
+		return fail(name + " asks on your terminal (/dev/tty), and there is none here: run it in a terminal of your own, outside any sandbox")
+	}
+	defer tty.close()
+	caller, err := callerOf(getenv)
+	if err != nil {
+		return fail(session.Public(err))
+	}
+	store := overrides.New(filepath.Join(caller.StateDir(), "overrides"))
+	id := session.Scoped(caller, *sess)
+	denials, err := store.Denials(id)
+	if err != nil {
+		return fail(refusal(err, *sess, store.File(id)))
+	}
+	if len(denials) == 0 {
+		fmt.Fprintf(stdout, "session %s has no model denials to approve\n", esc(*sess))
+		return 1
+	}
+	d, why := tty.choose(*sess, denials, breakGlass)
+	if why != "" {
+		fmt.Fprintf(stderr, "sandboxd: nothing was approved: %s\n", esc(why))
+		return 1
+	}
+	var o overrides.Override
+	if breakGlass {
+		o, err = tty.breakGlass(store, id, d)
+	} else {
+		o, err = store.Approve(id, d.Hash)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd: nothing was approved: %s\n", esc(refusal(err, *sess, store.File(id))))
+		return 1
+	}
+	fmt.Fprintf(stdout, "session %s: one retry of %s %s is allowed until %s; run the same command again in this session within %d s\n",
+		esc(*sess), esc(string(d.Operation)), esc(d.Target()), o.ExpiresAt.Local().Format("15:04:05"), int(overrides.TTL.Seconds()))
+	return 0
+}
+
+// refusal is the sentence for why no override was issued.
+func refusal(err error, sess, file string) string {
+	var none noAnswerError
+	switch {
+	case errors.As(err, &none):
+		return none.why
+	case errors.Is(err, overrides.ErrCritical):
+		return "the model judged this request critical (or gave no risk level it can be held to), so it cannot be approved; only `sandboxd break-glass --session " + sess + "` can override it"
+	case errors.Is(err, overrides.ErrReissue):
+		return "this request was already approved once in session " + sess + ", and an override is never issued twice for the same request"
+	case errors.Is(err, overrides.ErrNoDenial):
+		return "that denial is no longer recorded in session " + sess
+	case errors.Is(err, overrides.ErrPhrase):
+		return "the phrase typed is not the one shown"
+	case errors.Is(err, overrides.ErrPhraseExpired):
+		return "the phrase was not typed within 60 s"
+	case errors.Is(err, overrides.ErrCorrupt):
+		return "the session's override state is damaged, and nothing is approved from it (remove " + file + " to start over)"
+	}
+	return "the session's override state cannot be read or written here"
+}
+
+// choose lists the denials (most recent first, numbered) and asks which
+// one; why says, when none was chosen, why not.
+func (t *terminal) choose(sess string, ds []overrides.Denial, breakGlass bool) (overrides.Denial, string) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\r\n%s---- sandboxd: model denials in session %s (most recent first) ----%s\r\n", termfilter.FrameOn, esc(sess), termfilter.FrameOff)
+	for i, d := range ds {
+		note := ""
+		switch {
+		case d.Overridden:
+			note = " (already approved once)"
+		case d.Critical() && !breakGlass:
+			note = " (critical: only break-glass)"
+		}
+		fmt.Fprintf(&b, "  %d. %s  %s %s  risk %s: %s%s\r\n", i+1, d.Time.Local().Format("2006-01-02 15:04:05"),
+			esc(string(d.Operation)), esc(d.Target()), esc(d.Risk), esc(d.Rationale), note)
+		fmt.Fprintf(&b, "       command: %s\r\n", esc(d.Command))
+	}
+	question := "Approve which one, once? Type its number, or Enter for none " + promptEnd
+	if breakGlass {
+		question = "Break glass for which one? Type its number, or Enter for none " + promptEnd
+	}
+	answer, err := t.ask(b.String(), question, time.Now().Add(answerTime))
+	if err != nil {
+		return overrides.Denial{}, noAnswerWhy(err)
+	}
+	answer = strings.TrimSpace(answer)
+	if answer == "" {
+		return overrides.Denial{}, "none was chosen"
+	}
+	n, err := strconv.Atoi(answer)
+	if err != nil || n < 1 || n > len(ds) {
+		return overrides.Denial{}, "the answer was not a number from the list"
+	}
+	return ds[n-1], ""
+}
+
+// breakGlass shows what a break-glass override allows and has the person
+// type a random phrase back within a minute.
+func (t *terminal) breakGlass(store *overrides.Store, id string, d overrides.Denial) (overrides.Override, error) {
+	ch, err := store.Challenge(id, d.Hash)
+	if err != nil {
+		return overrides.Override{}, err
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "\r\n%s---- sandboxd: break glass ----%s\r\n", termfilter.FrameOn, termfilter.FrameOff)
+	fmt.Fprintf(&b, "  boundary:    %s %s %s\r\n", esc(string(d.Surface)), esc(string(d.Operation)), esc(d.Target()))
+	fmt.Fprintf(&b, "  command:     %s\r\n", esc(d.Command))
+	fmt.Fprintf(&b, "  the model:   risk %s: %s\r\n", esc(d.Risk), esc(d.Rationale))
+	fmt.Fprintf(&b, "  request:     %s (fingerprint of the request hash)\r\n", overrides.Fingerprint(d.Hash))
+	fmt.Fprintf(&b, "This allows exactly that request once, against the model's judgement.\r\n")
+	fmt.Fprintf(&b, "To confirm, type:  %s\r\n", ch.Phrase)
+	typed, err := t.ask(b.String(), "Type the phrase exactly "+promptEnd, ch.Deadline())
+	if err != nil {
+		return overrides.Override{}, noAnswerError{noAnswerWhy(err)}
+	}
+	return store.BreakGlass(ch, typed)
+}
+
+// noAnswerError is a question nobody answered; its text is a fixed
+// sentence.
+type noAnswerError struct{ why string }
+
+func (e noAnswerError) Error() string { return e.why }
+
+// terminal is the person's controlling terminal: written and read
+// directly, never through sandboxd's standard streams.
+type terminal struct {
+	// wfd writes the questions; rfd, non-blocking, reads the answers.
+	wfd, rfd int
+}
+
+// openTerminal opens the controlling terminal for reading and writing.
+func openTerminal() (*terminal, error) {
+	wfd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open /dev/tty: %w", err)
+	}
+	rfd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		unix.Close(wfd)
+		return nil, fmt.Errorf("open /dev/tty: %w", err)
+	}
+	return &terminal{wfd: wfd, rfd: rfd}, nil
+}
+
+// close closes both descriptors.
+func (t *terminal) close() {
+	unix.Close(t.rfd)
+	unix.Close(t.wfd)
+}
+
+// Why a question got no answer.
+var (
+	errNoTime  = errors.New("no answer in time")
+	errHungUp  = errors.New("the terminal was closed before an answer came")
+	errTooLong = errors.New("the answer was too long")
+)
+
+// noAnswerWhy is the sentence for a question that got no answer.
+func noAnswerWhy(err error) string {
+	for _, e := range []error{errNoTime, errHungUp, errTooLong} {
+		if errors.Is(err, e) {
+			return e.Error()
+		}
+	}
+	return "the terminal could not be read"
+}
+
+// ask shows text and the framed question, dropping anything typed
+// before, and reads one line by deadline.
+func (t *terminal) ask(text, question string, deadline time.Time) (string, error) {
+	unix.IoctlSetInt(t.wfd, unix.TCFLSH, unix.TCIFLUSH)
+	out := text + termfilter.FrameOn + question + termfilter.FrameOff + " "
+	if _, err := unix.Write(t.wfd, []byte(out)); err != nil {
+		return "", fmt.Errorf("write the terminal: %w", err)
+	}
+	line, err := t.readLine(deadline)
+	if err != nil {
+		unix.Write(t.wfd, []byte("\r\n"))
+	}
+	return line, err
+}
+
+// readLine reads one line (at most 128 bytes) by deadline.
+func (t *terminal) readLine(deadline time.Time) (string, error) {
+	var line []byte
+	buf := make([]byte, 128)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "", errNoTime
+		}
+		pfd := []unix.PollFd{{Fd: int32(t.rfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, int(min(left, 200*time.Millisecond).Milliseconds())+1)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return "", fmt.Errorf("poll the terminal: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		if pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 && pfd[0].Revents&unix.POLLIN == 0 {
+			return "", errHungUp
+		}
+		r, err := unix.Read(t.rfd, buf)
+		switch {
+		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return "", fmt.Errorf("read the terminal: %w", err)
+		case r == 0:
+			return "", errHungUp
+		}
+		line = append(line, buf[:r]...)
+		if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
+			return string(line[:i]), nil
+		}
+		if len(line) > 128 {
+			return "", errTooLong
+		}
+	}
+}
