@@ -50,8 +50,8 @@ type Model struct {
 	// Earlier and Recent are the job's evidence: the user's earlier
 	// messages and the agent's recent commands, oldest first.
 	Earlier, Recent []string
-	Log    *slog.Logger
-	Stats  ModelStats
+	Log             *slog.Logger
+	Stats           ModelStats
 }
 
 // ModelStats are counters for the metrics issue.

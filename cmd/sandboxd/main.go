@@ -43,6 +43,9 @@ Usage:
   sandboxd doctor [--json]
   sandboxd recover [--json]
   sandboxd session status|reset ID
+  sandboxd approve --session ID
+  sandboxd break-glass --session ID
+  sandboxd review eval [--policy FILE] [--json] CORPUS.jsonl
   sandboxd version
 
 Run "sandboxd run -h" for the run flags.
@@ -59,8 +62,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
 	case "session":
 		return sessionCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "approve", "break-glass":
+		return overrideCommand(args[0] == "break-glass", args[1:], getenv, stdout, stderr)
 	case "recover":
 		return recoverCommand(args[1:], getenv, stdout, stderr)
+	case "review":
+		return reviewCommand(ctx, args[1:], getenv, stdout, stderr, sigs)
 	case "doctor":
 		return doctorCommand(args[1:], getenv, stdout, stderr)
 	case "version":

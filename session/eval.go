@@ -1,0 +1,47 @@
+package session
+
+import (
+	"path/filepath"
+
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/publicerr"
+)
+
+// NoModelMessage is the sentence for a model review asked of a caller
+// whose policy and environment name no model (`run --reviewer model`,
+// `review eval`).
+const NoModelMessage = "--reviewer model: no model is configured (set [review] model in your policy, or SANDBOXD_MODEL)"
+
+// ModelFor resolves the model reviewer a run of caller would build, from
+// the policy exactly as a run loads it: policyPath (empty: the caller's
+// own policy.toml, if there is one), tightened by the .sandboxd.toml of
+// the caller's working directory when that directory could be a
+// workspace. ok is false when no model is configured; nothing is built
+// and nothing is sent. The returned config's StateDir and Denied are
+// set as a run sets them; Session is left to the caller (the meter
+// counts by each request's session).
+func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error) {
+	userPolicy, explicit := policyPath, policyPath != ""
+	if !explicit {
+		userPolicy = filepath.Join(c.ConfigDir(), "policy.toml")
+	}
+	wsPolicy := ""
+	if ws, _, err := resolveWorkspace("", c); err == nil {
+		wsPolicy = filepath.Join(ws, workspaceFile)
+	}
+	pol, err := policy.Load(userPolicy, explicit, wsPolicy)
+	if err != nil {
+		return ModelConfig{}, false, publicerr.Wrap(err, err.Error()) // names the user's own file and key
+	}
+	res, err := pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0})
+	if err != nil {
+		return ModelConfig{}, false, publicerr.Wrap(err, err.Error())
+	}
+	cfg, ok = modelConfig(c, res.Review, res.EnvDeny, res.EnvAllow)
+	if !ok {
+		return ModelConfig{}, false, nil
+	}
+	cfg.StateDir = c.StateDir()
+	cfg.Denied = append(append([]string(nil), res.Secrets...), c.ConfigDir(), c.StateDir())
+	return cfg, true, nil
+}
