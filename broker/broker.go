@@ -345,43 +345,54 @@ func cleanAbs(p string) bool {
 }
 
 func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
+	d, done, locked, why := b.preReview(req)
+	if done {
+		return d
+	}
+	return b.review(ctx, req, locked, why)
+}
+
+// preReview takes every step before the reviewers: done reports that
+// they decided req (d); otherwise locked and why are the session's
+// lockdown for the review.
+func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, why string) {
 	if why := malformed(req); why != "" {
-		return deny(SourceError, why)
+		return deny(SourceError, why), true, false, ""
 	}
 	for _, r := range b.cfg.Rules.Deny {
 		if r.MatchesEither(req) {
-			return deny(SourcePolicy, "a policy deny rule matches")
+			return deny(SourcePolicy, "a policy deny rule matches"), true, false, ""
 		}
 	}
 	if hard, why := b.cfg.Hard.check(req); hard {
-		return deny(SourceHardDeny, why)
+		return deny(SourceHardDeny, why), true, false, ""
 	}
 	if hard, why := b.checkNetwork(req); hard {
-		return deny(SourceHardDeny, why)
+		return deny(SourceHardDeny, why), true, false, ""
 	}
 	// After the hard denies: secrets, persistence paths and sandboxd's own
 	// state are never quiet. Reads never are.
 	if why, ok := b.quiet(req); ok {
-		return deny(SourceQuiet, why)
+		return deny(SourceQuiet, why), true, false, ""
 	}
 	if b.cfg.Grantable != nil && req.Surface != grants.Command {
 		if ok, why := b.cfg.Grantable(req); !ok {
-			return deny(SourceHardDeny, "not grantable: "+why)
+			return deny(SourceHardDeny, "not grantable: "+why), true, false, ""
 		}
 	}
 	locked, why, err := b.locked(req.Session)
 	if err != nil {
 		b.cfg.Log.Debug("circuit breaker state", "err", err)
-		return deny(SourceError, "the circuit breaker's state is unavailable")
+		return deny(SourceError, "the circuit breaker's state is unavailable"), true, false, ""
 	}
 	if !locked && !b.asked(req) {
 		for _, r := range b.cfg.Rules.Allow {
 			if r.Matches(req) {
-				return Decision{Outcome: Allow, RiskLevel: RiskLow, Rationale: "a policy allow rule matches", Source: SourcePolicy}
+				return Decision{Outcome: Allow, RiskLevel: RiskLow, Rationale: "a policy allow rule matches", Source: SourcePolicy}, true, false, ""
 			}
 		}
 	}
-	return b.review(ctx, req, locked, why)
+	return Decision{}, false, locked, why
 }
 
 // quiet reports whether req writes tool state on the quiet list.
@@ -469,7 +480,7 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	case locked && !person:
 		return deny(SourceCircuitBreaker, "the session is locked down ("+lockWhy+"); only a person can review it, or lift the lockdown with `sandboxd session reset` and the session's name at their terminal")
 	case !locked && b.cfg.Model != nil:
-		d, err := b.cfg.Model.Review(ctx, req)
+		d, err := b.modelReview(ctx, req)
 		if err == nil {
 			d = consistent(d, SourceReviewer)
 			b.recordDenial(ctx, req, d)

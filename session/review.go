@@ -61,18 +61,24 @@ func (st *run) ask(ctx context.Context, d sandbox.Denial) broker.Result {
 // askRequest has the broker decide req; a boundary this run already had
 // decided is not counted by the breaker again.
 func (st *run) askRequest(ctx context.Context, req grants.Request) broker.Result {
+	if st.seen(req) {
+		return st.plan.broker.DecideAgain(ctx, req)
+	}
+	return st.plan.broker.Decide(ctx, req)
+}
+
+// seen reports whether this run already had req's boundary decided, and
+// marks it decided.
+func (st *run) seen(req grants.Request) bool {
 	key := string(req.Surface) + "\x00" + string(req.Operation) + "\x00" + req.Path + "\x00" + req.Destination
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	again := st.decided[key]
 	if st.decided == nil {
 		st.decided = map[string]bool{}
 	}
 	st.decided[key] = true
-	st.mu.Unlock()
-	if again {
-		return st.plan.broker.DecideAgain(ctx, req)
-	}
-	return st.plan.broker.Decide(ctx, req)
+	return again
 }
 
 // countQuiet adds a quiet denial to the report.
@@ -127,16 +133,17 @@ func (st *run) review(denials []sandbox.Denial) ([]allowed, bool) {
 	return granted, all && boundaries > 0
 }
 
-// askAll has the broker decide every denial, in the denials' order and
-// one at a time: the circuit breaker counts each decision before the
-// next is taken, so a lockdown stops the rest of the attempt's reviews
-// (decided in parallel, all would pass its check before any counted).
+// askAll has the broker decide every denial as it would one after
+// another (the circuit breaker counts each before the next), with the
+// model's reviews of those that reach it taken a few at a time.
 func (st *run) askAll(denials []sandbox.Denial) []broker.Result {
-	out := make([]broker.Result, len(denials))
+	reqs := make([]grants.Request, len(denials))
+	again := make([]bool, len(denials))
 	for i, d := range denials {
-		out[i] = st.ask(st.ctx, d)
+		reqs[i] = st.request(d)
+		again[i] = st.seen(reqs[i])
 	}
-	return out
+	return st.plan.broker.DecideEach(st.ctx, reqs, again)
 }
 
 // revokeUnused removes the grants of a review no retry followed: nothing
