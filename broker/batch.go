@@ -22,41 +22,71 @@ type modelAnswer struct {
 // DecideEach decides reqs as Decide (or DecideAgain, where again[i])
 // would one after another, in their order, with the same results: the
 // circuit breaker counts each before the next is decided. Only the model
-// calls run ahead, a few at a time, for the requests that reach the
-// model slot; an answer whose request no longer reaches it when its turn
-// comes (a lockdown tripped before it) is dropped unused.
+// calls run ahead, a few at a time, and only for requests the sequence
+// would certainly put to the model: a wave stops where the breaker could
+// lock if every request before it were denied, so nothing is sent that
+// deciding one at a time would not have sent. An answer whose request no
+// longer reaches the model in its turn is dropped.
 func (b *Broker) DecideEach(ctx context.Context, reqs []grants.Request, again []bool) []Result {
-	ahead := b.reviewAhead(ctx, reqs)
 	out := make([]Result, len(reqs))
-	for i, req := range reqs {
-		c := ctx
-		if a, ok := ahead[i]; ok {
-			c = withAnswer(ctx, a)
+	for i := 0; i < len(reqs); {
+		end, wave := b.wave(reqs, i)
+		ahead := b.reviewAhead(ctx, reqs, wave)
+		for k := i; k < end; k++ {
+			c := ctx
+			if a, ok := ahead[k]; ok {
+				c = withAnswer(ctx, a)
+			}
+			out[k] = b.decideCounted(c, reqs[k], k >= len(again) || !again[k])
 		}
-		out[i] = b.decideCounted(c, req, i >= len(again) || !again[i])
+		i = end
 	}
 	return out
 }
 
-// reviewAhead has the model review, concurrently, every request the
-// steps before the reviewers leave open now. Hard-denied, rule-decided
-// and locked-down requests are never sent.
-func (b *Broker) reviewAhead(ctx context.Context, reqs []grants.Request) map[int]*modelAnswer {
-	if b.cfg.Model == nil || len(reqs) < 2 {
-		return nil
-	}
-	ahead := map[int]*modelAnswer{}
-	for i, req := range reqs {
-		if _, done, locked, _ := b.preReview(req); !done && !locked {
-			ahead[i] = &modelAnswer{}
+// wave is the next run of requests from i decided before the breaker is
+// asked again (end excluded), and those of them that reach the model.
+func (b *Broker) wave(reqs []grants.Request, i int) (end int, wave []int) {
+	room := len(reqs) - i
+	if b.cfg.Breaker != nil && reqs[i].Session != "" {
+		if r, err := b.cfg.Breaker.Headroom(reqs[i].Session); err == nil {
+			room = min(room, r)
+		} else {
+			room = 0
 		}
 	}
-	if len(ahead) < 2 {
+	end = i + max(room, 1) // at least one: a locked session decides it
+	if b.cfg.Model == nil || room < 2 {
+		return end, nil
+	}
+	for k := i; k < end; k++ {
+		if _, done, locked, _ := b.preReview(reqs[k]); !done && !locked && reqs[k].Session == reqs[i].Session {
+			wave = append(wave, k)
+		}
+	}
+	if r, ok := b.cfg.Model.(roomer); ok && len(wave) > 1 && !r.Room(reqs[i].Session, len(wave)) {
+		wave = nil // near a cap: which review it stops must not depend on timing
+	}
+	return end, wave
+}
+
+// roomer is a model reviewer with caps: Room reports whether n reviews
+// in a session fit them together.
+type roomer interface {
+	Room(session string, n int) bool
+}
+
+// reviewAhead has the model review the wave's requests concurrently.
+func (b *Broker) reviewAhead(ctx context.Context, reqs []grants.Request, wave []int) map[int]*modelAnswer {
+	if len(wave) < 2 {
 		return nil // nothing to gain: the one review runs in its turn
 	}
+	ahead := map[int]*modelAnswer{}
 	sem := make(chan struct{}, maxConcurrentModel)
 	var wg sync.WaitGroup
-	for i, a := range ahead {
+	for _, i := range wave {
+		a := &modelAnswer{}
+		ahead[i] = a
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

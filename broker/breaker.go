@@ -93,6 +93,23 @@ func (b *Breaker) Locked(session string) (bool, string, error) {
 	return st.Locked, st.Reason, err
 }
 
+// Headroom is how many denials in a row the session can still take
+// before it locks (0 when it is locked): a lower bound, since denials
+// leaving the window are not counted.
+func (b *Breaker) Headroom(session string) (int, error) {
+	st, err := b.update(session, nil)
+	if err != nil || st.Locked {
+		return 0, err
+	}
+	n := 0
+	for _, d := range st.Recent {
+		if d {
+			n++
+		}
+	}
+	return max(min(breakerConsecutive-st.Consecutive, breakerInWindow-n), 0), nil
+}
+
 // Record adds one decision and locks the session when the thresholds are
 // crossed. It reports whether this decision locked it.
 func (b *Breaker) Record(session string, denied bool) (bool, error) {

@@ -633,6 +633,11 @@ func (h HardDenies) check(req grants.Request) (bool, string) {
 	return false, ""
 }
 
+// Within reports whether p is dir or below it, the last element of dir
+// possibly a glob: how a secrets entry covers a path (the reviewer's
+// evidence reader uses it too).
+func Within(p, dir string) bool { return within(filepath.Clean(p), dir) }
+
 // within reports whether p is dir or below it; the last element of dir
 // may be a glob.
 func within(p, dir string) bool {

@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Caps bound model calls and tokens per session and per hour; zero
-// means no cap of that kind.
+// Caps bound model calls and tokens per session and per hour. Zero
+// allows none: a workspace may lower a cap (policy's "min" rule), and a
+// zero that meant "no cap" would let it lift one.
 type Caps struct {
 	CallsPerSession, CallsPerHour   int64
 	TokensPerSession, TokensPerHour int64
@@ -30,6 +31,8 @@ type usage struct {
 	Sessions map[string]*counts `json:"sessions"`
 	// Hours holds the last hour's calls, as (unix second, tokens).
 	Hours []spend `json:"hours"`
+	// Next numbers reservations.
+	Next int64 `json:"next"`
 }
 
 type counts struct {
@@ -41,6 +44,7 @@ type counts struct {
 type spend struct {
 	At     int64 `json:"at"`
 	Tokens int64 `json:"tokens"`
+	ID     int64 `json:"id"`
 }
 
 // Meter counts a caller's model use against Caps. It is safe for
@@ -60,9 +64,11 @@ func (m *Meter) now() time.Time {
 }
 
 // Reserve checks the caps before a call of about tokens tokens and
-// counts the call; Spend then adds what it really used.
-func (m *Meter) Reserve(session string, tokens int64) error {
-	return m.update(func(u *usage, now int64) error {
+// counts the call and those tokens at once (so reviews running side by
+// side cannot all pass a token cap together); Spend then corrects the
+// tokens by what the call really used, given the id Reserve returned.
+func (m *Meter) Reserve(session string, tokens int64) (id int64, err error) {
+	return id, m.update(func(u *usage, now int64) error {
 		c := u.session(session, now)
 		var hourCalls, hourTokens int64
 		for _, s := range u.Hours {
@@ -70,27 +76,52 @@ func (m *Meter) Reserve(session string, tokens int64) error {
 			hourTokens += s.Tokens
 		}
 		switch {
-		case m.Caps.CallsPerSession > 0 && c.Calls+1 > m.Caps.CallsPerSession:
+		case c.Calls+1 > m.Caps.CallsPerSession:
 			return fmt.Errorf("%w: %d model calls in this session", ErrCapped, m.Caps.CallsPerSession)
-		case m.Caps.CallsPerHour > 0 && hourCalls+1 > m.Caps.CallsPerHour:
+		case hourCalls+1 > m.Caps.CallsPerHour:
 			return fmt.Errorf("%w: %d model calls in the last hour", ErrCapped, m.Caps.CallsPerHour)
-		case m.Caps.TokensPerSession > 0 && c.Tokens+tokens > m.Caps.TokensPerSession:
+		case c.Tokens+tokens > m.Caps.TokensPerSession:
 			return fmt.Errorf("%w: %d tokens in this session", ErrCapped, m.Caps.TokensPerSession)
-		case m.Caps.TokensPerHour > 0 && hourTokens+tokens > m.Caps.TokensPerHour:
+		case hourTokens+tokens > m.Caps.TokensPerHour:
 			return fmt.Errorf("%w: %d tokens in the last hour", ErrCapped, m.Caps.TokensPerHour)
 		}
 		c.Calls++
-		u.Hours = append(u.Hours, spend{At: now})
+		c.Tokens += tokens
+		u.Next++
+		id = u.Next
+		u.Hours = append(u.Hours, spend{At: now, Tokens: tokens, ID: id})
 		return nil
 	})
 }
 
-// Spend adds a call's tokens.
-func (m *Meter) Spend(session string, tokens int64) error {
+// Room reports whether calls more calls of at most tokens tokens each
+// fit every cap now (nothing is counted).
+func (m *Meter) Room(session string, calls, tokens int64) bool {
+	ok := false
+	err := m.update(func(u *usage, now int64) error {
+		c := u.session(session, now)
+		var hourTokens int64
+		for _, s := range u.Hours {
+			hourTokens += s.Tokens
+		}
+		ok = c.Calls+calls <= m.Caps.CallsPerSession && int64(len(u.Hours))+calls <= m.Caps.CallsPerHour &&
+			c.Tokens+calls*tokens <= m.Caps.TokensPerSession && hourTokens+calls*tokens <= m.Caps.TokensPerHour
+		return nil
+	})
+	return ok && err == nil
+}
+
+// Spend corrects the call Reserve counted as id by delta tokens (what it
+// really used less the estimate; an estimate over the real count is
+// given back).
+func (m *Meter) Spend(session string, id, delta int64) error {
 	return m.update(func(u *usage, now int64) error {
-		u.session(session, now).Tokens += tokens
-		if n := len(u.Hours); n > 0 {
-			u.Hours[n-1].Tokens += tokens
+		c := u.session(session, now)
+		c.Tokens = max(c.Tokens+delta, 0)
+		for i := range u.Hours {
+			if u.Hours[i].ID == id {
+				u.Hours[i].Tokens = max(u.Hours[i].Tokens+delta, 0)
+			}
 		}
 		return nil
 	})

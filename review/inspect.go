@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Inspection bounds: scripts are evidence, read statically and never
@@ -57,9 +60,19 @@ func InspectScripts(command, cwd string, denied func(path string) bool) (scripts
 				skipped = append(skipped, p+": over the 64 KiB inspection budget")
 				continue
 			}
-			content, truncated, ok := readScript(p, budget)
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				continue // nothing there: nothing to show
+			}
+			if real != p && denied(real) {
+				// A link in the workspace to a secret (a cloned repository
+				// can carry one): never followed.
+				skipped = append(skipped, p+": a link to a protected file, never read")
+				continue
+			}
+			content, truncated, ok := readScript(real, budget)
 			if !ok {
-				continue // not a regular file: nothing to show
+				continue // not a regular file, or it changed under us: nothing to show
 			}
 			budget -= len(content)
 			if truncated {
@@ -108,15 +121,27 @@ func invoked(text string) []string {
 	return out
 }
 
-// readScript reads at most limit bytes of a regular text file.
+// readScript reads at most limit bytes of a regular text file at p, a
+// path with every link already resolved: it is opened without following
+// any, so a link swapped in after the check is not followed either.
 func readScript(p string, limit int) (string, bool, bool) {
-	f, err := os.Open(p)
+	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
 	if err != nil {
 		return "", false, false
 	}
+	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() {
+		return "", false, false
+	}
+	// Only what the command could read as its user: the caller's own
+	// files and world-readable ones, never another user's private file
+	// that sandboxd (perhaps root) could open.
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || (int(sys.Uid) != os.Getuid() && st.Mode().Perm()&0o004 == 0) {
 		return "", false, false
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))

@@ -99,8 +99,9 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 	if err != nil {
 		return broker.Decision{}, publicerr.Wrap(err, "the request is too large for the model reviewer's input budget")
 	}
+	var reservation int64
 	if m.Meter != nil {
-		if err := m.Meter.Reserve(req.Session, int64(p.Tokens)); err != nil {
+		if reservation, err = m.Meter.Reserve(req.Session, int64(p.Tokens)); err != nil {
 			if errors.Is(err, ErrCapped) {
 				return broker.Decision{}, publicerr.Wrap(err, "the model reviewer's cap is reached ("+capWhy(err)+")")
 			}
@@ -116,7 +117,7 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 	m.Stats.TokensIn.Add(c.PromptTokens)
 	m.Stats.TokensOut.Add(c.CompletionTokens)
 	if m.Meter != nil {
-		m.Meter.Spend(req.Session, c.PromptTokens+c.CompletionTokens)
+		m.Meter.Spend(req.Session, reservation, c.PromptTokens+c.CompletionTokens-int64(p.Tokens))
 	}
 	if err != nil {
 		return broker.Decision{}, err
@@ -153,6 +154,21 @@ func (m *Model) log() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return m.Log
+}
+
+// Room reports whether n reviews in session fit the caps together, each
+// at the input budget's full size: only then may they run side by side
+// (broker.DecideEach), so that which of them a cap stops never depends on
+// which was faster.
+func (m *Model) Room(session string, n int) bool {
+	if m.Meter == nil {
+		return true
+	}
+	max := m.MaxInputTokens
+	if max <= 0 {
+		max = 8192
+	}
+	return m.Meter.Room(session, int64(n), int64(max)+4096)
 }
 
 // Usage reports this reviewer's reviews and tokens so far.

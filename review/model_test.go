@@ -170,7 +170,9 @@ func TestModelCaps(t *testing.T) {
 	allow := `{"outcome":"allow","risk_level":"low","user_authorization":"high","rationale":"ok"}`
 	f := &fakeCompleter{answers: []string{allow, allow, allow}}
 	clock := time.Unix(1_800_000_000, 0)
-	m := &Model{Client: f, Meter: &Meter{Dir: dir, Caps: Caps{CallsPerSession: 2}, Now: func() time.Time { return clock }}}
+	big := int64(1 << 40)
+	m := &Model{Client: f, Meter: &Meter{Dir: dir, Caps: Caps{CallsPerSession: 2, CallsPerHour: big, TokensPerSession: big, TokensPerHour: big},
+		Now: func() time.Time { return clock }}}
 	for i := range 2 {
 		if _, err := m.Review(context.Background(), writeReq("/home/u/out.txt")); err != nil {
 			t.Fatalf("call %d: %v", i, err)
@@ -182,7 +184,8 @@ func TestModelCaps(t *testing.T) {
 	}
 	other := writeReq("/home/u/out.txt")
 	other.Session = "uid 0: other"
-	hourly := &Model{Client: &fakeCompleter{answers: []string{allow}}, Meter: &Meter{Dir: dir, Caps: Caps{CallsPerHour: 2}, Now: func() time.Time { return clock }}}
+	hourly := &Model{Client: &fakeCompleter{answers: []string{allow}}, Meter: &Meter{Dir: dir,
+		Caps: Caps{CallsPerSession: big, CallsPerHour: 2, TokensPerSession: big, TokensPerHour: big}, Now: func() time.Time { return clock }}}
 	if _, err := hourly.Review(context.Background(), other); !errors.Is(err, ErrCapped) {
 		t.Fatalf("hourly cap across sessions: %v", err)
 	}

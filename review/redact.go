@@ -136,7 +136,8 @@ func NewRedactor(secretValues []string) *Redactor {
 // alphabets at each of the three byte alignments it can have inside a
 // longer encoded blob (the characters that depend only on v).
 func secretForms(v string) []string {
-	forms := []string{v, strings.ToValidUTF8(v, "\uFFFD"), url.QueryEscape(v), url.PathEscape(v), hex.EncodeToString([]byte(v))}
+	forms := []string{v, strings.ToValidUTF8(v, "\uFFFD"), url.QueryEscape(v), url.PathEscape(v),
+		hex.EncodeToString([]byte(v)), strings.ToUpper(hex.EncodeToString([]byte(v)))}
 	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 		for k := range 3 {
 			buf := make([]byte, k+len(v))

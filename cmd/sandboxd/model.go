@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
@@ -55,11 +53,8 @@ func (a completer) Complete(ctx context.Context, system, user string, validate f
 	return out, err
 }
 
-// under reports whether p is one of dirs or below one.
+// under reports whether p is one of dirs or below one, as a secrets
+// entry covers it (the last element may be a glob).
 func under(p string, dirs []string) bool {
-	p = filepath.Clean(p)
-	return slices.ContainsFunc(dirs, func(d string) bool {
-		d = filepath.Clean(d)
-		return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
-	})
+	return slices.ContainsFunc(dirs, func(d string) bool { return broker.Within(p, d) })
 }
