@@ -143,6 +143,17 @@ var (
 	errTooLong  = errors.New("answer too long")
 )
 
+// NoAnswer is the sentence for a question ReadAnswer got no answer to:
+// fixed, never an errno's text.
+func NoAnswer(err error) string { return noAnswer(err) }
+
+// ReadAnswer reads one line (at most 64 bytes) typed on the non-blocking
+// terminal descriptor fd within timeout: the person's answer to a
+// question sandboxd showed (approve and break-glass use it too).
+func ReadAnswer(ctx context.Context, fd int, timeout time.Duration) (string, error) {
+	return readLine(ctx, fd, timeout)
+}
+
 // noAnswer is the rationale for a question nobody answered: a fixed
 // sentence, never an errno's text.
 func noAnswer(err error) string {
@@ -154,7 +165,7 @@ func noAnswer(err error) string {
 	case errors.Is(err, errClosed):
 		return "the terminal was closed before an answer came"
 	case errors.Is(err, errTooLong):
-		return "the answer was not y or n"
+		return "the answer was too long"
 	}
 	return "the terminal could not be read"
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/overrides"
+	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/termfilter"
 	"golang.org/x/sys/unix"
@@ -144,7 +146,7 @@ func (t *terminal) choose(sess string, ds []overrides.Denial, breakGlass bool) (
 	}
 	answer, err := t.ask(b.String(), question, time.Now().Add(answerTime))
 	if err != nil {
-		return overrides.Denial{}, noAnswerWhy(err)
+		return overrides.Denial{}, review.NoAnswer(err)
 	}
 	answer = strings.TrimSpace(answer)
 	if answer == "" {
@@ -174,7 +176,7 @@ func (t *terminal) breakGlass(store *overrides.Store, id string, d overrides.Den
 	fmt.Fprintf(&b, "To confirm, type:  %s\r\n", ch.Phrase)
 	typed, err := t.ask(b.String(), "Type the phrase exactly "+promptEnd, ch.Deadline())
 	if err != nil {
-		return overrides.Override{}, noAnswerError{noAnswerWhy(err)}
+		return overrides.Override{}, noAnswerError{review.NoAnswer(err)}
 	}
 	return store.BreakGlass(ch, typed)
 }
@@ -212,23 +214,6 @@ func (t *terminal) close() {
 	unix.Close(t.wfd)
 }
 
-// Why a question got no answer.
-var (
-	errNoTime  = errors.New("no answer in time")
-	errHungUp  = errors.New("the terminal was closed before an answer came")
-	errTooLong = errors.New("the answer was too long")
-)
-
-// noAnswerWhy is the sentence for a question that got no answer.
-func noAnswerWhy(err error) string {
-	for _, e := range []error{errNoTime, errHungUp, errTooLong} {
-		if errors.Is(err, e) {
-			return e.Error()
-		}
-	}
-	return "the terminal could not be read"
-}
-
 // ask shows text and the framed question, dropping anything typed
 // before, and reads one line by deadline.
 func (t *terminal) ask(text, question string, deadline time.Time) (string, error) {
@@ -237,48 +222,9 @@ func (t *terminal) ask(text, question string, deadline time.Time) (string, error
 	if _, err := unix.Write(t.wfd, []byte(out)); err != nil {
 		return "", fmt.Errorf("write the terminal: %w", err)
 	}
-	line, err := t.readLine(deadline)
+	line, err := review.ReadAnswer(context.Background(), t.rfd, time.Until(deadline))
 	if err != nil {
 		unix.Write(t.wfd, []byte("\r\n"))
 	}
 	return line, err
-}
-
-// readLine reads one line (at most 128 bytes) by deadline.
-func (t *terminal) readLine(deadline time.Time) (string, error) {
-	var line []byte
-	buf := make([]byte, 128)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return "", errNoTime
-		}
-		pfd := []unix.PollFd{{Fd: int32(t.rfd), Events: unix.POLLIN}}
-		n, err := unix.Poll(pfd, int(min(left, 200*time.Millisecond).Milliseconds())+1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return "", fmt.Errorf("poll the terminal: %w", err)
-		}
-		if n == 0 {
-			continue
-		}
-		if pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 && pfd[0].Revents&unix.POLLIN == 0 {
-			return "", errHungUp
-		}
-		r, err := unix.Read(t.rfd, buf)
-		switch {
-		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
-			continue
-		case err != nil:
-			return "", fmt.Errorf("read the terminal: %w", err)
-		case r == 0:
-			return "", errHungUp
-		}
-		line = append(line, buf[:r]...)
-		if i := bytes.IndexAny(line, "\r\n"); i >= 0 {
-			return string(line[:i]), nil
-		}
-		if len(line) > 128 {
-			return "", errTooLong
-		}
-	}
 }
