@@ -19,9 +19,11 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 python3 -m http.server "$port" --bind 127.0.0.1 >/dev/null 2>&1 & srv=$!
 sleep 0.3
 
+# --reviewer off: the demo shows what the rules and hard denies decide;
+# from a terminal, auto would ask you about each boundary instead.
 run() {
 	printf '\n\033[1m$ sandboxd run -c %s\033[0m\n' "'$1'"
-	( cd "$ws" && HOME="$home" "$bin" run --report "$base/report.json" -c "$1" ); status=$?
+	( cd "$ws" && HOME="$home" "$bin" run --reviewer off --report "$base/report.json" -c "$1" ); status=$?
 	printf '  -> exit %d\n' "$status"
 }
 
