@@ -16,41 +16,27 @@ const benchChunk = 64 << 20 // bytes per iteration
 // sink serves two kinds of connection: "u" (read everything, answer
 // one byte at EOF) and "d" (send benchChunk bytes, close).
 func newSink(b testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return acceptEach(b, func(c net.Conn) {
+		defer c.Close()
+		buf := make([]byte, 256<<10)
+		if _, err := io.ReadFull(c, buf[:1]); err != nil {
+			return
+		}
+		if buf[0] == 'u' {
+			for {
+				if _, err := c.Read(buf); err != nil {
+					break
+				}
+			}
+			_, _ = c.Write([]byte{1})
+			return
+		}
+		for left := benchChunk; left > 0; left -= len(buf) {
+			if _, err := c.Write(buf[:min(left, len(buf))]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 256<<10)
-				if _, err := io.ReadFull(c, buf[:1]); err != nil {
-					return
-				}
-				if buf[0] == 'u' {
-					for {
-						if _, err := c.Read(buf); err != nil {
-							break
-						}
-					}
-					_, _ = c.Write([]byte{1})
-					return
-				}
-				for left := benchChunk; left > 0; left -= len(buf) {
-					if _, err := c.Write(buf[:min(left, len(buf))]); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 func BenchmarkTunnelThroughput(b *testing.B) {

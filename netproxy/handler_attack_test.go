@@ -494,28 +494,17 @@ func firstDiff(a, b []byte) int {
 // and the connection is closed (not parsed as HTTP).
 func TestHandlerAttackConnectEarlyBytesDenied(t *testing.T) {
 	var hits atomic.Int64
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
+	denied := acceptEach(t, func(c net.Conn) {
+		hits.Add(1)
+		c.Close()
+	})
 	o := newOrigin(t)
 	allowed := "127.0.0.1:" + o.port()
 	dec := newFakeDecider(allowed) // ln's target is not allowed
 	h := newHarness(t, dec)
 	c, br := h.dialProxy()
 	defer c.Close()
-	target := ln.Addr().String()
+	target := denied
 	smuggle := proxyGet(allowed, "/smuggled", "")
 	_, _ = io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\nProxy-Authorization: "+authHeader(testToken)+"\r\n\r\n"+smuggle)
 	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
@@ -540,33 +529,19 @@ func TestHandlerAttackConnectEarlyBytesDenied(t *testing.T) {
 // Half-close and teardown.
 
 func halfCloseOrigin(t *testing.T, originFirst bool) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				tc := c.(*net.TCPConn)
-				if originFirst {
-					_, _ = io.WriteString(tc, "bye")
-					_ = tc.CloseWrite()
-					b, _ := io.ReadAll(tc) // the client keeps talking after our FIN
-					_, _ = tc.Write(b)     // fails (write side shut): the client sees nothing
-					return
-				}
-				b, _ := io.ReadAll(tc) // until the client's FIN
-				_, _ = tc.Write([]byte(fmt.Sprintf("got %d", len(b))))
-			}()
+	return acceptEach(t, func(c net.Conn) {
+		defer c.Close()
+		tc := c.(*net.TCPConn)
+		if originFirst {
+			_, _ = io.WriteString(tc, "bye")
+			_ = tc.CloseWrite()
+			b, _ := io.ReadAll(tc) // the client keeps talking after our FIN
+			_, _ = tc.Write(b)     // fails (write side shut): the client sees nothing
+			return
 		}
-	}()
-	return ln.Addr().String()
+		b, _ := io.ReadAll(tc) // until the client's FIN
+		_, _ = tc.Write([]byte(fmt.Sprintf("got %d", len(b))))
+	})
 }
 
 func TestHandlerAttackHalfClose(t *testing.T) {
@@ -809,31 +784,18 @@ func TestHandlerAttackSlowReaderMemory(t *testing.T) {
 			}
 		}
 	})
-	tunnelFlood, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tunnelFlood.Close()
-	go func() {
+	tunnelFlood := acceptEach(t, func(c net.Conn) {
+		defer c.Close()
+		buf := make([]byte, 64<<10)
 		for {
-			c, err := tunnelFlood.Accept()
+			n, err := c.Write(buf)
+			sent.Add(int64(n))
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Write(buf)
-					sent.Add(int64(n))
-					if err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	h := newHarness(t, newFakeDecider(flood.target(), tunnelFlood.Addr().String()))
+	})
+	h := newHarness(t, newFakeDecider(flood.target(), tunnelFlood))
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -842,7 +804,7 @@ func TestHandlerAttackSlowReaderMemory(t *testing.T) {
 		c, _ := h.dialProxy()
 		_, _ = io.WriteString(c, proxyGet(flood.target(), "/", ""))
 		conns = append(conns, c)
-		tc, _, err := h.connect(tunnelFlood.Addr().String())
+		tc, _, err := h.connect(tunnelFlood)
 		if err != nil {
 			t.Fatal(err)
 		}

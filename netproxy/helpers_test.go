@@ -247,3 +247,25 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// acceptEach serves a loopback listener of its own, calling handle for
+// each connection in a goroutine of its own, and returns its address;
+// the listener closes when the test ends.
+func acceptEach(t testing.TB, handle func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go handle(c)
+		}
+	}()
+	return ln.Addr().String()
+}
