@@ -16,16 +16,18 @@ const maxFileSize = 1 << 20
 //
 // userPath is the user policy file. When userExplicit is false (the default
 // location) and the file does not exist, the built-in defaults are used
-// silently; when userExplicit is true, a missing file is an error. wsPath is
-// the workspace policy (<workspace>/.sandboxd.toml); it may be missing or
-// empty (no workspace policy). Unreadable files are errors. The workspace
-// policy may only tighten the user policy (see Tighten). To keep a
+// silently; when userExplicit is true, a missing file is an error. wsPaths are
+// the workspace policy (<workspace>/.sandboxd.toml), then those of the
+// directories between the workspace and the command's working directory,
+// each applied in turn; any may be missing or empty (no workspace
+// policy). Unreadable files are errors. A workspace
+// policy may only tighten what it is applied to (see Tighten). To keep a
 // sandboxed command from turning it into a reader of other files, the
 // workspace policy must be a regular file that is not a symbolic link and
 // has a single hard link.
 //
 // All errors are *Error.
-func Load(userPath string, userExplicit bool, wsPath string) (Policy, error) {
+func Load(userPath string, userExplicit bool, wsPaths ...string) (Policy, error) {
 	user := Default()
 	data, err := readUserFile(userPath)
 	switch {
@@ -39,21 +41,31 @@ func Load(userPath string, userExplicit bool, wsPath string) (Policy, error) {
 		return Policy{}, fileError(userPath, err)
 	}
 
-	if wsPath == "" {
-		return user, nil
+	for _, wsPath := range wsPaths {
+		if wsPath == "" {
+			continue
+		}
+		if user, err = tightenWith(user, wsPath); err != nil {
+			return Policy{}, err
+		}
 	}
-	data, err = readWorkspaceFile(wsPath)
+	return user, nil
+}
+
+// tightenWith tightens p with the workspace policy at wsPath, if any.
+func tightenWith(p Policy, wsPath string) (Policy, error) {
+	data, err := readWorkspaceFile(wsPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return user, nil
+		return p, nil
 	case err != nil:
 		return Policy{}, fileError(wsPath, err)
 	}
-	ws, keys, err := ParseWithKeys(wsPath, data, user)
+	ws, keys, err := ParseWithKeys(wsPath, data, p)
 	if err != nil {
 		return Policy{}, err
 	}
-	return Tighten(user, ws, wsPath, keys)
+	return Tighten(p, ws, wsPath, keys)
 }
 
 // fileError wraps an error reading a whole file.

@@ -88,6 +88,37 @@ func TestLoad(t *testing.T) {
 		}
 	})
 
+	t.Run("nested workspace files tighten in turn", func(t *testing.T) {
+		outer := writeFile(t, filepath.Join(dir, "nest1.toml"), "[limits]\npids = 500\n")
+		inner := writeFile(t, filepath.Join(dir, "nest2.toml"), "[limits]\npids = 200\n")
+		p, err := Load(user, true, outer, filepath.Join(dir, "missing.toml"), inner)
+		if err != nil || p.Limits.Pids != 200 {
+			t.Fatalf("got %d, %v", p.Limits.Pids, err)
+		}
+		loosen := writeFile(t, filepath.Join(dir, "nest3.toml"), "[limits]\npids = 800\n")
+		if _, err := Load(user, true, outer, loosen); err == nil || !strings.Contains(err.Error(), "raises limits.pids from 500 to 800") {
+			t.Errorf("an inner file raising an outer one's limit: %v", err)
+		}
+	})
+
+	t.Run("no_transaction is the user's own", func(t *testing.T) {
+		u := writeFile(t, filepath.Join(dir, "user-nt.toml"), "[transaction]\nno_transaction = [\"npm run dev*\", \"vite\"]\n")
+		p, err := Load(u, true, "")
+		if err != nil || len(p.Transaction.NoTransaction) != 2 {
+			t.Fatalf("got %+v, %v", p.Transaction, err)
+		}
+		ws := writeFile(t, filepath.Join(dir, "ws-nt.toml"), "[transaction]\nno_transaction = [\"make\"]\n")
+		if _, err := Load(u, true, ws); err == nil || !strings.Contains(err.Error(), "only your own policy may set transaction.no_transaction") {
+			t.Errorf("workspace set no_transaction: %v", err)
+		}
+		for _, bad := range []string{`""`, `"*"`, `"* *"`, "\"a\\u0007b\""} {
+			f := writeFile(t, filepath.Join(dir, "bad-nt.toml"), "[transaction]\nno_transaction = ["+bad+"]\n")
+			if _, err := Load(f, true, ""); err == nil {
+				t.Errorf("no_transaction = [%s] was accepted", bad)
+			}
+		}
+	})
+
 	t.Run("workspace parse error", func(t *testing.T) {
 		ws := writeFile(t, filepath.Join(dir, "ws3.toml"), "[limits]\nbogus = 1\n")
 		_, err := Load(user, true, ws)

@@ -62,6 +62,20 @@ type Policy struct {
 	Network Network `toml:"network"`
 	// Review holds the [review] table.
 	Review Review `toml:"review"`
+	// Transaction holds the [transaction] table.
+	Transaction Transaction `toml:"transaction"`
+}
+
+// Transaction is the [transaction] table: how a command's workspace
+// writes land.
+type Transaction struct {
+	// NoTransaction lists command patterns that run as with
+	// --no-transaction (writes straight to the workspace): watchers and
+	// dev servers whose output other tools must see while they run. A
+	// pattern matches the whole command string; "*" stands for any run
+	// of characters, spaces and slashes included. Only the user's own
+	// policy may set it: a workspace must not choose to skip the layer.
+	NoTransaction []string `toml:"no_transaction" tighten:"user"`
 }
 
 // Structured output modes of the model reviewer.

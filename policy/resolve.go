@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -46,6 +47,9 @@ type Resolved struct {
 	Network Network
 	// Review holds the model reviewer's configuration.
 	Review Review
+	// NoTransaction holds the command patterns that run without the
+	// copy-on-write layer.
+	NoTransaction []string
 }
 
 // Dirs are the directories a policy is resolved against.
@@ -75,11 +79,12 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	}
 
 	r := Resolved{
-		Profile:   p.Profile,
-		Isolation: p.Isolation,
-		Limits:    p.Limits,
-		Network:   p.Network,
-		Review:    p.Review,
+		Profile:       p.Profile,
+		Isolation:     p.Isolation,
+		Limits:        p.Limits,
+		Network:       p.Network,
+		Review:        p.Review,
+		NoTransaction: slices.Clone(p.Transaction.NoTransaction),
 	}
 	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
 		return Resolved{}, err

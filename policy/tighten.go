@@ -189,6 +189,8 @@ func userOnlyWhy(path string) string {
 		return "a workspace must not choose the reviewer, its endpoint or key, or trim what it is shown"
 	case strings.HasPrefix(path, "network."):
 		return "a workspace must not choose how names are resolved"
+	case strings.HasPrefix(path, "transaction."):
+		return "a workspace must not choose to write past the copy-on-write layer"
 	}
 	return "a workspace could quiet what you want to see"
 }

@@ -39,6 +39,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return checkList(v, normRule)
 	case "quiet.deny":
 		return checkList(v, normQuiet)
+	case "transaction.no_transaction":
+		return checkList(v, normCommandPattern)
 	case "limits.pids":
 		if n := v.Int(); n < MinPids {
 			return -1, fmt.Sprintf("must be at least %d (got %d)", MinPids, n)
@@ -353,4 +355,24 @@ func normQuiet(s string) (string, string) {
 		}
 	}
 	return c, ""
+}
+
+// normCommandPattern accepts a command pattern: not empty, at most 1024
+// bytes, no control characters, and not "*" alone (that is
+// --no-transaction for every command: say so with the flag instead).
+func normCommandPattern(s string) (string, string) {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "", "empty command pattern"
+	case len(s) > 1024:
+		return "", "command pattern longer than 1024 bytes"
+	case strings.Trim(s, "* ") == "":
+		return "", fmt.Sprintf("%q matches every command", s)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "", fmt.Sprintf("%q has a control character", s)
+		}
+	}
+	return s, ""
 }

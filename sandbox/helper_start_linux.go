@@ -51,6 +51,8 @@ type helper struct {
 	// diag is the namespace's sock_diag socket until the observer takes
 	// it (-1: none).
 	diag int
+	// onWatch is the spec's OnWatch in a transactional run, else nil.
+	onWatch func()
 }
 
 func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
@@ -65,6 +67,9 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 		h.egress = newEgress(spec.Egress, pair[0], log)
 	}
 	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
+	if spec.Transaction && ns {
+		h.onWatch = spec.OnWatch // a watcher matters only behind the layer
+	}
 	h.cmd = &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{"sandboxd", wire.HelperArg},

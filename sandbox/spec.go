@@ -117,6 +117,12 @@ type Spec struct {
 	// RuntimeDir is the caller's XDG_RUNTIME_DIR (sockets of its session
 	// services), masked with an empty tmpfs inside.
 	RuntimeDir string
+	// OnWatch, if set, is called once, while the command runs, when it
+	// first makes an inotify instance in a transactional run: it watches
+	// files, and behind the layer its own writes reach the workspace only
+	// when it exits, and its watches see none of the edits made outside.
+	// It must not block.
+	OnWatch func()
 	// Signals, if set, are forwarded to the command's process tree while
 	// it runs; the caller decides which signals reach it (the CLI relays
 	// its own SIGINT, SIGTERM, ...; a daemon a client's request).

@@ -188,7 +188,7 @@ func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 			}
 			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
 				// The observer owns the namespace's sock_diag socket.
-				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, log)
+				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, h.onWatch, log)
 				h.diag = -1
 				fds = fds[1:]
 			}

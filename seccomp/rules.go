@@ -98,6 +98,10 @@ var observed = map[int]bool{
 	unix.SYS_SETXATTRAT: true, unix.SYS_REMOVEXATTRAT: true,
 	unix.SYS_TRUNCATE: true, unix.SYS_FTRUNCATE: true,
 	unix.SYS_CONNECT: true,
+	// A new inotify instance: the command watches files (a dev server, a
+	// test watcher), which a copy-on-write layer affects. One call per
+	// watcher, not per watch.
+	unix.SYS_INOTIFY_INIT: true, unix.SYS_INOTIFY_INIT1: true,
 }
 
 // createBits are the open flags that create a file.

@@ -25,11 +25,11 @@ func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error)
 	if !explicit {
 		userPolicy = filepath.Join(c.ConfigDir(), "policy.toml")
 	}
-	wsPolicy := ""
-	if ws, _, err := resolveWorkspace("", c); err == nil {
-		wsPolicy = filepath.Join(ws, workspaceFile)
+	var wsPolicies []string
+	if w, err := resolveWorkspace("", c); err == nil {
+		wsPolicies = w.policies()
 	}
-	pol, err := policy.Load(userPolicy, explicit, wsPolicy)
+	pol, err := policy.Load(userPolicy, explicit, wsPolicies...)
 	if err != nil {
 		return ModelConfig{}, false, publicerr.Wrap(err, err.Error()) // names the user's own file and key
 	}

@@ -26,9 +26,15 @@ const workspaceFile = ".sandboxd.toml"
 // plan is everything one run decided before its first attempt.
 type plan struct {
 	ws, cwd string
-	policy  policy.Resolved
-	spec    sandbox.Spec
-	broker  *broker.Broker
+	// wsFrom says how ws was chosen; wsNote why a root found above the
+	// working directory was not taken.
+	wsFrom, wsNote string
+	// directBy is the policy's no_transaction pattern the command
+	// matched ("" when none did).
+	directBy string
+	policy   policy.Resolved
+	spec     sandbox.Spec
+	broker   *broker.Broker
 	// session is the request's session, scoped by the caller's uid.
 	session string
 	command string
@@ -43,16 +49,16 @@ type plan struct {
 // newPlan resolves the workspace and the policy and builds the sandbox
 // spec and the broker. Every error carries a public sentence.
 func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
-	ws, cwd, err := resolveWorkspace(j.Workspace, c)
+	w, err := resolveWorkspace(j.Workspace, c)
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{ws: ws, cwd: cwd, command: j.commandString(), session: scopedSession(c, j.Session)}
+	p := &plan{ws: w.root, cwd: w.cwd, wsFrom: w.from, wsNote: w.note, command: j.commandString(), session: scopedSession(c, j.Session)}
 	userPolicy, explicit := j.Policy, j.Policy != ""
 	if !explicit {
 		userPolicy = filepath.Join(c.ConfigDir(), "policy.toml")
 	}
-	pol, err := policy.Load(userPolicy, explicit, filepath.Join(ws, workspaceFile))
+	pol, err := policy.Load(userPolicy, explicit, w.policies()...)
 	if err != nil {
 		return p, publicerr.Wrap(err, err.Error()) // names the user's own file and key
 	}
@@ -72,6 +78,7 @@ func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
 	if p.policy.Isolation != string(sandbox.LandlockOnly) {
 		p.egress = newEgressPlan()
 	}
+	p.directBy = matchCommand(p.policy.NoTransaction, p.command)
 	if p.spec, err = buildSpec(j, c, p); err != nil {
 		return p, err
 	}
@@ -142,7 +149,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 			Pids: res.Limits.Pids, Memory: int64(res.Limits.Memory),
 			FileSize: int64(res.Limits.FileSize), TmpSize: int64(res.Limits.TmpSize),
 		},
-		Timeout: j.Timeout, NoDetect: j.NoDetect, Transaction: !j.NoTransaction,
+		Timeout: j.Timeout, NoDetect: j.NoDetect, Transaction: !j.NoTransaction && p.directBy == "",
 		LayerSize: int64(res.Limits.LayerSize), RuntimeDir: c.RuntimeDir, Signals: j.Signals,
 		Stdin: j.Stdin, Stdout: j.Stdout, Stderr: j.Stderr,
 	}, nil
@@ -312,4 +319,37 @@ func sanitizedCopies(secrets []string, home string) []sandbox.Copy {
 		out = append(out, sandbox.Copy{Path: path, Data: clean(data)})
 	}
 	return out
+}
+
+// matchCommand returns the first pattern that matches the whole command
+// string, or "". In a pattern "*" stands for any run of characters
+// (spaces and slashes included); everything else is literal.
+func matchCommand(patterns []string, command string) string {
+	for _, pat := range patterns {
+		if globMatch(pat, command) {
+			return pat
+		}
+	}
+	return ""
+}
+
+// globMatch matches s against pattern, where only "*" is special.
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, mid)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(mid):]
+	}
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }

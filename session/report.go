@@ -25,11 +25,21 @@ type Report struct {
 	// without review (not boundaries), by entry.
 	Quiet       []Quiet      `json:"quiet,omitempty"`
 	Transaction *Transaction `json:"transaction,omitempty"`
-	Session     string       `json:"session,omitempty"`
-	Workspace   string       `json:"workspace,omitempty"`
-	Command     []string     `json:"command,omitempty"`
-	SetupMS     float64      `json:"setup_ms,omitempty"`
-	Egress      *Egress      `json:"egress,omitempty"`
+	// Watched reports that the command watched files (inotify) behind
+	// the copy-on-write layer, and was told what that means.
+	Watched   bool   `json:"watched,omitempty"`
+	Session   string `json:"session,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	// WorkspaceFrom says how the workspace was chosen: "--workspace",
+	// "git" (the repository's top level above the working directory),
+	// ".sandboxd.toml" (that file's directory) or "cwd".
+	WorkspaceFrom string `json:"workspace_from,omitempty"`
+	// WorkspaceNote says why a root found above the working directory
+	// was not taken.
+	WorkspaceNote string   `json:"workspace_note,omitempty"`
+	Command       []string `json:"command,omitempty"`
+	SetupMS       float64  `json:"setup_ms,omitempty"`
+	Egress        *Egress  `json:"egress,omitempty"`
 	// Reviewer says who could review the run's boundaries.
 	Reviewer *ReviewerInfo `json:"reviewer,omitempty"`
 	// Error is the public sentence for a run sandboxd itself failed

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -123,7 +124,8 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 	defer func() { st.pending.Close() }()
 	p, err := r.newPlan(c, job)
 	if p != nil {
-		st.rep.Workspace = p.ws
+		st.rep.Workspace, st.rep.WorkspaceFrom, st.rep.WorkspaceNote = p.ws, p.wsFrom, p.wsNote
+		r.log.Info("workspace", "root", p.ws, "from", p.wsFrom, "cwd", p.cwd, "note", p.wsNote)
 	}
 	if err != nil {
 		return st.failed(err)
@@ -140,6 +142,8 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		}
 		defer st.endEgress(px)
 	}
+	var toldWatch sync.Once
+	p.spec.OnWatch = func() { toldWatch.Do(st.tellWatch) }
 	st.rep.Transaction = &Transaction{Mode: "none"}
 	// A commit a crash interrupted is finished (or rolled back) before
 	// anything new runs.
@@ -150,6 +154,19 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		return st.failed(err)
 	}
 	return st.rep, nil
+}
+
+// watchNotice is told, once per run, to a command that watches files
+// behind the copy-on-write layer.
+const watchNotice = "this command watches files. Behind the copy-on-write layer (the default) its writes reach the workspace only when it exits, and its watchers do not see edits made outside the sandbox meanwhile. For a dev server or a watcher, run it with --no-transaction, or list it in your own policy: [transaction] no_transaction = [\"PATTERN\"]"
+
+// tellWatch tells the person that the command watches files (called
+// from the sandbox's observer while the attempt runs).
+func (st *run) tellWatch() {
+	st.ev.Event(Event{Kind: KindWarning, Attempt: st.attempt, Reason: watchNotice})
+	st.mu.Lock()
+	st.rep.Watched = true
+	st.mu.Unlock()
 }
 
 // failed ends a run sandboxd could not complete.
@@ -226,6 +243,9 @@ func (st *run) keepLayer(out sandbox.Result) {
 	}
 	if out.Transaction.Mode != "" {
 		st.rep.Transaction.Mode, st.rep.Transaction.Why = out.Transaction.Mode, out.Transaction.Why
+		if pat := st.plan.directBy; pat != "" && out.Transaction.Mode == "none" {
+			st.rep.Transaction.Why = fmt.Sprintf("turned off by your policy's transaction.no_transaction entry %q", pat)
+		}
 		if out.Transaction.Mode == "layer" {
 			st.rep.Transaction.LayerSize = st.plan.spec.LayerSize
 		}

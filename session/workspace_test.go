@@ -2,7 +2,9 @@ package session
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -18,12 +20,83 @@ func TestResolveWorkspaceRefuses(t *testing.T) {
 		if bad == filepath.Join(home, ".local", "state", "sandboxd") {
 			os.MkdirAll(bad, 0o755)
 		}
-		if _, _, err := resolveWorkspace(bad, c); err == nil {
+		if _, err := resolveWorkspace(bad, c); err == nil {
 			t.Errorf("workspace %s was accepted", bad)
 		}
 	}
-	got, _, err := resolveWorkspace(ws, c)
-	if err != nil || got != ws {
-		t.Fatalf("resolveWorkspace(%s) = %s, %v", ws, got, err)
+	got, err := resolveWorkspace(ws, c)
+	if err != nil || got.root != ws || got.from != fromFlag {
+		t.Fatalf("resolveWorkspace(%s) = %+v, %v", ws, got, err)
+	}
+}
+
+// TestDiscoverWorkspace: with no --workspace, the workspace is the git
+// repository's top level, else the nearest .sandboxd.toml's directory,
+// unless that root is refused; the working directory stays.
+func TestDiscoverWorkspace(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	base, _ := filepath.EvalSymlinks(t.TempDir())
+	home := filepath.Join(base, "home")
+	mk := func(p string) string {
+		t.Helper()
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gitInit := func(dir string) {
+		t.Helper()
+		if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+	}
+	repo := mk(filepath.Join(home, "src", "repo"))
+	gitInit(repo)
+	deep := mk(filepath.Join(repo, "a", "b"))
+	os.WriteFile(filepath.Join(repo, "a", workspaceFile), nil, 0o644)
+	plain := mk(filepath.Join(home, "src", "plain", "x", "y"))
+	os.WriteFile(filepath.Join(home, "src", "plain", workspaceFile), nil, 0o644)
+	nothing := mk(filepath.Join(home, "src", "nothing"))
+	// A repository at $HOME (dotfiles) is never the workspace.
+	gitInit(home)
+	inHome := mk(filepath.Join(home, "notes"))
+	// A worktree-style .git file: its directory is the top level.
+	wt := mk(filepath.Join(home, "src", "wt", "sub"))
+	os.WriteFile(filepath.Join(home, "src", "wt", ".git"), []byte("gitdir: "+filepath.Join(repo, ".git")+"\n"), 0o644)
+
+	c := Caller{UID: os.Getuid(), Home: home, ConfigHome: filepath.Join(home, ".config"), StateHome: filepath.Join(home, ".local", "state")}
+	for _, tc := range []struct {
+		cwd, root, from string
+		note            bool
+	}{
+		{deep, repo, fromGit, false},
+		{repo, repo, fromGit, false},
+		{plain, filepath.Join(home, "src", "plain"), fromPolicy, false},
+		{nothing, "", fromCwd, true}, // finds $HOME's repository, refuses it
+		{inHome, "", fromCwd, true},
+		{wt, filepath.Join(home, "src", "wt"), fromGit, false},
+	} {
+		c.Cwd = tc.cwd
+		w, err := resolveWorkspace("", c)
+		want := tc.root
+		if want == "" {
+			want = tc.cwd
+		}
+		if err != nil || w.root != want || w.cwd != tc.cwd || w.from != tc.from || (w.note != "") != tc.note {
+			t.Errorf("cwd %s: got %+v, %v; want root %s from %s (note %v)", tc.cwd, w, err, want, tc.from, tc.note)
+		}
+	}
+	// Not the caller's: the working directory as before.
+	c.Cwd, c.UID = deep, os.Getuid()+1
+	if w, err := resolveWorkspace("", c); err != nil || w.root != deep || w.note == "" {
+		t.Errorf("someone else's repository: got %+v, %v", w, err)
+	}
+	// Every .sandboxd.toml from the root down to the working directory applies.
+	got := workspacePolicies(repo, deep)
+	want := []string{filepath.Join(repo, workspaceFile), filepath.Join(repo, "a", workspaceFile), filepath.Join(deep, workspaceFile)}
+	if !slices.Equal(got, want) {
+		t.Errorf("workspacePolicies = %v, want %v", got, want)
 	}
 }

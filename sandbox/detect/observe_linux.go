@@ -41,6 +41,10 @@ type Observer struct {
 	l    *seccomp.Listener
 	log  *slog.Logger
 	skip int // the helper's own pid: its probes are not the command's
+	// onWatch, if set, is called (from the run goroutine) the first time
+	// the command makes an inotify instance.
+	onWatch func()
+	watched bool
 
 	// Used only by the run goroutine: memory descriptors by pid, a
 	// reusable buffer, and the writable roots the sandbox sees at the
@@ -75,8 +79,8 @@ const maxMems = 256
 // is fd (which it takes over) until Finish. The helper's own calls
 // (helperPid) are not the command's; shared are the writable roots the
 // sandbox sees at their host paths.
-func StartObserver(fd, helperPid int, shared []string, diag int, log *slog.Logger) *Observer {
-	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, host: -1,
+func StartObserver(fd, helperPid int, shared []string, diag int, onWatch func(), log *slog.Logger) *Observer {
+	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, host: -1, onWatch: onWatch,
 		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
 		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
@@ -535,6 +539,12 @@ func (o *Observer) decode(n seccomp.Notification) ([]Intent, bool) {
 		return p.decodeOpen(n.Nr, a)
 	case unix.SYS_EXECVE, unix.SYS_EXECVEAT:
 		return p.decodeExec(n.Nr, a)
+	case unix.SYS_INOTIFY_INIT, unix.SYS_INOTIFY_INIT1:
+		if !o.watched && n.Pid != o.skip && o.onWatch != nil {
+			o.watched = true
+			o.onWatch()
+		}
+		return nil, false
 	case unix.SYS_CONNECT:
 		dest, err := p.sockaddr(a[1], a[2])
 		if err != nil || dest == "" {
