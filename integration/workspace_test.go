@@ -30,7 +30,7 @@ func TestWorkspaceFromSubdirectory(t *testing.T) {
 		if got := r.reportString("workspace_from"); got != "git" {
 			t.Errorf("report workspace_from = %q, want git", got)
 		}
-		reportsNoBoundary(t, r)
+		noBoundaries(t, r)
 		if log := e.hostGit(t, "log", "-1", "--format=%s"); strings.TrimSpace(log) != "from sub" {
 			t.Errorf("host git log: %q\n%s", log, r)
 		}
@@ -148,12 +148,4 @@ func TestWatcherTold(t *testing.T) {
 			t.Errorf("a workspace's no_transaction was not refused\n%s", r)
 		}
 	})
-}
-
-// reportsNoBoundary fails unless the run reported no boundary.
-func reportsNoBoundary(t *testing.T, r result) {
-	t.Helper()
-	if b, _ := r.report["boundaries"].([]any); len(b) != 0 {
-		t.Errorf("want no boundaries, got %v\n%s", b, r)
-	}
 }

@@ -53,6 +53,8 @@ type helper struct {
 	diag int
 	// onWatch is the spec's OnWatch in a transactional run, else nil.
 	onWatch func()
+	// sudoUID is the SUDO_UID the command gets (see gitEnv), or -1.
+	sudoUID int
 }
 
 func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
@@ -62,7 +64,7 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "sandbox-control")
 	defer theirs.Close()
-	h := &helper{sock: pair[0], exited: make(chan struct{}), diag: -1}
+	h := &helper{sock: pair[0], exited: make(chan struct{}), diag: -1, sudoUID: -1}
 	if spec.Egress != nil && ns {
 		h.egress = newEgress(spec.Egress, pair[0], log)
 	}
@@ -115,6 +117,10 @@ func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
 	attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
 		unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inUID, HostID: hostUID, Size: 1}}
+	if root {
+		// Host ownership shown truthfully (see truthfulUIDMap).
+		attr.UidMappings, h.sudoUID = rootUIDMap(inUID, hostUID)
+	}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: inGID, HostID: hostGID, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
 	attr.Credential = &syscall.Credential{Uid: uint32(inUID), Gid: uint32(inGID), NoSetGroups: true}

@@ -43,6 +43,7 @@ func (r *run) sendSetup() error {
 		LandlockFS:    uint64(r.sup.FS),
 	}
 	r.setup = setup
+	setup.Env = r.h.gitEnv(setup.Env)
 	if e := spec.Egress; e != nil && r.wantNS {
 		setup.ProxyPort = e.Port
 		for _, kv := range e.Env {
@@ -53,6 +54,7 @@ func (r *run) sendSetup() error {
 	}
 	if r.txn {
 		setup.Layer, setup.NotBefore = spec.LayerSize, r.started.Nano()
+		setup.Env = addGitConfig(setup.Env, layerGitConfig(spec.Workspace))
 	}
 	var err error
 	switch {
