@@ -11,6 +11,10 @@ import (
 // or loads later. The rules are package persist's, the same ones a run
 // without a layer applies after the command; this file only feeds them
 // the layer's changes and the tree the commit would leave (finalFS).
+// Through finalFS (persist.Layered: what the layer holds) the rules also
+// decide a repository's metadata as a whole (persist/rollback.go): a new
+// worktree or submodule is committed with all its files or none of them,
+// whatever order the walk meets them in.
 
 type kind int
 

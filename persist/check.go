@@ -58,6 +58,10 @@ type Config struct {
 	// StartRepos are the repositories the workspace held before
 	// (Scan.Repos); their configs name other files.
 	StartRepos []Repo
+	// FinalRepos are the repositories the final tree holds, when the
+	// caller scanned it (a run without a layer); otherwise they are found
+	// from the paths checked.
+	FinalRepos []Repo
 	// StartNamed are the protected names the workspace held before
 	// (Scan.Named): one reached through a symlink guards its target.
 	StartNamed []string
@@ -91,6 +95,27 @@ type Checker struct {
 	// histories memoizes history: why a git directory's new history is
 	// refused ("" when it is not).
 	histories map[string]string
+	linked
+}
+
+// linked is what the Checker knows of repositories' families and the
+// units the run created in them (rollback.go, linked.go).
+type linked struct {
+	famsOK     bool
+	start      map[string]bool    // git directories the workspace held before
+	families   map[string]*family // by common directory
+	famOf      map[string]*family // git directory → its family
+	units      map[string]*unit   // by git directory
+	unitDirs   map[string]*unit   // a unit's git directory, and its work trees new in this run
+	unitFiles  map[string]*unit   // a unit's gitfiles, and the .gitmodules declaring it
+	declaring  map[string][]*unit // superproject work tree → the submodules it declares
+	discovered map[string]bool    // workspace directories discover looked at
+	memo       map[memoKey]Verdict
+}
+
+type memoKey struct {
+	rel string
+	k   Change
 }
 
 // role is what a path is to a repository that existed before.
@@ -112,7 +137,9 @@ const (
 
 // NewChecker returns a Checker for cfg.
 func NewChecker(cfg Config) *Checker {
-	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, ancestors: map[string]string{}, shared: map[string]uint32{}, kept: map[string]bool{}, histories: map[string]string{}}
+	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, ancestors: map[string]string{}, shared: map[string]uint32{}, kept: map[string]bool{}, histories: map[string]string{},
+		linked: linked{families: map[string]*family{}, famOf: map[string]*family{}, units: map[string]*unit{}, unitDirs: map[string]*unit{},
+			unitFiles: map[string]*unit{}, declaring: map[string][]*unit{}, discovered: map[string]bool{}, memo: map[memoKey]Verdict{}}}
 }
 
 func (c *Checker) abs(rel string) string {
@@ -122,8 +149,27 @@ func (c *Checker) abs(rel string) string {
 	return c.cfg.Workspace + "/" + rel
 }
 
-// Check decides the change k at rel (workspace-relative).
+// Check decides the change k at rel (workspace-relative): by the rules,
+// and, for a repository's metadata, as a whole (rollback.go).
 func (c *Checker) Check(rel string, k Change) Verdict {
+	f := c.memberOf(rel, k)
+	if f == nil {
+		return c.check(rel, k)
+	}
+	if why := c.rollback(f); why != "" {
+		return Verdict{Refuse, why}
+	}
+	key := memoKey{rel, k}
+	if v, ok := c.memo[key]; ok {
+		return v
+	}
+	v := c.check(rel, k)
+	c.memo[key] = v
+	return v
+}
+
+// check decides the change k at rel by the rules alone.
+func (c *Checker) check(rel string, k Change) Verdict {
 	var v Verdict
 	worse := func(x Verdict) {
 		if x.Action > v.Action {
@@ -168,6 +214,10 @@ func (c *Checker) Check(rel string, k Change) Verdict {
 		}
 	}
 	if n, at, ok := c.cfg.Names.Match(rel); ok {
+		if d, ok := c.declaration(rel, k, n, at); ok && c.exempt(rel, at) == "" {
+			worse(d)
+			return v
+		}
 		switch {
 		case n.Kind == Instruction && k != Remove:
 			worse(Verdict{List, n.Pattern + ": " + n.Why()})
@@ -334,7 +384,7 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 		return Verdict{}
 
 	case rest == "":
-		if k != Dir {
+		if k != Dir && !(k == File && c.unitGitfile(gd)) {
 			return refuse(name + " is a git directory and would become a redirect: git would take its hooks and config from elsewhere")
 		}
 	case k == Symlink:
@@ -352,6 +402,9 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 		}
 		return refuse("a git hook in " + name + " runs outside the sandbox")
 	case rest == "commondir":
+		if k == File && c.unitCommondir(gd) {
+			return Verdict{}
+		}
 		return refuse("commondir points git at another repository's hooks and config")
 	case rest == "config" || rest == "config.worktree":
 		return c.configChange(c.abs(joinRel(gd, rest)), k, gd)
@@ -494,7 +547,7 @@ func (c *Checker) configChange(p string, k Change, gd string) Verdict {
 	if old, err := c.cfg.Before.ReadFile(p, gitconfig.MaxSize); err == nil {
 		before, _ = gitconfig.Parse(old)
 	}
-	if added := gitconfig.Compare(before, now); len(added) > 0 {
+	if added := c.unitWorktree(p, gitconfig.Compare(before, now)); len(added) > 0 {
 		why, _ := gitconfig.ExecCapable(added[0])
 		return Verdict{Refuse, "git config " + rel + " gains " + entryName(added[0]) + ": " + why}
 	}

@@ -11,7 +11,9 @@
 //   - the decision for one change (check.go), the files a repository's
 //     config makes hooks or config wherever they are (roles.go), the
 //     repository state git executes later (gitstate.go), the history a
-//     command writes into a repository (history.go);
+//     command writes into a repository (history.go), git's own linked
+//     worktrees and submodules (linked.go), and a repository's metadata
+//     committed whole or not at all (rollback.go);
 //   - the permission rule (perms.go);
 //   - the workspace scan that finds repositories and names at any depth
 //     (scan.go).

@@ -63,6 +63,8 @@ func (c *Checker) history(gd string) string {
 	if why, ok := c.histories[gd]; ok {
 		return why
 	}
+	c.loadFamilies()
+	c.histories[gd] = "" // while it is judged (a check it makes never loops back)
 	h := &historyCheck{c: c, gd: c.abs(gd), done: map[string]bool{}}
 	why := h.run()
 	c.histories[gd] = why
@@ -124,7 +126,9 @@ func (h *historyCheck) run() string {
 // returns its config (as it was before, or else as it is now).
 func (h *historyCheck) setup(before, final FS) []gitconfig.Entry {
 	common, v := CommonDir(before, h.gd)
-	if v != GitDir {
+	if _, err := before.Lstat(h.gd); err != nil || v != GitDir {
+		// New in this run (a linked worktree's commondir is only
+		// accepted when it names its own repository), or unreadable.
 		if common, v = CommonDir(final, h.gd); v != GitDir {
 			common = h.gd
 		}
@@ -214,6 +218,20 @@ func (h *historyCheck) picks(before, final FS) string {
 	return ""
 }
 
+// refLimit bounds a loose ref or a *_HEAD file as read here: a ref is
+// one line, FETCH_HEAD one line per fetched ref.
+const refLimit = 1 << 20
+
+// readRef is a ref file's content ("" when unreadable), at most
+// refLimit bytes.
+func readRef(fsys FS, p string) string {
+	b, err := readFollow(fsys, p, refLimit)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
 func readOr(fsys FS, p string) string {
 	b, err := readFollow(fsys, p, 1<<30)
 	if err != nil {
@@ -287,6 +305,11 @@ func (h *historyCheck) workTrees(cfg []gitconfig.Entry) []string {
 			add(r)
 		}
 	}
+	if u := h.c.units[h.gd]; u != nil && u.why == "" && u.tree != "" {
+		// A linked worktree or submodule the run created, whose structure
+		// is git's own: its work tree is where it says.
+		add(u.tree)
+	}
 	if len(out) == 0 && bare != "true" {
 		// A linked worktree or a submodule, found as it was before.
 		if b, err := readFollow(h.c.cfg.Before, h.gd+"/gitdir", 4096); err == nil {
@@ -306,6 +329,12 @@ func (h *historyCheck) workTrees(cfg []gitconfig.Entry) []string {
 // names: loose refs, packed-refs, HEAD and the *_HEAD files (FETCH_HEAD's
 // every line).
 func (h *historyCheck) refs(view FS) (map[string]string, error) {
+	// A refs that is a symlink (to /usr, say) is not read through: git
+	// refuses the repository's symlinks anyway, and walking it would read
+	// whatever tree it names.
+	if st, err := view.Lstat(h.common + "/refs"); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("%s/refs is not a directory", h.common)
+	}
 	raw := map[string]string{}
 	if b, err := readFollow(view, h.common+"/packed-refs", 1<<30); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -320,7 +349,7 @@ func (h *historyCheck) refs(view FS) (map[string]string, error) {
 	}
 	walk(view, h.common+"/refs", 32, func(p string, st Info) bool {
 		if st.IsRegular() {
-			raw["refs"+strings.TrimPrefix(p, h.common+"/refs")] = strings.TrimSpace(readOr(view, p))
+			raw["refs"+strings.TrimPrefix(p, h.common+"/refs")] = strings.TrimSpace(readRef(view, p))
 		}
 		return true
 	})
@@ -329,7 +358,7 @@ func (h *historyCheck) refs(view FS) (map[string]string, error) {
 			names, _ := l.ReadDir(dir)
 			for _, n := range names {
 				if n == "HEAD" || strings.HasSuffix(n, "_HEAD") {
-					content := strings.TrimSpace(readOr(view, dir+"/"+n))
+					content := strings.TrimSpace(readRef(view, dir+"/"+n))
 					if strings.HasPrefix(content, "ref:") {
 						raw[n] = content
 						continue
@@ -890,6 +919,9 @@ type Layered interface {
 	InLayer(path string) bool
 }
 
+// historyKept ends the reason a history file is refused for.
+const historyKept = "; the repository's refs, index and logs were kept as they were (the new commits stay, unreachable)"
+
 // historyRefusal is the rules' verdict on a change to a history file of
 // gd (rest relative to it): refused, with everything else of its history,
 // when the history the run added is.
@@ -905,7 +937,7 @@ func (c *Checker) historyRefusal(gd, rest string) (Verdict, bool) {
 		}
 	}
 	if why := c.history(gd); why != "" {
-		return Verdict{Refuse, why + "; the repository's refs, index and logs were kept as they were (the new commits stay, unreachable)"}, true
+		return Verdict{Refuse, why + historyKept}, true
 	}
 	return Verdict{}, false
 }

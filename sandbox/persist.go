@@ -346,7 +346,7 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	// What the rules say, with the workspace as it is now and, before,
 	// what the scan at the start saw.
 	cfg.Before = newSnapFS(start.Tree(p.ws), p.history)
-	st := &sweepState{quarantine: quarantine, listed: map[string]bool{}}
+	st := &sweepState{quarantine: quarantine, listed: map[string]bool{}, rolled: map[string]string{}}
 	var after *persist.Scan
 	var lastChecker *persist.Checker // the rules as the last pass saw the workspace
 	for pass := 0; ; pass++ {
@@ -359,6 +359,7 @@ func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 			st.errs = append(st.errs, errors.New("the workspace kept changing under the persistence sweep"))
 			break
 		}
+		cfg.FinalRepos = after.Repos(p.ws, persist.Host{})
 		c := persist.NewChecker(cfg)
 		lastChecker = c
 		if p.sweepPass(after, c, st) == 0 {
@@ -395,6 +396,10 @@ type sweepState struct {
 	gone       []string // moved out of the workspace
 	errs       []error
 	listed     map[string]bool
+	// rolled are git directories whose repository's metadata a pass
+	// rolled back (persist.Rollback), and why: what the pass took out is
+	// gone from the next pass's view, the reason must not be.
+	rolled map[string]string
 }
 
 // sweepPass judges what is new since the start, as the workspace is
@@ -408,7 +413,7 @@ func (p *persistPlan) sweepPass(after *persist.Scan, c *persist.Checker, st *swe
 			st.out = append(st.out, n)
 		}
 	}
-	moved := 0
+	moved := p.rollBack(c, st)
 	for _, cd := range cands {
 		if under(cd.rel, st.gone) {
 			continue // it went with a directory above it
@@ -434,6 +439,24 @@ func (p *persistPlan) sweepPass(after *persist.Scan, c *persist.Checker, st *swe
 			continue
 		}
 		moved += p.quarantine(strings.Split(target, "\x00"), v.Why, st)
+	}
+	return moved
+}
+
+// rollBack takes out what the run created for the linked worktrees and
+// submodules of each repository whose metadata the rules roll back
+// (their new git directories and work trees: the rest of a unit, its
+// gitfiles and .gitmodules, goes as a candidate), and remembers the
+// repository for restoreHistory. It returns how many entries it moved.
+func (p *persistPlan) rollBack(c *persist.Checker, st *sweepState) int {
+	moved := 0
+	for _, rb := range c.Rollbacks() {
+		for _, g := range rb.GitDirs {
+			if st.rolled[g] == "" {
+				st.rolled[g] = rb.Why
+			}
+		}
+		moved += p.quarantine(rb.Paths, rb.Why, st)
 	}
 	return moved
 }
@@ -468,7 +491,10 @@ func (p *persistPlan) restoreHistory(hc *persist.Checker, st *sweepState) {
 		if under(rel, st.gone) || !snap.changed() {
 			continue
 		}
-		why := hc.History(rel)
+		why := st.rolled[rel]
+		if why == "" {
+			why = hc.RolledBack(rel)
+		}
 		for _, g := range st.gone {
 			// A link moved out from where git keeps history (refs/ as a
 			// symlink) leaves a hole the snapshot fills.
@@ -712,7 +738,9 @@ func judgeTree(c *persist.Checker, ws, rel string) persist.Verdict {
 func (p *persistPlan) judgeRepo(c *persist.Checker, rel string, start *persist.Scan) (persist.Verdict, string) {
 	gd := filepath.Join(p.ws, rel)
 	v := judgeTree(c, p.ws, rel)
-	if v.Action != persist.Refuse {
+	// A linked worktree or submodule git made is judged with all of its
+	// repository by the rules (persist.Checker.Linked), not as a new one.
+	if v.Action != persist.Refuse && !c.Linked(rel) {
 		if why, ok := safeNewRepo(gd); !ok {
 			v = persist.Verdict{Action: persist.Refuse, Why: "a new git repository " + why}
 		}
