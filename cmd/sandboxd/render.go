@@ -119,10 +119,7 @@ func printDenial(w io.Writer, b session.Boundary) {
 // printCommit tells the agent everything the commit did not take as is.
 func printCommit(w io.Writer, wsDir string, out layer.Outcome) {
 	ws := func(p string) string { return esc(filepath.Join(wsDir, p)) }
-	for _, r := range out.Refused {
-		fmt.Fprintf(w, "sandboxd: not committed: %s\n  why: %s\n  decided by: hard-deny\n  The command's other changes were committed. Writing it another way will be refused too.\n",
-			ws(r.Path), esc(r.Why))
-	}
+	printRefused(w, ws, out.Refused)
 	for _, s := range out.Skipped {
 		fmt.Fprintf(w, "sandboxd: not committed: %s (%s)\n", ws(s.Path), esc(s.Why))
 	}
@@ -147,6 +144,36 @@ func printCommit(w io.Writer, wsDir string, out layer.Outcome) {
 		listed = append(listed, sandbox.Persisted{Path: li.Path, Action: "committed", Why: li.Why})
 	}
 	printPersisted(w, wsDir, listed)
+}
+
+// maxSameWhy is how many paths refused for one reason stderr names one
+// by one (a rolled-back submodule is dozens of files); the report has
+// them all.
+const maxSameWhy = 3
+
+// printRefused shows the refused paths, one block per reason.
+func printRefused(w io.Writer, ws func(string) string, refused []layer.Refused) {
+	var order []string
+	byWhy := map[string][]string{}
+	for _, r := range refused {
+		if _, ok := byWhy[r.Why]; !ok {
+			order = append(order, r.Why)
+		}
+		byWhy[r.Why] = append(byWhy[r.Why], r.Path)
+	}
+	for _, why := range order {
+		paths := byWhy[why]
+		names := make([]string, 0, maxSameWhy)
+		for _, p := range paths[:min(len(paths), maxSameWhy)] {
+			names = append(names, ws(p))
+		}
+		list := strings.Join(names, ", ")
+		if more := len(paths) - len(names); more > 0 {
+			list += fmt.Sprintf(" and %d more (the report's transaction lists them all)", more)
+		}
+		fmt.Fprintf(w, "sandboxd: not committed: %s\n  why: %s\n  decided by: hard-deny\n  The command's other changes were committed. Writing it another way will be refused too.\n",
+			list, esc(why))
+	}
 }
 
 // maxListed is how many listed paths stderr names one by one; the report

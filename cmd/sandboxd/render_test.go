@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/broker"
@@ -61,4 +62,23 @@ func TestStderrGolden(t *testing.T) {
 	}
 	r.Event(session.Event{Kind: session.KindReviewed, Attempt: 2})
 	golden.Check(t, "stderr.golden", buf.Bytes())
+}
+
+// TestPrintRefusedGroups: paths refused for one reason share one block,
+// naming the first few and counting the rest.
+func TestPrintRefusedGroups(t *testing.T) {
+	var refused []layer.Refused
+	for _, p := range []string{"a", "b", "c", "d", "e"} {
+		refused = append(refused, layer.Refused{Path: p, Why: "the submodule add is rolled back"})
+	}
+	refused = append(refused, layer.Refused{Path: "hook", Why: "a new hook"})
+	var b strings.Builder
+	printRefused(&b, func(p string) string { return "/ws/" + p }, refused)
+	out := b.String()
+	if n := strings.Count(out, "sandboxd: not committed:"); n != 2 {
+		t.Errorf("%d blocks, want 2:\n%s", n, out)
+	}
+	if !strings.Contains(out, "not committed: /ws/a, /ws/b, /ws/c and 2 more") || !strings.Contains(out, "not committed: /ws/hook\n") {
+		t.Errorf("unexpected output:\n%s", out)
+	}
 }
