@@ -51,10 +51,12 @@ type helper struct {
 	// diag is the namespace's sock_diag socket until the observer takes
 	// it (-1: none).
 	diag int
-	// onWatch is the spec's OnWatch in a transactional run, else nil.
-	onWatch func()
+	// caches takes the helper's word on the cache layers it mounted.
+	caches cacheNotes
 	// sudoUID is the SUDO_UID the command gets (see gitEnv), or -1.
 	sudoUID int
+	// onWatch is the spec's OnWatch in a transactional run, else nil.
+	onWatch func()
 }
 
 func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {

@@ -68,6 +68,9 @@ func (r *run) sendSetup() error {
 	if err != nil {
 		return err
 	}
+	r.mark("trees")
+	r.planCaches(setup)
+	r.mark("caches planned")
 	setup.Cgroups = len(cgFDs)
 	// The helper holds its own copies once this is sent.
 	return wire.Send(r.h.sock, wire.Message{Kind: wire.Setup, Setup: setup}, append(append([]int(nil), cgFDs...), trees...)...)

@@ -47,6 +47,11 @@ type Spec struct {
 	// Caches are sandbox-private writable directories (created if missing)
 	// that outlive the run, keyed to the workspace by the caller.
 	Caches []string
+	// CacheLayers are tool caches inside Caches that may show the
+	// caller's own host cache, read-only, as the lower layer of an
+	// overlay whose upper layer is the private cache (namespaces only;
+	// see CacheLayer). Result.Caches says what each one was.
+	CacheLayers []CacheLayer
 	// Read lists the hierarchies the command may read and execute
 	// (normally just "/").
 	Read []string
@@ -182,6 +187,49 @@ type Result struct {
 	// which mode ran and, when it is "none", why.
 	Layer       *Layer
 	Transaction Transaction
+	// Caches says, for each of Spec.CacheLayers, whether the host cache
+	// was its lower layer, and why not.
+	Caches []CacheResult
+}
+
+// CacheLayer is one private tool cache whose host counterpart may be
+// its read-only lower layer. The private writes persist in the cache
+// root's ".layers/NAME" directory (hidden inside), which an older
+// sandboxd's populated Dir becomes once; without a lower layer (none
+// given, or the kernel refuses the overlay) the command sees that
+// private cache alone, as before.
+type CacheLayer struct {
+	// Name names the cache in the report and its layer directory:
+	// lowercase letters, digits and "-" ("go-build", "npm").
+	Name string
+	// Dir is the private cache the command's environment names:
+	// absolute, clean, strictly below one of Spec.Caches.
+	Dir string
+	// Lower is the host cache: absolute, clean, symlinks resolved; ""
+	// for none, and then Why says why. It is used only where the
+	// command could read it anyway (Readable from Read and Deny).
+	Lower string
+	// Masks are paths relative to Dir (the last element may be a glob)
+	// hidden inside it: the secrets below Lower, however the caller
+	// spelled its path. The deny entries below Lower are added.
+	Masks []string
+	// Why says why there is no Lower.
+	Why string
+}
+
+// CacheResult is what one cache layer was in a run.
+type CacheResult struct {
+	Name string `json:"name"`
+	// Lower is the host cache shown read-only beneath the private one,
+	// when it was.
+	Lower string `json:"lower,omitempty"`
+	// Private is the private cache's path (what the environment names).
+	Private string `json:"private"`
+	// Why says why the host cache was not its lower layer.
+	Why string `json:"why,omitempty"`
+	// Discarded: another run of the workspace held the private cache, so
+	// this run's writes to it went to a layer dropped at its end.
+	Discarded bool `json:"writes_discarded,omitempty"`
 }
 
 // Transaction says how the workspace was written.

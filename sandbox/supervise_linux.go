@@ -102,6 +102,8 @@ func (w *watch) note(m wire.Message) {
 		w.early = nil
 	case wire.Exit, wire.Error:
 		w.last, w.haveExit = m, true
+	case wire.Caches:
+		w.h.caches.note(m)
 	}
 }
 

@@ -111,14 +111,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	environ = dropEnv(environ, reviewKeyEnv(res.Review))
 	environ = withEnv(environ, "TMPDIR", "/tmp")
 	environ = withEnv(environ, "SANDBOXD", "1")
-	for _, kv := range [][2]string{
-		{"XDG_CACHE_HOME", filepath.Join(cache, "xdg")},
-		{"GOCACHE", filepath.Join(cache, "go-build")},
-		{"npm_config_cache", filepath.Join(cache, "npm")},
-		{"PIP_CACHE_DIR", filepath.Join(cache, "pip")},
-	} {
-		environ = withEnv(environ, kv[0], kv[1])
-	}
+	environ = withCacheEnv(environ, cache)
 	read := []string{"/"}
 	deny := append([]string(nil), res.Secrets...)
 	if res.Profile == "strict" {
@@ -133,6 +126,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 			return sandbox.Spec{}, publicerr.New(fmt.Sprintf("writable root %s contains the workspace", w))
 		}
 	}
+	layers := cacheLayers(c, p, cache, read, deny)
 	var egress *sandbox.Egress
 	if p.egress.port != 0 {
 		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.env()}
@@ -141,7 +135,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		Egress: egress,
 		Copies: sanitizedCopies(res.Secrets, c.Home),
 		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
-		Writable: res.Writable, Caches: []string{cache}, Read: read, Deny: deny,
+		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, Read: read, Deny: deny,
 		ListCarved: res.Profile != "strict", Protected: res.Protected,
 		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.StateDir(),
 		Isolation: res.Isolation,

@@ -25,6 +25,9 @@ type Report struct {
 	// without review (not boundaries), by entry.
 	Quiet       []Quiet      `json:"quiet,omitempty"`
 	Transaction *Transaction `json:"transaction,omitempty"`
+	// Caches lists the private tool caches and which showed the host's
+	// own cache read-only beneath them (and why one did not).
+	Caches []sandbox.CacheResult `json:"caches,omitempty"`
 	// Watched reports that the command watched files (inotify) behind
 	// the copy-on-write layer, and was told what that means.
 	Watched   bool   `json:"watched,omitempty"`

@@ -257,6 +257,7 @@ func (st *run) noteIsolation(out sandbox.Result) {
 	st.rep.LandlockABI = out.LandlockABI
 	st.rep.Isolation, st.rep.NetworkMode = string(out.Isolation), string(out.NetworkMode)
 	st.rep.Degraded, st.rep.Containment = out.Degraded, out.Containment
+	st.rep.Caches = out.Caches
 	if out.Egress != "" {
 		if st.rep.Egress == nil {
 			st.rep.Egress = &Egress{}

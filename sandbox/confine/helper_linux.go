@@ -117,6 +117,7 @@ func (h *helper) mount(s *wire.SetupMsg, trees []int) {
 	}
 	layerFD, err := setupMounts(s, trees)
 	h.check(125, err)
+	h.check(125, mountCaches(s, h.sock))
 	if layerFD >= 0 {
 		h.check(125, wire.Send(h.sock, wire.Message{Kind: wire.Layer}, layerFD))
 		unix.Close(layerFD)

@@ -63,6 +63,9 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 				return err
 			}
 		}
+		if err := addCacheRules(rs, s, all); err != nil {
+			return err
+		}
 		if err := rs.AddPath("/dev/pts", all); err != nil {
 			return err
 		}

@@ -50,6 +50,9 @@ const (
 	// connects it itself: that is how the proxy reaches a server the
 	// command listens with on its own loopback.
 	Socket Kind = "socket"
+	// Caches: helper -> supervisor, what became of each SetupMsg.Caches
+	// entry (Message.Caches), sent once its mounts are done.
+	Caches Kind = "caches"
 )
 
 // Message is one packet.
@@ -63,6 +66,8 @@ type Message struct {
 	Info    *StartedInfo `json:"info,omitempty"`
 	Family  int          `json:"family,omitempty"` // Socket: AF_INET or AF_INET6
 	Seq     uint64       `json:"seq,omitempty"`    // Socket: matches an answer to its request
+	// Caches: one outcome per SetupMsg.Caches entry, in order.
+	Caches []CacheOutcome `json:"caches,omitempty"`
 }
 
 // SetupMsg is what the helper needs to build its mount namespace; it is
@@ -101,6 +106,13 @@ type SetupMsg struct {
 	ExceptionBinds []ExceptionBind `json:"exception_binds,omitempty"`
 	// TmpDir is the private TMPDIR when there is no mount namespace.
 	TmpDir string `json:"tmp_dir,omitempty"`
+	// Caches are the private tool caches the helper mounts once the
+	// trees are attached: overlays on host caches, or their private
+	// layers alone.
+	Caches []CacheMount `json:"caches,omitempty"`
+	// CacheRoots are the private cache roots whose layers directory
+	// (".layers"), if there is one, the helper hides.
+	CacheRoots []string `json:"cache_roots,omitempty"`
 
 	Limits     Limits `json:"limits"`
 	LimitNproc bool   `json:"limit_nproc"` // no pids cgroup: use RLIMIT_NPROC
@@ -114,6 +126,39 @@ type SetupMsg struct {
 	LandlockABI   int    `json:"landlock_abi"`
 	LandlockFS    uint64 `json:"landlock_fs"`
 	LandlockFlags uint32 `json:"landlock_flags"`
+}
+
+// CacheMount is one private tool cache. Root is an attached writable
+// tree (a Spec.Caches entry); Dir and Layer are relative to it and opened
+// beneath it with no symlink allowed (the command wrote there before).
+type CacheMount struct {
+	Name string `json:"name"`
+	Root string `json:"root"`
+	// Dir is the mountpoint, what the command's environment names.
+	Dir string `json:"dir"`
+	// Layer holds "upper" and "work" (the private cache in overlay
+	// form). Empty with Ephemeral.
+	Layer string `json:"layer,omitempty"`
+	// Lower is the host cache as the helper sees it (symlink-free); ""
+	// binds Layer's upper alone onto Dir.
+	Lower string `json:"lower,omitempty"`
+	// Ephemeral puts upper and work in a fresh tmpfs of TmpSize bytes
+	// (another run holds the private layer).
+	Ephemeral bool `json:"ephemeral,omitempty"`
+	// Masks are relative to Dir, the last element possibly a glob:
+	// hidden after the overlay is mounted.
+	Masks []string `json:"masks,omitempty"`
+	// Mounted is what the helper mounted on Dir ("overlay", "bind" or
+	// ""): its own note for the Landlock rules, never sent.
+	Mounted string `json:"-"`
+}
+
+// CacheOutcome is what the helper made of one CacheMount.
+type CacheOutcome struct {
+	// Mounted is "overlay", "bind" or "" (Dir is used as it is).
+	Mounted string `json:"mounted,omitempty"`
+	// Why says why an overlay was not mounted.
+	Why string `json:"why,omitempty"`
 }
 
 // Limits bound a run; the same fields as sandbox.Limits, which converts

@@ -1,0 +1,376 @@
+package session
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// Host tool caches reused read-only. Each private cache below the
+// workspace's cache root may show the caller's own host cache as an
+// overlay's lower layer. Where the host keeps each one is found from the
+// caller's environment and files the way the tool itself finds it,
+// never by running a program: the workspace could choose which program
+// (go.mod's toolchain line), and running it would be an escape. Anything
+// uncertain means no lower layer.
+
+// toolCache is one tool's cache, private and on the host.
+type toolCache struct {
+	name string // the report's name, and its private layer's
+	rel  string // the private cache, relative to the cache root
+	host string // the host cache, absolute and clean; "" when none
+	why  string // why host is ""
+}
+
+// maxGoEnv bounds the go env file sandboxd reads.
+const maxGoEnv = 1 << 20
+
+// toolCaches finds the host caches in env (the caller's, last entry
+// wins) with home as $HOME.
+func toolCaches(env []string, home string) []toolCache {
+	get := lookup(env)
+	goenv, goWhy := readGoEnv(get, home)
+	cs := []toolCache{
+		{name: "go-build", rel: "go-build"},
+		{name: "go-mod", rel: "go-mod"},
+		{name: "npm", rel: "npm/_cacache"},
+		{name: "pip", rel: "pip"},
+	}
+	cs[0].host, cs[0].why = goBuildCache(get, goenv, home)
+	cs[1].host, cs[1].why = goModCache(get, goenv, home)
+	if goWhy != "" {
+		cs[0].host, cs[0].why = "", goWhy
+		cs[1].host, cs[1].why = "", goWhy
+	}
+	cs[2].host, cs[2].why = npmCache(env, home)
+	cs[3].host, cs[3].why = pipCache(env, get, home)
+	return cs
+}
+
+// lookup returns the value of the last entry of key in env.
+func lookup(env []string) func(string) string {
+	return func(key string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// goEnvFile is the go command's env file (GOENV), as cmd/go finds it:
+// "" when there is none.
+func goEnvFile(get func(string) string, home string) (file, why string) {
+	switch v := get("GOENV"); {
+	case v == "off":
+		return "", ""
+	case v != "" && !filepath.IsAbs(v):
+		return "", "GOENV is not an absolute path"
+	case v != "":
+		return filepath.Clean(v), ""
+	}
+	dir := get("XDG_CONFIG_HOME")
+	switch {
+	case dir == "" && home == "":
+		return "", ""
+	case dir == "":
+		dir = filepath.Join(home, ".config")
+	case !filepath.IsAbs(dir):
+		return "", "" // os.UserConfigDir fails: go reads no env file
+	}
+	return filepath.Join(dir, "go", "env"), ""
+}
+
+// readGoEnv reads the go env file's KEY=VALUE lines as cmd/go does (a
+// line must start with an upper-case letter; a later line wins). A file
+// that exists but cannot be read makes both Go caches uncertain.
+func readGoEnv(get func(string) string, home string) (map[string]string, string) {
+	file, why := goEnvFile(get, home)
+	if file == "" {
+		return nil, why
+	}
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ""
+	}
+	if err != nil {
+		return nil, "cannot read the go env file " + file
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxGoEnv+1))
+	if err != nil || len(data) > maxGoEnv {
+		return nil, "cannot read the go env file " + file
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || k == "" || k[0] < 'A' || k[0] > 'Z' {
+			continue
+		}
+		m[k] = v
+	}
+	return m, ""
+}
+
+// goGet is cmd/go's cfg.Getenv: the environment, then the env file.
+func goGet(get func(string) string, goenv map[string]string, key string) string {
+	if v := get(key); v != "" {
+		return v
+	}
+	return goenv[key]
+}
+
+// goBuildCache is cmd/go's cache.DefaultDir.
+func goBuildCache(get func(string) string, goenv map[string]string, home string) (string, string) {
+	switch v := goGet(get, goenv, "GOCACHE"); {
+	case v == "off":
+		return "", "GOCACHE=off"
+	case v != "" && !filepath.IsAbs(v):
+		return "", "GOCACHE is not an absolute path"
+	case v != "":
+		return filepath.Clean(v), ""
+	}
+	dir, why := userCacheDir(get, home)
+	if dir == "" {
+		return "", why
+	}
+	return filepath.Join(dir, "go-build"), ""
+}
+
+// userCacheDir is os.UserCacheDir.
+func userCacheDir(get func(string) string, home string) (string, string) {
+	dir := get("XDG_CACHE_HOME")
+	switch {
+	case dir == "" && home == "":
+		return "", "no home directory"
+	case dir == "":
+		return filepath.Join(home, ".cache"), ""
+	case !filepath.IsAbs(dir):
+		return "", "XDG_CACHE_HOME is not an absolute path"
+	}
+	return filepath.Clean(dir), ""
+}
+
+// goModCache is cmd/go's GOMODCACHE: the variable, else the first GOPATH
+// entry's pkg/mod, GOPATH defaulting to ~/go (unless that is GOROOT,
+// which only running go could tell: then none).
+func goModCache(get func(string) string, goenv map[string]string, home string) (string, string) {
+	if v := goGet(get, goenv, "GOMODCACHE"); v != "" {
+		if !filepath.IsAbs(v) {
+			return "", "GOMODCACHE is not an absolute path"
+		}
+		return filepath.Clean(v), ""
+	}
+	gopath := goGet(get, goenv, "GOPATH")
+	if gopath == "" {
+		if home == "" {
+			return "", "no home directory"
+		}
+		gopath = filepath.Join(home, "go")
+		if _, err := os.Stat(filepath.Join(gopath, "src", "runtime")); err == nil {
+			return "", "~/go may be GOROOT, not GOPATH"
+		}
+	}
+	first := filepath.SplitList(gopath)[0]
+	if !filepath.IsAbs(first) {
+		return "", "GOPATH's first entry is not an absolute path"
+	}
+	return filepath.Join(first, "pkg", "mod"), ""
+}
+
+// npmCache is npm's "cache" setting from the environment (any case of
+// npm_config_cache; empty values are skipped, a later one wins; "~/" is
+// the home), else ~/.npm; its content store is _cacache.
+func npmCache(env []string, home string) (string, string) {
+	v := ""
+	for _, kv := range env {
+		if k, val, _ := strings.Cut(kv, "="); isNpmCacheKey(k) && val != "" {
+			v = val
+		}
+	}
+	if v == "" {
+		v = "~/.npm"
+	}
+	dir, why := homePath(v, home, "npm's cache")
+	if dir == "" {
+		return "", why
+	}
+	return filepath.Join(dir, "_cacache"), ""
+}
+
+// pipCache is pip's cache directory: PIP_CACHE_DIR (pip reads "PIP_"
+// then any case), else the XDG cache's pip.
+func pipCache(env []string, get func(string) string, home string) (string, string) {
+	set, v := false, ""
+	for _, kv := range env {
+		if k, val, _ := strings.Cut(kv, "="); isPipCacheKey(k) {
+			set, v = true, val
+		}
+	}
+	if set {
+		return homePath(v, home, "PIP_CACHE_DIR")
+	}
+	dir := get("XDG_CACHE_HOME")
+	if strings.TrimSpace(dir) == "" {
+		dir = "~/.cache"
+	}
+	p, why := homePath(dir, home, "XDG_CACHE_HOME")
+	if p == "" {
+		return "", why
+	}
+	return filepath.Join(p, "pip"), ""
+}
+
+func isNpmCacheKey(k string) bool { return strings.EqualFold(k, "npm_config_cache") }
+
+func isPipCacheKey(k string) bool {
+	return strings.HasPrefix(k, "PIP_") && strings.EqualFold(k[4:], "cache_dir")
+}
+
+// homePath is an absolute path, or one starting with "~/" (the home).
+func homePath(v, home, what string) (string, string) {
+	switch {
+	case (v == "~" || strings.HasPrefix(v, "~/")) && home != "":
+		return filepath.Join(home, strings.TrimPrefix(v, "~")), ""
+	case filepath.IsAbs(v):
+		return filepath.Clean(v), ""
+	}
+	return "", what + " is not an absolute path"
+}
+
+// lowerRules are what decides whether a host cache may be a lower layer.
+type lowerRules struct {
+	read, deny, secrets []string
+	// apart are the roots a lower layer must neither be in nor hold:
+	// the workspace, the writable roots, the cache root, sandboxd's own
+	// state and configuration, the runtime directory.
+	apart []string
+	// home and xdgCache must not be inside a lower layer (never all of
+	// XDG_CACHE_HOME).
+	home, xdgCache string
+}
+
+// lower checks the host cache p and returns it resolved, with the deny
+// entries below it (however p is spelled) to hide inside.
+func (lr lowerRules) lower(p string) (string, []string, string) {
+	real, err := filepath.EvalSymlinks(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", nil, "no host cache at " + p
+	case err != nil:
+		return "", nil, "cannot resolve " + p
+	}
+	if st, err := os.Stat(real); err != nil || !st.IsDir() {
+		return "", nil, p + " is not a directory"
+	}
+	forms := []string{p}
+	if real != p {
+		forms = append(forms, real)
+	}
+	if why := lr.refuse(p, forms); why != "" {
+		return "", nil, why
+	}
+	if !sandbox.Readable(real, lr.read, lr.deny) {
+		return "", nil, "the host cache " + p + " is not readable inside"
+	}
+	var masks []string
+	for _, f := range forms {
+		for _, m := range sandbox.MasksBelow(f, lr.deny) {
+			if !contains(masks, m) {
+				masks = append(masks, m)
+			}
+		}
+	}
+	return real, masks, ""
+}
+
+// refuse says why a host cache spelled p (forms: p and its resolved
+// path) may not be a lower layer, or "".
+func (lr lowerRules) refuse(p string, forms []string) string {
+	for _, f := range forms {
+		if d, ok := sandbox.CoveredBy(f, lr.secrets); ok {
+			return "the host cache " + p + " is a secret or inside one (" + d + ")"
+		}
+		for _, h := range withReal(lr.home, lr.xdgCache) {
+			if h == f || strings.HasPrefix(h, strings.TrimSuffix(f, "/")+"/") {
+				return "the host cache " + p + " holds " + h
+			}
+		}
+		for _, a := range lr.apart {
+			if a != "" && sandbox.Overlaps(a, f) {
+				return "the host cache " + p + " overlaps " + a
+			}
+		}
+	}
+	return ""
+}
+
+// withReal lists each non-empty path and, when it differs, its
+// resolved form.
+func withReal(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		out = append(out, p)
+		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// cacheLayers decides, for each tool cache, its private path under the
+// cache root and whether its host cache is the lower layer.
+func cacheLayers(c Caller, p *plan, root string, read, deny []string) []sandbox.CacheLayer {
+	get := lookup(c.Env)
+	xdg, _ := userCacheDir(get, c.Home)
+	lr := lowerRules{read: read, deny: deny, secrets: p.policy.Secrets, home: c.Home, xdgCache: xdg,
+		apart: append([]string{p.ws, root, c.StateDir(), c.ConfigDir(), c.RuntimeDir}, p.policy.Writable...)}
+	var out []sandbox.CacheLayer
+	for _, tc := range toolCaches(c.Env, c.Home) {
+		l := sandbox.CacheLayer{Name: tc.name, Dir: filepath.Join(root, tc.rel), Why: tc.why}
+		if tc.host != "" {
+			l.Lower, l.Masks, l.Why = lr.lower(tc.host)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// withCacheEnv points each tool at its private cache under root, and
+// drops the spellings of the same settings the tools also read.
+func withCacheEnv(env []string, root string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !isNpmCacheKey(k) && !isPipCacheKey(k) {
+			out = append(out, kv)
+		}
+	}
+	for _, kv := range [][2]string{
+		{"XDG_CACHE_HOME", filepath.Join(root, "xdg")},
+		{"GOCACHE", filepath.Join(root, "go-build")},
+		{"GOMODCACHE", filepath.Join(root, "go-mod")},
+		{"npm_config_cache", filepath.Join(root, "npm")},
+		{"PIP_CACHE_DIR", filepath.Join(root, "pip")},
+	} {
+		out = withEnv(out, kv[0], kv[1])
+	}
+	return out
+}
