@@ -3,8 +3,8 @@ package layer
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -25,6 +25,36 @@ func applyOp(ws int, s *stager, o *op, check bool, out *Outcome, runID string) e
 		return nil
 	}
 	return err
+}
+
+// applier carries out a commit's ops in order and records each as done
+// (in batches, see journal.markDone).
+type applier struct {
+	ws    int
+	s     *stager
+	j     *journal
+	out   *Outcome
+	runID string
+}
+
+// apply carries out op i (see applyOp). A removal is recorded as done
+// before anything after it starts, and starts only when everything before
+// it is recorded: recovery replays the first op not recorded unchecked
+// when it is a removal (it may be half done), which must never remove
+// what a later op put there.
+func (a *applier) apply(i int, o *op, check bool) error {
+	if o.Kind == "remove" {
+		a.j.flushDone()
+	}
+	if err := applyOp(a.ws, a.s, o, check, a.out, a.runID); err != nil {
+		a.j.flushDone()
+		return err
+	}
+	a.j.markDone(i)
+	if o.Kind == "remove" {
+		a.j.flushDone()
+	}
+	return nil
 }
 
 // stateError: the error comes from what the workspace holds now, not from
@@ -48,10 +78,22 @@ func applyOne(ws int, s *stager, o *op, check bool, out *Outcome, runID string) 
 		return parentGone(err, o, out)
 	}
 	defer unix.Close(pfd)
-	// Done already (before a crash): a staged file is renamed away, a
-	// symlink is in place. Either is atomic.
-	if done, err := applied(pfd, name, s, o); err != nil || done {
-		return err
+	// Done already (before a crash): a staged file or directory is
+	// renamed away, a symlink is in place. Each is atomic. A commit's own
+	// first run knows its staged files are all there.
+	if (o.Kind != "place" && o.Kind != "placedir") || s.replay {
+		if done, err := applied(pfd, name, s, o); err != nil || done {
+			return err
+		}
+	}
+	if o.Kind == "placedir" {
+		return placeDir(ws, pfd, name, s, o, out, runID)
+	}
+	if o.Kind == "place" && check && o.Expect != nil && o.Expect.Absent {
+		// Nothing was there: rename only if nothing is there still.
+		if handled, err := placeNew(ws, pfd, name, s, o, out, runID); handled {
+			return err
+		}
 	}
 	if check && o.Expect != nil && !still(pfd, name, o.Expect) {
 		if handled, err := changedDuringCommit(ws, s, o, out, runID); handled {
@@ -111,6 +153,143 @@ func changedDuringCommit(ws int, s *stager, o *op, out *Outcome, runID string) (
 		return true, nil
 	}
 	return false, nil
+}
+
+// placeNew renames o's staged file to name in pfd unless something is
+// there (renameat2 RENAME_NOREPLACE: the check and the rename are one),
+// which makes it a change during the commit. It is not handled when the
+// file system cannot rename so (or across these directories), and the
+// caller goes the general way.
+func placeNew(ws, pfd int, name string, s *stager, o *op, out *Outcome, runID string) (bool, error) {
+	if err := validName(o.Stage); err != nil {
+		return true, err
+	}
+	err := renameNoReplace(s.fd, o.Stage, pfd, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, unix.EEXIST):
+		return changedDuringCommit(ws, s, o, out, runID)
+	case errors.Is(err, unix.EXDEV):
+		return false, nil
+	}
+	return true, err
+}
+
+// renameNoReplace renames old in from to name in to unless name exists
+// (EEXIST): renameat2 RENAME_NOREPLACE, or, on a file system without it,
+// a look and a rename.
+func renameNoReplace(from int, old string, to int, name string) error {
+	err := unix.Renameat2(from, old, to, name, unix.RENAME_NOREPLACE)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOSYS) {
+		return err
+	}
+	if _, err := lstatAt(to, name); !errors.Is(err, unix.ENOENT) {
+		if err == nil {
+			return unix.EEXIST
+		}
+		return err
+	}
+	return unix.Renameat(from, old, to, name)
+}
+
+// placeDir renames o's staged directory (a new directory with everything
+// below it) to name in pfd. When something took the name during the
+// commit, the staged entries are moved into it if it is a directory
+// (mergeDir), else the staged directory is kept beside it under its
+// conflict name: what the workspace holds is never replaced.
+func placeDir(ws, pfd int, name string, s *stager, o *op, out *Outcome, runID string) error {
+	if err := validName(o.Stage); err != nil {
+		return err
+	}
+	err := renameNoReplace(s.fd, o.Stage, pfd, name)
+	if !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	wfd, err := openBeneath(pfd, name, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		saved := name + conflictSuffix + short(runID)
+		return saveBeside(s.fd, o.Stage, pfd, saved, o.Path, relJoin(filepath.Dir(o.Path), saved), out)
+	}
+	defer unix.Close(wfd)
+	sfd, err := openBeneath(s.fd, o.Stage, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(sfd)
+	if err := mergeDir(sfd, wfd, o.Path, out, runID); err != nil {
+		return err
+	}
+	unix.Unlinkat(s.fd, o.Stage, unix.AT_REMOVEDIR) // empty unless a name was taken
+	return nil
+}
+
+// mergeDir moves every entry of the staged directory src into the
+// workspace directory dst (at workspace path rel), made there during the
+// commit: a directory into a directory of the same name, anything else
+// beside what has the name, under its conflict name.
+func mergeDir(src, dst int, rel string, out *Outcome, runID string) error {
+	names, err := readDirNames(src)
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		err := renameNoReplace(src, n, dst, n)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+		p := relJoin(rel, n)
+		if handled, err := mergeSubdir(src, dst, n, p, out, runID); handled {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		saved := n + conflictSuffix + short(runID)
+		if err := saveBeside(src, n, dst, saved, p, relJoin(rel, saved), out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mergeSubdir merges the staged directory n of src into the directory n
+// of dst, when both are directories (else it is not handled).
+func mergeSubdir(src, dst int, n, p string, out *Outcome, runID string) (bool, error) {
+	if st, err := lstatAt(src, n); err != nil || fileType(&st) != unix.S_IFDIR {
+		return false, nil
+	}
+	sub, err := openBeneath(dst, n, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return false, nil
+	}
+	defer unix.Close(sub)
+	ssub, err := openBeneath(src, n, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return true, err
+	}
+	defer unix.Close(ssub)
+	return true, mergeDir(ssub, sub, p, out, runID)
+}
+
+// saveBeside moves the staged old in from to saved in to (the command's
+// version of p kept beside the workspace's, at savedPath) and records the
+// conflict; a saved name taken too is a conflict left uncommitted.
+func saveBeside(from int, old string, to int, saved, p, savedPath string, out *Outcome) error {
+	err := renameNoReplace(from, old, to, saved)
+	switch {
+	case err == nil:
+		out.Conflicts = append(out.Conflicts, Conflict{Path: p, SavedAs: savedPath, Why: "created in the workspace during the commit; the workspace's version stays"})
+		return nil
+	case errors.Is(err, unix.EEXIST):
+		out.Conflicts = append(out.Conflicts, Conflict{Path: p, Why: "created in the workspace during the commit, and the name for the command's version was taken; not committed"})
+		return nil
+	}
+	return err
 }
 
 // mkdirOver makes the directory name in pfd; a directory already there
@@ -180,7 +359,7 @@ func setDirMeta(pfd int, name string, s *stager, o *op) error {
 // applied reports whether a place or symlink op has already happened.
 func applied(pfd int, name string, s *stager, o *op) (bool, error) {
 	switch o.Kind {
-	case "place":
+	case "place", "placedir":
 		if s.fd < 0 {
 			return true, nil // staging gone: every file was placed
 		}
@@ -209,25 +388,27 @@ func place(pfd int, name string, s *stager, o *op) error {
 	if err != nil {
 		return err
 	}
-	f := os.NewFile(uintptr(src), o.Stage)
-	defer f.Close()
+	defer unix.Close(src)
 	var st unix.Stat_t
 	if err := unix.Fstat(src, &st); err != nil {
 		return err
 	}
 	tmp := ".sandboxd-copy-" + o.Stage
 	unix.Unlinkat(pfd, tmp, 0)
-	_, dst, err := copyInto(pfd, tmp, f, 0o600, make([]byte, copyBuffer))
+	fd, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
-	fd := int(dst.Fd())
+	if _, err := copyFD(fd, src, -1, make([]byte, copyBuffer)); err != nil {
+		unix.Close(fd)
+		return err
+	}
 	if s.chown {
 		unix.Fchown(fd, int(st.Uid), int(st.Gid))
 	}
 	unix.Fchmod(fd, st.Mode&0o1777)
 	unix.UtimesNanoAt(fd, "", []unix.Timespec{st.Atim, st.Mtim}, unix.AT_EMPTY_PATH)
-	if err := dst.Close(); err != nil {
+	if err := unix.Close(fd); err != nil {
 		return err
 	}
 	if err := replaceWith(pfd, tmp, name); err != nil {

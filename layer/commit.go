@@ -10,9 +10,10 @@
 // whiteouts (character devices 0/0) for what was removed. Commit reads
 // it in three steps: plan (walk the layer, check each change against the
 // persistence rules and against the workspace as it is now), stage (copy
-// every file to commit next to the workspace, on its file system, then
-// mark the journal staged), apply (renames and removals, each recorded as
-// done). Only apply touches the workspace; a crash before it leaves the
+// every file to commit next to the workspace, on its file system, a
+// directory the workspace does not have with everything in it, then mark
+// the journal staged), apply (renames and removals, each recorded as
+// done; a new directory is renamed into place whole). Only apply touches the workspace; a crash before it leaves the
 // workspace untouched, a crash during it is finished by recovery.
 package layer
 
@@ -114,9 +115,9 @@ type Refused struct {
 // op is one step of applying a commit; ops are journaled and each is
 // idempotent, so a replay after a crash finishes the commit.
 type op struct {
-	Kind   string `json:"k"`           // remove, mkdir, place, symlink, meta
+	Kind   string `json:"k"`           // remove, place, placedir, symlink, meta (mkdir: version 1 journals)
 	Path   string `json:"p"`           // workspace-relative
-	Stage  string `json:"s,omitempty"` // staged file name (place)
+	Stage  string `json:"s,omitempty"` // staged file or directory name (place, placedir)
 	Target string `json:"t,omitempty"` // symlink target
 	Mode   uint32 `json:"m,omitempty"`
 	UID    int    `json:"u"`
@@ -152,7 +153,7 @@ type committer struct {
 	guard   *guard
 	stage   *stager
 	chown   bool
-	staged  int
+	pdir    *openDir // current's workspace directory
 	started time.Time
 }
 
@@ -188,19 +189,11 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 		j.discard()
 		return Outcome{}, err
 	}
-	if err := c.walk(ctx, int(src.Upper.Fd()), ""); err != nil {
+	ops, err := c.plan(ctx)
+	if err != nil || len(ops) == 0 {
 		c.stage.discard()
 		j.discard()
-		return c.out, fmt.Errorf("layer: %w", err)
-	}
-	sort.SliceStable(c.metas, func(a, b int) bool {
-		return strings.Count(c.metas[a].Path, "/") > strings.Count(c.metas[b].Path, "/")
-	})
-	ops := append(c.ops, c.metas...)
-	if len(ops) == 0 {
-		c.stage.discard()
-		j.discard()
-		return c.out, nil
+		return c.out, err
 	}
 	if err := j.markStaged(ops); err != nil {
 		c.stage.discard()
@@ -208,11 +201,12 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 		return c.out, err
 	}
 	c.crash("staged")
+	planned := time.Now()
+	a := &applier{ws: ws, s: c.stage, j: j, out: &c.out, runID: opt.RunID}
 	for i := range ops {
-		if err := applyOp(ws, c.stage, &ops[i], true, &c.out, opt.RunID); err != nil {
+		if err := a.apply(i, &ops[i], true); err != nil {
 			return c.out, fmt.Errorf("layer: apply %s %s: %w", ops[i].Kind, ops[i].Path, err)
 		}
-		j.markDone(i)
 		if c.opt.CrashAt != "" {
 			c.crash(fmt.Sprintf("apply:%d", i+1))
 		}
@@ -220,8 +214,29 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 	c.stage.discard()
 	j.finish()
 	c.out.Shared = c.guard.c.SharedKept()
-	opt.Log.Debug("layer committed", "ops", len(ops), "bytes", c.out.Bytes, "took", time.Since(c.started))
+	opt.Log.Debug("layer committed", "ops", len(ops), "bytes", c.out.Bytes, "plan_and_stage", planned.Sub(c.started),
+		"apply", time.Since(planned), "took", time.Since(c.started))
 	return c.out, nil
+}
+
+// plan walks the layer, staging its files, and returns the ops that
+// apply it once every file is staged.
+func (c *committer) plan(ctx context.Context) ([]op, error) {
+	if c.opt.CrashAt != "" {
+		c.stage.onStage = func(n int64) { c.crash(fmt.Sprintf("stage:%d", n)) }
+	}
+	err := c.walk(ctx, int(c.src.Upper.Fd()), "", nil)
+	c.dropParent()
+	if _, serr := c.stage.wait(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	sort.SliceStable(c.metas, func(a, b int) bool {
+		return strings.Count(c.metas[a].Path, "/") > strings.Count(c.metas[b].Path, "/")
+	})
+	return append(c.ops, c.metas...), nil
 }
 
 func (c *committer) crash(at string) {
@@ -232,8 +247,9 @@ func (c *committer) crash(at string) {
 }
 
 // walk plans the commit of the layer directory dir (an open descriptor)
-// at workspace path rel.
-func (c *committer) walk(ctx context.Context, dir int, rel string) error {
+// at workspace path rel. into is where rel is staged when the workspace
+// has no directory there (nil: it has).
+func (c *committer) walk(ctx context.Context, dir int, rel string, into *stageDir) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -243,6 +259,9 @@ func (c *committer) walk(ctx context.Context, dir int, rel string) error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if c.stage.failed.Load() {
+			return nil // the stager's error ends the commit
+		}
 		p := relJoin(rel, name)
 		st, err := lstatAt(dir, name)
 		if err != nil {
@@ -262,15 +281,15 @@ func (c *committer) walk(ctx context.Context, dir int, rel string) error {
 		case unix.S_IFSOCK:
 			c.out.Skipped = append(c.out.Skipped, Refused{p, "a socket is never committed"})
 		case unix.S_IFDIR:
-			if err := c.dir(ctx, dir, name, p, &st); err != nil {
+			if err := c.dir(ctx, dir, name, p, &st, into); err != nil {
 				return err
 			}
 		case unix.S_IFLNK:
-			if err := c.symlink(dir, name, p, &st); err != nil {
+			if err := c.symlink(dir, name, p, &st, into); err != nil {
 				return err
 			}
 		case unix.S_IFREG:
-			if err := c.file(dir, name, p, &st); err != nil {
+			if err := c.file(dir, name, p, &st, into); err != nil {
 				return err
 			}
 		}
@@ -333,7 +352,16 @@ func (c *committer) below(parent int, name, p string) []string {
 
 // current is what the workspace holds at p now.
 func (c *committer) current(p string) (*expect, *unix.Statx_t, error) {
-	st, err := lstatRel(c.ws, p)
+	var st unix.Statx_t
+	var err error
+	if p == "" || p == "." {
+		st, err = lstatAt(c.ws, ".")
+	} else {
+		var pfd int
+		if pfd, err = c.parent(filepath.Dir(p)); err == nil {
+			st, err = lstatAt(pfd, filepath.Base(p))
+		}
+	}
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return &expect{Absent: true}, nil, nil
 	}
@@ -341,6 +369,47 @@ func (c *committer) current(p string) (*expect, *unix.Statx_t, error) {
 		return nil, nil, err
 	}
 	return &expect{Ino: st.Ino, Ctime: nanos(st.Ctime)}, &st, nil
+}
+
+// reachable returns into, where p is staged below a new directory, unless
+// the workspace could not be asked about p (a path too long, say): then
+// nil, and p is planned as any other path is, which records why.
+func (c *committer) reachable(p string, into *stageDir) *stageDir {
+	if into == nil {
+		return nil
+	}
+	if _, _, err := c.current(p); err != nil {
+		return nil
+	}
+	return into
+}
+
+// parent opens the workspace directory rel (as parentOf would, O_PATH)
+// for current, or returns it open from the last call: the walk looks up
+// every entry of a directory in a row. Planning only reads through it;
+// applying opens every op's directory anew.
+func (c *committer) parent(rel string) (int, error) {
+	if c.pdir != nil && c.pdir.rel == rel {
+		return c.pdir.fd, c.pdir.err
+	}
+	c.dropParent()
+	fd, err := openBeneath(c.ws, rel, unix.O_PATH|unix.O_DIRECTORY)
+	c.pdir = &openDir{rel: rel, fd: fd, err: err}
+	return fd, err
+}
+
+func (c *committer) dropParent() {
+	if c.pdir != nil && c.pdir.err == nil {
+		unix.Close(c.pdir.fd)
+	}
+	c.pdir = nil
+}
+
+// openDir is a directory parent keeps open (or could not open: err).
+type openDir struct {
+	rel string
+	fd  int
+	err error
 }
 
 func (c *committer) whiteout(p string) {
@@ -363,7 +432,7 @@ func (c *committer) whiteout(p string) {
 	c.out.Removed++
 }
 
-func (c *committer) dir(ctx context.Context, parent int, name, p string, st *unix.Statx_t) error {
+func (c *committer) dir(ctx context.Context, parent int, name, p string, st *unix.Statx_t, into *stageDir) error {
 	if c.refuse(p, kindDir) {
 		c.refuseBelow(parent, name, p)
 		return nil
@@ -379,43 +448,60 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 		return fmt.Errorf("layer %s: %w", p, err)
 	}
 	defer unix.Close(fd)
-	opaque := isOpaque(fd)
-	exp, wst, err := c.current(p)
-	if err != nil {
-		c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
-		return nil
-	}
-	isDir := wst != nil && fileType(wst) == unix.S_IFDIR
-	if wst != nil && !isDir {
-		// A file (or symlink) replaced by a directory.
-		if changedSince(c.ws, p, c.since) {
-			c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "replaced by a directory by the command but changed in the workspace while it ran; the workspace's version stays"})
+	var wst *unix.Statx_t // the workspace's directory at p (nil: none)
+	opaque := false
+	if into = c.reachable(p, into); into == nil { // below a new directory, everything is new
+		opaque = isOpaque(fd)
+		var exp *expect
+		exp, wst, err = c.current(p)
+		if err != nil {
+			c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
 			return nil
 		}
-		c.ops = append(c.ops, op{Kind: "remove", Path: p, Expect: exp})
-		isDir = false
+		if wst != nil && fileType(wst) != unix.S_IFDIR {
+			// A file (or symlink) replaced by a directory.
+			if changedSince(c.ws, p, c.since) {
+				c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "replaced by a directory by the command but changed in the workspace while it ran; the workspace's version stays"})
+				return nil
+			}
+			c.ops = append(c.ops, op{Kind: "remove", Path: p, Expect: exp})
+			wst = nil
+		}
 	}
-	var before *unix.Statx_t
-	if isDir {
-		before = wst
-	}
-	meta := op{Kind: "meta", Path: p, Mode: c.mode(p, uint32(st.Mode), before), UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid))}
-	if !isDir {
-		c.ops = append(c.ops, op{Kind: "mkdir", Path: p, Expect: &expect{Absent: true}})
+	meta := op{Kind: "meta", Path: p, Mode: c.mode(p, uint32(st.Mode), wst), UID: c.uid(int(st.Uid)), GID: c.gid(int(st.Gid))}
+	if wst == nil {
 		c.out.Dirs++
 		meta.Atime, meta.Mtime = nanos(st.Atime), nanos(st.Mtime)
-	} else if opaque {
+		c.metas = append(c.metas, meta)
+		return c.newDir(ctx, fd, name, p, into)
+	}
+	if opaque {
 		if err := c.removeHidden(fd, p); err != nil {
 			return err
 		}
 	}
-	if isDir {
-		c.dirMeta(&meta, wst)
-	}
+	c.dirMeta(&meta, wst)
 	if meta.Kind != "" {
 		c.metas = append(c.metas, meta)
 	}
-	return c.walk(ctx, fd, p)
+	return c.walk(ctx, fd, p, nil)
+}
+
+// newDir stages the layer's directory fd (name in its parent, at
+// workspace path p, which the workspace does not have) with everything
+// below it, in into (nil: at the top of the staging directory, to be
+// renamed into place as a whole by one op). Its metadata is set once in
+// place, by its meta op.
+func (c *committer) newDir(ctx context.Context, fd int, name, p string, into *stageDir) error {
+	d, err := c.stage.mkdir(into, name)
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", p, err)
+	}
+	defer d.release()
+	if into == nil {
+		c.ops = append(c.ops, op{Kind: "placedir", Path: p, Stage: d.name, Expect: &expect{Absent: true}})
+	}
+	return c.walk(ctx, fd, p, d)
 }
 
 // refuseBelow replaces the refusal just recorded for the directory name
@@ -478,7 +564,7 @@ func (c *committer) dirMeta(meta *op, wst *unix.Statx_t) {
 	}
 }
 
-func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error {
+func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t, into *stageDir) error {
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlinkat(parent, name, buf)
 	if err != nil {
@@ -486,6 +572,13 @@ func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error 
 	}
 	target := string(buf[:n])
 	if c.refuse(p, kindSymlink) {
+		return nil
+	}
+	if into = c.reachable(p, into); into != nil {
+		if err := c.stage.symlink(into, name, target, c.uid(int(st.Uid)), c.gid(int(st.Gid)), st); err != nil {
+			return fmt.Errorf("stage %s: %w", p, err)
+		}
+		c.out.Symlinks++
 		return nil
 	}
 	exp, _, ok := c.replaceable(p)
@@ -502,7 +595,7 @@ func (c *committer) symlink(parent int, name, p string, st *unix.Statx_t) error 
 	return nil
 }
 
-func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
+func (c *committer) file(parent int, name, p string, st *unix.Statx_t, into *stageDir) error {
 	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.EACCES) && !c.chown {
 		// The command made its own file unreadable; the layer is ours.
@@ -512,9 +605,15 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 	if err != nil {
 		return fmt.Errorf("layer %s: %w", p, err)
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
 	if c.refuse(p, kindFile) {
+		unix.Close(fd)
+		return nil
+	}
+	if into = c.reachable(p, into); into != nil {
+		// Below a new directory: staged under its own name, in place.
+		c.stage.file(into, name, fd, p, c.mode(p, uint32(st.Mode), nil), c.uid(int(st.Uid)), c.gid(int(st.Gid)), st)
+		c.out.Files++
+		c.out.Bytes += int64(st.Size)
 		return nil
 	}
 	target := p
@@ -528,18 +627,13 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t) error {
 		wst = nil // a symlink's or directory's mode says nothing of a file's: it is new
 	}
 	mode := c.mode(p, uint32(st.Mode), wst)
-	stage, n, err := c.stage.file(f, mode, c.uid(int(st.Uid)), c.gid(int(st.Gid)), st.Atime, st.Mtime)
-	if err != nil {
-		return fmt.Errorf("stage %s: %w", p, err)
-	}
-	c.staged++
-	if c.opt.CrashAt != "" {
-		c.crash(fmt.Sprintf("stage:%d", c.staged))
-	}
+	// Staged by the stager's workers (which close fd); Commit waits for
+	// them before the journal says staged.
+	stage := c.stage.file(nil, "", fd, p, mode, c.uid(int(st.Uid)), c.gid(int(st.Gid)), st)
 	c.ops = append(c.ops, op{Kind: "place", Path: target, Stage: stage, Expect: exp})
 	if ok {
 		c.out.Files++
-		c.out.Bytes += n
+		c.out.Bytes += int64(st.Size)
 	}
 	return nil
 }

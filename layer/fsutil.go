@@ -172,26 +172,54 @@ func changedSince(root int, rel string, since int64) bool {
 	return false
 }
 
-// copyInto copies src's content into a new file name in dir, created
-// with mode perm (before the umask), through buf.
-func copyInto(dir int, name string, src *os.File, perm uint32, buf []byte) (int64, *os.File, error) {
-	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		return 0, nil, err
+// copyFD copies what is left of the file src into dst through buf. size
+// is src's size as statx gave it, or -1: a read that returns less than
+// asked for and brings the count to size is the end (a regular file
+// returns less only at its end), which spares small files a second read.
+func copyFD(dst, src int, size int64, buf []byte) (int64, error) {
+	var total int64
+	for {
+		n, err := unix.Read(src, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, nil
+		}
+		if err := writeAll(dst, buf[:n]); err != nil {
+			return total, err
+		}
+		total += int64(n)
+		if n < len(buf) && total == size {
+			return total, nil
+		}
 	}
-	dst := os.NewFile(uintptr(fd), name)
-	// copy_file_range does not cross from the layer's tmpfs to another
-	// file system, and sendfile moves page by page; large buffers are
-	// fastest (as for cp).
-	n, err := io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf)
-	if err != nil {
-		dst.Close()
-		return n, nil, err
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		b = b[n:]
 	}
-	return n, dst, nil
+	return nil
 }
 
 // copyBuffer is the size of one read and one write when copying.
+// copy_file_range does not cross from the layer's tmpfs to another file
+// system, and sendfile moves page by page; large buffers are fastest (as
+// for cp).
 const copyBuffer = 1 << 20
 
 // relJoin joins workspace-relative paths.

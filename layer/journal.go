@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
 	"golang.org/x/sys/unix"
@@ -20,16 +23,19 @@ import (
 //
 //	ID.lock     held (flock) by the committing process for its lifetime
 //	ID.journal  the record: workspace, staging directory, state, ops
-//	ID.done     one line per applied op
-//	ID.stage/   staged files, when the state directory shares the
-//	            workspace's mount (otherwise WORKSPACE/.sandboxd-commit-ID)
+//	ID.done     one line per applied op (written in batches: markDone)
+//	ID.stage/   staged files, and each directory the workspace does not
+//	            have with everything in it, under their final names, when
+//	            the state directory shares the workspace's mount
+//	            (otherwise WORKSPACE/.sandboxd-commit-ID)
 //
 // State "staging": files are being copied; nothing in the workspace has
 // changed, so recovery removes the staging directory. State "staged":
 // every file is staged and the ops are fixed; recovery applies the ops
 // not yet marked done. The journal is removed last.
 
-const journalVersion = 1
+// Version 2 added the placedir op; version 1 journals are still read.
+const journalVersion = 2
 
 type record struct {
 	Version   int    `json:"version"`
@@ -42,11 +48,12 @@ type record struct {
 }
 
 type journal struct {
-	dir  string
-	id   string
-	lock *os.File
-	rec  record
-	done *os.File
+	dir     string
+	id      string
+	lock    *os.File
+	rec     record
+	done    *os.File
+	pending []byte // done records not yet written
 }
 
 func (j *journal) path(ext string) string { return filepath.Join(j.dir, j.id+ext) }
@@ -114,11 +121,32 @@ func (j *journal) markStaged(ops []op) error {
 	return j.write()
 }
 
-// done records op i as applied.
+// markDone records op i as applied. The records are written in batches
+// (flushDone): replaying an op that was applied but not yet recorded
+// ends in the same state, for every kind of op but a removal that has
+// not been checked (the first op after the last recorded one, see
+// recoverOne), and applier.apply writes a removal's record, and all
+// before it, before it goes on.
 func (j *journal) markDone(i int) {
-	if j.done != nil {
-		j.done.WriteString(strconv.Itoa(i) + "\n")
+	if j.done == nil {
+		return
 	}
+	j.pending = strconv.AppendInt(j.pending, int64(i), 10)
+	j.pending = append(j.pending, '\n')
+	if len(j.pending) >= doneBatch {
+		j.flushDone()
+	}
+}
+
+// doneBatch is how many bytes of done records are written at once.
+const doneBatch = 8 << 10
+
+// flushDone writes the done records not yet written.
+func (j *journal) flushDone() {
+	if j.done != nil && len(j.pending) > 0 {
+		j.done.Write(j.pending)
+	}
+	j.pending = j.pending[:0]
 }
 
 // finish ends a commit: the journal goes first, so a crash after it
@@ -144,7 +172,9 @@ func (j *journal) close() {
 	}
 }
 
-// stager copies files to commit onto the workspace's file system.
+// stager copies files to commit onto the workspace's file system. The
+// copies are made by a few workers at once (stageWorkers): creating
+// files is the kernel's work, and it is the commit's largest.
 type stager struct {
 	dir   string // absolute path
 	fd    int
@@ -152,11 +182,47 @@ type stager struct {
 	ws    int
 	n     int
 	chown bool
-	buf   []byte // reused for every copy
+	// replay: recovery, where an op may have been applied before the
+	// crash.
+	replay     bool
+	euid, egid int
+	umask      uint32 // the process's; noUmask when unknown
+
+	jobs    chan stageJob
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	err     error // the first copy that failed
+	failed  atomic.Bool
+	bytes   atomic.Int64
+	staged  atomic.Int64
+	onStage func(n int64) // after the nth file is staged (a failpoint)
 }
 
+// stageJob is one file to stage.
+type stageJob struct {
+	dir          *stageDir // where (nil: the top of the staging directory)
+	src          int       // the layer's file, open for reading; the worker closes it
+	name, path   string    // the staged name, the workspace path (for errors)
+	mode         uint32
+	uid, gid     int
+	size         int64
+	atime, mtime unix.StatxTimestamp
+}
+
+// done releases what job holds.
+func (job *stageJob) done() {
+	unix.Close(job.src)
+	if job.dir != nil {
+		job.dir.release()
+	}
+}
+
+// noUmask stands for an unknown umask: every staged file gets its mode
+// by fchmod.
+const noUmask = ^uint32(0)
+
 func newStager(j *journal, ws int, opt Options) (*stager, error) {
-	s := &stager{ws: ws, fd: -1, chown: os.Geteuid() == 0}
+	s := &stager{ws: ws, fd: -1, chown: os.Geteuid() == 0, euid: os.Geteuid(), egid: os.Getegid(), umask: processUmask()}
 	wst, err := lstatAt(ws, ".")
 	if err != nil {
 		return nil, fmt.Errorf("layer: workspace: %w", err)
@@ -192,38 +258,193 @@ func newStager(j *journal, ws int, opt Options) (*stager, error) {
 	return s, nil
 }
 
-// file stages src with the given metadata and returns its staged name.
-func (s *stager) file(src *os.File, mode uint32, uid, gid int, atime, mtime unix.StatxTimestamp) (string, int64, error) {
-	s.n++
-	name := strconv.Itoa(s.n)
-	if s.buf == nil {
-		s.buf = make([]byte, copyBuffer)
-	}
-	n, dst, err := copyInto(s.fd, name, src, 0o600, s.buf)
+// processUmask reads the process's umask without changing it (umask(2)
+// would, for every thread).
+func processUmask() uint32 {
+	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return "", n, err
+		return noUmask
 	}
-	defer dst.Close()
-	fd := int(dst.Fd())
-	if s.chown && (uid != os.Geteuid() || gid != os.Getegid()) {
-		if err := unix.Fchown(fd, uid, gid); err != nil {
-			return "", n, err
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+				return uint32(n) & 0o777
+			}
 		}
 	}
-	if mode != 0o600 {
-		if err := unix.Fchmod(fd, mode); err != nil {
-			return "", n, err
+	return noUmask
+}
+
+// stageWorkers is how many files are staged at once: creating a file is
+// the kernel's work, on the CPU, and the walk that plans the commit takes
+// one more; two at least, at most four (they share the directories'
+// locks).
+func stageWorkers() int { return min(max(runtime.GOMAXPROCS(0), 2), 4) }
+
+// file queues src (the layer's file at workspace path p, whose statx is
+// st; the stager closes it) to be staged with the given mode and owner,
+// and returns its staged name: name in into, or a new name at the top of
+// the staging directory when into is nil. wait says whether every file
+// was staged.
+func (s *stager) file(into *stageDir, name string, src int, p string, mode uint32, uid, gid int, st *unix.Statx_t) string {
+	if into == nil {
+		s.n++
+		name = strconv.Itoa(s.n)
+	}
+	if s.failed.Load() {
+		unix.Close(src)
+		return name
+	}
+	if s.jobs == nil {
+		s.jobs = make(chan stageJob, 64)
+		for w := stageWorkers(); w > 0; w-- {
+			s.wg.Add(1)
+			go s.work()
 		}
 	}
-	ts := []unix.Timespec{{Sec: atime.Sec, Nsec: int64(atime.Nsec)}, {Sec: mtime.Sec, Nsec: int64(mtime.Nsec)}}
-	if err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH); err != nil {
-		return "", n, err
+	if into != nil {
+		into.refs.Add(1)
 	}
-	return name, n, dst.Close()
+	s.jobs <- stageJob{dir: into, src: src, name: name, path: p, mode: mode, uid: uid, gid: gid, size: int64(st.Size), atime: st.Atime, mtime: st.Mtime}
+	return name
+}
+
+// stageDir is a directory made in the staging directory for a directory
+// the workspace does not have, open (O_PATH) while the walk or a queued
+// file needs it.
+type stageDir struct {
+	fd   int
+	name string // at the top of the staging directory: its staged name
+	refs atomic.Int32
+}
+
+func (d *stageDir) release() {
+	if d.refs.Add(-1) == 0 {
+		unix.Close(d.fd)
+	}
+}
+
+// mkdir makes a directory to stage a new directory's entries in: name in
+// into, or a new name at the top of the staging directory when into is
+// nil. The caller releases it.
+func (s *stager) mkdir(into *stageDir, name string) (*stageDir, error) {
+	parent := s.fd
+	d := &stageDir{}
+	if into == nil {
+		s.n++
+		name = strconv.Itoa(s.n)
+		d.name = name
+	} else {
+		parent = into.fd
+	}
+	if err := unix.Mkdirat(parent, name, 0o700); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Openat(parent, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	d.fd = fd
+	d.refs.Store(1)
+	return d, nil
+}
+
+// symlink stages a symlink to target as name in into, with its owner and
+// the times of st (the layer's).
+func (s *stager) symlink(into *stageDir, name, target string, uid, gid int, st *unix.Statx_t) error {
+	if err := unix.Symlinkat(target, into.fd, name); err != nil {
+		return err
+	}
+	if s.chown {
+		if err := unix.Fchownat(into.fd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	if nanos(st.Mtime) == 0 {
+		return nil
+	}
+	ts := []unix.Timespec{{Sec: st.Atime.Sec, Nsec: int64(st.Atime.Nsec)}, {Sec: st.Mtime.Sec, Nsec: int64(st.Mtime.Nsec)}}
+	return unix.UtimesNanoAt(into.fd, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// work stages queued files until there are no more.
+func (s *stager) work() {
+	defer s.wg.Done()
+	buf := make([]byte, copyBuffer)
+	for job := range s.jobs {
+		if s.failed.Load() {
+			job.done()
+			continue
+		}
+		n, err := s.stageOne(&job, buf)
+		job.done()
+		if err != nil {
+			s.fail(fmt.Errorf("stage %s: %w", job.path, err))
+			continue
+		}
+		s.bytes.Add(n)
+		if k := s.staged.Add(1); s.onStage != nil {
+			s.onStage(k)
+		}
+	}
+}
+
+func (s *stager) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.failed.Store(true)
+}
+
+// wait waits for every queued file and returns the bytes staged, or the
+// first error.
+func (s *stager) wait() (int64, error) {
+	if s.jobs != nil {
+		close(s.jobs)
+		s.wg.Wait()
+		s.jobs = nil
+	}
+	return s.bytes.Load(), s.err
+}
+
+// stageOne copies job's file to its staged name, created with its final
+// mode when the umask lets it (else fchmod'ed), owned as job says and
+// with its times.
+func (s *stager) stageOne(job *stageJob, buf []byte) (int64, error) {
+	perm, chmod := uint32(0o600), true
+	if job.mode&^0o777 == 0 && s.umask != noUmask && job.mode&s.umask == 0 {
+		perm, chmod = job.mode, false
+	}
+	dir := s.fd
+	if job.dir != nil {
+		dir = job.dir.fd
+	}
+	fd, err := unix.Openat(dir, job.name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return 0, err
+	}
+	n, err := copyFD(fd, job.src, job.size, buf)
+	if err == nil && s.chown && (job.uid != s.euid || job.gid != s.egid) {
+		err = unix.Fchown(fd, job.uid, job.gid)
+	}
+	if err == nil && chmod {
+		err = unix.Fchmod(fd, job.mode)
+	}
+	if err == nil {
+		ts := []unix.Timespec{{Sec: job.atime.Sec, Nsec: int64(job.atime.Nsec)}, {Sec: job.mtime.Sec, Nsec: int64(job.mtime.Nsec)}}
+		err = unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+	}
+	if cerr := unix.Close(fd); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 
 // discard removes the staging directory and what is left in it.
 func (s *stager) discard() {
+	s.wait()
 	if s.fd >= 0 {
 		unix.Close(s.fd)
 		s.fd = -1
@@ -326,7 +547,7 @@ func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
 	if err != nil {
 		return Recovered{RunID: j.id}, fmt.Errorf("layer: recover %s: %w", j.id, err)
 	}
-	if err := json.Unmarshal(b, &j.rec); err != nil || j.rec.Version != journalVersion || j.rec.RunID != j.id {
+	if err := json.Unmarshal(b, &j.rec); err != nil || j.rec.Version < 1 || j.rec.Version > journalVersion || j.rec.RunID != j.id {
 		return Recovered{RunID: j.id}, fmt.Errorf("layer: recover %s: unreadable journal (left in place): %v", j.id, err)
 	}
 	r := Recovered{RunID: j.id, Workspace: j.rec.Workspace}
@@ -350,7 +571,7 @@ func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
 		return r, nil
 	}
 	last := lastDone(j.path(".done"))
-	s := &stager{dir: j.rec.Stage, inWS: j.rec.StageInWS, ws: ws, chown: os.Geteuid() == 0}
+	s := &stager{dir: j.rec.Stage, inWS: j.rec.StageInWS, ws: ws, chown: os.Geteuid() == 0, replay: true}
 	if s.inWS {
 		s.fd, err = openBeneath(ws, filepath.Base(s.dir), unix.O_PATH|unix.O_DIRECTORY)
 	} else {
@@ -364,17 +585,17 @@ func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
 		j.done = done
 	}
 	var out Outcome
+	a := &applier{ws: ws, s: s, j: j, out: &out, runID: j.id}
 	for i := last + 1; i < len(j.rec.Ops); i++ {
 		// Each op still checks that the workspace holds what the plan saw
 		// (it may have been edited since the crash), except a removal
 		// that was under way at the crash: it may be half done, and is
-		// finished.
+		// finished (nothing after it was applied: see applier.apply).
 		check := i > last+1 || j.rec.Ops[i].Kind != "remove"
-		if err := applyOp(ws, s, &j.rec.Ops[i], check, &out, j.id); err != nil {
+		if err := a.apply(i, &j.rec.Ops[i], check); err != nil {
 			s.discardFD()
 			return r, fmt.Errorf("layer: recover %s: %s %s: %w", j.id, j.rec.Ops[i].Kind, j.rec.Ops[i].Path, err)
 		}
-		j.markDone(i)
 		r.Ops++
 	}
 	s.discard()
@@ -399,11 +620,16 @@ func lastDone(path string) int {
 	}
 	defer f.Close()
 	last := -1
-	sc := bufio.NewScanner(io.LimitReader(f, 64<<20))
-	for sc.Scan() {
-		if n, err := strconv.Atoi(sc.Text()); err == nil && n > last {
+	r := bufio.NewReader(io.LimitReader(f, 64<<20))
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			// The end, or a line a crash cut short (records are written
+			// in batches): only whole lines count.
+			return last
+		}
+		if n, err := strconv.Atoi(strings.TrimSuffix(line, "\n")); err == nil && n > last {
 			last = n
 		}
 	}
-	return last
 }
