@@ -608,6 +608,9 @@ func (h HardDenies) check(req grants.Request) (bool, string) {
 	if req.Surface == grants.Network {
 		return false, "" // Broker.checkNetwork: it needs the rules
 	}
+	if req.Operation == grants.OpResolveUnix {
+		return true, "host unix sockets (ssh-agent, gpg-agent, docker, D-Bus, editors' and sandboxd's own) are never reachable from inside; only sockets the command creates in its run are"
+	}
 	for _, p := range []string{req.Path, req.ResolvedPath} {
 		if p == "" {
 			continue

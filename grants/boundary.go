@@ -59,6 +59,10 @@ const (
 	OpXattr      Operation = "xattr"
 	// OpPersist is a write the commit refused: a persistence path.
 	OpPersist Operation = "persist"
+	// OpResolveUnix is a connect to a pathname unix socket that the run
+	// did not create (Landlock ABI 9 names the right so); it is never
+	// granted.
+	OpResolveUnix Operation = "resolve_unix"
 )
 
 // Network operations.
@@ -78,7 +82,7 @@ func Operations(s Surface) []Operation {
 	case Filesystem:
 		return []Operation{OpReadFile, OpReadDir, OpExecute, OpWriteFile, OpTruncate, OpIoctlDev,
 			OpMakeReg, OpMakeDir, OpMakeSym, OpMakeFifo, OpMakeSock, OpMakeChar, OpMakeBlock,
-			OpRemoveFile, OpRemoveDir, OpRefer, OpRename, OpLink, OpChmod, OpChown, OpUtime, OpXattr, OpPersist}
+			OpRemoveFile, OpRemoveDir, OpRefer, OpRename, OpLink, OpChmod, OpChown, OpUtime, OpXattr, OpPersist, OpResolveUnix}
 	case Network:
 		return []Operation{OpConnect, OpBind}
 	case Command:

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxd/sandboxd/sandbox/detect"
@@ -31,11 +32,10 @@ type egress struct {
 	mu      sync.Mutex
 	seq     uint64
 	answers chan socketAnswer
-	// diagMu guards diag, a sock_diag socket of the namespace (-1: none),
-	// which says whether anything listens on a port before the helper is
-	// asked for a socket to connect there.
-	diagMu sync.Mutex
-	diag   int
+	// diag is the namespace's sock_diag socket (nil: none; the helper's
+	// to close), which says whether anything listens on a port before
+	// the helper is asked for a socket to connect there.
+	diag atomic.Pointer[detect.Diag]
 }
 
 type socketAnswer struct {
@@ -46,29 +46,17 @@ type socketAnswer struct {
 
 func newEgress(spec *Egress, sock int, log *slog.Logger) *egress {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &egress{spec: spec, sock: sock, log: log, ctx: ctx, cancel: cancel, answers: make(chan socketAnswer, 1), diag: -1}
-}
-
-// useDiag keeps a copy of the namespace's sock_diag socket.
-func (e *egress) useDiag(fd int) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	e.diagMu.Lock()
-	e.diag = dup
-	e.diagMu.Unlock()
+	return &egress{spec: spec, sock: sock, log: log, ctx: ctx, cancel: cancel, answers: make(chan socketAnswer, 1)}
 }
 
 // listens reports whether something may listen on port inside: true
 // when it cannot tell.
 func (e *egress) listens(port uint16) bool {
-	e.diagMu.Lock()
-	defer e.diagMu.Unlock()
-	if e.diag < 0 {
+	d := e.diag.Load()
+	if d == nil {
 		return true
 	}
-	ok, err := detect.ListensOn(e.diag, port)
+	ok, err := d.ListensOn(port)
 	return ok || err != nil
 }
 
@@ -116,12 +104,6 @@ func (e *egress) answer(m wire.Message, fds []int) []int {
 func (e *egress) stop() {
 	e.cancel()
 	e.served.Wait()
-	e.diagMu.Lock()
-	if e.diag >= 0 {
-		unix.Close(e.diag)
-		e.diag = -1
-	}
-	e.diagMu.Unlock()
 }
 
 // dialInside connects to addr on the namespace's loopback.

@@ -48,9 +48,11 @@ type helper struct {
 	// egress serves the proxy's listener once the helper hands it over
 	// (nil: no egress).
 	egress *egress
-	// diag is the namespace's sock_diag socket until the observer takes
-	// it (-1: none).
-	diag int
+	// diag is the namespace's sock_diag socket (nil: none), shared by
+	// the observer and the egress proxy.
+	diag *detect.Diag
+	// connects: the observer makes every connect (namespaces only).
+	connects bool
 	// caches takes the helper's word on the cache layers it mounted.
 	caches cacheNotes
 	// sudoUID is the SUDO_UID the command gets (see gitEnv), or -1.
@@ -66,7 +68,9 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	}
 	theirs := os.NewFile(uintptr(pair[1]), "sandbox-control")
 	defer theirs.Close()
-	h := &helper{sock: pair[0], exited: make(chan struct{}), diag: -1, sudoUID: -1}
+	// In namespaces the filter allows unix sockets and stops every
+	// connect, which the observer makes (seccomp.Options.UnixSockets).
+	h := &helper{sock: pair[0], exited: make(chan struct{}), sudoUID: -1, connects: ns}
 	if spec.Egress != nil && ns {
 		h.egress = newEgress(spec.Egress, pair[0], log)
 	}
@@ -230,9 +234,7 @@ func (h *helper) cleanup() {
 		h.obs.Finish()
 	}
 	unix.Close(h.sock)
-	if h.diag >= 0 {
-		unix.Close(h.diag)
-	}
+	h.diag.Close()
 	if h.layer != nil {
 		h.layer.Close()
 	}

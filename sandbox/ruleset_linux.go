@@ -45,7 +45,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 		}()
 		go func() {
 			defer wg.Done()
-			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect})
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect, UnixSockets: ns})
 		}()
 		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
 		wg.Wait()

@@ -182,16 +182,16 @@ func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 		rcv := wire.NewReceiver(h.sock)
 		for {
 			m, fds, err := rcv.Recv()
-			if err == nil && m.Kind == wire.Diag && len(fds) == 1 && h.diag < 0 {
-				h.diag, fds = fds[0], fds[1:]
+			if err == nil && m.Kind == wire.Diag && len(fds) == 1 && h.diag == nil {
+				h.diag, fds = detect.NewDiag(fds[0]), fds[1:]
 				if h.egress != nil {
-					h.egress.useDiag(h.diag)
+					h.egress.diag.Store(h.diag)
 				}
 			}
 			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
-				// The observer owns the namespace's sock_diag socket.
-				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, h.onWatch, log)
-				h.diag = -1
+				// The helper sends the namespace's sock_diag socket first
+				// (without it, no pathname unix socket is reached).
+				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, h.connects, h.onWatch, log)
 				fds = fds[1:]
 			}
 			if err == nil && m.Kind == wire.Layer && len(fds) == 1 && h.layer == nil {

@@ -54,6 +54,17 @@ func socket(domain, typ, proto int) func(string) error {
 	}
 }
 
+func socketpair(typ int) func(string) error {
+	return func(string) error {
+		fds, err := unix.Socketpair(unix.AF_UNIX, typ, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+		return err
+	}
+}
+
 func cstr(s string) uintptr {
 	b, _ := unix.BytePtrFromString(s)
 	return uintptr(unsafe.Pointer(b))
@@ -69,6 +80,7 @@ var probes = []probe{
 	{"socket mptcp", socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), unix.EACCES},
 	{"socket sctp", socket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP), unix.EACCES},
 	{"socket unix", socket(unix.AF_UNIX, unix.SOCK_STREAM, 0), unix.EACCES},
+	{"socket unix dgram", socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0), unix.EACCES},
 	{"socket netlink", socket(unix.AF_NETLINK, unix.SOCK_RAW, 0), unix.EACCES},
 	{"socket packet", socket(unix.AF_PACKET, unix.SOCK_RAW, 0), unix.EACCES},
 	{"socket vsock", socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0), unix.EACCES},
@@ -81,6 +93,9 @@ var probes = []probe{
 		}
 		return err
 	}, 0},
+	{"socketpair unix seqpacket", socketpair(unix.SOCK_SEQPACKET | unix.SOCK_CLOEXEC), 0},
+	{"socketpair unix dgram", socketpair(unix.SOCK_DGRAM), unix.EACCES},
+	{"socketpair unix dgram cloexec", socketpair(unix.SOCK_DGRAM | unix.SOCK_CLOEXEC), unix.EACCES},
 	{"setsockopt nodelay", func(string) error {
 		fd, _ := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 		defer unix.Close(fd)
@@ -463,5 +478,52 @@ func TestObserveFilter(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%s: got %q, want %q", k, got[k], w)
 		}
+	}
+}
+
+// TestUnixSocketsRules: with UnixSockets, unix stream and seqpacket
+// sockets are allowed and every connect stops for the supervisor, with
+// or without observing; no unix datagram socket is allowed either way.
+func TestUnixSocketsRules(t *testing.T) {
+	actions := func(r Rules, nr int, match func(Rule) bool) []Action {
+		var out []Action
+		for _, x := range r.List {
+			if x.Nr == nr && match(x) {
+				out = append(out, x.Action)
+			}
+		}
+		return out
+	}
+	hasCond := func(x Rule, arg uint, v uint64) bool {
+		for _, c := range x.Conds {
+			if c.Arg == arg && c.Value == v {
+				return true
+			}
+		}
+		return false
+	}
+	for _, observe := range []bool{false, true} {
+		r := Build(Options{UnixSockets: true, Observe: observe})
+		if got := actions(r, unix.SYS_CONNECT, func(Rule) bool { return true }); len(got) != 1 || got[0] != Notify {
+			t.Errorf("observe=%v: connect rules %v, want one Notify", observe, got)
+		}
+		for typ, want := range map[uint64]Action{unix.SOCK_STREAM: Allow, unix.SOCK_SEQPACKET: Allow, unix.SOCK_DGRAM: Errno} {
+			got := actions(r, unix.SYS_SOCKET, func(x Rule) bool { return hasCond(x, 0, unix.AF_UNIX) && hasCond(x, 1, typ) })
+			if len(got) == 0 {
+				t.Errorf("observe=%v: no socket rule for unix type %d", observe, typ)
+			}
+			for _, a := range got {
+				if a != want {
+					t.Errorf("observe=%v: socket unix type %d: %v, want %v", observe, typ, a, want)
+				}
+			}
+		}
+		if _, err := Compile(r); err != nil {
+			t.Fatalf("observe=%v: %v", observe, err)
+		}
+	}
+	r := Build(Options{})
+	if got := actions(r, unix.SYS_CONNECT, func(Rule) bool { return true }); len(got) != 1 || got[0] != Allow {
+		t.Errorf("without UnixSockets: connect rules %v, want one Allow", got)
 	}
 }

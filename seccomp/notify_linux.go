@@ -115,3 +115,17 @@ func (l *Listener) Continue(id uint64) error {
 	}
 	return nil
 }
+
+// Return answers the notification in the supervisor's stead: the call
+// returns 0, or fails with errno when it is not 0. The supervisor made
+// the call itself.
+func (l *Listener) Return(id uint64, errno unix.Errno) error {
+	resp := notifResp{ID: id, Error: -int32(errno)}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(l.fd), unix.SECCOMP_IOCTL_NOTIF_SEND, uintptr(unsafe.Pointer(&resp))); e != 0 {
+		if e == unix.ENOENT {
+			return nil // the caller died or was interrupted meanwhile
+		}
+		return fmt.Errorf("seccomp: answer notification: %w", e)
+	}
+	return nil
+}

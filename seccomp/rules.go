@@ -80,6 +80,12 @@ type Options struct {
 	// of denied reads and executions where kernel audit cannot be read
 	// (unprivileged callers).
 	ObserveReads bool
+	// UnixSockets allows socket(AF_UNIX) for stream and seqpacket sockets
+	// and stops every connect for the supervisor, which performs it itself
+	// (see package detect): a pathname connect then reaches only a socket
+	// of the run's own. Only with a network namespace of the run's own,
+	// whose sockets are the run's.
+	UnixSockets bool
 }
 
 // observed are the calls Observe reports (open and openat are split by
@@ -274,10 +280,10 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 
 // conditional returns the rules that look at arguments, in the order the
 // filter gets them.
-func conditional() []Rule {
+func conditional(opts Options) []Rule {
 	var l ruleList
 	l.cloneRules()
-	l.socketRules()
+	l.socketRules(opts.UnixSockets)
 	l.fastOpenRules()
 	l.ioctlRules()
 	l.personalityRules()
@@ -310,8 +316,16 @@ func (l *ruleList) cloneRules() {
 	}
 }
 
-// socketRules: socket makes TCP over IPv4 and IPv6 only.
-func (l *ruleList) socketRules() {
+// socketRules: socket makes TCP over IPv4 and IPv6 only, and, with
+// unixSockets, unix stream and seqpacket sockets.
+//
+// No unix datagram socket exists inside, from socket or socketpair: a
+// datagram socket sends to any pathname socket named in sendto or in
+// sendmsg's msghdr, which a filter cannot read; a stream socket refuses
+// an address there (EISCONN, EOPNOTSUPP) and a seqpacket socket ignores
+// it, so a pathname is reached only through connect, which the
+// supervisor performs.
+func (l *ruleList) socketRules(unixSockets bool) {
 	// The type's low 4 bits are the socket type; SOCK_NONBLOCK and
 	// SOCK_CLOEXEC sit above them.
 	for _, family := range []uint64{unix.AF_INET, unix.AF_INET6} {
@@ -321,7 +335,7 @@ func (l *ruleList) socketRules() {
 	}
 	// Everything else gets a clear EACCES instead of ENOSYS, so programs
 	// report "permission denied" rather than "not implemented".
-	for _, family := range []uint64{unix.AF_UNIX, unix.AF_NETLINK, unix.AF_PACKET,
+	for _, family := range []uint64{unix.AF_NETLINK, unix.AF_PACKET,
 		unix.AF_VSOCK, unix.AF_BLUETOOTH, unix.AF_ALG, unix.AF_KEY, unix.AF_XDP,
 		unix.AF_APPLETALK, unix.AF_AX25, unix.AF_X25, unix.AF_TIPC, unix.AF_RDS,
 		unix.AF_CAN, unix.AF_QIPCRTR, unix.AF_NFC, unix.AF_SMC, unix.AF_MCTP} {
@@ -337,8 +351,23 @@ func (l *ruleList) socketRules() {
 			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, unix.SOCK_STREAM), eq(2, proto))
 		}
 	}
-	// socketpair stays: pipes with two-way semantics never leave the sandbox.
-	l.allow(unix.SYS_SOCKETPAIR, "socketpair", eq(0, unix.AF_UNIX))
+	// unix: stream and seqpacket (protocol 0 or PF_UNIX, the only ones
+	// the kernel takes), when allowed; socketpair makes the same types
+	// always (connected to each other, they never leave the sandbox).
+	for _, typ := range []uint64{unix.SOCK_STREAM, unix.SOCK_SEQPACKET} {
+		for _, proto := range []uint64{0, unix.AF_UNIX} {
+			if unixSockets {
+				l.allow(unix.SYS_SOCKET, "socket", eq(0, unix.AF_UNIX), masked(1, 0xf, typ), eq(2, proto))
+			} else {
+				l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, unix.AF_UNIX), masked(1, 0xf, typ), eq(2, proto))
+			}
+			l.allow(unix.SYS_SOCKETPAIR, "socketpair", eq(0, unix.AF_UNIX), masked(1, 0xf, typ), eq(2, proto))
+		}
+	}
+	for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM, unix.SOCK_PACKET} {
+		l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, unix.AF_UNIX), masked(1, 0xf, typ))
+		l.deny(unix.SYS_SOCKETPAIR, "socketpair", unix.EACCES, eq(0, unix.AF_UNIX), masked(1, 0xf, typ))
+	}
 }
 
 // fastOpenRules: no TCP Fast Open, which puts data in the SYN.
@@ -437,7 +466,7 @@ func Build(opts Options) Rules {
 			list = append(list, Rule{Nr: nr, Action: Errno, Errno: r.errno})
 		}
 	}
-	list = append(list, conditional()...)
+	list = append(list, conditional(opts)...)
 	if opts.Observe {
 		var out []Rule
 		for _, r := range list {
@@ -461,6 +490,15 @@ func Build(opts Options) Rules {
 			}
 		}
 		list = out
+	}
+	if opts.UnixSockets {
+		// Every connect stops, whatever else is observed: the supervisor
+		// makes it (a continued call would read its address again).
+		for i, r := range list {
+			if r.Nr == unix.SYS_CONNECT {
+				list[i].Action = Notify
+			}
+		}
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].Nr < list[j].Nr })
 	return Rules{List: list}

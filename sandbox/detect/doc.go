@@ -7,7 +7,10 @@
 // before the command and marks the end with another after it) and counts
 // what was lost. Observer answers the seccomp user notifications of the
 // run's filter and names the exact path (or destination) each observed
-// call tried; observing never enforces, the kernel does. judge.go, which
+// call tried; observing never enforces, the kernel does, with one
+// exception: in a run with its own network namespace the observer makes
+// every connect itself, and a pathname unix socket is reached only when
+// the run's own namespace has a socket bound to it (connect_linux.go). judge.go, which
 // does no I/O, decides from sandboxd's own copy of the policy which
 // observed intents the sandbox refused, which records are boundaries and
 // which noise, and when two denials are the same one.

@@ -74,6 +74,8 @@ func (p Policy) Refused(in []Intent) []Denial {
 // How each observed call is judged. The observer sees a call before the
 // kernel runs it, not its result, so a boundary is only what the
 // sandbox's own rules would refuse and the kernel would have got to:
+//   - resolve_unix: the supervisor's own refusal of a connect to a
+//     pathname unix socket the run did not make (connect_linux.go);
 //   - connect: refused, except in netns mode to the loopback when a
 //     server of the run listens there, or nobody listens on that port on
 //     either side (an ordinary ECONNREFUSED, as it would be bare); a
@@ -102,6 +104,10 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 			return Denial{}, false
 		}
 		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: i.Destination}, true
+	}
+	if i.Op == grants.OpResolveUnix {
+		// The supervisor refused it itself: a socket the run did not make.
+		return Denial{Surface: grants.Filesystem, Operation: grants.OpResolveUnix, Path: i.Path}, true
 	}
 	if !filepath.IsAbs(i.Path) {
 		return Denial{}, false

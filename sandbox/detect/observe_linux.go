@@ -53,11 +53,18 @@ type Observer struct {
 	mems  map[int]*os.File
 	buf   []byte
 	roots []fastRoot
-	// inside and host are sock_diag sockets of the sandbox's network
-	// namespace and of the supervisor's (-1: none): whether a loopback
+	// inside and hostDiag are sock_diag sockets of the sandbox's network
+	// namespace and of the supervisor's (nil: none): whether a loopback
 	// connect reaches a server of the run, or is cut off from one of the
-	// host's.
-	inside, host int
+	// host's, and which unix sockets are the run's. inside is shared
+	// with the egress proxy, and not the observer's to close.
+	inside, hostDiag *Diag
+	// connects: the supervisor makes every connect (connect_linux.go);
+	// connecting are the sockets of those under way, pending counts them.
+	connects   bool
+	connectMu  sync.Mutex
+	connecting map[int]bool
+	pending    sync.WaitGroup
 
 	// mu guards intents and seen.
 	mu      sync.Mutex
@@ -78,9 +85,12 @@ const maxMems = 256
 // StartObserver answers the notifications of the filter whose listener
 // is fd (which it takes over) until Finish. The helper's own calls
 // (helperPid) are not the command's; shared are the writable roots the
-// sandbox sees at their host paths.
-func StartObserver(fd, helperPid int, shared []string, diag int, onWatch func(), log *slog.Logger) *Observer {
-	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, host: -1, onWatch: onWatch,
+// sandbox sees at their host paths; diag is the sandbox's network
+// namespace's sock_diag socket (nil: none). With connects, the filter
+// stops every connect and the observer makes it (see connect_linux.go).
+func StartObserver(fd, helperPid int, shared []string, diag *Diag, connects bool, onWatch func(), log *slog.Logger) *Observer {
+	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, onWatch: onWatch,
+		connects: connects, connecting: map[int]bool{},
 		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
 		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
@@ -93,9 +103,9 @@ func StartObserver(fd, helperPid int, shared []string, diag int, onWatch func(),
 			o.roots = append(o.roots, fastRoot{path: r, fd: rfd})
 		}
 	}
-	if diag >= 0 {
+	if diag != nil {
 		if h, err := OpenDiag(); err == nil {
-			o.host = h
+			o.hostDiag = NewDiag(h)
 		}
 	}
 	go o.run()
@@ -105,6 +115,7 @@ func StartObserver(fd, helperPid int, shared []string, diag int, onWatch func(),
 func (o *Observer) run() {
 	defer close(o.done)
 	defer o.l.Close()
+	defer o.endConnects() // before the listener they answer on is closed
 	defer func() {
 		for _, f := range o.mems {
 			f.Close()
@@ -112,11 +123,7 @@ func (o *Observer) run() {
 		for _, r := range o.roots {
 			unix.Close(r.fd)
 		}
-		for _, fd := range []int{o.inside, o.host} {
-			if fd >= 0 {
-				unix.Close(fd)
-			}
-		}
+		o.hostDiag.Close()
 	}()
 	for {
 		n, ok, err := o.l.Receive(100)
@@ -134,6 +141,10 @@ func (o *Observer) run() {
 				continue
 			}
 		}
+		if n.Nr == unix.SYS_CONNECT && o.connects {
+			o.record(n.Pid, o.answerConnect(n))
+			continue
+		}
 		in, good := o.decode(n)
 		// What was read from the process's memory is only trusted if the
 		// call is still the one we were told about.
@@ -141,15 +152,23 @@ func (o *Observer) run() {
 		if err := o.l.Continue(n.ID); err != nil {
 			o.log.Warn("observer", "err", err)
 		}
-		if good && valid && n.Pid != o.skip {
-			o.mu.Lock()
-			for _, i := range in {
-				if !o.seen[i] {
-					o.seen[i] = true
-					o.intents = append(o.intents, i)
-				}
-			}
-			o.mu.Unlock()
+		if good && valid {
+			o.record(n.Pid, in)
+		}
+	}
+}
+
+// record keeps the intents of a call of process pid.
+func (o *Observer) record(pid int, in []Intent) {
+	if pid == o.skip || len(in) == 0 {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, i := range in {
+		if !o.seen[i] {
+			o.seen[i] = true
+			o.intents = append(o.intents, i)
 		}
 	}
 }
@@ -556,7 +575,7 @@ func (o *Observer) decode(n seccomp.Notification) ([]Intent, bool) {
 		// The host is asked only when nothing inside listens: every
 		// connect to the run's proxy waits here.
 		in := Intent{Op: "connect", Destination: dest, Inside: o.listening(o.inside, dest)}
-		in.Host = !in.Inside && o.listening(o.host, dest)
+		in.Host = !in.Inside && o.listening(o.hostDiag, dest)
 		return []Intent{in}, true
 	}
 	if in, ok, known := p.decodeNames(n.Nr, a); known {
@@ -746,33 +765,42 @@ func (p *proc) sockaddr(addr, length uint64) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return parseSockaddr(b), nil
+}
+
+// parseSockaddr names an IPv4 or IPv6 address and port ("" for any
+// other address).
+func parseSockaddr(b []byte) string {
+	if len(b) < 2 {
+		return ""
+	}
 	switch binary.NativeEndian.Uint16(b[0:2]) {
 	case unix.AF_INET:
 		if len(b) < 8 {
-			return "", nil
+			return ""
 		}
 		port := binary.BigEndian.Uint16(b[2:4])
-		return net.JoinHostPort(net.IP(b[4:8]).String(), strconv.Itoa(int(port))), nil
+		return net.JoinHostPort(net.IP(b[4:8]).String(), strconv.Itoa(int(port)))
 	case unix.AF_INET6:
 		if len(b) < 24 {
-			return "", nil
+			return ""
 		}
 		port := binary.BigEndian.Uint16(b[2:4])
-		return net.JoinHostPort(net.IP(b[8:24]).String(), strconv.Itoa(int(port))), nil
+		return net.JoinHostPort(net.IP(b[8:24]).String(), strconv.Itoa(int(port)))
 	}
-	return "", nil
+	return ""
 }
 
 // listening reports whether a loopback destination has a listening TCP
 // socket in the network namespace of the sock_diag socket diag (none
 // without a namespace of the run's own: then a connect is judged
 // without it).
-func (o *Observer) listening(diag int, dest string) bool {
+func (o *Observer) listening(diag *Diag, dest string) bool {
 	ap, err := netip.ParseAddrPort(dest)
-	if err != nil || !ap.Addr().Unmap().IsLoopback() || diag < 0 {
+	if err != nil || !ap.Addr().Unmap().IsLoopback() || diag == nil {
 		return false
 	}
-	ok, err := ListensOn(diag, ap.Port())
+	ok, err := diag.ListensOn(ap.Port())
 	if err != nil {
 		o.log.Debug("observer: sock_diag", "err", err)
 	}

@@ -1,0 +1,336 @@
+package detect
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/seccomp"
+	"golang.org/x/sys/unix"
+)
+
+// Connects, made by the supervisor.
+//
+// With unix sockets allowed (a network namespace of the run's own), every
+// connect stops, and the supervisor makes it itself, on the caller's own
+// socket (pidfd_getfd: the same open socket) with the address it read
+// once: a call let through would read its address, and look up its
+// descriptor, again, after the check (another thread may change either).
+//
+// A pathname unix socket is reached only when a socket of the run's own
+// network namespace is bound to it: the supervisor resolves the path as
+// the caller's root and cwd would, holds the file it found, asks the
+// namespace's sock_diag which of its sockets are bound to which file, and
+// connects to the file it holds, through /proc/self/fd. A socket a host
+// program made (ssh-agent, docker, D-Bus, anything in $HOME or the
+// workspace) is bound in another namespace: the call fails with EACCES
+// and the refusal is a boundary (resolve_unix) when the host's own
+// namespace has a socket bound there; ECONNREFUSED when nobody is, as
+// the kernel says for a stale socket file. Abstract names are the
+// namespace's own already (they are per network namespace). Every other
+// address (TCP, in the run's namespace) is connected as the caller would:
+// the socket belongs to the namespace, which is what confines it.
+//
+// What differs from the caller's own call: the listener's peer
+// credentials (SO_PEERCRED) name the supervisor, not the caller; and the
+// socket file's own permission is checked against the supervisor's
+// credentials.
+
+// connecting is one connect the supervisor makes: the caller's socket,
+// the address to give it, and the file it names (for a pathname).
+type connecting struct {
+	sock int    // the caller's socket, duplicated here
+	buf  []byte // the address, as the kernel takes it, in buf[:n] (buf is never empty)
+	n    int
+	file int // an O_PATH descriptor of the socket file (-1: none)
+}
+
+func (c *connecting) close() {
+	unix.Close(c.sock)
+	if c.file >= 0 {
+		unix.Close(c.file)
+	}
+}
+
+// answerConnect decides a connect notification and answers it (the call
+// itself on its own goroutine: a connect may wait for a listener's
+// backlog). It returns the intents to record.
+func (o *Observer) answerConnect(n seccomp.Notification) []Intent {
+	p := &proc{pid: n.Pid, o: o}
+	c, errno, in := o.prepareConnect(p, n)
+	if errno != 0 {
+		if err := o.l.Return(n.ID, errno); err != nil {
+			o.log.Warn("observer", "err", err)
+		}
+		return in
+	}
+	if !o.l.Valid(n.ID) {
+		c.close() // the caller is gone, or was interrupted
+		return nil
+	}
+	o.connectMu.Lock()
+	o.connecting[c.sock] = true
+	o.connectMu.Unlock()
+	o.pending.Add(1)
+	go func() {
+		defer o.pending.Done()
+		var errno unix.Errno
+		if _, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(c.sock), uintptr(unsafe.Pointer(&c.buf[0])), uintptr(c.n)); e != 0 {
+			errno = e
+		}
+		o.connectMu.Lock()
+		delete(o.connecting, c.sock)
+		c.close()
+		o.connectMu.Unlock()
+		if err := o.l.Return(n.ID, errno); err != nil {
+			o.log.Warn("observer", "err", err)
+		}
+	}()
+	return in
+}
+
+// endConnects ends the connects still under way (no process is left to
+// wait for them: their sockets are only the supervisor's) and waits for
+// them, before the listener they answer on is closed.
+func (o *Observer) endConnects() {
+	o.connectMu.Lock()
+	for fd := range o.connecting {
+		unix.Shutdown(fd, unix.SHUT_RDWR)
+	}
+	o.connectMu.Unlock()
+	o.pending.Wait()
+}
+
+// prepareConnect reads the connect's address and takes its socket. For
+// a pathname unix socket, it decides whether the run may reach it:
+// errno is what the call fails with otherwise (0: connect c).
+func (o *Observer) prepareConnect(p *proc, n seccomp.Notification) (*connecting, unix.Errno, []Intent) {
+	a := n.Args
+	size := int(uint32(a[2]))
+	if size > unix.SizeofSockaddrAny {
+		return nil, unix.EINVAL, nil
+	}
+	buf := make([]byte, max(size, 1)) // a zero-length address is the kernel's to refuse
+	if size > 0 {
+		b, err := p.bytes(a[1], size)
+		if err != nil {
+			return nil, unix.EFAULT, nil
+		}
+		copy(buf, b)
+	}
+	addr := buf[:size]
+	sock, errno := takeFD(p.pid, int(int32(a[0])))
+	if errno != 0 {
+		return nil, errno, nil
+	}
+	c := &connecting{sock: sock, buf: buf, n: size, file: -1}
+	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		c.close()
+		return nil, errnoOf(err), nil
+	}
+	if domain != unix.AF_UNIX {
+		// Observed as before: where the command connects.
+		dest := parseSockaddr(addr)
+		if dest == "" {
+			return c, 0, nil
+		}
+		in := Intent{Op: "connect", Destination: dest, Inside: o.listening(o.inside, dest)}
+		in.Host = !in.Inside && o.listening(o.hostDiag, dest)
+		return c, 0, []Intent{in}
+	}
+	path, ok := unixPath(addr)
+	if !ok {
+		return c, 0, nil // abstract or unnamed: the namespace's own
+	}
+	file, errno, boundary := o.runSocket(p, path)
+	if errno != 0 {
+		c.close()
+		if boundary != "" {
+			return nil, errno, []Intent{{Op: grants.OpResolveUnix, Path: boundary}}
+		}
+		return nil, errno, nil
+	}
+	// The same call, naming the file held here.
+	c.file = file
+	c.buf = binary.NativeEndian.AppendUint16(make([]byte, 0, unix.SizeofSockaddrUnix), unix.AF_UNIX)
+	c.buf = append(append(c.buf, "/proc/self/fd/"+strconv.Itoa(file)...), 0)
+	c.n = len(c.buf)
+	return c, 0, nil
+}
+
+// takeFD duplicates descriptor fd of process pid (a thread's id, as a
+// notification names the caller) into the supervisor.
+func takeFD(pid, fd int) (int, unix.Errno) {
+	pidfd, err := unix.PidfdOpen(pid, pidfdThread)
+	if errors.Is(err, unix.EINVAL) {
+		// Before 6.9: the thread group's leader shares the descriptors.
+		pidfd, err = unix.PidfdOpen(tgid(pid), 0)
+	}
+	if err != nil {
+		return -1, unix.ESRCH
+	}
+	defer unix.Close(pidfd)
+	dup, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		if e := errnoOf(err); e == unix.EBADF {
+			return -1, unix.EBADF
+		}
+		return -1, unix.EPERM
+	}
+	return dup, 0
+}
+
+// tgid is the thread group of thread pid (pid itself when unknown).
+func tgid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return pid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Tgid:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
+	}
+	return pid
+}
+
+// pidfdThread is PIDFD_THREAD (Linux 6.9): a pidfd of any thread, not
+// only of a thread group's leader.
+const pidfdThread = unix.O_EXCL
+
+func errnoOf(err error) unix.Errno {
+	if e, ok := err.(unix.Errno); ok {
+		return e
+	}
+	return unix.EINVAL
+}
+
+// unixPath returns the pathname of a unix address (ok false: abstract,
+// unnamed, not AF_UNIX, or too short to say).
+func unixPath(addr []byte) (string, bool) {
+	if len(addr) < 3 || binary.NativeEndian.Uint16(addr[0:2]) != unix.AF_UNIX || addr[2] == 0 {
+		return "", false
+	}
+	b := addr[2:]
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b), true
+}
+
+// runSocket resolves the pathname socket path as the calling process
+// would and decides whether the run may reach it: the O_PATH descriptor
+// of the socket file to connect to, or the errno the call fails with,
+// and, when the refusal is a boundary, the path refused.
+func (o *Observer) runSocket(p *proc, path string) (int, unix.Errno, string) {
+	full := path
+	if !strings.HasPrefix(path, "/") {
+		base, err := p.dir(cwd)
+		if err != nil || !strings.HasPrefix(base, "/") {
+			return -1, unix.ENOENT, ""
+		}
+		full = strings.TrimSuffix(base, "/") + "/" + path // not cleaned: ".." is the walk's
+	}
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", p.pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, unix.ENOENT, ""
+	}
+	defer unix.Close(root)
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS}
+	rel := strings.TrimLeft(full, "/")
+	if rel == "" {
+		rel = "."
+	}
+	file, err := unix.Openat2(root, rel, &how)
+	if err != nil {
+		return -1, errnoOf(err), ""
+	}
+	var st unix.Statx_t
+	if err := unix.Statx(file, "", unix.AT_EMPTY_PATH, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_MNT_ID, &st); err != nil {
+		unix.Close(file)
+		return -1, unix.ENOENT, ""
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		unix.Close(file)
+		return -1, unix.ECONNREFUSED, ""
+	}
+	named := resolvedName(file, full)
+	major, minor, fstype, ok := mountDev(p.pid, st.Mnt_id)
+	if !ok {
+		unix.Close(file)
+		o.log.Debug("observer: unix connect: mount not found", "path", named, "mnt_id", st.Mnt_id)
+		return -1, unix.EACCES, named
+	}
+	if bound, err := o.inside.UnixBound(major, minor, st.Ino, false); bound {
+		return file, 0, ""
+	} else if err != nil {
+		o.log.Debug("observer: unix connect: sock_diag", "err", err)
+	}
+	unix.Close(file)
+	// Whose is it, then? Through an overlay (the workspace's layer), a
+	// host program's socket is the lower layer's file, under a device
+	// only the overlay knows: matched by its inode alone, which only
+	// chooses between two refusals.
+	if bound, _ := o.hostDiag.UnixBound(major, minor, st.Ino, fstype == "overlay"); bound || st.Ino > 0xffffffff {
+		return -1, unix.EACCES, named
+	}
+	// Nobody this host can see is bound to it: a stale socket file.
+	return -1, unix.ECONNREFUSED, ""
+}
+
+// resolvedName is the path of the file held, as the sandbox names it
+// (the caller's spelling when it cannot be read).
+func resolvedName(file int, spelled string) string {
+	l, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", file))
+	if err != nil || !strings.HasPrefix(l, "/") {
+		return spelled
+	}
+	return l
+}
+
+// mountDev is the device (major, minor) and type of the file system of
+// mount id in pid's mount namespace, from its mountinfo: the
+// superblock's, which sock_diag names a socket's file by (stat shows an
+// overlay's files under other devices).
+func mountDev(pid int, id uint64) (uint32, uint32, string, bool) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		return 0, 0, "", false
+	}
+	defer f.Close()
+	want := strconv.FormatUint(id, 10) + " "
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, want) {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 3 {
+			return 0, 0, "", false
+		}
+		maj, min, ok := strings.Cut(fields[2], ":")
+		a, err1 := strconv.ParseUint(maj, 10, 32)
+		b, err2 := strconv.ParseUint(min, 10, 32)
+		if !ok || err1 != nil || err2 != nil {
+			return 0, 0, "", false
+		}
+		fstype := ""
+		if _, after, ok := strings.Cut(line, " - "); ok {
+			fstype, _, _ = strings.Cut(after, " ")
+		}
+		return uint32(a), uint32(b), fstype, true
+	}
+	return 0, 0, "", false
+}
