@@ -244,6 +244,9 @@ type runOpts struct {
 	ttyStderr bool
 	// ttyInherited makes tty only stdin, not the controlling terminal.
 	ttyInherited bool
+	// started, if set, is called with sandboxd's process once it runs
+	// (to signal it), on a goroutine of its own.
+	started func(p *os.Process)
 }
 
 // sandboxd runs the binary as the env's identity with HOME set to the
@@ -306,7 +309,13 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 			cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
 		}
 	}
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if o.started != nil {
+			go o.started(cmd.Process)
+		}
+		err = cmd.Wait()
+	}
 	r := result{stdout: stdout.String(), stderr: stderr.String()}
 	var exit *exec.ExitError
 	switch {

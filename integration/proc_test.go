@@ -782,3 +782,59 @@ func countFiles(dir string) int {
 	})
 	return n
 }
+
+// TestProcInterruptTwice: a command that ignores SIGINT and SIGTERM
+// keeps running after one Ctrl-C (SIGINT reaches it, and it may clean
+// up), and a second SIGINT, or a SIGTERM after the SIGINT, kills its
+// whole tree at once: sandboxd returns and nothing survives.
+func TestProcInterruptTwice(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		for _, second := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+			t.Run(second.String(), func(t *testing.T) {
+				arg := sleepArg(300)
+				var survivedFirst bool
+				var sent time.Time
+				r := e.sandboxdOpts(runOpts{timeout: 60 * time.Second, started: func(p *os.Process) {
+					if !waitRunning(arg, 2, 20*time.Second) {
+						return
+					}
+					p.Signal(syscall.SIGINT)
+					time.Sleep(500 * time.Millisecond)
+					survivedFirst = countRunning(arg) == 2
+					sent = time.Now()
+					p.Signal(second)
+				}}, "run", "-c", "trap '' INT TERM; (sleep "+arg+" &); sleep "+arg)
+				if sent.IsZero() {
+					t.Fatalf("the command's sleep was never seen running\n%s", r)
+				}
+				if !survivedFirst {
+					t.Errorf("one SIGINT ended a command that ignores it\n%s", r)
+				}
+				if took := time.Since(sent); took > 5*time.Second {
+					t.Errorf("sandboxd took %v to return after the second signal", took)
+				}
+				if r.code == 0 {
+					t.Errorf("exit 0 after a forced kill\n%s", r)
+				}
+				noSurvivors(t, arg)
+			})
+		}
+	})
+}
+
+// countRunning counts processes running `sleep arg` on the host.
+func countRunning(arg string) int {
+	out, _ := exec.Command("pgrep", "-c", "-f", "^sleep "+strings.ReplaceAll(arg, ".", "[.]")+"$").Output()
+	n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return n
+}
+
+// waitRunning waits until at least want processes run `sleep arg`.
+func waitRunning(arg string, want int, limit time.Duration) bool {
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if countRunning(arg) >= want {
+			return true
+		}
+	}
+	return false
+}

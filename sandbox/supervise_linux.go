@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/termfilter"
+	"golang.org/x/sys/unix"
 )
 
 // wait follows the helper until it exits, forwarding signals and enforcing
@@ -73,11 +74,30 @@ type watch struct {
 	// handlers are in place once it reports the command started, and
 	// before that a signal's default action would end the helper itself.
 	early []os.Signal
+	// interrupted: a SIGINT was forwarded; another one, or a SIGTERM,
+	// kills the whole tree at once (a person pressing Ctrl-C twice).
+	interrupted bool
+	forced      bool
 }
 
 // forward sends a signal to the helper, which relays it to the command;
-// it holds the signal until the command has started.
+// it holds the signal until the command has started. A SIGINT or SIGTERM
+// after a SIGINT kills every process of the command instead.
 func (w *watch) forward(s os.Signal) {
+	if w.interrupted && (s == unix.SIGINT || s == unix.SIGTERM) {
+		if !w.forced {
+			w.forced = true
+			w.log.Debug("interrupted twice; killing the command's processes")
+			if w.grace != nil {
+				w.grace.Stop()
+			}
+			w.graceOver()
+		}
+		return
+	}
+	if s == unix.SIGINT {
+		w.interrupted = true
+	}
 	if w.h.started.IsZero() {
 		if len(w.early) < 8 {
 			w.early = append(w.early, s)
