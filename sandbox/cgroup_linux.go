@@ -21,6 +21,10 @@ type cgroup struct {
 	pids   bool
 	memory bool
 	v2     bool
+	// pidsDir and memDir are the groups holding each controller's files
+	// (the same on v2; memDir empty without a memory limit); memParent
+	// is the v1 memory group it was made in (this process's).
+	pidsDir, memDir, memParent string
 }
 
 // cgroupInfo describes the hierarchy this process sits in.
@@ -152,6 +156,7 @@ func newCgroup(info cgroupInfo, name string, lim Limits) (*cgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
+	c.pidsDir = dir
 	if lim.Pids > 0 {
 		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(lim.Pids, 10)), 0); err != nil {
 			c.remove()
@@ -165,17 +170,21 @@ func newCgroup(info cgroupInfo, name string, lim Limits) (*cgroup, error) {
 		memFile, memDir = "memory.max", dir
 	} else if info.MemoryDir != "" {
 		if d, err := mk(info.MemoryDir); err == nil {
-			memDir = d
+			memDir, c.memParent = d, info.MemoryDir
 		}
 	}
 	if memDir != "" && lim.Memory > 0 {
 		if os.WriteFile(filepath.Join(memDir, memFile), []byte(strconv.FormatInt(lim.Memory, 10)), 0) == nil {
-			c.memory = true
+			c.memory, c.memDir = true, memDir
 			if !info.V2 {
 				// Bound swap too where the kernel accounts it.
 				os.WriteFile(filepath.Join(memDir, "memory.memsw.limit_in_bytes"), []byte(strconv.FormatInt(lim.Memory, 10)), 0)
 			} else {
 				os.WriteFile(filepath.Join(memDir, "memory.swap.max"), []byte("0"), 0)
+				// The kernel's killer picks one task, which may be the
+				// helper (tmpfs pages count for the group, not for any
+				// process): the whole group goes instead.
+				os.WriteFile(filepath.Join(memDir, "memory.oom.group"), []byte("1"), 0)
 			}
 		}
 	}
@@ -230,3 +239,96 @@ func (c *cgroup) remove() {
 func syscallAccess(dir string) error { return unix.Access(dir, unix.W_OK|unix.X_OK) }
 
 func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }
+
+// watchOOM calls onOOM (on its own goroutine) each time the v1 memory
+// group reaches its limit and the kernel's killer runs there, so the
+// supervisor can see what the command was writing; stop ends the watch.
+// Not on v2 (memory.events says it after the run).
+func (c *cgroup) watchOOM(onOOM func()) (stop func(), err error) {
+	if c.v2 || c.memDir == "" {
+		return nil, errors.New("cgroup: no v1 memory group")
+	}
+	ctl, err := os.Open(filepath.Join(c.memDir, "memory.oom_control"))
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	defer ctl.Close()
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: eventfd: %w", err)
+	}
+	ev := os.NewFile(uintptr(efd), "oom-eventfd")
+	reg := fmt.Sprintf("%d %d", efd, ctl.Fd())
+	if err := os.WriteFile(filepath.Join(c.memDir, "cgroup.event_control"), []byte(reg), 0); err != nil {
+		ev.Close()
+		return nil, fmt.Errorf("cgroup: event_control: %w", err)
+	}
+	go func() {
+		var b [8]byte
+		for {
+			if _, err := ev.Read(b[:]); err != nil {
+				return // stopped
+			}
+			onOOM()
+		}
+	}()
+	return func() { ev.Close() }, nil
+}
+
+// leaveMemory moves thread tid out of the v1 memory group, back to the
+// group it was made in.
+func (c *cgroup) leaveMemory(tid int) error {
+	if c.v2 || c.memParent == "" {
+		return errors.New("cgroup: no v1 memory group")
+	}
+	return os.WriteFile(filepath.Join(c.memParent, "tasks"), []byte(strconv.Itoa(tid)), 0)
+}
+
+// memoryKilled reports whether the kernel's killer ran in the group at
+// its memory limit.
+func (c *cgroup) memoryKilled() bool {
+	if c.memDir == "" {
+		return false
+	}
+	if c.v2 {
+		return cgroupCount(filepath.Join(c.memDir, "memory.events"), "oom_kill") > 0
+	}
+	return cgroupCount(filepath.Join(c.memDir, "memory.oom_control"), "oom_kill") > 0
+}
+
+// procs lists the processes in the run's group.
+func (c *cgroup) procs() []int {
+	b, err := os.ReadFile(filepath.Join(c.pidsDir, "cgroup.procs"))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// pidsHit reports whether a fork failed at pids.max.
+func (c *cgroup) pidsHit() bool {
+	return c.pids && cgroupCount(filepath.Join(c.pidsDir, "pids.events"), "max") > 0
+}
+
+// cgroupCount reads the value of key from a flat-keyed cgroup file ("key
+// value" lines); 0 when it is missing.
+func cgroupCount(path, key string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok && k == key {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}

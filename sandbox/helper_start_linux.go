@@ -53,6 +53,13 @@ type helper struct {
 	diag *detect.Diag
 	// connects: the observer makes every connect (namespaces only).
 	connects bool
+	// haveExit: the helper said how the command ended (Exit or Error);
+	// exitLimits are the limits its Exit named.
+	haveExit   bool
+	exitLimits []string
+	// leaveMemory, if set, moves a helper thread out of the run's memory
+	// group (see protectHelper).
+	leaveMemory func(tid int)
 	// caches takes the helper's word on the cache layers it mounted.
 	caches cacheNotes
 	// sudoUID is the SUDO_UID the command gets (see gitEnv), or -1.

@@ -74,6 +74,7 @@ type run struct {
 	res     Result
 
 	cg     *cgroup
+	mem    *limitWatch // nil: no memory watch
 	det    *detect.Audit
 	opened []openedException
 	prepc  <-chan prepared
@@ -265,6 +266,7 @@ func (r *run) start() error {
 	}
 	r.h = h
 	r.undo = append(r.undo, h.cleanup)
+	r.watchMemory()
 	return nil
 }
 
@@ -340,6 +342,17 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	h, res := r.h, &r.res
 	code, sig, timedOut, err := h.wait(ctx, r.spec, r.log)
 	r.mark("command ended")
+	memory, writing := r.memoryHit()
+	if memory && !h.haveExit {
+		// v2 kills the whole group, the helper with it, before it can
+		// say how the command ended: killed at the limit.
+		code, sig, err = 128+int(unix.SIGKILL), int(unix.SIGKILL), nil
+	}
+	layerFull := h.layer != nil && fsFull(int(h.layer.Fd()))
+	res.Limits = r.limitsHit(memory, writing, h.exitLimits, layerFull)
+	for _, l := range res.Limits {
+		r.log.Debug("limit reached", "limit", l.Limit, "value", l.Value)
+	}
 	if h.layer != nil {
 		res.Layer = &Layer{Root: h.layer, Started: time.Unix(r.started.Unix()),
 			HostUID: os.Getuid(), HostGID: os.Getgid(), UID: os.Getuid(), GID: os.Getgid()}

@@ -39,6 +39,7 @@ func (r *run) sendSetup() error {
 		Limits:        wire.Limits(spec.Limits),
 		LimitNproc:    true,
 		LimitData:     r.cg == nil || !r.cg.memory,
+		PidsCgroup:    r.cg != nil && r.cg.pids,
 		LandlockABI:   r.sup.ABI,
 		LandlockFS:    uint64(r.sup.FS),
 	}

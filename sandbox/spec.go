@@ -190,6 +190,23 @@ type Result struct {
 	// Caches says, for each of Spec.CacheLayers, whether the host cache
 	// was its lower layer, and why not.
 	Caches []CacheResult
+	// Limits are the limits the command ran into (empty: none seen).
+	Limits []LimitHit
+}
+
+// LimitHit is one resource limit the command ran into.
+type LimitHit struct {
+	// Limit is memory (the run was stopped there), pids (a fork failed),
+	// file_size (a process was killed by SIGXFSZ), tmp (/tmp, /var/tmp or
+	// /dev/shm filled up) or layer (the workspace's layer filled up).
+	Limit string `json:"limit"`
+	// Value is the limit, in bytes or tasks; Key is the policy key that
+	// raises it.
+	Value int64  `json:"value"`
+	Key   string `json:"key"`
+	// Writing are the files open for writing when the memory limit
+	// stopped the run, as the command named them: they may be cut short.
+	Writing []string `json:"writing,omitempty"`
 }
 
 // CacheLayer is one private tool cache whose host counterpart may be

@@ -111,6 +111,11 @@ func (w *watch) note(m wire.Message) {
 	switch m.Kind {
 	case wire.Started:
 		w.h.started = time.Now()
+		tid := 0
+		if m.Info != nil {
+			tid = m.Info.TID
+		}
+		w.h.protectHelper(tid)
 		if m.Info != nil {
 			for _, p := range m.Info.Phases {
 				w.log.Debug("helper", "phase", p.Name, "at_us", p.US)
@@ -122,6 +127,10 @@ func (w *watch) note(m wire.Message) {
 		w.early = nil
 	case wire.Exit, wire.Error:
 		w.last, w.haveExit = m, true
+		w.h.haveExit = true
+		if m.Kind == wire.Exit {
+			w.h.exitLimits = m.Limits
+		}
 	case wire.Caches:
 		w.h.caches.note(m)
 	}
@@ -163,7 +172,7 @@ func (w *watch) stopTimers() {
 func (w *watch) result() (code, sig int, timedOut bool, err error) {
 	for m := range drain(w.msgs) {
 		if m.Kind == wire.Exit || m.Kind == wire.Error {
-			w.last, w.haveExit = m, true
+			w.note(m)
 		}
 	}
 	w.h.relays.Wait()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
@@ -35,7 +36,22 @@ func (st *run) commit() error {
 			Source: broker.SourceHardDeny, Rationale: r.Why})
 	}
 	st.mu.Unlock()
-	st.ev.Event(Event{Kind: KindCommitted, Attempt: st.rep.Attempts, Workspace: st.plan.ws, Commit: &out})
+	ev := Event{Kind: KindCommitted, Attempt: st.rep.Attempts, Workspace: st.plan.ws, Commit: &out}
+	changed := out.Files+out.Dirs+out.Symlinks+out.Removed > 0
+	for _, lim := range st.rep.Limits {
+		if !changed {
+			break
+		}
+		// The final attempt ended at a limit: what it was writing may be
+		// cut short, and is committed as it is.
+		ev.EndedAtLimit = append(ev.EndedAtLimit, lim.Limit)
+		for _, p := range lim.Writing {
+			if rel, err := filepath.Rel(st.plan.ws, p); err == nil && rel != "." && !strings.HasPrefix(rel, "../") && rel != ".." {
+				ev.Writing = append(ev.Writing, rel)
+			}
+		}
+	}
+	st.ev.Event(ev)
 	if err != nil {
 		st.r.log.Debug("commit", "err", err)
 		return publicerr.Wrap(err, "the command's changes could not be committed; the workspace is untouched or, after `sandboxd recover`, fully committed (run with -v to log why)")

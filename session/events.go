@@ -39,6 +39,8 @@ const (
 	// KindTimedOut: the timeout ended every process of the command
 	// (Reason says after how long).
 	KindTimedOut Kind = "timed_out"
+	// KindLimit: the command ran into a resource limit (Limit).
+	KindLimit Kind = "limit"
 	// KindCommitted: the final attempt's layer was committed (Commit,
 	// Workspace): what was refused, skipped, in conflict or changed.
 	KindCommitted Kind = "committed"
@@ -62,6 +64,12 @@ type Event struct {
 	Persisted  []sandbox.Persisted `json:"persisted,omitempty"`
 	Commit     *layer.Outcome      `json:"commit,omitempty"`
 	Recovered  *layer.Recovered    `json:"recovered,omitempty"`
+	Limit      *sandbox.LimitHit   `json:"limit,omitempty"`
+	// EndedAtLimit (Committed): the committed attempt ended at a limit;
+	// Writing are the files it had open for writing then (workspace
+	// paths), which may be cut short.
+	EndedAtLimit []string `json:"ended_at_limit,omitempty"`
+	Writing      []string `json:"writing,omitempty"`
 }
 
 // Discard is Events that hears nothing.

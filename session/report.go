@@ -21,6 +21,8 @@ type Report struct {
 	TimedOut    bool                `json:"timed_out,omitempty"`
 	Signal      int                 `json:"signal,omitempty"`
 	Persistence []sandbox.Persisted `json:"persistence,omitempty"`
+	// Limits are the limits the final attempt ran into.
+	Limits []sandbox.LimitHit `json:"limits,omitempty"`
 	// Quiet counts the writes to tools' own state the quiet list denied
 	// without review (not boundaries), by entry.
 	Quiet       []Quiet      `json:"quiet,omitempty"`

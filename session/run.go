@@ -193,6 +193,12 @@ func (st *run) attempts() error {
 		prev := out
 		var err error
 		out, err = st.r.sandbox.Run(st.ctx, st.plan.spec, st.during, st.r.log)
+		if err != nil && out.Layer != nil {
+			// sandboxd failed during the attempt: what it wrote is
+			// nobody's to commit.
+			out.Layer.Close()
+			out.Layer = nil
+		}
 		st.keepLayer(out)
 		if errors.Is(err, sandbox.ErrGrantStale) {
 			// Between the review and the retry the object changed: the
@@ -285,6 +291,10 @@ func (st *run) noteAttempt(out sandbox.Result) {
 	}
 	if out.TimedOut {
 		st.ev.Event(Event{Kind: KindTimedOut, Attempt: st.attempt, Reason: st.job.Timeout.String()})
+	}
+	st.rep.Limits = out.Limits
+	for i := range out.Limits {
+		st.ev.Event(Event{Kind: KindLimit, Attempt: st.attempt, Limit: &out.Limits[i]})
 	}
 }
 

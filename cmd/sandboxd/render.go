@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -57,8 +58,17 @@ func (s *stderrEvents) Event(e session.Event) {
 		fmt.Fprintf(w, "sandboxd: timed out after %s; every process of the command was ended\n", esc(e.Reason))
 	case session.KindWarning:
 		fmt.Fprintf(w, "sandboxd: warning: %s\n", esc(e.Reason))
+	case session.KindLimit:
+		printLimit(w, *e.Limit)
 	case session.KindCommitted:
 		printCommit(w, e.Workspace, *e.Commit)
+		if len(e.EndedAtLimit) > 0 {
+			fmt.Fprintf(w, "sandboxd: the committed attempt ended at a limit (%s)", esc(strings.Join(e.EndedAtLimit, ", ")))
+			if len(e.Writing) > 0 {
+				fmt.Fprintf(w, "; these files were open for writing then and may be cut short: %s", esc(strings.Join(e.Writing, ", ")))
+			}
+			fmt.Fprintln(w)
+		}
 	case session.KindRecovered:
 		if r := e.Recovered; r.Err == "" {
 			fmt.Fprintf(w, "sandboxd: an interrupted commit to %s was %s\n", esc(r.Workspace), esc(r.Action))
@@ -144,6 +154,28 @@ func printCommit(w io.Writer, wsDir string, out layer.Outcome) {
 		listed = append(listed, sandbox.Persisted{Path: li.Path, Action: "committed", Why: li.Why})
 	}
 	printPersisted(w, wsDir, listed)
+}
+
+// printLimit names a limit the command ran into, its value and the
+// policy key that raises it.
+func printLimit(w io.Writer, l sandbox.LimitHit) {
+	size := func(n int64) string { return policy.Size(n).String() }
+	var what string
+	switch l.Limit {
+	case "memory":
+		what = "reached the memory limit (" + l.Key + " = " + size(l.Value) + ", the layer, /tmp and /dev/shm included) and the kernel killed its processes that asked for more"
+	case "pids":
+		what = fmt.Sprintf("reached the process limit (%s = %d): a fork or thread failed", l.Key, l.Value)
+	case "file_size":
+		what = "wrote past the file-size limit (" + l.Key + " = " + size(l.Value) + "): a process was killed by SIGXFSZ"
+	case "tmp":
+		what = "filled its private /tmp or /dev/shm (" + l.Key + " = " + size(l.Value) + "): writes there failed with ENOSPC"
+	case "layer":
+		what = "filled the workspace's layer (" + l.Key + " = " + size(l.Value) + "): writes to the workspace failed with ENOSPC"
+	default:
+		what = "reached " + l.Limit + " (" + l.Key + ")"
+	}
+	fmt.Fprintf(w, "sandboxd: the command %s; raise %s in your policy's [limits] to allow more\n", what, l.Key)
 }
 
 // maxSameWhy is how many paths refused for one reason stderr names one

@@ -27,7 +27,7 @@ func IsHelper(args []string) bool { return len(args) > 1 && args[1] == wire.Help
 // the command's status once it has killed everything else. It never
 // returns.
 func Main() {
-	h := &helper{start: time.Now(), sock: wire.SocketFD}
+	h := &helper{start: time.Now(), sock: wire.SocketFD, oomScore: -1}
 	// The command inherits this thread's credentials; it is never unlocked.
 	runtime.LockOSThread()
 	unix.CloseOnExec(h.sock)
@@ -50,6 +50,7 @@ func Main() {
 		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
 	}
 	h.check(125, setRlimits(s))
+	h.oomScore = openOOMScore() // before Landlock, which denies writing /proc
 	h.restrict(s, rulesetFD)
 	h.observe(c.Seccomp)
 	// Join the run's cgroups with this thread only; the command is forked
@@ -62,16 +63,19 @@ func Main() {
 	}
 	waitCoarseClock(s.NotBefore)
 	pid := h.startCommand(s, argv0)
-	status := reapUntil(pid, s.Namespaces, sigs, h.control())
-	h.exit(s, status)
+	var xfsz bool
+	status := reapUntil(pid, s.Namespaces, sigs, h.control(), &xfsz)
+	h.exit(s, status, xfsz)
 }
 
 // helper is the helper's own state while it sets up.
 type helper struct {
-	start  time.Time
-	sock   int
-	rcv    *wire.Receiver
-	phases []wire.Phase
+	start time.Time
+	sock  int
+	// oomScore is /proc/self/oom_score_adj, open for writing (-1: not).
+	oomScore int
+	rcv      *wire.Receiver
+	phases   []wire.Phase
 }
 
 func (h *helper) mark(name string) {
@@ -186,12 +190,22 @@ func (h *helper) observe(filter []byte) {
 // startCommand forks the command in a session of its own and tells the
 // supervisor it runs.
 func (h *helper) startCommand(s *wire.SetupMsg, argv0 string) int {
+	// The command inherits the highest OOM score and the helper takes its
+	// own back (no lower than it had, which needs no privilege): at the
+	// memory limit the kernel's killer picks the command's processes,
+	// never the helper, whose size says nothing of the layer's and the
+	// tmpfs's pages the group is charged for.
+	setOOMScore(h.oomScore, 1000)
 	pid, err := syscall.ForkExec(argv0, s.Argv, &syscall.ProcAttr{
 		Dir:   s.Dir,
 		Env:   s.Env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
+	setOOMScore(h.oomScore, 0)
+	if h.oomScore >= 0 {
+		unix.Close(h.oomScore)
+	}
 	if err != nil {
 		code := 126
 		if errors.Is(err, unix.ENOENT) {
@@ -200,7 +214,7 @@ func (h *helper) startCommand(s *wire.SetupMsg, argv0 string) int {
 		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
 	}
 	h.mark("started")
-	wire.Send(h.sock, wire.Message{Kind: wire.Started, Info: &wire.StartedInfo{SetupNanos: int64(time.Since(h.start)), Phases: h.phases}})
+	wire.Send(h.sock, wire.Message{Kind: wire.Started, Info: &wire.StartedInfo{SetupNanos: int64(time.Since(h.start)), Phases: h.phases, TID: unix.Gettid()}})
 	return pid
 }
 
@@ -229,7 +243,7 @@ func (h *helper) control() <-chan wire.Kind {
 
 // exit kills what is left of the command, marks the end of its audit
 // records, reports its status and exits with it.
-func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus) {
+func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
 	killAll(s.Namespaces, unix.SIGKILL)
 	if s.LandlockFlags != 0 {
 		// Every process of the command is gone: mark the end of its
@@ -246,6 +260,7 @@ func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus) {
 	default:
 		exit = wire.Message{Kind: wire.Exit, Code: 125}
 	}
+	exit.Limits = limitsSeen(s, status, xfsz)
 	wire.Send(h.sock, exit)
 	os.Exit(exit.Code & 0xff)
 }

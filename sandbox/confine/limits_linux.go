@@ -2,6 +2,7 @@ package confine
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
@@ -35,7 +36,15 @@ func setRlimits(s *wire.SetupMsg) error {
 	// cgroup; without one it is the only bound (uid 0 in the initial user
 	// namespace ignores it, but the command never runs as that).
 	if s.Limits.Pids > 0 {
-		if err := set(unix.RLIMIT_NPROC, uint64(s.Limits.Pids), "nproc"); err != nil {
+		// With a pids cgroup the cgroup refuses a fork at the limit (and
+		// counts it in pids.events, which names the limit); the rlimit,
+		// checked first by the kernel, is then twice as loose, a bound
+		// should the cgroup fail.
+		nproc := uint64(s.Limits.Pids)
+		if s.PidsCgroup {
+			nproc *= 2
+		}
+		if err := set(unix.RLIMIT_NPROC, nproc, "nproc"); err != nil {
 			return err
 		}
 	}
@@ -117,4 +126,43 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 		}
 	}
 	return nil
+}
+
+// limitsSeen names the limits the command ran into, as far as the helper
+// can tell once it has ended: a private tmpfs with no block or inode
+// left (its writes failed with ENOSPC), and a process killed by SIGXFSZ
+// (the command itself, by its status, or one the helper reaped; a
+// shell's child shows as the shell's status 128+SIGXFSZ).
+func limitsSeen(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) []string {
+	var out []string
+	if s.Namespaces {
+		for _, m := range []struct{ path, name string }{{"/tmp", "tmp"}, {"/dev/shm", "shm"}} {
+			var st unix.Statfs_t
+			if unix.Statfs(m.path, &st) == nil && (st.Bavail == 0 || (st.Files > 0 && st.Ffree == 0)) {
+				out = append(out, m.name)
+			}
+		}
+	}
+	if s.Limits.FileSize > 0 && (xfsz || (status.Signaled() && status.Signal() == unix.SIGXFSZ) ||
+		(status.Exited() && status.ExitStatus() == 128+int(unix.SIGXFSZ))) {
+		out = append(out, "file_size")
+	}
+	return out
+}
+
+// openOOMScore opens this process's oom_score_adj for writing (-1 when
+// it cannot).
+func openOOMScore() int {
+	fd, err := unix.Open("/proc/self/oom_score_adj", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}
+
+// setOOMScore writes v to the oom_score_adj open as fd (best effort).
+func setOOMScore(fd, v int) {
+	if fd >= 0 {
+		unix.Pwrite(fd, []byte(strconv.Itoa(v)), 0)
+	}
 }

@@ -13,13 +13,19 @@ import (
 
 // reapUntil waits for the command, reaping every other process on the way
 // and forwarding signals to the command's process group.
-func reapUntil(pid int, ns bool, sigs <-chan os.Signal, ctl <-chan wire.Kind) unix.WaitStatus {
+//
+// xfsz is set when a process it reaps was killed by SIGXFSZ: it wrote
+// past the file-size limit.
+func reapUntil(pid int, ns bool, sigs <-chan os.Signal, ctl <-chan wire.Kind, xfsz *bool) unix.WaitStatus {
 	for {
 		for {
 			var ws unix.WaitStatus
 			got, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 			if err != nil || got <= 0 {
 				break
+			}
+			if ws.Signaled() && ws.Signal() == unix.SIGXFSZ {
+				*xfsz = true
 			}
 			if got == pid && (ws.Exited() || ws.Signaled()) {
 				return ws

@@ -68,6 +68,9 @@ type Message struct {
 	Seq     uint64       `json:"seq,omitempty"`    // Socket: matches an answer to its request
 	// Caches: one outcome per SetupMsg.Caches entry, in order.
 	Caches []CacheOutcome `json:"caches,omitempty"`
+	// Limits (Exit): what the helper saw the command run into: "tmp",
+	// "shm" (that tmpfs is full), "file_size" (a process died of SIGXFSZ).
+	Limits []string `json:"limits,omitempty"`
 }
 
 // SetupMsg is what the helper needs to build its mount namespace; it is
@@ -117,6 +120,10 @@ type SetupMsg struct {
 	Limits     Limits `json:"limits"`
 	LimitNproc bool   `json:"limit_nproc"` // no pids cgroup: use RLIMIT_NPROC
 	LimitData  bool   `json:"limit_data"`  // no memory cgroup: use RLIMIT_DATA
+	// PidsCgroup: a pids cgroup bounds the run (RLIMIT_NPROC is then a
+	// looser second bound, so that the cgroup is what refuses a fork and
+	// says so).
+	PidsCgroup bool `json:"pids_cgroup,omitempty"`
 
 	// ProxyPort, when non-zero, has the helper listen on 127.0.0.1 at
 	// this port inside the network namespace and hand the socket over
@@ -186,6 +193,9 @@ type StartedInfo struct {
 	SetupNanos int64 `json:"setup_ns"`
 	// Phases are the helper's setup steps in microseconds since its start.
 	Phases []Phase `json:"phases,omitempty"`
+	// TID is the helper's thread that joined the run's cgroups and forked
+	// the command.
+	TID int `json:"tid,omitempty"`
 }
 
 // Phase is one setup step of the helper.

@@ -1,0 +1,188 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the command ran into. The supervisor names each limit the
+// command reached (which one, its value, the policy key that raises it),
+// and the command, never sandboxd, is what a limit stops:
+//
+//   - memory: the kernel's killer picks the largest process, which was
+//     often sandboxd's helper (a layer's or a tmpfs's pages count for the
+//     group, not for any process): the command starts with the highest
+//     OOM score (the helper's stays as it was), so the killer picks one
+//     of the command's processes; on v1 the supervisor moves the helper's
+//     thread that forked the command out of the memory group, so that a
+//     layer filled to the limit leaves the helper room to end the run
+//     (its last steps allocate: the end-of-audit probe opens a file). On cgroup v1 the supervisor
+//     hears each kill (memory.oom_control's event) and notes the files
+//     the command's processes hold open for writing; on v2 the whole
+//     group is killed (memory.oom.group) and memory.events says so.
+//   - pids: pids.events counts the forks refused at pids.max.
+//   - the private tmpfs (/tmp, /var/tmp, /dev/shm) and the layer: full
+//     when the command ended (no block or inode left).
+//   - file_size: a process killed by SIGXFSZ, as the helper saw it.
+
+// limitWatch is the memory watch of one run.
+type limitWatch struct {
+	stop func()
+	mu   sync.Mutex
+	hit  bool     // the kernel's killer ran at the memory limit
+	open []string // files open for writing then
+}
+
+// watchMemory starts the memory watch (cgroup v1 with a memory limit).
+func (r *run) watchMemory() {
+	if r.cg == nil || !r.cg.memory || r.cg.v2 {
+		return
+	}
+	w := &limitWatch{}
+	stop, err := r.cg.watchOOM(func() {
+		open := openForWriting(r.cg.procs())
+		w.mu.Lock()
+		w.hit = true
+		w.open = mergeSorted(w.open, open)
+		w.mu.Unlock()
+		r.log.Debug("memory limit reached", "writing", open)
+	})
+	if err != nil {
+		r.log.Debug("no memory watch", "err", err)
+		return
+	}
+	w.stop = stop
+	r.mem = w
+	r.undo = append(r.undo, stop)
+	r.h.leaveMemory = func(tid int) {
+		if err := r.cg.leaveMemory(tid); err != nil {
+			r.log.Debug("helper stays in the memory group", "err", err)
+		}
+	}
+}
+
+// protectHelper moves the helper's thread tid, which joined the run's
+// cgroups to fork the command, out of the v1 memory group once the
+// command runs.
+func (h *helper) protectHelper(tid int) {
+	if h.leaveMemory != nil && tid > 0 {
+		h.leaveMemory(tid)
+	}
+}
+
+// memoryHit stops the watch and reports whether the memory limit was
+// reached, with the files open for writing then.
+func (r *run) memoryHit() (bool, []string) {
+	hit := r.cg != nil && r.cg.memoryKilled()
+	if r.mem == nil {
+		return hit, nil
+	}
+	r.mem.stop()
+	r.mem.mu.Lock()
+	defer r.mem.mu.Unlock()
+	return hit || r.mem.hit, r.mem.open
+}
+
+// mergeSorted merges two sorted lists without repeats.
+func mergeSorted(a, b []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range [][]string{a, b} {
+		for _, p := range l {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// openForWriting lists the regular files the processes pids hold open
+// for writing, by the paths their descriptors name, sorted and unique.
+func openForWriting(pids []int) []string {
+	seen := map[string]bool{}
+	for _, pid := range pids {
+		dir := fmt.Sprintf("/proc/%d/fd", pid)
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			var st unix.Stat_t
+			if unix.Stat(filepath.Join(dir, e.Name()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				continue
+			}
+			if !writableFD(pid, e.Name()) {
+				continue
+			}
+			if p, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(p, "/") {
+				seen[strings.TrimSuffix(p, " (deleted)")] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writableFD reports whether descriptor fd of pid was opened for writing.
+func writableFD(pid int, fd string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			fl, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && fl&unix.O_ACCMODE != unix.O_RDONLY
+		}
+	}
+	return false
+}
+
+// fsFull reports whether the file system of fd has no block or no inode
+// left.
+func fsFull(fd int) bool {
+	var st unix.Statfs_t
+	return unix.Fstatfs(fd, &st) == nil && (st.Bavail == 0 || (st.Files > 0 && st.Ffree == 0))
+}
+
+// limitsHit turns what was seen into the run's limits, in a fixed order.
+func (r *run) limitsHit(memory bool, writing []string, fromHelper []string, layerFull bool) []LimitHit {
+	lim := r.spec.Limits
+	var out []LimitHit
+	if memory {
+		out = append(out, LimitHit{Limit: "memory", Value: lim.Memory, Key: "limits.memory", Writing: writing})
+	}
+	if r.cg != nil && r.cg.pidsHit() {
+		out = append(out, LimitHit{Limit: "pids", Value: lim.Pids, Key: "limits.pids"})
+	}
+	tmp := false
+	for _, l := range fromHelper {
+		switch l {
+		case "tmp", "shm":
+			tmp = true
+		case "file_size":
+			out = append(out, LimitHit{Limit: "file_size", Value: lim.FileSize, Key: "limits.file_size"})
+		}
+	}
+	if tmp {
+		out = append(out, LimitHit{Limit: "tmp", Value: lim.TmpSize, Key: "limits.tmp_size"})
+	}
+	if layerFull {
+		out = append(out, LimitHit{Limit: "layer", Value: r.spec.LayerSize, Key: "limits.layer_size"})
+	}
+	return out
+}
