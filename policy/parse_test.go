@@ -47,7 +47,7 @@ tmp_size = 268435456
 				Protected:    []string{".myhooks", "tools/hooks"},
 			}
 			p.Env = Env{Allow: []string{"GITHUB_TOKEN"}, Deny: []string{"MY_*"}}
-			p.Limits = Limits{Pids: 512, Memory: 2 * GiB, FileSize: 100_000_000, TmpSize: 256 * MiB, LayerSize: 4 * GiB}
+			p.Limits = Limits{Pids: 512, Memory: 2 * GiB, FileSize: 100_000_000, TmpSize: 256 * MiB, LayerSize: 4 * GiB, CacheSize: 20 * GiB}
 		}},
 		{"partial keeps base", "[limits]\npids = 100\n", func(p *Policy) { p.Limits.Pids = 100 }},
 		{"dotted keys", "limits.memory = \"1G\"\nfilesystem.writable = [\"/w\"]\n", func(p *Policy) {
@@ -89,7 +89,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unknown top-level key", "profile = \"default\"\n\nfrobnicate = true\n", "bad.toml:3: frobnicate: ", "unknown key"},
 		{"unknown table", "[limitz]\npids = 5\n", "bad.toml:1: limitz: ", "unknown table"},
-		{"unknown nested key", "[limits]\nfoo = 1\n", "bad.toml:2: limits.foo: ", "unknown key (valid keys in [limits]: pids, memory, file_size, tmp_size, layer_size)"},
+		{"unknown nested key", "[limits]\nfoo = 1\n", "bad.toml:2: limits.foo: ", "unknown key (valid keys in [limits]: pids, memory, file_size, tmp_size, layer_size, cache_size)"},
 		{"unknown nested table", "[limits.x]\ny = 1\n", "bad.toml:1: limits.x: ", "unknown table"},
 		{"wrong type", "[limits]\npids = \"x\"\n", "bad.toml:2: limits.pids: ", "expected an integer, got a TOML string"},
 		{"float pids", "[limits]\n\npids = 1.5\n", "bad.toml:3: limits.pids: ", "expected an integer, got a TOML float"},
@@ -249,7 +249,7 @@ func TestSize(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	d := Default()
 	if d.Profile != "default" || d.Isolation != "auto" ||
-		d.Limits != (Limits{Pids: 4096, Memory: 8 * GiB, FileSize: 16 * GiB, TmpSize: GiB, LayerSize: 4 * GiB}) {
+		d.Limits != (Limits{Pids: 4096, Memory: 8 * GiB, FileSize: 16 * GiB, TmpSize: GiB, LayerSize: 4 * GiB, CacheSize: 20 * GiB}) {
 		t.Errorf("Default() = %+v", d)
 	}
 	if key, msg := validatePolicy(&d); msg != "" {

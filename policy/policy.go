@@ -37,6 +37,8 @@ const (
 	MinTmpSize Size = 1 * MiB
 	// MinLayerSize is the smallest accepted limits.layer_size.
 	MinLayerSize Size = 1 * MiB
+	// MinCacheSize is the smallest accepted limits.cache_size.
+	MinCacheSize Size = 16 * MiB
 )
 
 // Policy is the content of a policy file. The `toml` tag names the key; the
@@ -236,11 +238,16 @@ type Limits struct {
 	// workspace writes until commit (memory-backed, charged to the run's
 	// memory limit); a write beyond it fails with ENOSPC inside.
 	LayerSize Size `toml:"layer_size" tighten:"min"`
+	// CacheSize bounds the private tool caches of every workspace
+	// together, on the disk: after a run, the least recently used
+	// workspaces' caches are removed until they fit. The user's policy
+	// only: a workspace's could have everyone else's removed.
+	CacheSize Size `toml:"cache_size" tighten:"user"`
 }
 
 // Default returns the built-in policy: profile "default", isolation "auto",
 // limits pids 4096, memory 8GiB, file_size 16GiB, tmp_size 1GiB,
-// layer_size 4GiB, and empty
+// layer_size 4GiB, cache_size 20GiB, and empty
 // (nil) lists.
 func Default() Policy {
 	return Policy{
@@ -252,6 +259,7 @@ func Default() Policy {
 			FileSize:  16 * GiB,
 			TmpSize:   1 * GiB,
 			LayerSize: 4 * GiB,
+			CacheSize: 20 * GiB,
 		},
 		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048},
 		Review: Review{Enabled: true, Timeout: Duration(30 * time.Second), MaxOutputTokens: 512,

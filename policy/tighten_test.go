@@ -50,7 +50,7 @@ func TestTightenAllowed(t *testing.T) {
 		{"subset home_allow", "profile = \"strict\"\n[filesystem]\nhome_allow = [\"~/a\"]\n", "[filesystem]\nhome_allow = [\"~/a\"]\n", func(p *Policy) {}},
 		{"min lowers limits", "", "[limits]\npids = 64\nmemory = \"1GiB\"\nfile_size = \"16GiB\"\ntmp_size = \"64MiB\"\n",
 			func(p *Policy) {
-				p.Limits = Limits{Pids: 64, Memory: GiB, FileSize: 16 * GiB, TmpSize: 64 * MiB, LayerSize: 4 * GiB}
+				p.Limits = Limits{Pids: 64, Memory: GiB, FileSize: 16 * GiB, TmpSize: 64 * MiB, LayerSize: 4 * GiB, CacheSize: 20 * GiB}
 			}},
 		{"profile raises", "", "profile = \"strict\"\n", func(p *Policy) { p.Profile = "strict" }},
 		{"profile keeps", "profile = \"strict\"\n", "profile = \"strict\"\n", func(p *Policy) {}},

@@ -54,6 +54,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return -1, checkMinSize(v, MinTmpSize)
 	case "limits.layer_size":
 		return -1, checkMinSize(v, MinLayerSize)
+	case "limits.cache_size":
+		return -1, checkMinSize(v, MinCacheSize)
 	case "network.grant_scope":
 		return -1, checkEnum(v.String(), ScopeRun, ScopeConnection)
 	case "network.hold_timeout":

@@ -131,6 +131,7 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		return st.failed(err)
 	}
 	st.plan = p
+	defer st.useCache()()
 	st.rep.Reviewer = &p.reviewer
 	if e := p.spec.Egress; e != nil {
 		px, err := st.newProxy()

@@ -42,6 +42,7 @@ Usage:
   sandboxd run [flags] -c 'shell command'
   sandboxd doctor [--json]
   sandboxd recover [--json]
+  sandboxd cache list|prune
   sandboxd session status|reset ID
   sandboxd approve --session ID
   sandboxd break-glass --session ID
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return overrideCommand(args[0] == "break-glass", args[1:], getenv, stdout, stderr)
 	case "recover":
 		return recoverCommand(args[1:], getenv, stdout, stderr)
+	case "cache":
+		return cacheCommand(args[1:], getenv, stdout, stderr)
 	case "review":
 		return reviewCommand(ctx, args[1:], getenv, stdout, stderr, sigs)
 	case "doctor":

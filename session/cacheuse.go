@@ -1,0 +1,81 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sandboxd/sandboxd/cachedir"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/publicerr"
+)
+
+// The private caches on disk: a run marks its workspace's cache in use
+// (cachedir.Use), and after it the least recently used caches of every
+// workspace are removed until they fit limits.cache_size. Measuring them
+// walks every cache, so it happens at most every pruneEvery; a run that
+// finds the caches over their size anyway (the stamp's content) prunes.
+
+// pruneEvery is how often, at most, a run measures the caches.
+const pruneEvery = 10 * time.Minute
+
+// cacheRoot is where every workspace's private caches are.
+func (c Caller) cacheRoot() string { return filepath.Join(c.StateDir(), "cache") }
+
+// useCache marks the run's cache in use; the returned function releases
+// it and prunes.
+func (st *run) useCache() func() {
+	root := st.caller.cacheRoot()
+	if len(st.plan.spec.Caches) == 0 {
+		return func() {}
+	}
+	release, err := cachedir.Use(root, st.plan.spec.Caches[0], st.plan.ws)
+	if err != nil {
+		st.r.log.Debug("cache not recorded", "err", err)
+		release = func() {}
+	}
+	return func() {
+		release()
+		st.pruneCaches(root)
+	}
+}
+
+// pruneCaches removes least recently used caches over limits.cache_size.
+func (st *run) pruneCaches(root string) {
+	max := int64(st.plan.policy.Limits.CacheSize)
+	if max <= 0 {
+		return
+	}
+	stamp := filepath.Join(root, ".pruned")
+	if info, err := os.Stat(stamp); err == nil && time.Since(info.ModTime()) < pruneEvery {
+		return
+	}
+	removed, err := cachedir.Prune(root, max)
+	if err != nil {
+		st.r.log.Debug("cache prune", "err", err)
+	}
+	for _, e := range removed {
+		st.r.log.Debug("cache removed", "id", e.ID, "workspace", e.Workspace, "bytes", e.Size)
+	}
+	os.WriteFile(stamp, nil, 0o600)
+	now := time.Now()
+	os.Chtimes(stamp, now, now)
+}
+
+// CacheRoot is where the caller's private caches are, one directory per
+// workspace (for `sandboxd cache`).
+func (c Caller) CacheRoot() string { return c.cacheRoot() }
+
+// CacheSize is limits.cache_size of the caller's own policy (policyPath,
+// or the default file when empty).
+func (c Caller) CacheSize(policyPath string) (int64, error) {
+	explicit := policyPath != ""
+	if !explicit {
+		policyPath = filepath.Join(c.ConfigDir(), "policy.toml")
+	}
+	pol, err := policy.Load(policyPath, explicit)
+	if err != nil {
+		return 0, publicerr.Wrap(err, err.Error())
+	}
+	return int64(pol.Limits.CacheSize), nil
+}
