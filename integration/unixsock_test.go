@@ -268,3 +268,48 @@ print('END')
 		l.mustBeSilent(t)
 	})
 }
+
+// TestUnixConnectsEndWithRun: connects the supervisor makes that wait
+// (two sockets, each with a full backlog, each connecting to the other)
+// end with the run: sandboxd returns once the command exits, and a
+// blocking connect to a full backlog still completes when room is made.
+func TestUnixConnectsEndWithRun(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		start := time.Now()
+		r := e.sandboxdOpts(runOpts{timeout: 30 * time.Second}, "run", "-c", netPy(`
+import os, socket, threading, time
+os.makedirs('/tmp/c', exist_ok=True)
+pa, pb = '/tmp/c/a', '/tmp/c/b'
+A = socket.socket(socket.AF_UNIX); A.bind(pa)
+B = socket.socket(socket.AF_UNIX); B.bind(pb)
+B.listen(0)
+f1 = socket.socket(socket.AF_UNIX); f1.connect(pb)   # B's backlog is full
+def c(s, addr, name):
+    try:
+        s.connect(addr); print(name, 'connected', flush=True)
+    except OSError as e:
+        print(name, e, flush=True)
+# A blocking connect to a full backlog waits, and completes once the
+# listener accepts.
+w = socket.socket(socket.AF_UNIX)
+t = threading.Thread(target=c, args=(w, pb, 'waiter'), daemon=True); t.start()
+time.sleep(0.3)
+B.accept(); t.join(5)
+threading.Thread(target=c, args=(A, pb, 'A->B'), daemon=True).start()
+time.sleep(0.3)
+A.listen(0)
+f2 = socket.socket(socket.AF_UNIX); f2.connect(pa)   # A's backlog is full
+threading.Thread(target=c, args=(B, pa, 'B->A'), daemon=True).start()
+time.sleep(0.3)
+print('END', flush=True)
+os._exit(0)
+`))
+		netRan(t, r)
+		if !strings.Contains(r.stdout, "waiter connected") {
+			t.Errorf("a blocking connect to a full backlog did not complete once there was room\n%s", r)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("sandboxd took %v to return after the command exited with connects under way", took)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/sandboxd/sandboxd/grants"
@@ -61,7 +62,7 @@ func (c *connecting) close() {
 
 // answerConnect decides a connect notification and answers it (the call
 // itself on its own goroutine: a connect may wait for a listener's
-// backlog). It returns the intents to record.
+// backlog, or for a TCP handshake). It returns the intents to record.
 func (o *Observer) answerConnect(n seccomp.Notification) []Intent {
 	p := &proc{pid: n.Pid, o: o}
 	c, errno, in := o.prepareConnect(p, n)
@@ -76,18 +77,22 @@ func (o *Observer) answerConnect(n seccomp.Notification) []Intent {
 		return nil
 	}
 	o.connectMu.Lock()
-	o.connecting[c.sock] = true
+	if o.connectsUnderWay >= maxConnecting {
+		o.connectMu.Unlock()
+		c.close()
+		o.log.Debug("observer: too many connects under way", "max", maxConnecting)
+		o.l.Return(n.ID, unix.EAGAIN)
+		return in
+	}
+	o.connectsUnderWay++
 	o.connectMu.Unlock()
 	o.pending.Add(1)
 	go func() {
 		defer o.pending.Done()
-		var errno unix.Errno
-		if _, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(c.sock), uintptr(unsafe.Pointer(&c.buf[0])), uintptr(c.n)); e != 0 {
-			errno = e
-		}
-		o.connectMu.Lock()
-		delete(o.connecting, c.sock)
+		errno := o.connect(c, n.ID)
 		c.close()
+		o.connectMu.Lock()
+		o.connectsUnderWay--
 		o.connectMu.Unlock()
 		if err := o.l.Return(n.ID, errno); err != nil {
 			o.log.Warn("observer", "err", err)
@@ -96,15 +101,66 @@ func (o *Observer) answerConnect(n seccomp.Notification) []Intent {
 	return in
 }
 
+// maxConnecting bounds the connects under way in one run: each holds a
+// descriptor or two and, while it waits, a thread. Beyond it a connect
+// fails with EAGAIN.
+const maxConnecting = 1024
+
+// sizeofSockaddrStorage is the largest address connect takes.
+const sizeofSockaddrStorage = 128
+
+// connectSlice is how long one try of a blocking connect may wait.
+const connectSlice = 50 * time.Millisecond
+
+// connect makes c's call. A non-blocking socket gets one try, as the
+// kernel would give it. A blocking one is tried in slices (SO_SNDTIMEO,
+// which bounds both a unix connect waiting for a full backlog and a TCP
+// handshake, set for the call and restored after): between slices the
+// call ends when its caller is gone or interrupted, or the run ends, so
+// no connect outlives the run; the caller's own send timeout, if it set
+// one, still ends the wait.
+func (o *Observer) connect(c *connecting, id uint64) unix.Errno {
+	if fl, err := unix.FcntlInt(uintptr(c.sock), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+		return c.try()
+	}
+	own, err := unix.GetsockoptTimeval(c.sock, unix.SOL_SOCKET, unix.SO_SNDTIMEO)
+	if err != nil {
+		return c.try()
+	}
+	slice := unix.NsecToTimeval(connectSlice.Nanoseconds())
+	if err := unix.SetsockoptTimeval(c.sock, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &slice); err != nil {
+		return c.try()
+	}
+	defer unix.SetsockoptTimeval(c.sock, unix.SOL_SOCKET, unix.SO_SNDTIMEO, own)
+	limit := time.Duration(own.Nano())
+	start := time.Now()
+	for {
+		e := c.try()
+		if e != unix.EAGAIN && e != unix.EINPROGRESS && e != unix.EALREADY {
+			return e
+		}
+		switch {
+		case limit > 0 && time.Since(start) >= limit:
+			return e // the caller's own timeout
+		case o.ending.Load(), !o.l.Valid(id):
+			return unix.EINTR // nobody waits for it any more
+		}
+	}
+}
+
+// try makes the connect call once.
+func (c *connecting) try() unix.Errno {
+	if _, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(c.sock), uintptr(unsafe.Pointer(&c.buf[0])), uintptr(c.n)); e != 0 {
+		return e
+	}
+	return 0
+}
+
 // endConnects ends the connects still under way (no process is left to
 // wait for them: their sockets are only the supervisor's) and waits for
 // them, before the listener they answer on is closed.
 func (o *Observer) endConnects() {
-	o.connectMu.Lock()
-	for fd := range o.connecting {
-		unix.Shutdown(fd, unix.SHUT_RDWR)
-	}
-	o.connectMu.Unlock()
+	o.ending.Store(true)
 	o.pending.Wait()
 }
 
@@ -114,7 +170,7 @@ func (o *Observer) endConnects() {
 func (o *Observer) prepareConnect(p *proc, n seccomp.Notification) (*connecting, unix.Errno, []Intent) {
 	a := n.Args
 	size := int(uint32(a[2]))
-	if size > unix.SizeofSockaddrAny {
+	if size > sizeofSockaddrStorage {
 		return nil, unix.EINVAL, nil
 	}
 	buf := make([]byte, max(size, 1)) // a zero-length address is the kernel's to refuse

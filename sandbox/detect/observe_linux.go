@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
@@ -60,11 +61,13 @@ type Observer struct {
 	// with the egress proxy, and not the observer's to close.
 	inside, hostDiag *Diag
 	// connects: the supervisor makes every connect (connect_linux.go);
-	// connecting are the sockets of those under way, pending counts them.
-	connects   bool
-	connectMu  sync.Mutex
-	connecting map[int]bool
-	pending    sync.WaitGroup
+	// connectsUnderWay counts those under way (under connectMu), pending
+	// waits for them, and ending tells them the run is over.
+	connects         bool
+	connectMu        sync.Mutex
+	connectsUnderWay int
+	pending          sync.WaitGroup
+	ending           atomic.Bool
 
 	// mu guards intents and seen.
 	mu      sync.Mutex
@@ -90,8 +93,8 @@ const maxMems = 256
 // stops every connect and the observer makes it (see connect_linux.go).
 func StartObserver(fd, helperPid int, shared []string, diag *Diag, connects bool, onWatch func(), log *slog.Logger) *Observer {
 	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, onWatch: onWatch,
-		connects: connects, connecting: map[int]bool{},
-		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
+		connects: connects,
+		mems:     map[int]*os.File{}, buf: make([]byte, unix.PathMax),
 		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
 		// Each root as the sandbox sees it (through the helper's root):
