@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,14 +76,32 @@ func TestLimitsNamed(t *testing.T) {
 // layer is memory) stop the command, not sandboxd: no exit 125, the limit
 // is named, and the commit says the attempt ended there and names the
 // file that was being written, which is on the host afterwards, cut
-// short. Root only: an unprivileged caller has no memory group here.
+// short. An unprivileged caller has no memory group here: its layer is
+// held within the memory limit instead.
 func TestLimitsMemoryLayer(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
-		if !e.id.root() {
-			t.Skip("no memory cgroup for an unprivileged caller on cgroup v1 (RLIMIT_DATA bounds each process)")
-		}
 		pol := writePolicy(t, e, "memory.toml", "[limits]\nmemory = \"64MiB\"\n")
 		r := e.sandboxdOpts(runOpts{}, "run", "--policy", pol, "-c", "head -c 100000000 /dev/zero > big; echo rc=$?")
+		if !e.id.root() {
+			// No memory cgroup for an unprivileged caller on cgroup v1:
+			// the layer (and /tmp, /dev/shm) are held within the limit
+			// instead, and the report says what bounds what.
+			if r.code == 125 {
+				t.Fatalf("sandboxd failed at the limit\n%s", r)
+			}
+			l := limitOf(r, "layer")
+			if l == nil || l["key"] != "limits.memory" || l["value"].(float64) > 64<<20 {
+				t.Fatalf("want the layer named, held within limits.memory: %v\n%s", r.report["limits"], r)
+			}
+			if st, err := os.Stat(filepath.Join(e.ws, "big")); err != nil || st.Size() > 64<<20 {
+				t.Errorf("big on the host: %v, size %d", err, sizeOf(st))
+			}
+			deg, _ := json.Marshal(r.report["degraded"])
+			if !strings.Contains(string(deg), "no memory cgroup") || !strings.Contains(string(deg), "together by limits.memory") {
+				t.Errorf("the report does not say what bounds memory: %s", deg)
+			}
+			return
+		}
 		if r.code == 125 || strings.Contains(r.stderr, "internal error") {
 			t.Fatalf("sandboxd failed at the memory limit\n%s", r)
 		}

@@ -74,10 +74,10 @@ func Doctor(stateDir string) Diagnosis {
 		version = "v2"
 	}
 	if cg.PidsDir == "" {
-		add("cgroups", false, "%s: %s; fork bombs are bounded by RLIMIT_NPROC and memory by RLIMIT_DATA only", version, cg.Reason)
+		add("cgroups", false, "%s: %s; fork bombs are bounded by RLIMIT_NPROC, and memory by RLIMIT_DATA per process, with /tmp, /dev/shm and the layer held within limits.memory together; the processes together are not bounded", version, cg.Reason)
 		d.Degraded = append(d.Degraded, "no pids cgroup: "+cg.Reason)
 	} else {
-		mem := "memory controller unavailable (RLIMIT_DATA instead)"
+		mem := "memory controller unavailable: RLIMIT_DATA bounds each process, /tmp, /dev/shm and the layer are held within limits.memory together, and the processes together are not bounded"
 		if cg.MemoryDir != "" || cg.V2 {
 			mem = "memory controller available"
 		}

@@ -159,6 +159,47 @@ func fsFull(fd int) bool {
 	return unix.Fstatfs(fd, &st) == nil && (st.Bavail == 0 || (st.Files > 0 && st.Ffree == 0))
 }
 
+// tmpKey is the key that raises a tmpfs's size: its own, or
+// limits.memory when the memory limit made it smaller (see sizeTmpfs).
+func tmpKey(size, asked int64, key ...string) string {
+	if size < asked {
+		return "limits.memory"
+	}
+	if len(key) > 0 {
+		return key[0]
+	}
+	return "limits.tmp_size"
+}
+
+// sizeTmpfs decides the private tmpfs sizes. With a memory cgroup their
+// pages count for the run's group, and each keeps its own limit. Without
+// one (an unprivileged caller on cgroup v1), RLIMIT_DATA bounds each
+// process and nothing counts the tmpfs: then /tmp, /dev/shm and the layer
+// together are held within limits.memory (the layer up to half of it,
+// /tmp and /dev/shm a quarter each at most), and the run's report says
+// what bounds what.
+func (r *run) sizeTmpfs() {
+	lim := r.spec.Limits
+	r.tmpSize, r.layerSize = lim.TmpSize, r.spec.LayerSize
+	if r.cg != nil && r.cg.memory || lim.Memory <= 0 {
+		return
+	}
+	layer := int64(0)
+	if r.spec.Transaction {
+		layer = r.layerSize
+	}
+	if 2*r.tmpSize+layer <= lim.Memory {
+		r.res.Degraded = append(r.res.Degraded, fmt.Sprintf("no memory cgroup: each process is bounded by RLIMIT_DATA (limits.memory, %d bytes), and /tmp, /dev/shm and the layer by their own sizes, which fit in it together; the processes together are not bounded", lim.Memory))
+		return
+	}
+	if layer > 0 {
+		r.layerSize = min(r.layerSize, lim.Memory/2)
+		layer = r.layerSize
+	}
+	r.tmpSize = min(r.tmpSize, (lim.Memory-layer)/2)
+	r.res.Degraded = append(r.res.Degraded, fmt.Sprintf("no memory cgroup: each process is bounded by RLIMIT_DATA (limits.memory, %d bytes), and /tmp, /dev/shm (%d bytes each) and the layer (%d bytes) together by limits.memory; the processes together are not bounded", lim.Memory, r.tmpSize, r.layerSize))
+}
+
 // limitsHit turns what was seen into the run's limits, in a fixed order.
 func (r *run) limitsHit(memory bool, writing []string, fromHelper []string, layerFull bool) []LimitHit {
 	lim := r.spec.Limits
@@ -179,10 +220,10 @@ func (r *run) limitsHit(memory bool, writing []string, fromHelper []string, laye
 		}
 	}
 	if tmp {
-		out = append(out, LimitHit{Limit: "tmp", Value: lim.TmpSize, Key: "limits.tmp_size"})
+		out = append(out, LimitHit{Limit: "tmp", Value: r.tmpSize, Key: tmpKey(r.tmpSize, lim.TmpSize)})
 	}
 	if layerFull {
-		out = append(out, LimitHit{Limit: "layer", Value: r.spec.LayerSize, Key: "limits.layer_size"})
+		out = append(out, LimitHit{Limit: "layer", Value: r.layerSize, Key: tmpKey(r.layerSize, r.spec.LayerSize, "limits.layer_size")})
 	}
 	return out
 }

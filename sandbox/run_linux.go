@@ -73,14 +73,16 @@ type run struct {
 	runID   string
 	res     Result
 
-	cg     *cgroup
-	mem    *limitWatch // nil: no memory watch
-	det    *detect.Audit
-	opened []openedException
-	prepc  <-chan prepared
-	prep   *prepared // what prepc delivered, once it has
-	h      *helper
-	setup  *wire.SetupMsg
+	cg  *cgroup
+	mem *limitWatch // nil: no memory watch
+	// tmpSize and layerSize are the private tmpfs sizes (sizeTmpfs).
+	tmpSize, layerSize int64
+	det                *detect.Audit
+	opened             []openedException
+	prepc              <-chan prepared
+	prep               *prepared // what prepc delivered, once it has
+	h                  *helper
+	setup              *wire.SetupMsg
 	// undo are the steps that release what the run holds, in the order
 	// they were taken; cleanup runs them last first.
 	undo []func()
@@ -197,9 +199,7 @@ func (r *run) makeCgroup() {
 		r.res.Containment = "RLIMIT_NPROC"
 		r.res.Degraded = append(r.res.Degraded, "no pids cgroup ("+err.Error()+"); processes are bounded by RLIMIT_NPROC only")
 	}
-	if r.cg == nil || !r.cg.memory {
-		r.res.Degraded = append(r.res.Degraded, "no memory cgroup; memory is bounded by RLIMIT_DATA only")
-	}
+	r.sizeTmpfs()
 }
 
 // startDetector starts reading kernel audit: exact boundaries come from

@@ -35,7 +35,7 @@ func (r *run) sendSetup() error {
 		LandlockFlags: map[bool]uint32{true: detect.LandlockLogFlags}[r.det != nil],
 		Namespaces:    r.wantNS,
 		Workspace:     spec.Workspace,
-		TmpSize:       spec.Limits.TmpSize,
+		TmpSize:       r.tmpSize,
 		Limits:        wire.Limits(spec.Limits),
 		LimitNproc:    true,
 		LimitData:     r.cg == nil || !r.cg.memory,
@@ -54,7 +54,7 @@ func (r *run) sendSetup() error {
 		}
 	}
 	if r.txn {
-		setup.Layer, setup.NotBefore = spec.LayerSize, r.started.Nano()
+		setup.Layer, setup.NotBefore = r.layerSize, r.started.Nano()
 		setup.Env = addGitConfig(setup.Env, layerGitConfig(spec.Workspace))
 	}
 	var err error
