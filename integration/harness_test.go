@@ -423,27 +423,31 @@ func tcpListener(t *testing.T, network, addr string) *listener {
 	}
 	l := &listener{addr: ln.Addr().String(), close: func() { ln.Close() }}
 	t.Cleanup(l.close)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.mu.Lock()
-			l.conns++
-			l.mu.Unlock()
-			go func() {
-				defer c.Close()
-				c.SetReadDeadline(time.Now().Add(5 * time.Second))
-				buf := make([]byte, 4096)
-				n, _ := c.Read(buf)
-				l.mu.Lock()
-				l.got = append(l.got, buf[:n]...)
-				l.mu.Unlock()
-			}()
-		}
-	}()
+	go l.serve(ln)
 	return l
+}
+
+// serve counts what ln accepts and records what each connection sends
+// first, until ln is closed.
+func (l *listener) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		l.conns++
+		l.mu.Unlock()
+		go func() {
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			buf := make([]byte, 4096)
+			n, _ := c.Read(buf)
+			l.mu.Lock()
+			l.got = append(l.got, buf[:n]...)
+			l.mu.Unlock()
+		}()
+	}
 }
 
 // udpListener records datagrams on the host's loopback.

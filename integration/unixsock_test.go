@@ -62,7 +62,7 @@ func TestUnixHost(t *testing.T) {
 			os.Chmod(during, 0o777)
 			e.chown(during)
 			l := &listener{addr: during, close: func() { ln.Close() }}
-			go acceptInto(l, ln)
+			go l.serve(ln)
 			duringL <- l
 		}()
 		var targets []string
@@ -138,28 +138,6 @@ print('END')
 			l.mustBeSilent(t)
 		}
 	})
-}
-
-// acceptInto counts what l's listener ln accepts.
-func acceptInto(l *listener, ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		l.mu.Lock()
-		l.conns++
-		l.mu.Unlock()
-		go func() {
-			defer c.Close()
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			b := make([]byte, 256)
-			n, _ := c.Read(b)
-			l.mu.Lock()
-			l.got = append(l.got, b[:n]...)
-			l.mu.Unlock()
-		}()
-	}
 }
 
 // TestUnixPythonMultiprocessing: Python's Manager() and the forkserver

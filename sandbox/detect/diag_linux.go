@@ -50,32 +50,41 @@ func listensOnFamily(fd int, family uint8, port uint16) (bool, error) {
 	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
 	req[16], req[17] = family, unix.IPPROTO_TCP
 	binary.NativeEndian.PutUint32(req[20:], 1<<tcpListen)
-	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return false, fmt.Errorf("detect: sock_diag request: %w", err)
-	}
 	found := false
+	err := dump(fd, req, func(data []byte) {
+		// inet_diag_msg: family, state, timer, retrans, then the socket
+		// id, whose first field is the source port (big endian).
+		if len(data) >= 6 && binary.BigEndian.Uint16(data[4:6]) == port {
+			found = true
+		}
+	})
+	return found, err
+}
+
+// dump sends the sock_diag dump request req on fd and calls each with
+// the payload of every answer until the dump is done.
+func dump(fd int, req []byte, each func(data []byte)) error {
+	if err := unix.Sendto(fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("detect: sock_diag request: %w", err)
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, _, err := unix.Recvfrom(fd, buf, 0)
 		if err != nil {
-			return false, fmt.Errorf("detect: sock_diag: %w", err)
+			return fmt.Errorf("detect: sock_diag: %w", err)
 		}
 		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 		if err != nil {
-			return false, fmt.Errorf("detect: sock_diag: %w", err)
+			return fmt.Errorf("detect: sock_diag: %w", err)
 		}
 		for _, m := range msgs {
 			switch m.Header.Type {
 			case syscall.NLMSG_DONE:
-				return found, nil
+				return nil
 			case syscall.NLMSG_ERROR:
-				return false, fmt.Errorf("detect: sock_diag: error reply")
+				return fmt.Errorf("detect: sock_diag: error reply")
 			}
-			// inet_diag_msg: family, state, timer, retrans, then the
-			// socket id, whose first field is the source port (big endian).
-			if len(m.Data) >= 6 && binary.BigEndian.Uint16(m.Data[4:6]) == port {
-				found = true
-			}
+			each(m.Data)
 		}
 	}
 }
@@ -152,43 +161,24 @@ func (d *Diag) UnixBound(major, minor uint32, ino uint64, anyDev bool) (bool, er
 	binary.NativeEndian.PutUint32(req[20:], 0xffffffff)
 	binary.NativeEndian.PutUint32(req[28:], udiagShowVFS)
 	binary.NativeEndian.PutUint64(req[32:], ^uint64(0)) // no cookie
-	if err := unix.Sendto(d.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return false, fmt.Errorf("detect: sock_diag request: %w", err)
-	}
 	// The kernel's dev_t: major in the top 12 bits, minor in the low 20.
 	want := major<<20 | minor&0xfffff
 	found := false
-	buf := make([]byte, 32<<10)
-	for {
-		n, _, err := unix.Recvfrom(d.fd, buf, 0)
-		if err != nil {
-			return false, fmt.Errorf("detect: sock_diag: %w", err)
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			return false, fmt.Errorf("detect: sock_diag: %w", err)
-		}
-		for _, m := range msgs {
-			switch m.Header.Type {
-			case syscall.NLMSG_DONE:
-				return found, nil
-			case syscall.NLMSG_ERROR:
-				return false, fmt.Errorf("detect: sock_diag: error reply")
+	err := dump(d.fd, req, func(data []byte) {
+		// unix_diag_msg (16 bytes), then attributes.
+		for a := data[min(16, len(data)):]; len(a) >= 4; {
+			l := int(binary.NativeEndian.Uint16(a[0:2]))
+			if l < 4 || l > len(a) {
+				break
 			}
-			// unix_diag_msg (16 bytes), then attributes.
-			for a := m.Data[min(16, len(m.Data)):]; len(a) >= 4; {
-				l := int(binary.NativeEndian.Uint16(a[0:2]))
-				if l < 4 || l > len(a) {
-					break
+			if binary.NativeEndian.Uint16(a[2:4]) == unixDiagVFS && l >= 12 {
+				vino, vdev := binary.NativeEndian.Uint32(a[4:8]), binary.NativeEndian.Uint32(a[8:12])
+				if uint64(vino) == ino && (vdev == want || anyDev) {
+					found = true
 				}
-				if binary.NativeEndian.Uint16(a[2:4]) == unixDiagVFS && l >= 12 {
-					vino, vdev := binary.NativeEndian.Uint32(a[4:8]), binary.NativeEndian.Uint32(a[8:12])
-					if uint64(vino) == ino && (vdev == want || anyDev) {
-						found = true
-					}
-				}
-				a = a[min((l+3)&^3, len(a)):]
 			}
+			a = a[min((l+3)&^3, len(a)):]
 		}
-	}
+	})
+	return found, err
 }
