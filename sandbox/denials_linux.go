@@ -24,7 +24,11 @@ func (r *run) collectDenials() {
 		h.obs.Finish() // nothing was observed
 	} else if h.obs != nil {
 		judge := r.judge()
-		res.Denials = detect.Merge(res.Denials, judge.Refused(h.obs.Finish()))
+		intents := h.obs.Finish()
+		res.Denials = detect.Merge(res.Denials, judge.Refused(intents))
+		if note := r.foreignGroupNote(intents); note != "" {
+			res.Warnings = append(res.Warnings, note)
+		}
 		if res.Detection.Detector == "none" {
 			res.Detection = Detection{Detector: "seccomp", Why: "no kernel audit (" + res.Detection.Why + "): every open is observed and denied reads are judged from sandboxd's copy of the policy, which matches Landlock's carve-out but may differ where file permissions deny first"}
 		} else {

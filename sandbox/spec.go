@@ -192,6 +192,9 @@ type Result struct {
 	Caches []CacheResult
 	// Limits are the limits the command ran into (empty: none seen).
 	Limits []LimitHit
+	// Warnings are what the person should know about this attempt, each
+	// a sentence (a workspace group the layer cannot hold, say).
+	Warnings []string
 }
 
 // LimitHit is one resource limit the command ran into.

@@ -294,6 +294,9 @@ func (st *run) noteAttempt(out sandbox.Result) {
 		st.ev.Event(Event{Kind: KindTimedOut, Attempt: st.attempt, Reason: st.job.Timeout.String()})
 	}
 	st.rep.Limits = out.Limits
+	for _, w := range out.Warnings {
+		st.warn(w)
+	}
 	for i := range out.Limits {
 		st.ev.Event(Event{Kind: KindLimit, Attempt: st.attempt, Limit: &out.Limits[i]})
 	}
