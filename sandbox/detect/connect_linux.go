@@ -321,7 +321,16 @@ func (o *Observer) runSocket(p *proc, path string) (int, unix.Errno, string) {
 		return -1, unix.ECONNREFUSED, ""
 	}
 	named := resolvedName(file, full)
-	major, minor, fstype, ok := mountDev(p.pid, st.Mnt_id)
+	dev, ok := o.mounts[st.Mnt_id]
+	if !ok {
+		// The run's mounts are fixed (the mount API is refused inside),
+		// and a mount id is never reused while its mount exists.
+		dev.major, dev.minor, dev.fstype, ok = mountDev(p.pid, st.Mnt_id)
+		if ok {
+			o.mounts[st.Mnt_id] = dev
+		}
+	}
+	major, minor, fstype := dev.major, dev.minor, dev.fstype
 	if !ok {
 		unix.Close(file)
 		o.log.Debug("observer: unix connect: mount not found", "path", named, "mnt_id", st.Mnt_id)
@@ -352,6 +361,12 @@ func resolvedName(file int, spelled string) string {
 		return spelled
 	}
 	return l
+}
+
+// mountInfo is what mountDev found for a mount.
+type mountInfo struct {
+	major, minor uint32
+	fstype       string
 }
 
 // mountDev is the device (major, minor) and type of the file system of

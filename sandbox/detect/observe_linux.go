@@ -64,6 +64,7 @@ type Observer struct {
 	// connectsUnderWay counts those under way (under connectMu), pending
 	// waits for them, and ending tells them the run is over.
 	connects         bool
+	mounts           map[uint64]mountInfo // by mount id (run goroutine only)
 	connectMu        sync.Mutex
 	connectsUnderWay int
 	pending          sync.WaitGroup
@@ -93,8 +94,8 @@ const maxMems = 256
 // stops every connect and the observer makes it (see connect_linux.go).
 func StartObserver(fd, helperPid int, shared []string, diag *Diag, connects bool, onWatch func(), log *slog.Logger) *Observer {
 	o := &Observer{l: seccomp.NewListener(fd), log: log, skip: helperPid, inside: diag, onWatch: onWatch,
-		connects: connects,
-		mems:     map[int]*os.File{}, buf: make([]byte, unix.PathMax),
+		connects: connects, mounts: map[uint64]mountInfo{},
+		mems: map[int]*os.File{}, buf: make([]byte, unix.PathMax),
 		seen: map[Intent]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
 	for _, r := range shared {
 		// Each root as the sandbox sees it (through the helper's root):
