@@ -50,20 +50,37 @@ func Use(root, dir, workspace string) (release func(), err error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return nil, fmt.Errorf("cachedir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(root, id+".use"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, err := lockRecord(filepath.Join(root, id+".use"))
 	if err != nil {
-		return nil, fmt.Errorf("cachedir: %w", err)
-	}
-	// Shared: runs of one workspace may overlap; pruning waits for none.
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("cachedir: lock: %w", err)
+		return nil, err
 	}
 	b, _ := json.Marshal(record{Workspace: workspace, LastUsed: time.Now().UTC()})
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt(b, 0)
 	}
 	return func() { f.Close() }, nil
+}
+
+// lockRecord opens the record at path and locks it shared (runs of one
+// workspace may overlap). A removal may unlink the record while this
+// waits for its lock: then the lock is on a file nobody else sees, and
+// the record is opened again.
+func lockRecord(path string) (*os.File, error) {
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("cachedir: %w", err)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cachedir: lock: %w", err)
+		}
+		var held, now unix.Stat_t
+		if unix.Fstat(int(f.Fd()), &held) == nil && unix.Lstat(path, &now) == nil && held.Ino == now.Ino && held.Dev == now.Dev {
+			return f, nil
+		}
+		f.Close()
+	}
 }
 
 // validID: a cache directory's name is hex (a digest of its workspace).
