@@ -159,16 +159,14 @@ func fsFull(fd int) bool {
 	return unix.Fstatfs(fd, &st) == nil && (st.Bavail == 0 || (st.Files > 0 && st.Ffree == 0))
 }
 
-// tmpKey is the key that raises a tmpfs's size: its own, or
-// limits.memory when the memory limit made it smaller (see sizeTmpfs).
-func tmpKey(size, asked int64, key ...string) string {
+// sizeKey is the key that raises a tmpfs's size: its own key, or
+// limits.memory when the memory limit made it smaller than asked (see
+// sizeTmpfs).
+func sizeKey(size, asked int64, key string) string {
 	if size < asked {
 		return "limits.memory"
 	}
-	if len(key) > 0 {
-		return key[0]
-	}
-	return "limits.tmp_size"
+	return key
 }
 
 // sizeTmpfs decides the private tmpfs sizes. With a memory cgroup their
@@ -220,10 +218,10 @@ func (r *run) limitsHit(memory bool, writing []string, fromHelper []string, laye
 		}
 	}
 	if tmp {
-		out = append(out, LimitHit{Limit: "tmp", Value: r.tmpSize, Key: tmpKey(r.tmpSize, lim.TmpSize)})
+		out = append(out, LimitHit{Limit: "tmp", Value: r.tmpSize, Key: sizeKey(r.tmpSize, lim.TmpSize, "limits.tmp_size")})
 	}
 	if layerFull {
-		out = append(out, LimitHit{Limit: "layer", Value: r.layerSize, Key: tmpKey(r.layerSize, r.spec.LayerSize, "limits.layer_size")})
+		out = append(out, LimitHit{Limit: "layer", Value: r.layerSize, Key: sizeKey(r.layerSize, r.spec.LayerSize, "limits.layer_size")})
 	}
 	return out
 }
