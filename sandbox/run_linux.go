@@ -344,8 +344,10 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	r.mark("command ended")
 	memory, writing := r.memoryHit()
 	if memory && !h.haveExit {
-		// v2 kills the whole group, the helper with it, before it can
-		// say how the command ended: killed at the limit.
+		// The kernel killed the helper too before it could say how the
+		// command ended (v2 kills the whole group; v1 the helper only
+		// when nothing of the command was left to kill): killed at the
+		// limit.
 		code, sig, err = 128+int(unix.SIGKILL), int(unix.SIGKILL), nil
 	}
 	layerFull := h.layer != nil && fsFull(int(h.layer.Fd()))
