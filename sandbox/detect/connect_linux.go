@@ -76,6 +76,16 @@ func (o *Observer) answerConnect(n seccomp.Notification) []Intent {
 		c.close() // the caller is gone, or was interrupted
 		return nil
 	}
+	if fl, err := unix.FcntlInt(uintptr(c.sock), unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
+		// A non-blocking socket's connect returns at once: made here,
+		// with no goroutine to start.
+		errno := c.try()
+		c.close()
+		if err := o.l.Return(n.ID, errno); err != nil {
+			o.log.Warn("observer", "err", err)
+		}
+		return in
+	}
 	o.connectMu.Lock()
 	if o.connectsUnderWay >= maxConnecting {
 		o.connectMu.Unlock()
@@ -112,17 +122,15 @@ const sizeofSockaddrStorage = 128
 // connectSlice is how long one try of a blocking connect may wait.
 const connectSlice = 50 * time.Millisecond
 
-// connect makes c's call. A non-blocking socket gets one try, as the
-// kernel would give it. A blocking one is tried in slices (SO_SNDTIMEO,
+// connect makes the call of c, a blocking socket (a non-blocking one gets
+// one try on the observer's goroutine, as the kernel would give it). It
+// is tried in slices (SO_SNDTIMEO,
 // which bounds both a unix connect waiting for a full backlog and a TCP
 // handshake, set for the call and restored after): between slices the
 // call ends when its caller is gone or interrupted, or the run ends, so
 // no connect outlives the run; the caller's own send timeout, if it set
 // one, still ends the wait.
 func (o *Observer) connect(c *connecting, id uint64) unix.Errno {
-	if fl, err := unix.FcntlInt(uintptr(c.sock), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
-		return c.try()
-	}
 	own, err := unix.GetsockoptTimeval(c.sock, unix.SOL_SOCKET, unix.SO_SNDTIMEO)
 	if err != nil {
 		return c.try()
