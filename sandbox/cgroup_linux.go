@@ -214,9 +214,46 @@ func (c *cgroup) openJoin() ([]int, error) {
 	return fds, nil
 }
 
+// removeStale removes the groups that runs killed before they could
+// remove their own (sandboxd SIGKILLed, say) left beside dir: named as
+// runs name theirs, empty, and older than staleAfter, so that a group
+// another run has just made and not yet joined stays.
+func removeStale(dir string) {
+	parent := filepath.Dir(dir)
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, "sandboxd-") || filepath.Join(parent, name) == dir {
+			continue
+		}
+		p := filepath.Join(parent, name)
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < staleAfter {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(p, "cgroup.procs")); err != nil || len(strings.TrimSpace(string(b))) > 0 {
+			continue
+		}
+		os.Remove(p) // EBUSY if a task joined meanwhile: it stays
+	}
+}
+
+// staleAfter is how old an empty group of another run must be before a
+// run removes it.
+const staleAfter = 10 * time.Minute
+
 // remove kills every task left in the groups (there should be none once
-// the pid namespace is gone) and removes them.
+// the pid namespace is gone) and removes them, and the groups left by
+// runs that could not remove theirs.
 func (c *cgroup) remove() {
+	defer func() {
+		for _, d := range c.dirs {
+			removeStale(d)
+		}
+	}()
 	for _, d := range c.dirs {
 		for i := 0; i < 100; i++ {
 			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
