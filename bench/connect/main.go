@@ -7,7 +7,9 @@
 // the commit before unix sockets, which refuses them). Each contender
 // runs the same Python program once per round, rounds interleaved; the
 // program times -n sequential connects of each kind and prints their
-// p50 and p99. It prints a Markdown table for docs/BENCHMARKS.md.
+// p50 and p99, with blocking and with non-blocking sockets (a
+// non-blocking connect waits for its completion in select). It prints a
+// Markdown table for docs/BENCHMARKS.md.
 //
 //	go run ./bench/connect [-rounds 5] [-n 2000] [-dir .] [-sandboxd bin/sandboxd] [-before OLD-BINARY]
 package main
@@ -24,7 +26,7 @@ import (
 )
 
 const program = `
-import json, os, socket, sys, threading, time
+import json, os, select, socket, sys, threading, time
 n = int(sys.argv[1])
 def serve(s):
     while True:
@@ -32,21 +34,28 @@ def serve(s):
             c, _ = s.accept(); c.close()
         except OSError:
             return
-def bench(fam, addr):
+def bench(fam, addr, blocking=True):
     ts = []
     for _ in range(n):
-        c = socket.socket(fam); t = time.perf_counter(); c.connect(addr); ts.append(time.perf_counter() - t); c.close()
+        c = socket.socket(fam); c.setblocking(blocking); t = time.perf_counter()
+        try:
+            c.connect(addr)
+        except BlockingIOError:
+            select.select([], [c], [])
+        ts.append(time.perf_counter() - t); c.close()
     ts.sort()
     return [ts[len(ts) // 2] * 1e6, ts[int(len(ts) * 0.99)] * 1e6]
 out = {}
 t = socket.socket(); t.bind(('127.0.0.1', 0)); t.listen(128)
 threading.Thread(target=serve, args=(t,), daemon=True).start()
 out['tcp'] = bench(socket.AF_INET, t.getsockname())
+out['tcp_nb'] = bench(socket.AF_INET, t.getsockname(), False)
 try:
     p = '/tmp/bench-connect-%d.sock' % os.getpid()
     u = socket.socket(socket.AF_UNIX); u.bind(p); u.listen(128)
     threading.Thread(target=serve, args=(u,), daemon=True).start()
     out['unix'] = bench(socket.AF_UNIX, p)
+    out['unix_nb'] = bench(socket.AF_UNIX, p, False)
     os.unlink(p)
 except OSError as e:
     out['unix'] = None
@@ -56,8 +65,12 @@ print(json.dumps(out))
 type contender struct {
 	name string
 	argv []string
-	tcp  [][2]float64
-	unix [][2]float64
+	// by case (tcp, tcp_nb, unix, unix_nb): one run's p50 and p99 each
+	got map[string][][2]float64
+}
+
+var cases = []struct{ key, title string }{
+	{"tcp", "TCP"}, {"tcp_nb", "TCP, non-blocking"}, {"unix", "unix"}, {"unix_nb", "unix, non-blocking"},
 }
 
 func main() {
@@ -100,6 +113,9 @@ func run(rounds, n int, dir, bin, before string) error {
 	if before != "" {
 		cs = append(cs, &contender{name: "sandboxd before (observes connects, refuses unix sockets)", argv: sb(before)})
 	}
+	for _, c := range cs {
+		c.got = map[string][][2]float64{}
+	}
 	for r := 0; r < rounds; r++ {
 		for _, c := range cs {
 			cmd := exec.Command(c.argv[0], c.argv[1:]...)
@@ -109,21 +125,28 @@ func run(rounds, n int, dir, bin, before string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
-			var got struct{ TCP, Unix *[2]float64 }
+			var got map[string]*[2]float64
 			if err := json.Unmarshal(out[strings.LastIndexByte(strings.TrimSpace(string(out)), '\n')+1:], &got); err != nil {
 				return fmt.Errorf("%s: %w: %s", c.name, err, out)
 			}
-			if got.TCP != nil {
-				c.tcp = append(c.tcp, *got.TCP)
-			}
-			if got.Unix != nil {
-				c.unix = append(c.unix, *got.Unix)
+			for k, v := range got {
+				if v != nil {
+					c.got[k] = append(c.got[k], *v)
+				}
 			}
 		}
 	}
-	fmt.Printf("| %d sequential connects, median of %d runs | TCP p50 | TCP p99 | unix p50 | unix p99 |\n|---|---|---|---|---|\n", n, rounds)
+	fmt.Printf("| %d sequential connects, median of %d runs |", n, rounds)
+	for _, k := range cases {
+		fmt.Printf(" %s p50 | p99 |", k.title)
+	}
+	fmt.Printf("\n|---|%s\n", strings.Repeat("---|---|", len(cases)))
 	for _, c := range cs {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", c.name, med(c.tcp, 0), med(c.tcp, 1), med(c.unix, 0), med(c.unix, 1))
+		fmt.Printf("| %s |", c.name)
+		for _, k := range cases {
+			fmt.Printf(" %s | %s |", med(c.got[k.key], 0), med(c.got[k.key], 1))
+		}
+		fmt.Println()
 	}
 	return nil
 }
