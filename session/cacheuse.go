@@ -13,8 +13,8 @@ import (
 // The private caches on disk: a run marks its workspace's cache in use
 // (cachedir.Use), and after it the least recently used caches of every
 // workspace are removed until they fit limits.cache_size. Measuring them
-// walks every cache, so it happens at most every pruneEvery; a run that
-// finds the caches over their size anyway (the stamp's content) prunes.
+// walks every cache, so a run does it only when the last measure (the
+// stamp's time) is older than pruneEvery.
 
 // pruneEvery is how often, at most, a run measures the caches.
 const pruneEvery = 10 * time.Minute
