@@ -344,12 +344,23 @@ func (o *Observer) runSocket(p *proc, path string) (int, unix.Errno, string) {
 		o.log.Debug("observer: unix connect: mount not found", "path", named, "mnt_id", st.Mnt_id)
 		return -1, unix.EACCES, named
 	}
-	if bound, err := o.inside.UnixBound(major, minor, st.Ino, false); bound {
-		return file, 0, ""
-	} else if err != nil {
+	bound, err := o.inside.UnixBound(major, minor, st.Ino, false)
+	if err != nil {
 		o.log.Debug("observer: unix connect: sock_diag", "err", err)
 	}
+	if bound && st.Ino <= 0xffffffff {
+		return file, 0, ""
+	}
 	unix.Close(file)
+	if bound {
+		// A file system with 64-bit inode numbers (XFS's inode64, say):
+		// sock_diag's 32 bits cannot tell the run's socket from another
+		// file that shares them, so it is refused, and not as a host
+		// socket (most likely it is the command's own: the README says
+		// to keep such sockets in /tmp).
+		o.log.Debug("observer: unix connect: socket on a file system with 64-bit inode numbers refused", "path", named)
+		return -1, unix.EACCES, ""
+	}
 	// Whose is it, then? Through an overlay (the workspace's layer), a
 	// host program's socket is the lower layer's file, under a device
 	// only the overlay knows: matched by its inode alone, which only

@@ -136,14 +136,12 @@ var errNoDiag = errors.New("detect: no sock_diag socket")
 // UnixBound reports whether a unix socket of d's namespace is bound to
 // the file whose device (the kernel's dev_t of its superblock, as
 // mountinfo gives it) and inode are dev and ino (with anyDev, on any
-// device). sock_diag names the file by a 32-bit inode number; a larger
-// ino is never found.
+// device). sock_diag names the file by the low 32 bits of its inode
+// number only: for a larger ino, a socket found may be bound to another
+// file whose number shares them.
 func (d *Diag) UnixBound(major, minor uint32, ino uint64, anyDev bool) (bool, error) {
 	if d == nil {
 		return false, errNoDiag
-	}
-	if ino > 0xffffffff {
-		return false, nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -173,7 +171,7 @@ func (d *Diag) UnixBound(major, minor uint32, ino uint64, anyDev bool) (bool, er
 			}
 			if binary.NativeEndian.Uint16(a[2:4]) == unixDiagVFS && l >= 12 {
 				vino, vdev := binary.NativeEndian.Uint32(a[4:8]), binary.NativeEndian.Uint32(a[8:12])
-				if uint64(vino) == ino && (vdev == want || anyDev) {
+				if vino == uint32(ino) && (vdev == want || anyDev) {
 					found = true
 				}
 			}
