@@ -317,7 +317,7 @@ func loopbackBoth(addrs []netip.Addr) []netip.Addr {
 func (p *Proxy) upstream(pm *permit, c net.Conn) (net.Conn, error) {
 	u := newUpstreamConn(pm.s, c)
 	pm.up = u
-	if pm.via == ViaConnect && pm.client != nil {
+	if (pm.via == ViaConnect || pm.via == ViaCapture) && pm.client != nil {
 		p.startTunnel(pm)
 	}
 	if !pm.s.track(u) {

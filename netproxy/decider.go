@@ -15,6 +15,7 @@ type Via string
 const (
 	ViaConnect Via = "connect" // CONNECT authority (tunnels: https, git over https, ...)
 	ViaHTTP    Via = "http"    // absolute-form plain HTTP request
+	ViaCapture Via = "capture" // a connection made straight to an address, captured in the namespace
 )
 
 // Request is what the proxy asks its decider about one destination.

@@ -86,7 +86,7 @@ func tunnelBoth(client net.Conn, early *bufio.Reader, up net.Conn) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if n := early.Buffered(); n > 0 {
+		if n := bufferedLen(early); n > 0 {
 			b, _ := early.Peek(n)
 			if _, err := up.Write(b); err != nil {
 				_ = closeWrite(up, up)
@@ -106,6 +106,14 @@ func tunnelBoth(client net.Conn, early *bufio.Reader, up net.Conn) {
 	wg.Wait()
 	_ = client.Close()
 	_ = up.Close()
+}
+
+// bufferedLen is how many bytes r holds (none for nil).
+func bufferedLen(r *bufio.Reader) int {
+	if r == nil {
+		return 0
+	}
+	return r.Buffered()
 }
 
 // serveForward decides one plain-HTTP request (each request on a

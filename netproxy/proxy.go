@@ -88,6 +88,10 @@ type Config struct {
 	Limits Limits
 	// Log receives debug and warning records; nil discards.
 	Log *slog.Logger
+	// StubNames bounds the names the stub resolver gives an address
+	// (ServeDNS); 0 is every address of 198.18.0.0/15 that ends in
+	// neither .0 nor .255.
+	StubNames int
 }
 
 // ErrClosed is returned by Serve once the Proxy is closed.
@@ -118,6 +122,9 @@ type Proxy struct {
 	// decider call runs after it returns.
 	deciding sync.WaitGroup
 	stats    stats
+	// stub is the names the stub resolver answered, shared by ServeDNS
+	// and ServeCapture.
+	stub *stubNames
 }
 
 // stats are the counters behind Counters.
@@ -128,6 +135,7 @@ type stats struct {
 	up, down atomic.Int64
 	waitNS   atomic.Int64
 	reviews  atomic.Int64
+	dns      atomic.Int64
 }
 
 func (s *stats) count(key string) {
@@ -142,6 +150,7 @@ type Counters struct {
 	BytesUp, BytesDown int64            // client→origin, origin→client (tunnels and plain HTTP bodies)
 	ReviewWait         time.Duration    // total time connections were parked waiting for Decide
 	Reviews            int64            // Decide calls that were made (not cache hits)
+	DNSAnswers         int64            // queries the stub resolver answered
 }
 
 // New builds a Proxy. It opens nothing; Serve does.
@@ -167,6 +176,7 @@ func New(cfg Config) (*Proxy, error) {
 		wantAuth: []byte("sandboxd:" + cfg.Token),
 		cache:    make(map[string]*entry),
 		stats:    stats{conns: make(map[string]int64)},
+		stub:     newStubNames(cfg.StubNames),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -217,6 +227,7 @@ func (p *Proxy) Counters() Counters {
 		BytesDown:   p.stats.down.Load(),
 		ReviewWait:  time.Duration(p.stats.waitNS.Load()),
 		Reviews:     p.stats.reviews.Load(),
+		DNSAnswers:  p.stats.dns.Load(),
 	}
 }
 

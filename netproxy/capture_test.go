@@ -1,0 +1,208 @@
+package netproxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// capturedListener stands in for the namespace's capture listener: each
+// accepted connection reports, as its local address, the destination
+// queued for it (what the kernel's TPROXY gives the real one).
+type capturedListener struct {
+	net.Listener
+	mu    sync.Mutex
+	dests []netip.AddrPort
+}
+
+type capturedConn struct {
+	net.Conn
+	local *net.TCPAddr
+}
+
+func (c *capturedConn) LocalAddr() net.Addr { return c.local }
+
+func (l *capturedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	d := l.dests[0]
+	l.dests = l.dests[1:]
+	l.mu.Unlock()
+	return &capturedConn{Conn: c, local: net.TCPAddrFromAddrPort(d)}, nil
+}
+
+// captureHarness serves a capture listener on the harness's proxy.
+func captureHarness(t *testing.T, h *harness) *capturedListener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &capturedListener{Listener: ln}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.p.ServeCapture(ctx, cl, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("ServeCapture: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("ServeCapture did not return")
+		}
+	})
+	return cl
+}
+
+// dialCaptured connects as the command would to dest, and says whether
+// the echo came back.
+func dialCaptured(t *testing.T, cl *capturedListener, dest netip.AddrPort) bool {
+	t.Helper()
+	cl.mu.Lock()
+	cl.dests = append(cl.dests, dest)
+	cl.mu.Unlock()
+	c, err := net.DialTimeout("tcp", cl.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("ping")); err != nil {
+		return false
+	}
+	buf := make([]byte, 4)
+	_, err = io.ReadFull(c, buf)
+	return err == nil && string(buf) == "ping"
+}
+
+func stubAddr(t *testing.T, p *Proxy, name string) netip.Addr {
+	t.Helper()
+	r := parseReply(t, p.stub.answer(query(t, 1, name+".", dnsmessage.TypeA)))
+	if len(r.addrs) != 1 {
+		t.Fatalf("no stub address for %s: %+v", name, r)
+	}
+	return r.addrs[0]
+}
+
+// TestCaptureDecides: a captured connection is decided like a CONNECT to
+// the name behind the stub address (or the IP literal), resolved and
+// dialled only after an allow; refused ones are reset and never reach
+// the resolver.
+func TestCaptureDecides(t *testing.T) {
+	echo := newEcho(t)
+	port := echo.port()
+	dec := newFakeDecider("allowed.test:" + port)
+	h := newHarness(t, dec)
+	h.res.add("allowed.test", "127.0.0.1")
+	h.res.add("denied.test", "127.0.0.1")
+	cl := captureHarness(t, h)
+	p := uint16(mustPort(t, port))
+
+	allowed := stubAddr(t, h.p, "allowed.test")
+	if !dialCaptured(t, cl, netip.AddrPortFrom(allowed, p)) {
+		t.Fatal("the allowed name did not reach the origin through capture")
+	}
+	if !dialCaptured(t, cl, netip.AddrPortFrom(allowed, p)) {
+		t.Fatal("a second connection to the allowed name did not reach it")
+	}
+	denied := stubAddr(t, h.p, "denied.test")
+	if dialCaptured(t, cl, netip.AddrPortFrom(denied, p)) {
+		t.Fatal("a denied name reached the origin")
+	}
+	// An address of the stub's range it never gave, and an IP literal.
+	if dialCaptured(t, cl, netip.AddrPortFrom(netip.MustParseAddr("198.19.3.3"), p)) {
+		t.Fatal("an address the stub never gave reached the origin")
+	}
+	if dialCaptured(t, cl, netip.AddrPortFrom(netip.MustParseAddr("10.9.9.9"), p)) {
+		t.Fatal("a denied IP literal was forwarded")
+	}
+	if got := echo.conns.Load(); got != 2 {
+		t.Errorf("the origin got %d connections, want 2", got)
+	}
+	dec.mu.Lock()
+	var decided []string
+	for _, r := range dec.decides {
+		decided = append(decided, r.Dest.String()+" via "+string(r.Via))
+	}
+	dec.mu.Unlock()
+	want := []string{"allowed.test:" + port + " via capture", "denied.test:" + port + " via capture", "10.9.9.9:" + port + " via capture"}
+	if len(decided) != len(want) {
+		t.Fatalf("decided %v, want %v (one decision per destination)", decided, want)
+	}
+	for i := range want {
+		if decided[i] != want[i] {
+			t.Errorf("decided %v, want %v", decided, want)
+			break
+		}
+	}
+	if q := h.res.log(); len(q) != 1 || q[0] != "allowed.test" {
+		t.Errorf("resolver asked %v, want only allowed.test", q)
+	}
+	c := h.p.Counters()
+	if c.Connections["deny/stub-unknown"] != 1 || c.Connections["allow/policy"] != 2 || c.Connections["deny/policy"] != 2 {
+		t.Errorf("counters %v", c.Connections)
+	}
+}
+
+// TestCaptureShareDecisions: a destination decided for a CONNECT is the
+// same decision for a captured connection (one Decide).
+func TestCaptureShareDecisions(t *testing.T) {
+	echo := newEcho(t)
+	dec := newFakeDecider("shared.test:" + echo.port())
+	h := newHarness(t, dec)
+	h.res.add("shared.test", "127.0.0.1")
+	cl := captureHarness(t, h)
+	c, _, err := h.connect("shared.test:" + echo.port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	a := stubAddr(t, h.p, "shared.test")
+	if !dialCaptured(t, cl, netip.AddrPortFrom(a, uint16(mustPort(t, echo.port())))) {
+		t.Fatal("the captured connection did not reach the origin")
+	}
+	dec.mu.Lock()
+	n := len(dec.decides)
+	dec.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d decisions, want 1 shared by CONNECT and capture", n)
+	}
+}
+
+// TestCaptureLoopbackRefused: the capture listener's own address (the
+// only loopback it can be reached on) is nobody's.
+func TestCaptureLoopbackRefused(t *testing.T) {
+	dec := newFakeDecider()
+	h := newHarness(t, dec)
+	cl := captureHarness(t, h)
+	for _, d := range []string{"127.0.0.1:80", "[::1]:80", "0.0.0.0:80"} {
+		if dialCaptured(t, cl, netip.MustParseAddrPort(d)) {
+			t.Errorf("%s was forwarded", d)
+		}
+	}
+	dec.mu.Lock()
+	defer dec.mu.Unlock()
+	if len(dec.decides) != 0 {
+		t.Errorf("decided %v", dec.decides)
+	}
+}
+
+func mustPort(t *testing.T, s string) int {
+	t.Helper()
+	p, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
