@@ -148,6 +148,11 @@ type Network struct {
 	// IP:PORT of a DNS server the proxy asks instead. Only the user's
 	// own policy may set it.
 	Resolver string `toml:"resolver" tighten:"user"`
+	// Capture sends connects straight to an address (tools that ignore
+	// the proxy variables) through the proxy's decision, with a stub
+	// resolver inside the run. When false such connects are refused and
+	// reported. A workspace may only turn it off.
+	Capture bool `toml:"capture" tighten:"off"`
 }
 
 // Quiet is the [quiet] table: writes a tool makes to its own state that
@@ -261,7 +266,7 @@ func Default() Policy {
 			LayerSize: 4 * GiB,
 			CacheSize: 20 * GiB,
 		},
-		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048},
+		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048, Capture: true},
 		Review: Review{Enabled: true, Timeout: Duration(30 * time.Second), MaxOutputTokens: 512,
 			MaxInputTokens: 8192, StructuredOutput: StructuredAuto,
 			MaxCallsPerSession: 200, MaxCallsPerHour: 600, MaxTokensPerSession: 2_000_000, MaxTokensPerHour: 4_000_000},

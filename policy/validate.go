@@ -70,6 +70,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return -1, ""
 	case "network.resolver":
 		return -1, checkResolver(v.String())
+	case "network.capture":
+		return -1, "" // a bool: any value is valid
 	case "review.enabled", "review.model", "review.api_key_env":
 		return -1, checkReviewName(path, v)
 	case "review.base_url":

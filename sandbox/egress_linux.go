@@ -36,6 +36,10 @@ type egress struct {
 	// to close), which says whether anything listens on a port before
 	// the helper is asked for a socket to connect there.
 	diag atomic.Pointer[detect.Diag]
+	// captured is set once the helper's capture is served; captureWhy
+	// is why there is none, when the helper said so.
+	captured   atomic.Bool
+	captureWhy atomic.Pointer[string]
 }
 
 type socketAnswer struct {
@@ -71,14 +75,77 @@ func (e *egress) listen(fd int) {
 		e.log.Debug("egress listener", "err", err)
 		return
 	}
+	e.serve("proxy", func() error {
+		defer ln.Close()
+		return e.spec.Serve(e.ctx, ln, e.dialInside)
+	})
+}
+
+// capture takes the helper's capture sockets and serves them: the TCP
+// listeners with spec.Capture, the stub's UDP socket with spec.DNS. On
+// the helper's error it records why there is no capture; direct connects
+// then stay unroutable, as without it.
+func (e *egress) capture(m wire.Message, fds []int) {
+	if m.Error != "" || len(fds) == 0 || e.spec.Capture == nil || e.spec.DNS == nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		why := m.Error
+		if why == "" {
+			why = "no capture sockets"
+		}
+		e.captureWhy.Store(&why)
+		return
+	}
+	for _, fd := range fds {
+		typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+		f := os.NewFile(uintptr(fd), "capture")
+		if err != nil {
+			f.Close()
+			continue
+		}
+		if typ == unix.SOCK_DGRAM {
+			pc, err := net.FilePacketConn(f)
+			f.Close()
+			if err != nil {
+				e.log.Debug("stub resolver socket", "err", err)
+				continue
+			}
+			e.serve("stub resolver", func() error { return e.spec.DNS(e.ctx, pc) })
+			continue
+		}
+		ln, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			e.log.Debug("capture listener", "err", err)
+			continue
+		}
+		e.serve("capture", func() error { return e.spec.Capture(e.ctx, ln, e.dialInside) })
+	}
+	e.captured.Store(true)
+}
+
+// serve runs one of the attempt's servers until stop.
+func (e *egress) serve(what string, f func() error) {
 	e.served.Add(1)
 	go func() {
 		defer e.served.Done()
-		defer ln.Close()
-		if err := e.spec.Serve(e.ctx, ln, e.dialInside); err != nil && e.ctx.Err() == nil {
-			e.log.Debug("egress proxy stopped", "err", err)
+		if err := f(); err != nil && e.ctx.Err() == nil {
+			e.log.Debug("egress "+what+" stopped", "err", err)
 		}
 	}()
+}
+
+// captureState says whether direct connects were captured, and if not
+// why ("" when capture was never asked for or no answer came).
+func (e *egress) captureState() (bool, string) {
+	if e == nil {
+		return false, ""
+	}
+	if p := e.captureWhy.Load(); p != nil {
+		return false, *p
+	}
+	return e.captured.Load(), ""
 }
 
 // answer delivers the helper's answer to a socket request; a late one

@@ -140,9 +140,10 @@ func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
 	// A non-zero uid inside keeps its namespace capabilities across
 	// exec only as ambient capabilities.
 	// CAP_DAC_OVERRIDE: overlayfs works in its work directory with
-	// the mounter's credentials. All of these are the namespace's,
+	// the mounter's credentials. CAP_NET_BIND_SERVICE: the stub
+	// resolver's port 53. All of these are the namespace's,
 	// over the caller's own files only, and gone before the command.
-	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 	return attr
 }
 

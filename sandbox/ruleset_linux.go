@@ -18,10 +18,13 @@ import (
 
 // prepared is the work done beside the helper's start.
 type prepared struct {
-	rs   *landlock.Ruleset
-	bpf  []byte
-	plan *persistPlan
-	err  error
+	rs  *landlock.Ruleset
+	bpf []byte
+	// bpfNoUDP is bpf without UDP sockets, for an attempt whose capture
+	// could not be installed (nil: bpf allows none already).
+	bpfNoUDP []byte
+	plan     *persistPlan
+	err      error
 }
 
 // startPrepare builds the ruleset, loads the filter and plans the
@@ -45,7 +48,17 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 		}()
 		go func() {
 			defer wg.Done()
-			p.bpf, bpfErr = cachedFilter(spec.StateDir, seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect, UnixSockets: ns})
+			opts := seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect, UnixSockets: ns}
+			if ns && spec.Egress.captures() {
+				// UDP only where netfilter drops all but the stub's: the
+				// helper falls back to the other filter when the capture
+				// fails.
+				if p.bpfNoUDP, bpfErr = cachedFilter(spec.StateDir, opts); bpfErr != nil {
+					return
+				}
+				opts.UDP = true
+			}
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, opts)
 		}()
 		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
 		wg.Wait()

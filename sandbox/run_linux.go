@@ -149,7 +149,11 @@ func (r *run) plan() error {
 // adds each, as a read of its path, to the granted objects: its inode
 // gets a read rule and is bound over the path it stands in for.
 func (r *run) makeCopies() error {
-	if len(r.spec.Copies) == 0 || !r.wantNS {
+	copies := r.spec.Copies
+	if r.wantNS && r.spec.Egress.captures() {
+		copies = append(append([]Copy(nil), copies...), nameCopies()...)
+	}
+	if len(copies) == 0 || !r.wantNS {
 		return nil
 	}
 	dir := filepath.Join(r.spec.StateDir, "copies", r.runID)
@@ -157,7 +161,7 @@ func (r *run) makeCopies() error {
 		return fmt.Errorf("sandbox: copies: %w", err)
 	}
 	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
-	for i, c := range r.spec.Copies {
+	for i, c := range copies {
 		if !filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path {
 			return fmt.Errorf("sandbox: copy for %q: not an absolute, clean path", c.Path)
 		}
@@ -336,6 +340,29 @@ func (r *run) describe() {
 		"no user namespace: the bounding capability set cannot be cleared without CAP_SETPCAP (no_new_privs keeps it from granting anything)")
 }
 
+// captured reports whether the attempt's direct connects were captured.
+func (r *run) captured() bool {
+	on, _ := r.h.egress.captureState()
+	return r.wantNS && on
+}
+
+// noteCapture records how direct connects fared, once the helper is done.
+func (r *run) noteCapture() {
+	if !r.wantNS || !r.spec.Egress.captures() {
+		return
+	}
+	on, why := r.h.egress.captureState()
+	if on {
+		r.res.Capture = "on"
+		return
+	}
+	if why == "" {
+		why = "the helper did not set it up"
+	}
+	r.res.Capture, r.res.CaptureWhy = "off", why
+	r.res.Degraded = append(r.res.Degraded, "no capture of direct connects ("+why+"): only tools that use the proxy variables reach the network; a connect straight to an address is refused and reported")
+}
+
 // finish waits for the command and collects what it did: the layer, the
 // denials, and (without a layer) the persistence sweep.
 func (r *run) finish(ctx context.Context) (Result, error) {
@@ -369,6 +396,7 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	if !h.started.IsZero() {
 		res.Setup = h.started.Sub(r.t0)
 	}
+	r.noteCapture()
 	if err != nil {
 		return *res, err
 	}

@@ -47,6 +47,9 @@ func (r *run) sendSetup() error {
 	setup.Env = r.h.gitEnv(setup.Env)
 	if e := spec.Egress; e != nil && r.wantNS {
 		setup.ProxyPort = e.Port
+		if e.captures() {
+			setup.CapturePort = e.Port + 1
+		}
 		for _, kv := range e.Env {
 			if k, v, ok := strings.Cut(kv, "="); ok {
 				setup.Env = setEnv(setup.Env, k, v)
@@ -174,7 +177,7 @@ func (r *run) sendConfine() error {
 		r.h.kill()
 		return p.err
 	}
-	confine := &wire.ConfineMsg{Seccomp: p.bpf}
+	confine := &wire.ConfineMsg{Seccomp: p.bpf, SeccompNoUDP: p.bpfNoUDP}
 	if p.plan != nil && r.wantNS && !r.txn {
 		confine.Pins, confine.ReadOnly = p.plan.pins, p.plan.readOnly
 	}

@@ -166,6 +166,10 @@ type Result struct {
 	// Egress says how the command could reach the network: "proxy", or
 	// "none" with EgressWhy.
 	Egress, EgressWhy string
+	// Capture says how a connect straight to an address off loopback
+	// fared with Egress "proxy": "on" (captured and decided by the
+	// proxy), or "off" with CaptureWhy (refused and reported).
+	Capture, CaptureWhy string
 	// Degraded lists what this run could not enforce and why (empty when
 	// fully isolated).
 	Degraded []string
@@ -313,7 +317,19 @@ type Egress struct {
 	// loopback (a server the command listens with); it is safe for
 	// concurrent use until Serve returns.
 	Serve func(ctx context.Context, ln net.Listener, inside Dialer) error
+	// Capture, when set, captures every TCP connect the command makes
+	// to an address off the namespace's loopback and serves each
+	// attempt's capture listeners with it (until ctx is done); DNS then
+	// serves the stub resolver's socket on 127.0.0.1:53, and the command
+	// sees an /etc/resolv.conf naming it and an /etc/hosts holding only
+	// the loopback names and its host name. Both are needed together:
+	// a name the stub answered is only reachable through capture.
+	Capture func(ctx context.Context, ln net.Listener, inside Dialer) error
+	DNS     func(ctx context.Context, pc net.PacketConn) error
 }
+
+// captures reports whether e asks for capture (nil asks for nothing).
+func (e *Egress) captures() bool { return e != nil && e.Capture != nil && e.DNS != nil }
 
 // Dialer connects to an address.
 type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -234,6 +234,9 @@ func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 					fds = fds[1:]
 				case m.Kind == wire.Socket:
 					fds = h.egress.answer(m, fds)
+				case m.Kind == wire.Capture:
+					h.egress.capture(m, fds)
+					fds = nil
 				}
 			}
 			closeAll(fds)

@@ -86,6 +86,11 @@ type Options struct {
 	// of the run's own. Only with a network namespace of the run's own,
 	// whose sockets are the run's.
 	UnixSockets bool
+	// UDP allows UDP sockets (socket(AF_INET/AF_INET6, SOCK_DGRAM) with
+	// protocol 0 or IPPROTO_UDP). Only with a network namespace of the
+	// run's own whose netfilter rules drop every datagram but those to
+	// and from its stub resolver (see sandbox/confine).
+	UDP bool
 }
 
 // observed are the calls Observe reports (open and openat are split by
@@ -283,7 +288,7 @@ const nsFlags = unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
 func conditional(opts Options) []Rule {
 	var l ruleList
 	l.cloneRules()
-	l.socketRules(opts.UnixSockets)
+	l.socketRules(opts.UnixSockets, opts.UDP)
 	l.fastOpenRules()
 	l.ioctlRules()
 	l.personalityRules()
@@ -325,12 +330,20 @@ func (l *ruleList) cloneRules() {
 // an address there (EISCONN, EOPNOTSUPP) and a seqpacket socket ignores
 // it, so a pathname is reached only through connect, which the
 // supervisor performs.
-func (l *ruleList) socketRules(unixSockets bool) {
+func (l *ruleList) socketRules(unixSockets, udp bool) {
 	// The type's low 4 bits are the socket type; SOCK_NONBLOCK and
 	// SOCK_CLOEXEC sit above them.
 	for _, family := range []uint64{unix.AF_INET, unix.AF_INET6} {
 		for _, proto := range []uint64{0, unix.IPPROTO_TCP} {
 			l.allow(unix.SYS_SOCKET, "socket", eq(0, family), masked(1, 0xf, unix.SOCK_STREAM), eq(2, proto))
+		}
+		if udp {
+			for _, proto := range []uint64{0, unix.IPPROTO_UDP} {
+				l.allow(unix.SYS_SOCKET, "socket", eq(0, family), masked(1, 0xf, unix.SOCK_DGRAM), eq(2, proto))
+			}
+			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, unix.SOCK_DGRAM), eq(2, unix.IPPROTO_UDPLITE))
+			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, unix.SOCK_DGRAM), eq(2, unix.IPPROTO_ICMP))
+			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, unix.SOCK_DGRAM), eq(2, unix.IPPROTO_ICMPV6))
 		}
 	}
 	// Everything else gets a clear EACCES instead of ENOSYS, so programs
@@ -344,6 +357,9 @@ func (l *ruleList) socketRules(unixSockets bool) {
 	for _, family := range []uint64{unix.AF_INET, unix.AF_INET6} {
 		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM,
 			unix.SOCK_SEQPACKET, unix.SOCK_DCCP, unix.SOCK_PACKET} {
+			if typ == unix.SOCK_DGRAM && udp {
+				continue
+			}
 			l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family), masked(1, 0xf, typ))
 		}
 		for _, proto := range []uint64{unix.IPPROTO_MPTCP, unix.IPPROTO_SCTP, unix.IPPROTO_UDP,

@@ -312,6 +312,7 @@ func (st *run) endEgress(px *netproxy.Proxy) {
 	e.Scope = st.plan.policy.Network.GrantScope
 	e.Connections, e.BytesUp, e.BytesDown = c.Connections, c.BytesUp, c.BytesDown
 	e.Reviews, e.ReviewWait = c.Reviews, float64(c.ReviewWait.Microseconds())/1000
+	e.DNSAnswers = c.DNSAnswers
 }
 
 // keepGrant remembers a network grant to revoke when the run ends.

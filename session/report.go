@@ -84,6 +84,12 @@ type Egress struct {
 	// Mode is "proxy" or "none" (Why says why).
 	Mode string `json:"mode"`
 	Why  string `json:"why,omitempty"`
+	// Capture is "on" when connects straight to an address went through
+	// the proxy's decision (the stub resolver answered names inside), or
+	// "off" with CaptureWhy when they were refused (network.capture =
+	// false, or it could not be installed).
+	Capture    string `json:"capture,omitempty"`
+	CaptureWhy string `json:"capture_why,omitempty"`
 	// Scope is the grant scope: "run" or "connection".
 	Scope string `json:"grant_scope,omitempty"`
 	// Connections counts client connections by "decision/source".
@@ -92,6 +98,8 @@ type Egress struct {
 	BytesDown   int64            `json:"bytes_down"`
 	Reviews     int64            `json:"reviews"`
 	ReviewWait  float64          `json:"review_wait_ms"`
+	// DNSAnswers counts the queries the stub resolver answered.
+	DNSAnswers int64 `json:"dns_answers"`
 }
 
 // Transaction is the report's "transaction" object.

@@ -141,6 +141,12 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		e.Serve = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
 			return px.Serve(ctx, ln, netproxy.Dialer(inside))
 		}
+		if p.policy.Network.Capture {
+			e.Capture = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
+				return px.ServeCapture(ctx, ln, netproxy.Dialer(inside))
+			}
+			e.DNS = px.ServeDNS
+		}
 		defer st.endEgress(px)
 	}
 	var toldWatch sync.Once
@@ -270,6 +276,10 @@ func (st *run) noteIsolation(out sandbox.Result) {
 			st.rep.Egress = &Egress{}
 		}
 		st.rep.Egress.Mode, st.rep.Egress.Why = out.Egress, out.EgressWhy
+		st.rep.Egress.Capture, st.rep.Egress.CaptureWhy = out.Capture, out.CaptureWhy
+		if out.Egress == "proxy" && !st.plan.policy.Network.Capture {
+			st.rep.Egress.Capture, st.rep.Egress.CaptureWhy = "off", "turned off (network.capture = false)"
+		}
 	}
 }
 

@@ -52,7 +52,15 @@ func Main() {
 	h.check(125, setRlimits(s))
 	h.oomScore = openOOMScore() // before Landlock, which denies writing /proc
 	h.restrict(s, rulesetFD)
-	h.observe(c.Seccomp)
+	filter := c.Seccomp
+	if s.CapturePort != 0 && !h.captured {
+		// No netfilter rules confine UDP: the filter without it.
+		if len(c.SeccompNoUDP) == 0 {
+			h.fail(125, "sandbox: no filter for a run without capture")
+		}
+		filter = c.SeccompNoUDP
+	}
+	h.observe(filter)
 	// Join the run's cgroups with this thread only; the command is forked
 	// from it (see sandbox.Run).
 	for _, fd := range cgroupFDs {
@@ -76,6 +84,8 @@ type helper struct {
 	oomScore int
 	rcv      *wire.Receiver
 	phases   []wire.Phase
+	// captured: the capture of direct connects is installed (capture).
+	captured bool
 }
 
 func (h *helper) mark(name string) {
@@ -136,6 +146,9 @@ func (h *helper) mount(s *wire.SetupMsg, trees []int) {
 	}
 	if s.ProxyPort != 0 {
 		h.listenProxy(s.ProxyPort)
+	}
+	if s.CapturePort != 0 {
+		h.capture(s.CapturePort)
 	}
 }
 

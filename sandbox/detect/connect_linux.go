@@ -201,6 +201,12 @@ func (o *Observer) prepareConnect(p *proc, n seccomp.Notification) (*connecting,
 		return nil, errnoOf(err), nil
 	}
 	if domain != unix.AF_UNIX {
+		if typ, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_TYPE); err == nil && typ == unix.SOCK_DGRAM {
+			// UDP (only with capture): a connect sends nothing, and the
+			// namespace's netfilter rules drop every datagram but the
+			// stub resolver's. No boundary: nothing could be granted.
+			return c, 0, nil
+		}
 		// Observed as before: where the command connects.
 		dest := parseSockaddr(addr)
 		if dest == "" {

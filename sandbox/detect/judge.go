@@ -37,6 +37,10 @@ type Policy struct {
 	// NetNS: the run had a network namespace, whose loopback servers are
 	// the sandbox's own.
 	NetNS bool
+	// Captured: in that namespace every TCP connect off loopback was
+	// captured and decided by the egress proxy, which reports its own
+	// boundary: the connect itself is none.
+	Captured bool
 }
 
 // Grant is one granted exception: Operation on the object at Path.
@@ -76,6 +80,8 @@ func (p Policy) Refused(in []Intent) []Denial {
 // sandbox's own rules would refuse and the kernel would have got to:
 //   - resolve_unix: the supervisor's own refusal of a connect to a
 //     pathname unix socket the run did not make (connect_linux.go);
+//   - connect: with capture, off loopback: never (the proxy decides the
+//     captured connection and reports it);
 //   - connect: refused, except in netns mode to the loopback when a
 //     server of the run listens there, or nobody listens on that port on
 //     either side (an ordinary ECONNREFUSED, as it would be bare); a
@@ -98,10 +104,14 @@ func (p Policy) Refused(in []Intent) []Denial {
 func (p Policy) refused(i Intent) (Denial, bool) {
 	if i.Op == grants.OpConnect {
 		host, _, _ := net.SplitHostPort(i.Destination)
-		if ip := net.ParseIP(host); p.NetNS && ip != nil && ip.IsLoopback() && (i.Inside || !i.Host) {
+		ip := net.ParseIP(host)
+		if p.NetNS && ip != nil && ip.IsLoopback() && (i.Inside || !i.Host) {
 			// The namespace's own loopback: a server of the run, or
 			// nothing on either side (an ordinary ECONNREFUSED).
 			return Denial{}, false
+		}
+		if p.NetNS && p.Captured && ip != nil && !ip.IsLoopback() {
+			return Denial{}, false // the proxy's to decide and report
 		}
 		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: i.Destination}, true
 	}

@@ -50,6 +50,11 @@ const (
 	// connects it itself: that is how the proxy reaches a server the
 	// command listens with on its own loopback.
 	Socket Kind = "socket"
+	// Capture: helper -> supervisor, the transparent capture of direct
+	// connects (SetupMsg.CapturePort): its listening sockets (TCP, IPv4
+	// then IPv6 if any) and the stub resolver's UDP socket, or Error
+	// when it could not be installed.
+	Capture Kind = "capture"
 	// Caches: helper -> supervisor, what became of each SetupMsg.Caches
 	// entry (Message.Caches), sent once its mounts are done.
 	Caches Kind = "caches"
@@ -129,6 +134,10 @@ type SetupMsg struct {
 	// this port inside the network namespace and hand the socket over
 	// (Egress).
 	ProxyPort uint16 `json:"proxy_port,omitempty"`
+	// CapturePort, when non-zero, has the helper capture every TCP
+	// connect off loopback to listeners at this port and serve a stub
+	// resolver on 127.0.0.1:53 (Capture).
+	CapturePort uint16 `json:"capture_port,omitempty"`
 
 	LandlockABI   int    `json:"landlock_abi"`
 	LandlockFS    uint64 `json:"landlock_fs"`
@@ -186,6 +195,11 @@ type ConfineMsg struct {
 	Pins     []string `json:"pins,omitempty"`
 	ReadOnly []string `json:"read_only,omitempty"`
 	Seccomp  []byte   `json:"seccomp"`
+	// SeccompNoUDP is Seccomp without UDP sockets, when Seccomp allows
+	// them (SetupMsg.CapturePort): the helper installs it instead when
+	// its capture failed, so that UDP exists only beside the netfilter
+	// rules that confine it.
+	SeccompNoUDP []byte `json:"seccomp_no_udp,omitempty"`
 }
 
 // StartedInfo comes with Started.
