@@ -2,6 +2,7 @@ package detect
 
 import (
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -113,7 +114,11 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 		if p.NetNS && p.Captured && ip != nil && !ip.IsLoopback() {
 			return Denial{}, false // the proxy's to decide and report
 		}
-		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: i.Destination}, true
+		dest := i.Destination
+		if d, err := netdest.ParseHostPort(dest); err == nil {
+			dest = d.String() // one spelling: [::1]:80 is 127.0.0.1:80, as the proxy names it
+		}
+		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: dest}, true
 	}
 	if i.Op == grants.OpResolveUnix {
 		// The supervisor refused it itself: a socket the run did not make.

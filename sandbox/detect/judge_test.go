@@ -110,7 +110,10 @@ func TestRefused(t *testing.T) {
 		{"connect to a host loopback server", nil, Intent{Op: "connect", Destination: "127.0.0.1:5432", Host: true},
 			[]Denial{{Surface: "network", Operation: "connect", Destination: "127.0.0.1:5432"}}},
 		{"connect to a port both sides serve reaches the run's own", nil, Intent{Op: "connect", Destination: "127.0.0.1:8080", Inside: true, Host: true}, nil},
-		{"connect to loopback in landlock mode", func(p *Policy) { p.NetNS = false }, Intent{Op: "connect", Destination: "[::1]:22", Inside: true}, []Denial{{Surface: "network", Operation: "connect", Destination: "[::1]:22"}}},
+		// Reported in the broker's one spelling of the destination.
+		{"connect to loopback in landlock mode", func(p *Policy) { p.NetNS = false }, Intent{Op: "connect", Destination: "[::1]:22", Inside: true}, []Denial{{Surface: "network", Operation: "connect", Destination: "127.0.0.1:22"}}},
+		{"connect off loopback with capture", func(p *Policy) { p.Captured = true }, Intent{Op: "connect", Destination: "93.184.216.34:443"}, nil},
+		{"connect off loopback without capture", nil, Intent{Op: "connect", Destination: "[2606:2800::1]:443"}, []Denial{{Surface: "network", Operation: "connect", Destination: "[2606:2800::1]:443"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := policy()
