@@ -20,27 +20,19 @@ import (
 // IP literal. A refused connection is reset, since a raw connection has
 // no way to carry a reason.
 func (p *Proxy) ServeCapture(ctx context.Context, ln net.Listener, inside Dialer) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		_ = ln.Close()
-		return ErrClosed
+	ctx, release, err := p.startServing(ctx, ln)
+	if err != nil {
+		return err
 	}
-	p.serving.Add(1)
-	p.mu.Unlock()
-	defer p.serving.Done()
-
+	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(p.base, cancel)
-	defer stop()
 	s := newServeState(ctx, p, ln, inside)
 	closeLn := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer closeLn()
 
 	var wg sync.WaitGroup
 	ll := &limitListener{Listener: ln, s: s}
-	var err error
 	for {
 		c, aerr := ll.Accept()
 		if aerr != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -250,27 +251,19 @@ func (p *Proxy) Close() error {
 // loopback (nil: none). Several Serve calls may run over a Proxy's life
 // (one per attempt), sharing its decisions.
 func (p *Proxy) Serve(ctx context.Context, ln net.Listener, inside Dialer) error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		_ = ln.Close()
-		return ErrClosed
+	ctx, release, err := p.startServing(ctx, ln)
+	if err != nil {
+		return err
 	}
-	p.serving.Add(1)
-	p.mu.Unlock()
-	defer p.serving.Done()
-
+	defer release()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(p.base, cancel)
-	defer stop()
 
 	s := newServeState(ctx, p, ln, inside)
 	srv := p.newServer(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(&limitListener{Listener: ln, s: s}) }()
 
-	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
@@ -285,6 +278,27 @@ func (p *Proxy) Serve(ctx context.Context, ln net.Listener, inside Dialer) error
 		return nil
 	}
 	return fmt.Errorf("netproxy: serve: %w", err)
+}
+
+// startServing registers one Serve-like call: it fails (closing ln)
+// once the Proxy is closed, and its context ends with ctx or Close. The
+// call ends with release, which Close waits for.
+func (p *Proxy) startServing(ctx context.Context, ln io.Closer) (context.Context, context.CancelFunc, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = ln.Close()
+		return nil, nil, ErrClosed
+	}
+	p.serving.Add(1)
+	p.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.base, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		p.serving.Done()
+	}, nil
 }
 
 // newServer is the client-facing HTTP/1.1 server: the proxy behind

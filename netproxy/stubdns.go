@@ -83,16 +83,19 @@ func (n *stubNames) name(a netip.Addr) (string, bool) {
 // namespace's loopback) until ctx is done or pc fails; it takes
 // ownership of pc. It never asks a real resolver: see answer.
 func (p *Proxy) ServeDNS(ctx context.Context, pc net.PacketConn) error {
+	ctx, release, err := p.startServing(ctx, pc)
+	if err != nil {
+		return err
+	}
+	defer release()
 	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
 	defer stop()
-	stopBase := context.AfterFunc(p.base, func() { _ = pc.Close() })
-	defer stopBase()
 	defer pc.Close()
 	buf := make([]byte, 4096)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
-			if ctx.Err() != nil || p.base.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
 			return fmt.Errorf("netproxy: stub: %w", err)

@@ -63,7 +63,7 @@ func run(bin string, rounds, mib, conns, tunnels int) error {
 	if err != nil {
 		return err
 	}
-	echoAddr, err := serveEcho()
+	echoAddr, err := serveEcho("127.0.0.1")
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,10 @@ func run(bin string, rounds, mib, conns, tunnels int) error {
 	if err := b.latency(conns); err != nil {
 		return err
 	}
-	return b.manyTunnels(tunnels)
+	if err := b.manyTunnels(tunnels); err != nil {
+		return err
+	}
+	return b.capture(conns, tunnels)
 }
 
 // serveBytes serves /bytes?n=N: N zero bytes.
@@ -105,9 +108,9 @@ func serveBytes() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// serveEcho echoes every connection's bytes back.
-func serveEcho() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// serveEcho echoes every connection's bytes back, on a port of addr.
+func serveEcho(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr+":0")
 	if err != nil {
 		return "", err
 	}
@@ -186,7 +189,7 @@ const latencyPy = `
 import base64, os, socket, sys, time, urllib.parse
 n, target, via = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 host, port = target.rsplit(':', 1)
-if via == 'proxy':
+if via in ('proxy', 'proxy-name'):
     u = urllib.parse.urlsplit(os.environ['HTTP_PROXY'])
     auth = base64.b64encode(f'{u.username}:{u.password}'.encode()).decode()
     where = (u.hostname, u.port)
@@ -197,7 +200,7 @@ for _ in range(n):
     t = time.perf_counter_ns()
     s = socket.create_connection(where)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if via == 'proxy':
+    if via in ('proxy', 'proxy-name'):
         s.sendall(f'CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nProxy-Authorization: Basic {auth}\r\n\r\n'.encode())
         head = b''
         while b'\r\n\r\n' not in head:
@@ -235,17 +238,22 @@ func (b *bench) latency(n int) error {
 	return nil
 }
 
-// tunnelsPy opens n CONNECT tunnels to the echo origin at once, then
-// sends one byte through each and waits for it back.
+// tunnelsPy opens n CONNECT tunnels to the echo origin at once (or, with
+// a third argument "capture", n connections straight to it), then sends
+// one byte through each and waits for it back.
 const tunnelsPy = `
 import base64, os, resource, socket, sys, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 n, target = int(sys.argv[1]), sys.argv[2]
+captured = len(sys.argv) > 3 and sys.argv[3] == 'capture'
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 u = urllib.parse.urlsplit(os.environ['HTTP_PROXY'])
 auth = base64.b64encode(f'{u.username}:{u.password}'.encode()).decode()
 def open_one(_):
+    if captured:
+        host, port = target.rsplit(':', 1)
+        return socket.create_connection((host, int(port)), timeout=30)
     s = socket.create_connection((u.hostname, u.port), timeout=30)
     s.sendall(f'CONNECT {target} HTTP/1.1\r\nHost: {target}\r\nProxy-Authorization: Basic {auth}\r\n\r\n'.encode())
     head = b''
@@ -317,6 +325,84 @@ func (b *bench) manyTunnels(n int) error {
 	fmt.Println("| tunnels open | errors | sandboxd peak RSS |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| %s | %s | %.1f MiB |\n\n", f[0], f[1], float64(peak)/1024)
+	return nil
+}
+
+// captureAddr is the address the capture figures' echo origin listens
+// on: off loopback (the run's loopback is its own, never captured), on a
+// dummy interface made for the run and removed after it.
+const captureAddr = "10.254.253.1"
+
+// capture compares a connection captured inside the run (made straight
+// to the origin's address, as a tool that ignores the proxy variables
+// makes it) with a CONNECT through the proxy and a direct connect on the
+// host, all to one echo origin off loopback, and holds n captured
+// connections open at once. It needs root (the dummy interface).
+func (b *bench) capture(conns, n int) error {
+	if os.Geteuid() != 0 {
+		fmt.Println("### Captured connections\n\n(skipped: the origin off loopback needs root)")
+		return nil
+	}
+	const dev = "sbxbench0"
+	exec.Command("ip", "link", "del", dev).Run()
+	for _, args := range [][]string{{"link", "add", dev, "type", "dummy"}, {"addr", "add", captureAddr + "/32", "dev", dev}, {"link", "set", dev, "up"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	defer exec.Command("ip", "link", "del", dev).Run()
+	echo, err := serveEcho(captureAddr)
+	if err != nil {
+		return err
+	}
+	cb := *b
+	cb.policy = filepath.Join(b.ws, ".bench-capture-policy.toml")
+	pol := fmt.Sprintf("[boundaries]\nallow = [%q]\n[network]\nmax_connections = %d\n", "net connect "+echo, max(n+64, 2048))
+	if err := os.WriteFile(cb.policy, []byte(pol), 0o644); err != nil {
+		return err
+	}
+	py := filepath.Join(b.ws, ".latency.py")
+	if err := os.WriteFile(py, []byte(latencyPy), 0o644); err != nil {
+		return err
+	}
+	args := fmt.Sprintf("python3 %s %d %s ", py, conns, echo)
+	direct, err := bare(args + "direct")
+	if err != nil {
+		return fmt.Errorf("direct latency: %w", err)
+	}
+	proxied, err := cb.sandboxed(args + "proxy")
+	if err != nil {
+		return fmt.Errorf("proxied latency: %w", err)
+	}
+	captured, err := cb.sandboxed(args + "direct")
+	if err != nil {
+		return fmt.Errorf("captured latency: %w", err)
+	}
+	d, p, c := durations(direct), durations(proxied), durations(captured)
+	fmt.Printf("### Captured connections: connect, one byte there and back (python3, %d sequential, origin on %s)\n\n", conns, captureAddr)
+	fmt.Println("| way | p50 | p99 |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| direct connect (host) | %v | %v |\n", stats.Pct(d, 50), stats.Pct(d, 99))
+	fmt.Printf("| CONNECT through the run's proxy (inside sandboxd) | %v | %v |\n", stats.Pct(p, 50), stats.Pct(p, 99))
+	fmt.Printf("| captured connect (inside sandboxd, no proxy variables used) | %v | %v |\n", stats.Pct(c, 50), stats.Pct(c, 99))
+	fmt.Printf("| captured vs CONNECT | %v | %v |\n", stats.Pct(c, 50)-stats.Pct(p, 50), stats.Pct(c, 99)-stats.Pct(p, 99))
+	fmt.Printf("| captured vs direct | %v | %v |\n\n", stats.Pct(c, 50)-stats.Pct(d, 50), stats.Pct(c, 99)-stats.Pct(d, 99))
+	tpy := filepath.Join(b.ws, ".tunnels.py")
+	if err := os.WriteFile(tpy, []byte(tunnelsPy), 0o644); err != nil {
+		return err
+	}
+	out, err := cb.sandboxed(fmt.Sprintf("python3 %s %d %s capture", tpy, n, echo))
+	if err != nil {
+		return fmt.Errorf("captured at once: %w: %s", err, out)
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return fmt.Errorf("captured at once: %q", out)
+	}
+	fmt.Printf("### %d captured connections open at once\n\n", n)
+	fmt.Println("| open | errors |")
+	fmt.Println("|---|---|")
+	fmt.Printf("| %s | %s |\n\n", f[0], f[1])
 	return nil
 }
 
