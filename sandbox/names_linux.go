@@ -13,7 +13,8 @@ import (
 // systemd-resolved, mDNS or other module that would ask elsewhere over a
 // socket the run cannot reach). Each is shown in place of the host's
 // file, at the path a symlink leads to; a file the host lacks is not
-// made: resolvers then default to 127.0.0.1 anyway.
+// made: resolvers then default to 127.0.0.1 anyway. The helper shows
+// them (SetupMsg.Shown).
 func nameCopies() []Copy {
 	host, _ := os.Hostname()
 	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"

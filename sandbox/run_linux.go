@@ -150,9 +150,6 @@ func (r *run) plan() error {
 // gets a read rule and is bound over the path it stands in for.
 func (r *run) makeCopies() error {
 	copies := r.spec.Copies
-	if r.wantNS && r.spec.Egress.captures() {
-		copies = append(append([]Copy(nil), copies...), nameCopies()...)
-	}
 	if len(copies) == 0 || !r.wantNS {
 		return nil
 	}

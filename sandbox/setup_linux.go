@@ -49,7 +49,11 @@ func (r *run) sendSetup() error {
 		setup.ProxyPort = e.Port
 		if e.captures() {
 			setup.CapturePort = e.Port + 1
+			for _, c := range nameCopies() {
+				setup.Shown = append(setup.Shown, wire.ShownFile{Path: c.Path, Data: c.Data})
+			}
 		}
+		setup.SOCKS = e.SOCKS != nil
 		for _, kv := range e.Env {
 			if k, v, ok := strings.Cut(kv, "="); ok {
 				setup.Env = setEnv(setup.Env, k, v)

@@ -137,6 +137,7 @@ func (h *helper) mount(s *wire.SetupMsg, trees []int) {
 		unix.Close(layerFD)
 	}
 	h.check(125, bindExceptions(s.ExceptionBinds))
+	h.check(125, showFiles(s.Shown))
 	h.mark("mounts")
 	h.check(125, loopbackUp())
 	h.mark("loopback")
@@ -145,7 +146,7 @@ func (h *helper) mount(s *wire.SetupMsg, trees []int) {
 		unix.Close(fd)
 	}
 	if s.ProxyPort != 0 {
-		h.listenProxy(s.ProxyPort)
+		h.listenProxy(s.ProxyPort, s.SOCKS)
 	}
 	if s.CapturePort != 0 {
 		h.capture(s.CapturePort)

@@ -78,6 +78,13 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 		if err := rs.AddPath("/dev/pts", all); err != nil {
 			return err
 		}
+		// The shown files are inodes of their own tmpfs: no read root
+		// holds them.
+		for _, f := range s.Shown {
+			if err := rs.AddPath(f.Path, landlock.AccessReadFile); err != nil {
+				return err
+			}
+		}
 		for _, name := range devNodes {
 			if err := rs.AddPath("/dev/"+name, dev); err != nil {
 				return err

@@ -39,7 +39,8 @@ const (
 	Error     Kind = "error"     // helper -> supervisor: setup failed
 	Exit      Kind = "exit"      // helper -> supervisor: the command ended
 	// Egress: helper -> supervisor, the proxy's listening socket on the
-	// namespace's loopback (SetupMsg.ProxyPort).
+	// namespace's loopback (SetupMsg.ProxyPort), then, with
+	// SetupMsg.SOCKS, the SOCKS5 endpoint's (ProxyPort+2).
 	Egress Kind = "egress"
 	// Diag: helper -> supervisor, a NETLINK_SOCK_DIAG socket of the
 	// network namespace (the observer asks it which ports listen inside).
@@ -138,6 +139,12 @@ type SetupMsg struct {
 	// connect off loopback to listeners at this port and serve a stub
 	// resolver on 127.0.0.1:53 (Capture).
 	CapturePort uint16 `json:"capture_port,omitempty"`
+	// SOCKS has the helper listen on ProxyPort+2 as well, for the
+	// SOCKS5 endpoint (Egress).
+	SOCKS bool `json:"socks,omitempty"`
+	// Shown are files the helper shows in place of others once its mounts
+	// are done (the stub resolver's /etc/resolv.conf, /etc/hosts, ...).
+	Shown []ShownFile `json:"shown,omitempty"`
 
 	LandlockABI   int    `json:"landlock_abi"`
 	LandlockFS    uint64 `json:"landlock_fs"`
@@ -216,6 +223,12 @@ type StartedInfo struct {
 type Phase struct {
 	Name string `json:"name"`
 	US   int64  `json:"us"`
+}
+
+// ShownFile is Data shown read-only at Path (resolved, no symlink).
+type ShownFile struct {
+	Path string `json:"path"`
+	Data []byte `json:"data"`
 }
 
 // ExceptionBind is what the helper needs to bind one granted file itself.
