@@ -279,14 +279,22 @@ func TestCaptureSameDecision(t *testing.T) {
 		for i, d := range dests {
 			host, port := netSplitAddr(t, d)
 			fmt.Fprintf(&py, "raw('connect%d', 'CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n' + AUTH + '\\r\\n')\n", i, d, d)
+			// Port 80 is parsed as HTTP: a refusal there is sandboxd's
+			// 403; elsewhere the connection is reset.
 			fmt.Fprintf(&py, `
 try:
     s = socket.create_connection((%q, %s), timeout=5)
-    s.sendall(b'GET / HTTP/1.0\r\n\r\n')
-    print('CAP %d', s.recv(100) or b'closed')
+    s.sendall(b'GET / HTTP/1.0\r\nHost: %s\r\n\r\n')
+    data = b''
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        data += c
+    print('CAP %d', 'sandboxd' if b'X-Sandboxd-Decision: deny' in data else data[:20] or b'closed')
 except OSError as e:
     print('CAP %d error', e.errno)
-`, host, port, i, i)
+`, host, port, d, i, i)
 		}
 		// The host's loopback: the run's own, where nothing listens.
 		fmt.Fprintf(&py, `
@@ -303,8 +311,8 @@ except OSError as e:
 		cases := egCases(r.stdout)
 		for i, d := range dests {
 			egWantStatus(t, cases, fmt.Sprintf("connect%d", i), r, 403)
-			if strings.Contains(r.stdout, fmt.Sprintf("CAP %d b'HTTP", i)) {
-				t.Errorf("capture forwarded %s\n%s", d, r)
+			if !strings.Contains(r.stdout, fmt.Sprintf("CAP %d error", i)) && !strings.Contains(r.stdout, fmt.Sprintf("CAP %d sandboxd", i)) {
+				t.Errorf("capture did not refuse %s\n%s", d, r)
 			}
 			dest := d
 			if strings.HasPrefix(d, "[fd00::1]") {
@@ -320,6 +328,71 @@ except OSError as e:
 		}
 		if t.Failed() {
 			t.Logf("%s\nboundaries %v", r, egNetBoundaries(r))
+		}
+	})
+}
+
+// TestCaptureHTTP80: a connection made straight to port 80 is parsed as
+// HTTP: curl with the proxy variables ignored reaches an allowed name,
+// and on one kept-alive connection a request whose Host names another
+// host is refused (400) while the first one was served; the origin gets
+// only the requests that were decided for it, with their own Host.
+func TestCaptureHTTP80(t *testing.T) {
+	egNeed(t, "curl")
+	priv := egPrivateAddr(t)
+	forEach(t, func(t *testing.T, e *env) {
+		o := egNewOrigin(t, priv+":80", false, nil)
+		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs(priv), true })
+		pol := egPolicy(t, e, []string{"web.test:80", o.addr}, nil, nil, "[network]\nresolver = \""+dns.addr+"\"")
+		r := e.sandboxd("run", "--policy", pol, "-c", `echo "CURL $(curl -s -m 10 --noproxy '*' http://web.test/curl)"
+`+netPy(`
+import socket
+def exchange(reqs):
+    s = socket.create_connection(('web.test', 80), timeout=10)
+    f = s.makefile('rb')
+    out = []
+    for req in reqs:
+        try:
+            s.sendall(req.encode())
+            line = f.readline().decode().strip()
+            if not line:
+                out.append('closed')
+                break
+            length = 0
+            while True:
+                h = f.readline().decode().strip()
+                if not h:
+                    break
+                if h.lower().startswith('content-length:'):
+                    length = int(h.split(':')[1])
+            f.read(length)
+            out.append(line.split(' ')[1])
+        except OSError as e:
+            out.append('error %d' % e.errno)
+            break
+    print('PY', ' '.join(out))
+exchange(['GET /py1 HTTP/1.1\r\nHost: web.test\r\n\r\n', 'GET /py2 HTTP/1.1\r\nHost: evil.test\r\n\r\n', 'GET /py3 HTTP/1.1\r\nHost: web.test\r\n\r\n'])
+exchange(['GET http://evil.test/py4 HTTP/1.1\r\nHost: evil.test\r\n\r\n'])
+`)+"echo END\n")
+		netRan(t, r)
+		if !strings.Contains(r.stdout, "CURL "+strings.TrimSpace(o.body)+"\n") {
+			t.Errorf("curl without the proxy did not get the origin's answer\n%s", r)
+		}
+		if !strings.Contains(r.stdout, "PY 200 400 closed\n") || !strings.Contains(r.stdout, "PY 400\n") {
+			t.Errorf("want the first request served and the other Host refused\n%s", r)
+		}
+		o.mustHits(t, 2, r)
+		for _, p := range []string{"/py2", "/py3", "/py4"} {
+			if o.sawPath(p) {
+				t.Errorf("the origin got %s: %s", p, o.summary())
+			}
+		}
+		if o.hostHits("web.test") != 2 {
+			t.Errorf("want both requests upstream with Host web.test: %s", o.summary())
+		}
+		egMustAllow(t, r, "web.test:80", 2)
+		if egBoundary(r, "evil.test:80") != nil || dns.askedAny("evil") {
+			t.Errorf("a refused Host was decided or resolved: %v %v", egNetBoundaries(r), dns.queries())
 		}
 	})
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 
 	"github.com/sandboxd/sandboxd/netdest"
@@ -31,6 +33,17 @@ func (p *Proxy) ServeCapture(ctx context.Context, ln net.Listener, inside Dialer
 	closeLn := context.AfterFunc(ctx, func() { _ = ln.Close() })
 	defer closeLn()
 
+	// Plain HTTP on port 80 is served by an HTTP server of its own, fed
+	// the connections as they are captured.
+	web := &connQueue{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
+	srv := p.newServer(ctx)
+	srv.Handler = http.HandlerFunc(p.serveCapturedHTTP)
+	webDone := make(chan struct{})
+	go func() {
+		defer close(webDone)
+		_ = srv.Serve(web)
+	}()
+
 	var wg sync.WaitGroup
 	ll := &limitListener{Listener: ln, s: s}
 	for {
@@ -42,21 +55,23 @@ func (p *Proxy) ServeCapture(ctx context.Context, ln net.Listener, inside Dialer
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.serveCaptured(s, c.(*clientConn))
+			p.serveCaptured(s, c.(*clientConn), web)
 		}()
 	}
 	cancel()
+	_ = srv.Close()
 	s.closeAll()
 	wg.Wait()
+	<-webDone
 	if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return fmt.Errorf("netproxy: capture: %w", err)
 }
 
-// serveCaptured decides one captured connection and relays it.
-func (p *Proxy) serveCaptured(s *serveState, cc *clientConn) {
-	defer cc.Close()
+// serveCaptured decides one captured connection and relays it, or, on
+// port 80, hands it to web, where each request is decided as HTTP.
+func (p *Proxy) serveCaptured(s *serveState, cc *clientConn, web *connQueue) {
 	dest, why := p.capturedDest(cc.LocalAddr())
 	if why != "" {
 		p.log.Debug("netproxy: captured connection refused", "to", cc.LocalAddr().String(), "why", why)
@@ -64,6 +79,12 @@ func (p *Proxy) serveCaptured(s *serveState, cc *clientConn) {
 		reset(cc)
 		return
 	}
+	if dest.Port == 80 {
+		cc.captured = dest
+		web.put(cc)
+		return
+	}
+	defer cc.Close()
 	pm, ref := p.decide(s.ctx, s, cc, ViaCapture, dest)
 	if ref != nil {
 		p.stats.count(ref.decision + "/" + ref.source)
@@ -80,6 +101,92 @@ func (p *Proxy) serveCaptured(s *serveState, cc *clientConn) {
 	}
 	tunnelBoth(cc, nil, up)
 }
+
+// serveCapturedHTTP decides one plain-HTTP request on a captured
+// connection to port 80: in origin form (or absolute form naming the
+// same destination), with one Host header naming where the connection
+// was made, each request on a kept-alive connection on its own.
+func (p *Proxy) serveCapturedHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := workContext(r)
+	defer cancel()
+	cc := clientOf(r.Context())
+	if ref := admitCaptured(ctx, r, cc); ref != nil {
+		p.writeRefusal(w, r, ref)
+		return
+	}
+	p.forward(ctx, w, r, cc.captured, ViaCapturedHTTP)
+}
+
+// admitCaptured checks a captured request's head against the
+// connection's destination: no request may be decided for one host and
+// sent to another.
+func admitCaptured(ctx context.Context, r *http.Request, cc *clientConn) *refusal {
+	h, ok := cc.tap.next(ctx)
+	switch {
+	case !ok || h.bad || h.method != r.Method || h.uri != r.RequestURI:
+		return malformedRefusal(errors.New("the request head could not be read"))
+	case h.clte:
+		return malformedRefusal(errors.New("both Content-Length and Transfer-Encoding"))
+	case len(h.hosts) != 1 || h.hosts[0] == "":
+		return malformedRefusal(errors.New("a request needs exactly one Host header, naming where it connected"))
+	case r.Method == http.MethodConnect:
+		return malformedRefusal(errors.New("CONNECT on a connection made straight to port 80"))
+	}
+	dest, uri := cc.captured, r.RequestURI
+	if strings.HasPrefix(uri, "/") {
+		switch {
+		case hasJunk(uri) || strings.IndexByte(uri, '#') >= 0:
+			return malformedRefusal(targetErr("control characters, spaces or a fragment in the request target"))
+		case r.URL.IsAbs() || r.URL.Host != "":
+			return malformedRefusal(errors.New("ambiguous request target"))
+		}
+		if err := sameHost(h.hosts[0], dest, 80); err != nil {
+			return malformedRefusal(err)
+		}
+		return nil
+	}
+	d, err := parseTarget(r.Method, uri, h.hosts[0])
+	if err != nil {
+		return malformedRefusal(err)
+	}
+	if d.String() != dest.String() {
+		return malformedRefusal(fmt.Errorf("the request names %s but the connection was made to %s", d, dest))
+	}
+	return nil
+}
+
+// connQueue is a net.Listener whose connections are handed to it.
+type connQueue struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+	addr  net.Addr
+}
+
+// put hands c to the server accepting on q (closing it once q is closed).
+func (q *connQueue) put(c net.Conn) {
+	select {
+	case q.conns <- c:
+	case <-q.done:
+		_ = c.Close()
+	}
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.conns:
+		return c, nil
+	case <-q.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.once.Do(func() { close(q.done) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return q.addr }
 
 // capturedDest is the destination a captured connection was made to, or
 // why it has none: an address the stub gave is the name it gave it to;

@@ -1,12 +1,16 @@
 package netproxy
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,4 +209,96 @@ func mustPort(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestCaptureHTTP80: a captured connection to port 80 is parsed as HTTP:
+// each request on it is decided on its own, its Host must name where the
+// connection was made, and what goes upstream is the decided request.
+func TestCaptureHTTP80(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:80")
+	if err != nil {
+		t.Skipf("an origin on port 80 is needed: %v", err)
+	}
+	var hits atomic.Int64
+	var mu sync.Mutex
+	var seen []string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		mu.Lock()
+		seen = append(seen, r.Host)
+		mu.Unlock()
+		io.WriteString(w, "origin")
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	dec := newFakeDecider("web.test:80")
+	h := newHarness(t, dec)
+	h.res.add("web.test", "127.0.0.1")
+	h.res.add("other.test", "127.0.0.1")
+	cl := captureHarness(t, h)
+	web := stubAddr(t, h.p, "web.test")
+	other := stubAddr(t, h.p, "other.test")
+
+	exchange := func(dest netip.Addr, reqs ...string) []int {
+		t.Helper()
+		cl.mu.Lock()
+		cl.dests = append(cl.dests, netip.AddrPortFrom(dest, 80))
+		cl.mu.Unlock()
+		c, err := net.DialTimeout("tcp", cl.Addr().String(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(c)
+		var codes []int
+		for _, req := range reqs {
+			if _, err := io.WriteString(c, req); err != nil {
+				break
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				codes = append(codes, 0)
+				break
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes = append(codes, resp.StatusCode)
+		}
+		return codes
+	}
+	get := func(target, host string) string {
+		return "GET " + target + " HTTP/1.1\r\nHost: " + host + "\r\n\r\n"
+	}
+	check := func(name string, got []int, want ...int) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: statuses %v, want %v", name, got, want)
+		}
+	}
+	check("two requests on one connection", exchange(web, get("/a", "web.test"), get("/b", "WEB.test:80")), 200, 200)
+	check("absolute form naming the same host", exchange(web, get("http://web.test/c", "web.test")), 200)
+	check("a Host naming another host", exchange(web, get("/d", "other.test")), 400)
+	check("a second request naming another host", exchange(web, get("/e", "web.test"), get("/f", "other.test")), 200, 400)
+	check("absolute form naming another host", exchange(web, get("http://other.test/g", "other.test")), 400)
+	check("no Host", exchange(web, "GET /h HTTP/1.0\r\n\r\n"), 400)
+	check("two Hosts", exchange(web, "GET /i HTTP/1.1\r\nHost: web.test\r\nHost: other.test\r\n\r\n"), 400)
+	check("CONNECT", exchange(web, "CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n"), 400)
+	check("a denied name", exchange(other, get("/j", "other.test")), 403)
+	if got := hits.Load(); got != 4 {
+		t.Errorf("the origin got %d requests, want 4", got)
+	}
+	mu.Lock()
+	hosts := fmt.Sprint(seen)
+	mu.Unlock()
+	if hosts != "[web.test web.test web.test web.test]" {
+		t.Errorf("Host headers upstream %s, want the decided destination only", hosts)
+	}
+	dec.mu.Lock()
+	defer dec.mu.Unlock()
+	for _, r := range dec.decides {
+		if r.Via != ViaCapturedHTTP {
+			t.Errorf("decided %s via %s, want %s", r.Dest, r.Via, ViaCapturedHTTP)
+		}
+	}
 }

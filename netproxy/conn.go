@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 // copyBuf is the buffer for relays between connections that are not both TCP.
@@ -110,6 +112,9 @@ type clientConn struct {
 	early  atomic.Int64
 	tun    atomic.Pointer[tunnel]
 	once   sync.Once
+	// captured is where a captured connection was made (ServeCapture);
+	// set before its requests are served.
+	captured netdest.Dest
 }
 
 func newClientConn(s *serveState, c net.Conn) *clientConn {

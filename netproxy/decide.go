@@ -317,7 +317,7 @@ func loopbackBoth(addrs []netip.Addr) []netip.Addr {
 func (p *Proxy) upstream(pm *permit, c net.Conn) (net.Conn, error) {
 	u := newUpstreamConn(pm.s, c)
 	pm.up = u
-	if (pm.via == ViaConnect || pm.via == ViaCapture) && pm.client != nil {
+	if pm.via != ViaHTTP && pm.via != ViaCapturedHTTP && pm.client != nil { // tunnels from the start
 		p.startTunnel(pm)
 	}
 	if !pm.s.track(u) {

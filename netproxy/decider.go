@@ -16,6 +16,10 @@ const (
 	ViaConnect Via = "connect" // CONNECT authority (tunnels: https, git over https, ...)
 	ViaHTTP    Via = "http"    // absolute-form plain HTTP request
 	ViaCapture Via = "capture" // a connection made straight to an address, captured in the namespace
+	ViaSOCKS   Via = "socks"   // a SOCKS5 CONNECT
+	// ViaCapturedHTTP is a plain-HTTP request on a captured connection to
+	// port 80, each request decided on its own.
+	ViaCapturedHTTP Via = "capture-http"
 )
 
 // Request is what the proxy asks its decider about one destination.

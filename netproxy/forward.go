@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 // ServeHTTP is the proxy's one handler: CONNECT tunnels, absolute-form
@@ -124,11 +126,18 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := workContext(r)
 	defer cancel()
 	dest, ref := p.admit(ctx, r)
-	var pm *permit
-	if ref == nil {
-		cc := clientOf(r.Context())
-		pm, ref = p.decide(ctx, cc.s, cc, ViaHTTP, dest)
+	if ref != nil {
+		p.writeRefusal(w, r, ref)
+		return
 	}
+	p.forward(ctx, w, r, dest, ViaHTTP)
+}
+
+// forward decides one admitted plain-HTTP request for dest and forwards
+// it through its permit.
+func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, dest netdest.Dest, via Via) {
+	cc := clientOf(r.Context())
+	pm, ref := p.decide(ctx, cc.s, cc, via, dest)
 	if ref != nil {
 		p.writeRefusal(w, r, ref)
 		return
