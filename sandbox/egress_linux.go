@@ -64,20 +64,21 @@ func (e *egress) listens(port uint16) bool {
 	return ok || err != nil
 }
 
-// listen takes the helper's listening socket and serves it.
-func (e *egress) listen(fd int) {
-	f := os.NewFile(uintptr(fd), "proxy-listener")
+// listen takes one of the helper's listening sockets and serves it with
+// serve.
+func (e *egress) listen(fd int, serve func(context.Context, net.Listener, Dialer) error, what string) {
+	f := os.NewFile(uintptr(fd), what+"-listener")
 	ln, err := net.FileListener(f)
 	f.Close()
 	if err != nil {
 		// Nothing serves the port: every connection to it is refused,
 		// and there is no other way out.
-		e.log.Debug("egress listener", "err", err)
+		e.log.Debug("egress listener", "what", what, "err", err)
 		return
 	}
-	e.serve("proxy", func() error {
+	e.serve(what, func() error {
 		defer ln.Close()
-		return e.spec.Serve(e.ctx, ln, e.dialInside)
+		return serve(e.ctx, ln, e.dialInside)
 	})
 }
 

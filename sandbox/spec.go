@@ -326,6 +326,9 @@ type Egress struct {
 	// a name the stub answered is only reachable through capture.
 	Capture func(ctx context.Context, ln net.Listener, inside Dialer) error
 	DNS     func(ctx context.Context, pc net.PacketConn) error
+	// SOCKS, when set, serves each attempt's SOCKS5 listener, at
+	// 127.0.0.1:Port+2 inside (Env advertises it).
+	SOCKS func(ctx context.Context, ln net.Listener, inside Dialer) error
 }
 
 // captures reports whether e asks for capture (nil asks for nothing).

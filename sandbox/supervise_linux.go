@@ -229,8 +229,12 @@ func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 			}
 			if err == nil && h.egress != nil {
 				switch {
-				case m.Kind == wire.Egress && len(fds) == 1:
-					h.egress.listen(fds[0])
+				case m.Kind == wire.Egress && len(fds) >= 1:
+					h.egress.listen(fds[0], h.egress.spec.Serve, "proxy")
+					if len(fds) == 2 && h.egress.spec.SOCKS != nil {
+						h.egress.listen(fds[1], h.egress.spec.SOCKS, "socks")
+						fds = fds[1:]
+					}
 					fds = fds[1:]
 				case m.Kind == wire.Socket:
 					fds = h.egress.answer(m, fds)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,16 +43,37 @@ func (e egressPlan) proxyURL() string {
 	return "http://sandboxd:" + e.token + "@127.0.0.1:" + strconv.Itoa(int(e.port))
 }
 
+// socksAddr is the SOCKS5 endpoint's address inside the run.
+func (e egressPlan) socksAddr() string { return "127.0.0.1:" + strconv.Itoa(int(e.port)+2) }
+
+// openbsdNC is OpenBSD netcat, whose -X 5 speaks SOCKS5 for ssh's
+// ProxyCommand ("" when it is not installed).
+func openbsdNC() string {
+	for _, p := range []string{"/usr/bin/nc.openbsd", "/bin/nc.openbsd"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
 // env is the environment that sends unmodified tools through the proxy:
-// the conventional variables in both cases, the tool-specific ones of
+// the conventional variables in both cases (ALL_PROXY names the SOCKS5
+// endpoint, socks5h: names resolved by the proxy), git's ssh through
+// it when OpenBSD netcat is there, the tool-specific ones of
 // tools that do not read them, and git's http.proxy through
 // GIT_CONFIG_COUNT (the caller's own GIT_CONFIG_* entries never reach the
 // command: see dropGitConfigEnv). NO_PROXY is empty: every request goes
 // to the proxy, which delivers one for the run's own loopback there.
 func (e egressPlan) env() []string {
 	u := e.proxyURL()
-	out := []string{}
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+	out := []string{"ALL_PROXY=socks5h://" + e.socksAddr(), "all_proxy=socks5h://" + e.socksAddr()}
+	if nc := openbsdNC(); nc != "" {
+		// git over ssh through the SOCKS5 endpoint (without capture the
+		// only way out for ssh; with it, the same decision).
+		out = append(out, "GIT_SSH_COMMAND=ssh -o 'ProxyCommand="+nc+" -X 5 -x "+e.socksAddr()+" %h %p'")
+	}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY",
 		"npm_config_proxy", "npm_config_https_proxy", "YARN_HTTP_PROXY", "YARN_HTTPS_PROXY",
 		"yarn_proxy", "yarn_https_proxy", "PIP_PROXY"} {
 		out = append(out, k+"="+u)

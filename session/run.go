@@ -141,6 +141,9 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		e.Serve = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
 			return px.Serve(ctx, ln, netproxy.Dialer(inside))
 		}
+		e.SOCKS = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
+			return px.ServeSOCKS(ctx, ln, netproxy.Dialer(inside))
+		}
 		if p.policy.Network.Capture {
 			e.Capture = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
 				return px.ServeCapture(ctx, ln, netproxy.Dialer(inside))
