@@ -44,6 +44,20 @@
 // the run's own loopback too). TPROXY needs neither conntrack nor NAT,
 // works in an unprivileged user's namespace, and takes one port.
 //
+// A captured connection to port 80 is read as plain HTTP instead of
+// tunnelled blind (serveCapturedHTTP): every request on it is decided on
+// its own, and its Host (and an absolute URI, if it sends one) must name
+// the destination the connection was made to.
+//
+// # SOCKS5
+//
+// ServeSOCKS serves the run's SOCKS5 endpoint (port + 2 inside):
+// CONNECT only, IPv4, IPv6 or a name, which the proxy resolves after an
+// allow (socks5h), decided by the same decide as a CONNECT. It takes no
+// authentication, since only the run can reach it and OpenBSD nc -X 5
+// offers none; a client offering only username/password must give the
+// run's credential. A refusal is reply 2 (not allowed by ruleset).
+//
 // Names: ServeDNS is the run's resolver (127.0.0.1:53 inside). It gives
 // each valid host name an address of its own from 198.18.0.0/15 for the
 // proxy's life and never asks a real resolver, so a lookup leaks
