@@ -61,8 +61,8 @@ func capCompile(t *testing.T, e *env) string {
 // TestCaptureTools: Node's fetch, Python's socket.create_connection with
 // a name, and a C program calling getaddrinfo and connect, none of
 // which read the proxy variables, reach an allowed name's origin, and
-// are refused (with a boundary) for an unlisted name, which the DNS
-// server the proxy asks never hears of.
+// are refused (with a boundary) for an unlisted and a denied name, which
+// the DNS server the proxy asks never hears of.
 func TestCaptureTools(t *testing.T) {
 	egNeed(t, "node")
 	priv := egPrivateAddr(t)
@@ -72,7 +72,7 @@ func TestCaptureTools(t *testing.T) {
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs(priv), true })
 		// A name resolving to a private address needs a rule naming the
 		// address too.
-		pol := egPolicy(t, e, []string{"allowed.test:" + ok.port, ok.addr}, nil, nil, "[network]\nresolver = \""+dns.addr+"\"")
+		pol := egPolicy(t, e, []string{"allowed.test:" + ok.port, ok.addr}, nil, []string{"denied.test:*"}, "[network]\nresolver = \""+dns.addr+"\"")
 		cbin := capCompile(t, e)
 		script := fmt.Sprintf(`
 for h in allowed.test:%[1]s unlisted.test:%[2]s; do
@@ -83,7 +83,7 @@ catch (e) { console.log('NODE', '$h', 'error', e.cause ? e.cause.code : e.messag
 done
 `, ok.port, other.port, cbin) + netPy(`
 import socket
-for h, p in (('allowed.test', @OK@), ('unlisted.test', @OTHER@)):
+for h, p in (('allowed.test', @OK@), ('unlisted.test', @OTHER@), ('denied.test', @OTHER@)):
     try:
         s = socket.create_connection((h, p), timeout=10)
         s.sendall(('GET /py HTTP/1.0\r\nHost: %s:%d\r\n\r\n' % (h, p)).encode())
@@ -114,9 +114,10 @@ for h, p in (('allowed.test', @OK@), ('unlisted.test', @OTHER@)):
 		if strings.Contains(r.stdout, "unlisted.test HTTP") || strings.Contains(r.stdout, "unlisted.test:"+other.port+" 200") {
 			t.Errorf("the unlisted name was served\n%s", r)
 		}
-		if dns.askedAny("unlisted") {
-			t.Errorf("the DNS server was asked about the unlisted name: %v", dns.queries())
+		if dns.askedAny("unlisted") || dns.askedAny("denied") {
+			t.Errorf("the DNS server was asked about a refused name: %v", dns.queries())
 		}
+		egMustDeny(t, r, "denied.test:"+other.port, "policy")
 		if !dns.asked("allowed.test") {
 			t.Errorf("the allowed name was never resolved by the proxy: %v", dns.queries())
 		}
@@ -125,10 +126,10 @@ for h, p in (('allowed.test', @OK@), ('unlisted.test', @OTHER@)):
 		if eg, _ := r.report["egress"].(map[string]any); eg["capture"] != "on" {
 			t.Errorf("report egress %v: want capture on", eg)
 		}
-		// Only the two destinations: no boundary for the stub's
+		// Only the three destinations: no boundary for the stub's
 		// addresses or the DNS queries.
-		if n := len(egNetBoundaries(r)); n != 2 {
-			t.Errorf("%d network boundaries, want 2: %v", n, egNetBoundaries(r))
+		if n := len(egNetBoundaries(r)); n != 3 {
+			t.Errorf("%d network boundaries, want 3: %v", n, egNetBoundaries(r))
 		}
 	})
 }
@@ -264,9 +265,11 @@ except OSError as e:
 	})
 }
 
-// TestCaptureSameDecision: the private ranges, the metadata address and
-// the host's loopback are refused through capture with the same decision
-// a CONNECT through the proxy gets, and the host's servers get nothing.
+// TestCaptureSameDecision: the private ranges, the metadata addresses
+// and the host's loopback (in several spellings) are refused through
+// every way in — a CONNECT through the proxy, SOCKS5, and capture (which
+// never sees loopback: the run's own) — with one decision per
+// destination, and the host's servers get nothing.
 func TestCaptureSameDecision(t *testing.T) {
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
@@ -275,9 +278,26 @@ func TestCaptureSameDecision(t *testing.T) {
 		dests := []string{o.addr, "169.254.169.254:80", "100.100.100.200:80", "192.168.255.254:" + o.port, "[fd00::1]:" + o.port}
 		var py strings.Builder
 		py.WriteString(egPyLib)
-		py.WriteString("import socket\n")
+		py.WriteString(`import socket, struct
+def socks(case, host, port):
+    s = socket.create_connection(os.environ['ALL_PROXY'][len('socks5h://'):].rsplit(':', 1), timeout=10)
+    s.sendall(b'\x05\x01\x00')
+    s.recv(2)
+    h = host.strip('[]').encode()
+    s.sendall(b'\x05\x01\x00\x03' + bytes([len(h)]) + h + struct.pack('>H', port))
+    rep = s.recv(10)
+    print('SOCKS', case, rep[1] if len(rep) > 1 else -1)
+`)
+		// The host's loopback in several spellings, through the proxy
+		// and SOCKS5 (capture never sees loopback: it is the run's own).
+		loops := []string{"127.0.0.1", "127.1", "localhost", "[::1]", "0x7f000001"}
+		for i, l := range loops {
+			fmt.Fprintf(&py, "raw('loop%d', 'CONNECT %s:%s HTTP/1.1\\r\\nHost: %s:%s\\r\\n' + AUTH + '\\r\\n')\n", i, l, lo.port, l, lo.port)
+			fmt.Fprintf(&py, "socks('loop%d', %q, %s)\n", i, l, lo.port)
+		}
 		for i, d := range dests {
 			host, port := netSplitAddr(t, d)
+			fmt.Fprintf(&py, "socks('dest%d', %q, %s)\n", i, host, port)
 			fmt.Fprintf(&py, "raw('connect%d', 'CONNECT %s HTTP/1.1\\r\\nHost: %s\\r\\n' + AUTH + '\\r\\n')\n", i, d, d)
 			// Port 80 is parsed as HTTP: a refusal there is sandboxd's
 			// 403; elsewhere the connection is reset.
@@ -322,6 +342,20 @@ except OSError as e:
 			if b == nil || b["decision"] != "deny" {
 				t.Errorf("%s: boundary %v, want one deny for both ways in", d, b)
 			}
+		}
+		for i := range loops {
+			egWantStatus(t, cases, fmt.Sprintf("loop%d", i), r, 403)
+			if !strings.Contains(r.stdout, fmt.Sprintf("SOCKS loop%d 2\n", i)) {
+				t.Errorf("SOCKS5 to the host's loopback spelled %s: not refused with reply 2\n%s", loops[i], r)
+			}
+		}
+		for i, d := range dests {
+			if !strings.Contains(r.stdout, fmt.Sprintf("SOCKS dest%d 2\n", i)) {
+				t.Errorf("SOCKS5 to %s: not refused with reply 2\n%s", d, r)
+			}
+		}
+		if b := egBoundary(r, "127.0.0.1:"+lo.port); b == nil || b["decision"] != "deny" || b["source"] != "hard-deny" {
+			t.Errorf("the host's loopback: boundary %v, want one hard deny for every spelling and way in", b)
 		}
 		if !strings.Contains(r.stdout, "LOOP error 111\n") {
 			t.Errorf("a connect to 127.0.0.1 reached something\n%s", r)
