@@ -85,6 +85,19 @@ func (e egressPlan) env() []string {
 	return append(out, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.proxy", "GIT_CONFIG_VALUE_0="+u)
 }
 
+// envFor is env for a command whose own environment is environ: the
+// caller's GIT_SSH_COMMAND (a key, options of its own) is kept, since
+// with capture its connects are decided anyway.
+func (e egressPlan) envFor(environ []string) []string {
+	env := e.env()
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GIT_SSH_COMMAND=") {
+			return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GIT_SSH_COMMAND=") })
+		}
+	}
+	return env
+}
+
 // dropGitConfigEnv removes git's configuration-by-environment entries
 // (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n): the credential
 // filter strips the keys (they match *_KEY_*) and would leave git a count

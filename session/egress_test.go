@@ -171,3 +171,36 @@ func TestReviewKeyNeverInside(t *testing.T) {
 		})
 	}
 }
+
+// TestEgressEnv: ALL_PROXY names the SOCKS5 endpoint (socks5h, two
+// ports above the proxy); GIT_SSH_COMMAND goes through it when OpenBSD
+// netcat is installed, unless the caller set one of their own.
+func TestEgressEnv(t *testing.T) {
+	e := egressPlan{port: 40000, token: "tok"}
+	get := func(env []string, key string) (string, bool) {
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, key+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	env := e.envFor([]string{"PATH=/usr/bin"})
+	if v, _ := get(env, "ALL_PROXY"); v != "socks5h://127.0.0.1:40002" {
+		t.Errorf("ALL_PROXY = %q", v)
+	}
+	if v, _ := get(env, "HTTP_PROXY"); v != "http://sandboxd:tok@127.0.0.1:40000" {
+		t.Errorf("HTTP_PROXY = %q", v)
+	}
+	ssh, ok := get(env, "GIT_SSH_COMMAND")
+	if nc := openbsdNC(); nc != "" {
+		if want := "ssh -o 'ProxyCommand=" + nc + " -X 5 -x 127.0.0.1:40002 %h %p'"; ssh != want {
+			t.Errorf("GIT_SSH_COMMAND = %q, want %q", ssh, want)
+		}
+	} else if ok {
+		t.Errorf("GIT_SSH_COMMAND = %q without OpenBSD netcat", ssh)
+	}
+	if _, ok := get(e.envFor([]string{"GIT_SSH_COMMAND=ssh -i key"}), "GIT_SSH_COMMAND"); ok {
+		t.Error("the caller's GIT_SSH_COMMAND would be replaced")
+	}
+}

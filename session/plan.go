@@ -129,7 +129,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	layers := cacheLayers(c, p, cache, read, deny)
 	var egress *sandbox.Egress
 	if p.egress.port != 0 {
-		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.env()}
+		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.envFor(environ)}
 	}
 	return sandbox.Spec{
 		Egress: egress,
