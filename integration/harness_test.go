@@ -231,6 +231,7 @@ type runOpts struct {
 	// killed: sandboxd is expected to die by a signal (crash tests).
 	killed     bool
 	stdin      string
+	stdinFile  *os.File // sandboxd's stdin itself (a socket), instead of stdin
 	extraFiles []*os.File
 	env        []string      // added to the environment
 	timeout    time.Duration // test-side guard (default 60s)
@@ -289,6 +290,9 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 		"GOPROXY=off",
 	}, o.env...)
 	cmd.Stdin = strings.NewReader(o.stdin)
+	if o.stdinFile != nil {
+		cmd.Stdin = o.stdinFile
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.ExtraFiles = o.extraFiles

@@ -907,3 +907,79 @@ int main(void) {
 	return 0;
 }
 `
+
+// TestNetStdinSocket: a socket of the host's network namespace given as
+// stdin (inetd, a systemd socket unit, nc -e) reaches the command as a
+// pipe carrying its bytes: it cannot be reconnected from inside
+// (connect(AF_UNSPEC), then connect elsewhere), nor used to send a
+// datagram anywhere.
+func TestNetStdinSocket(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		target := tcpListener(t, "tcp", "127.0.0.1:0")
+		udpTarget := udpListener(t)
+		thost, tport := netSplitAddr(t, target.addr)
+		uhost, uport := netSplitAddr(t, udpTarget.addr)
+		script := netPy(`
+import os, select, socket, stat
+if stat.S_ISSOCK(os.fstat(0).st_mode):
+    s = socket.socket(fileno=0)
+    print('A SOCKET')
+    try:
+        s.sendto(b'escaped', ('@UHOST@', @UPORT@))
+        print('SENT')
+    except OSError as e:
+        print('sendto errno', e.errno)
+    try:
+        s.connect(('@THOST@', @TPORT@))
+        s.sendall(b'escaped')
+        print('RECONNECTED')
+    except OSError as e:
+        print('connect errno', e.errno)
+else:
+    r, _, _ = select.select([0], [], [], 3)
+    print('GOT', os.read(0, 5) if r else b'')
+`, "@THOST@", thost, "@TPORT@", tport, "@UHOST@", uhost, "@UPORT@", uport) + "echo END\n"
+		// A connected TCP socket whose peer wrote "hello".
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		client, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer peer.Close()
+		peer.Write([]byte("hello"))
+		cf, _ := client.(*net.TCPConn).File()
+		client.Close()
+		defer cf.Close()
+		r := e.sandboxdOpts(runOpts{stdinFile: cf}, "run", "-c", script)
+		netRan(t, r)
+		if !strings.Contains(r.stdout, "GOT b'hello'") {
+			t.Errorf("the stdin socket's bytes did not reach the command\n%s", r)
+		}
+		if strings.Contains(r.stdout, "A SOCKET") {
+			t.Errorf("the command got the host's socket itself\n%s", r)
+		}
+		// A UDP socket as stdin.
+		uc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		uf, _ := uc.(*net.UDPConn).File()
+		uc.Close()
+		defer uf.Close()
+		r2 := e.sandboxdOpts(runOpts{stdinFile: uf, timeout: 20 * time.Second}, "run", "--timeout", "10s", "-c", script)
+		netRan(t, r2)
+		if strings.Contains(r2.stdout, "A SOCKET") || strings.Contains(r2.stdout, "SENT") {
+			t.Errorf("the command got the host's UDP socket\n%s", r2)
+		}
+		target.mustBeSilent(t)
+		udpTarget.mustBeSilent(t)
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -33,6 +34,8 @@ type helper struct {
 	// neverRan is set when the helper reported that the command could not
 	// be run (126, 127): no process of it existed.
 	neverRan bool
+	// stdinSock is a stdin socket copied to the helper (socketStdin).
+	stdinSock net.Conn
 	// exited is closed once the helper has been waited for; waitErr is
 	// cmd.Wait's error, set before.
 	exited  chan struct{}
@@ -96,6 +99,12 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	}
 	ours, err := h.streams(spec, ns && root)
 	if err == nil {
+		var in []*os.File
+		if in, err = h.socketStdin(spec.Stdin); len(in) > 0 {
+			ours = append(ours, in...)
+		}
+	}
+	if err == nil {
 		err = h.start()
 	}
 	// The helper holds its own copies of the pipes' write ends now, or
@@ -105,6 +114,7 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	}
 	if err != nil {
 		unix.Close(pair[0])
+		h.endStdin()
 		h.relays.Wait()
 		return nil, err
 	}
@@ -145,6 +155,52 @@ func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
 	// over the caller's own files only, and gone before the command.
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
 	return attr
+}
+
+// socketStdin gives the helper a pipe instead of a socket as stdin
+// (inetd, a systemd socket unit with Accept=yes, nc -e): a socket of the
+// host's network namespace could be connected anywhere from inside
+// (connect(AF_UNSPEC), then connect) or send datagrams to any address.
+// Its bytes are copied to the pipe until the helper is gone (the read is
+// then cut short: the peer may never close it). It returns the pipe's
+// read end, which the caller closes once the helper has it.
+func (h *helper) socketStdin(r io.Reader) ([]*os.File, error) {
+	f, ok := r.(*os.File)
+	if !ok {
+		return nil, nil
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
+		return nil, nil
+	}
+	c, err := net.FileConn(f) // a non-blocking duplicate, with deadlines
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: stdin socket: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("sandbox: stdin pipe: %w", err)
+	}
+	h.cmd.Stdin, h.stdinSock = pr, c
+	h.relays.Add(1)
+	go func() {
+		defer h.relays.Done()
+		io.Copy(pw, c)
+		pw.Close()
+	}()
+	go func() {
+		<-h.exited
+		h.endStdin()
+	}()
+	return []*os.File{pr}, nil
+}
+
+// endStdin cuts the copy from a stdin socket short.
+func (h *helper) endStdin() {
+	if h.stdinSock != nil {
+		h.stdinSock.SetReadDeadline(time.Now())
+		h.stdinSock.Close()
+	}
 }
 
 // streams gives the helper the command's stdout and stderr: a terminal

@@ -135,7 +135,9 @@ type Spec struct {
 
 	// Stdin, Stdout and Stderr are the command's; Stderr also gets the
 	// one-line reason when the command cannot be run (126, 127). A Stdin
-	// that is not an *os.File is copied to the command, and Run returns
+	// that is a socket is copied through a pipe (a socket of the host's
+	// network could be connected anywhere from inside), until the command
+	// is gone. A Stdin that is not an *os.File is copied to the command, and Run returns
 	// only once that copy has ended: its Read must return (EOF, or an
 	// error after the caller closes it) once the command is gone, as a
 	// daemon's client stream does when the request ends.

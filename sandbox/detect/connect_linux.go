@@ -195,6 +195,14 @@ func (o *Observer) prepareConnect(p *proc, n seccomp.Notification) (*connecting,
 		return nil, errno, nil
 	}
 	c := &connecting{sock: sock, buf: buf, n: size, file: -1}
+	if !o.ownSocket(sock) {
+		// A socket made outside the run (one it inherited, a stdin
+		// socket from inetd): connected here it would reach the host's
+		// network. Nothing could be granted for it, so no boundary.
+		c.close()
+		o.log.Debug("observer: connect on a socket of another network namespace refused")
+		return nil, unix.EACCES, nil
+	}
 	domain, err := unix.GetsockoptInt(sock, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
 		c.close()
@@ -234,6 +242,29 @@ func (o *Observer) prepareConnect(p *proc, n seccomp.Notification) (*connecting,
 	c.buf = append(append(c.buf, "/proc/self/fd/"+strconv.Itoa(file)...), 0)
 	c.n = len(c.buf)
 	return c, 0, nil
+}
+
+// nsID names a namespace: its nsfs inode.
+type nsID struct{ dev, ino uint64 }
+
+// ownSocket reports whether sock belongs to the run's network namespace
+// (SIOCGSKNS: a descriptor of the socket's namespace; the ioctl needs
+// CAP_NET_ADMIN over it, which the supervisor has over the run's only,
+// unless it is root).
+func (o *Observer) ownSocket(sock int) bool {
+	if o.netns == (nsID{}) {
+		return false
+	}
+	fd, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(sock), unix.SIOCGSKNS, 0)
+	if e != 0 {
+		return false
+	}
+	defer unix.Close(int(fd))
+	var st unix.Stat_t
+	if err := unix.Fstat(int(fd), &st); err != nil {
+		return false
+	}
+	return nsID{dev: st.Dev, ino: st.Ino} == o.netns
 }
 
 // takeFD duplicates descriptor fd of process pid (a thread's id, as a

@@ -63,7 +63,10 @@ type Observer struct {
 	// connects: the supervisor makes every connect (connect_linux.go);
 	// connectsUnderWay counts those under way (under connectMu), pending
 	// waits for them, and ending tells them the run is over.
-	connects         bool
+	connects bool
+	// netns is the run's network namespace: a connect is made only on a
+	// socket of it (zero: unknown, every connect refused).
+	netns            nsID
 	mounts           map[uint64]mountInfo // by mount id (run goroutine only)
 	connectMu        sync.Mutex
 	connectsUnderWay int
@@ -110,6 +113,12 @@ func StartObserver(fd, helperPid int, shared []string, diag *Diag, connects bool
 	if diag != nil {
 		if h, err := OpenDiag(); err == nil {
 			o.hostDiag = NewDiag(h)
+		}
+	}
+	if connects {
+		var st unix.Stat_t
+		if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/net", helperPid), &st); err == nil {
+			o.netns = nsID{dev: st.Dev, ino: st.Ino}
 		}
 	}
 	go o.run()
