@@ -302,3 +302,74 @@ func TestCaptureHTTP80(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsAcrossWaysIn: MaxConns counts the connections of every
+// listener together, and a run may ask about MaxDests destinations at
+// most: the next new one is refused undecided, one already asked about
+// is still decided.
+func TestLimitsAcrossWaysIn(t *testing.T) {
+	echo := newEcho(t)
+	dec := newFakeDecider("127.0.0.1:" + echo.port())
+	h := newHarness(t, dec, withLimits(Limits{MaxConns: 3, MaxDests: 17}))
+	cl := captureHarness(t, h)
+	socks := socksHarness(t, h)
+	var held []net.Conn
+	cl.mu.Lock()
+	cl.dests = append(cl.dests, netip.MustParseAddrPort("10.1.1.1:9"))
+	cl.mu.Unlock()
+	block := make(chan struct{})
+	dec.mu.Lock()
+	dec.block = block // the captured connection waits for its decision
+	dec.mu.Unlock()
+	for _, addr := range []string{h.addr, socks, cl.Addr().String()} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	eventually(t, "three connections counted", func() bool { return h.p.active.Load() == 3 })
+	c, err := net.Dial("tcp", socks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("a fourth connection (on another listener) was served")
+	}
+	c.Close()
+	for _, c := range held {
+		c.Close()
+	}
+	close(block)
+	eventually(t, "connections released", func() bool { return h.p.active.Load() == 0 })
+	dec.mu.Lock()
+	dec.block = nil
+	dec.decides = nil
+	dec.mu.Unlock()
+	port := uint16(mustPort(t, echo.port()))
+	for i := range 15 { // 10.1.1.1:9 was the first destination
+		if code, _ := socksDial(t, socks, []byte{0}, nil, socksName("d"+strconv.Itoa(i)+".test", port)); code != 2 {
+			t.Fatalf("destination %d: reply %d", i, code)
+		}
+	}
+	ipReq := append([]byte{5, 1, 0, 1, 127, 0, 0, 1}, byte(port>>8), byte(port))
+	if code, _ := socksDial(t, socks, []byte{0}, nil, ipReq); code != 0 {
+		t.Errorf("the 17th destination: reply %d, want it decided (allowed)", code)
+	}
+	if code, _ := socksDial(t, socks, []byte{0}, nil, socksName("one-more.test", port)); code != 2 {
+		t.Errorf("the 18th destination: reply %d, want refused", code)
+	}
+	if code, _ := socksDial(t, socks, []byte{0}, nil, ipReq); code != 0 {
+		t.Errorf("a destination already asked about: reply %d, want it still decided", code)
+	}
+	dec.mu.Lock()
+	n := len(dec.decides)
+	dec.mu.Unlock()
+	if n != 16 {
+		t.Errorf("%d decisions since 10.1.1.1:9's, want 16 (the 18th destination undecided)", n)
+	}
+	if got := h.p.Counters().Connections["deny/limit"]; got < 2 {
+		t.Errorf("deny/limit = %d, want the refused connection and destination counted", got)
+	}
+}

@@ -27,7 +27,6 @@ type serveState struct {
 	ctx      context.Context
 	inside   Dialer
 	selfPort uint16 // the listener's own port: never dialled inside (a loop into the proxy)
-	active   atomic.Int64
 
 	mu     sync.Mutex // guards conns, closed
 	conns  map[io.Closer]struct{}
@@ -86,8 +85,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.s.active.Add(1) > int64(l.s.p.lim.MaxConns) {
-			l.s.active.Add(-1)
+		if l.s.p.active.Add(1) > int64(l.s.p.lim.MaxConns) {
+			l.s.p.active.Add(-1)
 			_ = c.Close()
 			l.s.p.stats.count("deny/limit")
 			continue
@@ -164,7 +163,7 @@ func (c *clientConn) Close() error {
 			t.stop()
 		}
 		c.s.untrack(c)
-		c.s.active.Add(-1)
+		c.s.p.active.Add(-1)
 		err = c.conn.Close()
 	})
 	return err

@@ -65,6 +65,9 @@ func (p *Proxy) decide(ctx context.Context, s *serveState, cc *clientConn, via V
 			return &permit{s: s, client: cc, dest: dest, via: via, inside: c}, nil
 		}
 	}
+	if ref := p.countDest(dest); ref != nil {
+		return nil, ref
+	}
 	hctx, cancel := context.WithTimeout(ctx, p.lim.Hold)
 	defer cancel()
 	if cc != nil {
@@ -100,6 +103,25 @@ func (p *Proxy) decide(ctx context.Context, s *serveState, cc *clientConn, via V
 	}
 	p.stats.count("allow/" + sourceKey(e.verdict.Source))
 	return &permit{s: s, client: cc, dest: dest, addrs: r.Addrs, via: via}, nil
+}
+
+// countDest admits dest as one of the run's destinations, or refuses it
+// undecided (and unrecorded) once MaxDests others were asked about: each
+// is a decision, a cache entry and a report entry, which a command must
+// not make the supervisor hold without bound.
+func (p *Proxy) countDest(dest netdest.Dest) *refusal {
+	key := dest.String()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.dests[key]; ok {
+		return nil
+	}
+	if len(p.dests) >= p.lim.MaxDests {
+		return &refusal{status: 403, decision: "deny", source: "limit", dest: dest,
+			line: fmt.Sprintf("Denied: this run already asked for %d destinations, the most one run may (network.max_destinations)", p.lim.MaxDests)}
+	}
+	p.dests[key] = struct{}{}
+	return nil
 }
 
 // entryFor returns the decision for dest, starting it if needed.

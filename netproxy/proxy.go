@@ -40,7 +40,8 @@ type Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
 type Limits struct {
 	HeaderTimeout  time.Duration // reading a request's headers (default 10s)
 	MaxHeaderBytes int           // request line + headers (default 32 KiB)
-	MaxConns       int           // client connections open at once for this proxy (default 2048); beyond it a new connection is closed at once
+	MaxConns       int           // client connections open at once for this proxy, every way in together (default 2048); beyond it a new connection is closed at once
+	MaxDests       int           // distinct destinations one run may ask about (default 4096); beyond it a new one is refused undecided
 	IdleTimeout    time.Duration // a kept-alive client connection between requests (default 60s)
 	TunnelIdle     time.Duration // a tunnel with no bytes in either direction (default 10m)
 	DialTimeout    time.Duration // upstream connect (default 15s)
@@ -62,6 +63,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.HeaderTimeout, 10*time.Second)
 	defInt(&l.MaxHeaderBytes, 32<<10)
 	defInt(&l.MaxConns, 2048)
+	defInt(&l.MaxDests, 4096)
 	def(&l.IdleTimeout, 60*time.Second)
 	def(&l.TunnelIdle, 10*time.Minute)
 	def(&l.DialTimeout, 15*time.Second)
@@ -90,10 +92,15 @@ type Config struct {
 	// Log receives debug and warning records; nil discards.
 	Log *slog.Logger
 	// StubNames bounds the names the stub resolver gives an address
-	// (ServeDNS); 0 is every address of 198.18.0.0/15 that ends in
-	// neither .0 nor .255.
+	// (ServeDNS); 0 is DefaultStubNames.
 	StubNames int
 }
+
+// DefaultStubNames is how many names the stub resolver gives an address
+// by default: far more than a build or test run asks for, and a bound
+// on what a command can make the supervisor hold (a name takes up to
+// about 300 bytes).
+const DefaultStubNames = 16384
 
 // ErrClosed is returned by Serve once the Proxy is closed.
 var ErrClosed = errors.New("netproxy: proxy closed")
@@ -126,6 +133,12 @@ type Proxy struct {
 	// stub is the names the stub resolver answered, shared by ServeDNS
 	// and ServeCapture.
 	stub *stubNames
+	// active counts client connections open on every listener (the
+	// proxy, SOCKS5, capture): MaxConns bounds them together.
+	active atomic.Int64
+	// dests are the destinations asked about (under mu), at most
+	// MaxDestinations.
+	dests map[string]struct{}
 }
 
 // stats are the counters behind Counters.
@@ -178,6 +191,7 @@ func New(cfg Config) (*Proxy, error) {
 		cache:    make(map[string]*entry),
 		stats:    stats{conns: make(map[string]int64)},
 		stub:     newStubNames(cfg.StubNames),
+		dests:    make(map[string]struct{}),
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

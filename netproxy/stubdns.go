@@ -32,13 +32,14 @@ type stubNames struct {
 }
 
 // newStubNames makes an empty table that gives at most max addresses
-// (0: as many as the range holds).
+// (0: DefaultStubNames; never more than the range holds).
 func newStubNames(max int) *stubNames {
+	if max <= 0 {
+		max = DefaultStubNames
+	}
 	n := &stubNames{byName: map[string]netip.Addr{}, byAddr: map[netip.Addr]string{},
 		next: stubPrefix.Addr().Next(), left: 1 << (32 - stubPrefix.Bits())}
-	if max > 0 && max < n.left {
-		n.left = max
-	}
+	n.left = min(n.left, max)
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,10 +214,20 @@ func TestStubFull(t *testing.T) {
 	if r := parseReply(t, n.answer(query(t, 10, "a.test.", dnsmessage.TypeA))); len(r.addrs) != 1 || r.addrs[0] != netip.MustParseAddr("198.18.0.1") {
 		t.Errorf("a.test after the table filled: %+v", r)
 	}
-	// The whole range: 2^17 addresses less the .0 and .255 of each /24.
-	full := newStubNames(0)
-	if want := 1<<17 - 2*512; full.left < want {
-		t.Errorf("the full table holds %d names, want at least %d", full.left, want)
+	// The default bound, and the range's: 2^17 addresses less the .0
+	// and .255 of each /24, then nothing.
+	if got := newStubNames(0).left; got != DefaultStubNames {
+		t.Errorf("the default table holds %d names, want %d", got, DefaultStubNames)
+	}
+	huge := newStubNames(1 << 20)
+	given := 0
+	for ; ; given++ {
+		if _, err := huge.addr("n" + strconv.Itoa(given) + ".test"); err != nil {
+			break
+		}
+	}
+	if want := 1<<17 - 2*512; given != want {
+		t.Errorf("the whole range gave %d addresses, want %d", given, want)
 	}
 }
 

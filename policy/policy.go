@@ -142,8 +142,12 @@ type Network struct {
 	// HoldTimeout bounds how long a connection waits for a person's
 	// decision, e.g. "300s".
 	HoldTimeout Duration `toml:"hold_timeout" tighten:"min"`
-	// MaxConnections bounds the proxy's open client connections per run.
+	// MaxConnections bounds the proxy's open client connections per run
+	// (every way in together: the proxy, SOCKS5, capture).
 	MaxConnections int64 `toml:"max_connections" tighten:"min"`
+	// MaxDestinations bounds the distinct destinations one run may ask
+	// about; beyond it a new one is refused without a decision.
+	MaxDestinations int64 `toml:"max_destinations" tighten:"min"`
 	// Resolver is "" (the host's resolver, /etc/hosts included) or the
 	// IP:PORT of a DNS server the proxy asks instead. Only the user's
 	// own policy may set it.
@@ -266,7 +270,7 @@ func Default() Policy {
 			LayerSize: 4 * GiB,
 			CacheSize: 20 * GiB,
 		},
-		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048, Capture: true},
+		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048, MaxDestinations: 4096, Capture: true},
 		Review: Review{Enabled: true, Timeout: Duration(30 * time.Second), MaxOutputTokens: 512,
 			MaxInputTokens: 8192, StructuredOutput: StructuredAuto,
 			MaxCallsPerSession: 200, MaxCallsPerHour: 600, MaxTokensPerSession: 2_000_000, MaxTokensPerHour: 4_000_000},

@@ -68,6 +68,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 			return -1, fmt.Sprintf("must be between 16 and 65536 (got %d)", n)
 		}
 		return -1, ""
+	case "network.max_destinations":
+		return -1, checkRange(v.Int(), 16, 1<<20)
 	case "network.resolver":
 		return -1, checkResolver(v.String())
 	case "network.capture":

@@ -117,7 +117,7 @@ func dropGitConfigEnv(env []string) []string {
 
 // netLimits are the proxy's limits from the policy.
 func netLimits(n policy.Network) netproxy.Limits {
-	return netproxy.Limits{Hold: time.Duration(n.HoldTimeout), MaxConns: int(n.MaxConnections)}
+	return netproxy.Limits{Hold: time.Duration(n.HoldTimeout), MaxConns: int(n.MaxConnections), MaxDests: int(n.MaxDestinations)}
 }
 
 // newProxy builds the run's proxy; its decider is the run's broker.
