@@ -22,17 +22,6 @@ import (
 // IP literal. A refused connection is reset, since a raw connection has
 // no way to carry a reason.
 func (p *Proxy) ServeCapture(ctx context.Context, ln net.Listener, inside Dialer) error {
-	ctx, release, err := p.startServing(ctx, ln)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s := newServeState(ctx, p, ln, inside)
-	closeLn := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	defer closeLn()
-
 	// Plain HTTP on port 80 is served by an HTTP server of its own, fed
 	// the connections as they are captured.
 	web := &connQueue{conns: make(chan net.Conn), done: make(chan struct{}), addr: ln.Addr()}
@@ -43,7 +32,30 @@ func (p *Proxy) ServeCapture(ctx context.Context, ln net.Listener, inside Dialer
 		defer close(webDone)
 		_ = srv.Serve(web)
 	}()
+	err := p.serveEach(ctx, ln, inside, "capture",
+		func(s *serveState, cc *clientConn) { p.serveCaptured(s, cc, web) },
+		func() { _ = srv.Close() })
+	_ = srv.Close()
+	<-webDone
+	return err
+}
 
+// serveEach accepts on ln until ctx is done or ln fails, and runs handle
+// for each connection on a goroutine of its own; stop (if any) runs once
+// accepting has ended, before every connection is closed and waited
+// for. It takes ownership of ln. It is ServeCapture's and ServeSOCKS's
+// loop.
+func (p *Proxy) serveEach(ctx context.Context, ln net.Listener, inside Dialer, what string, handle func(*serveState, *clientConn), stop func()) error {
+	ctx, release, err := p.startServing(ctx, ln)
+	if err != nil {
+		return err
+	}
+	defer release()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := newServeState(ctx, p, ln, inside)
+	closeLn := context.AfterFunc(ctx, func() { _ = ln.Close() })
+	defer closeLn()
 	var wg sync.WaitGroup
 	ll := &limitListener{Listener: ln, s: s}
 	for {
@@ -55,18 +67,19 @@ func (p *Proxy) ServeCapture(ctx context.Context, ln net.Listener, inside Dialer
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.serveCaptured(s, c.(*clientConn), web)
+			handle(s, c.(*clientConn))
 		}()
 	}
 	cancel()
-	_ = srv.Close()
+	if stop != nil {
+		stop()
+	}
 	s.closeAll()
 	wg.Wait()
-	<-webDone
 	if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
-	return fmt.Errorf("netproxy: capture: %w", err)
+	return fmt.Errorf("netproxy: %s: %w", what, err)
 }
 
 // serveCaptured decides one captured connection and relays it, or, on

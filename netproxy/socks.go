@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/sandboxd/sandboxd/netdest"
@@ -63,37 +62,7 @@ type socksRequest struct {
 // ln fails; it takes ownership of ln. Each CONNECT is decided like an
 // HTTP CONNECT to the same destination (ViaSOCKS).
 func (p *Proxy) ServeSOCKS(ctx context.Context, ln net.Listener, inside Dialer) error {
-	ctx, release, err := p.startServing(ctx, ln)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s := newServeState(ctx, p, ln, inside)
-	closeLn := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	defer closeLn()
-	var wg sync.WaitGroup
-	ll := &limitListener{Listener: ln, s: s}
-	for {
-		c, aerr := ll.Accept()
-		if aerr != nil {
-			err = aerr
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.serveSOCKS(s, c.(*clientConn))
-		}()
-	}
-	cancel()
-	s.closeAll()
-	wg.Wait()
-	if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return fmt.Errorf("netproxy: socks: %w", err)
+	return p.serveEach(ctx, ln, inside, "socks", p.serveSOCKS, nil)
 }
 
 // serveSOCKS runs one client's handshake, decision and tunnel.

@@ -327,16 +327,7 @@ func maskEntry(dirFD int, name string) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		return unix.Mount("tmpfs", fdPath(target), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
 	}
-	tree, err := unix.OpenTree(unix.AT_FDCWD, "/dev/null", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(tree)
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
-	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
-		return err
-	}
-	return unix.MoveMount(tree, "", target, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
+	return bindReadOnly(unix.AT_FDCWD, "/dev/null", target)
 }
 
 // bindUpper binds the private upper layer alone onto the cache's

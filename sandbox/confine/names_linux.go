@@ -66,7 +66,8 @@ func showFiles(files []wire.ShownFile) error {
 	return nil
 }
 
-// bindReadOnly binds name under dirFD, read-only, onto target.
+// bindReadOnly binds name under dirFD, read-only (and nosuid, nodev,
+// noexec), onto target.
 func bindReadOnly(dirFD int, name string, target int) error {
 	tree, err := unix.OpenTree(dirFD, name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
