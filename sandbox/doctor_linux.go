@@ -52,7 +52,7 @@ func Doctor(stateDir string) Diagnosis {
 
 	add("audit", auditReachable(), "%s", auditDetail())
 
-	nsErr, layerErr := probeNamespaces(root, stateDir)
+	nsErr, layerErr, captureErr := probeNamespaces(root, stateDir)
 	if nsErr != nil {
 		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %v", nsErr)
 	} else {
@@ -88,6 +88,12 @@ func Doctor(stateDir string) Diagnosis {
 	case nsErr == nil:
 		d.Isolation, d.NetworkMode = Namespaces, string(NetNS)
 		add("egress", true, "each run's proxy listens on its own network namespace's loopback; every destination is decided while its connection waits")
+		if captureErr != nil {
+			add("capture", false, "%v; only tools that use the proxy variables or SOCKS5 reach the network, and a connect straight to an address is refused and reported", captureErr)
+			d.Degraded = append(d.Degraded, "no capture of direct connects: "+captureErr.Error())
+		} else {
+			add("capture", true, "nf_tables TPROXY in the run's namespace: a connect straight to an address goes through the proxy's decision, and names resolve through the run's stub resolver")
+		}
 	case root:
 		d.Refuses = "namespaces are unavailable and the caller is root; sandboxd will not run a command as host root"
 	default:
@@ -149,7 +155,7 @@ func auditDetail() string {
 // probeNamespaces starts a child in the sandbox's namespaces, which also
 // mounts a copy-on-write layer in its own mount namespace; the second
 // error is the layer's.
-func probeNamespaces(root bool, stateDir string) (nsErr, layerErr error) {
+func probeNamespaces(root bool, stateDir string) (nsErr, layerErr, captureErr error) {
 	uid, gid := os.Getuid(), os.Getgid()
 	hostUID, hostGID := uid, gid
 	if root {
@@ -172,37 +178,45 @@ func probeNamespaces(root bool, stateDir string) (nsErr, layerErr error) {
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: hostGID, Size: 1}},
 		GidMappingsEnableSetgroups: false,
 		Pdeathsig:                  syscall.SIGKILL,
-		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_DAC_OVERRIDE},
+		AmbientCaps:                []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_DAC_OVERRIDE, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE},
 		Credential:                 &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true},
 	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err, nil
+		return err, nil, nil
 	}
 	if err := cmd.Start(); err != nil {
-		return err, nil
+		return err, nil, nil
 	}
 	defer func() {
 		stdin.Close()
 		cmd.Wait()
-		if layerErr == nil && nsErr == nil {
-			if msg := strings.TrimSpace(probeOut.String()); msg != "ok" {
-				layerErr = fmt.Errorf("%s", strings.TrimPrefix(msg, "sandbox: "))
-			}
+		if nsErr != nil {
+			return
+		}
+		lines := strings.SplitN(probeOut.String(), "\n", 3)
+		for len(lines) < 2 {
+			lines = append(lines, "the probe said nothing")
+		}
+		if msg := strings.TrimSpace(lines[0]); layerErr == nil && msg != "ok" {
+			layerErr = fmt.Errorf("%s", strings.TrimPrefix(msg, "sandbox: "))
+		}
+		if msg := strings.TrimSpace(lines[1]); msg != "ok" {
+			captureErr = fmt.Errorf("%s", msg)
 		}
 	}()
 	if !root {
-		return nil, nil
+		return nil, nil, nil
 	}
 	userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open user namespace: %w", err), nil
+		return fmt.Errorf("open user namespace: %w", err), nil, nil
 	}
 	defer unix.Close(userns)
 	fd, err := idmappedTree(dir, userns, true)
 	if err != nil {
-		return fmt.Errorf("id-mapped mount: %w", err), nil
+		return fmt.Errorf("id-mapped mount: %w", err), nil, nil
 	}
 	unix.Close(fd)
-	return nil, nil
+	return nil, nil, nil
 }

@@ -12,8 +12,10 @@ import (
 func IsProbe(args []string) bool { return len(args) > 1 && args[1] == wire.ProbeArg }
 
 // ProbeMain mounts a tmpfs on os.Args[2] and a copy-on-write layer over
-// it, in its own (private) mount namespace, and prints "ok" or why not,
-// then waits until stdin closes and exits. (An overlay cannot take a
+// it, in its own (private) mount namespace, and prints "ok" or why not;
+// then it installs the capture of direct connects in its own network
+// namespace (capture) and prints "ok" or why not on a second line; then
+// it waits until stdin closes and exits. (An overlay cannot take a
 // lower layer with mounts locked below it, such as "/" in a new user
 // namespace; the sandbox's workspace is a tree it attached itself.)
 func ProbeMain() {
@@ -30,6 +32,17 @@ func ProbeMain() {
 		unix.Close(fd)
 	}
 	fmt.Println(msg)
+	capture := "ok"
+	if err := loopbackUp(); err != nil {
+		capture = err.Error()
+	} else if fds, err := installCapture(40000); err != nil {
+		capture = err.Error()
+	} else {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	fmt.Println(capture)
 	var b [1]byte
 	os.Stdin.Read(b[:])
 	os.Exit(0)
