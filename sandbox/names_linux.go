@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 )
 
-// nameCopies are the files that send every name lookup of the command to
+// nameFiles are the files that send every name lookup of the command to
 // the run's stub resolver (with capture): /etc/resolv.conf naming
 // 127.0.0.1, /etc/hosts holding only the loopback names and the host
 // name, and /etc/nsswitch.conf's hosts line as "files dns" (no
@@ -15,13 +17,13 @@ import (
 // file, at the path a symlink leads to; a file the host lacks is not
 // made: resolvers then default to 127.0.0.1 anyway. The helper shows
 // them (SetupMsg.Shown).
-func nameCopies() []Copy {
+func nameFiles() []wire.ShownFile {
 	host, _ := os.Hostname()
 	hosts := "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 	if host != "" && host != "localhost" && validHostname(host) {
 		hosts += "127.0.1.1\t" + host + "\n"
 	}
-	var out []Copy
+	var out []wire.ShownFile
 	add := func(path string, data func(old []byte) []byte) {
 		real, err := filepath.EvalSymlinks(path)
 		if err != nil {
@@ -32,7 +34,7 @@ func nameCopies() []Copy {
 			return
 		}
 		old, _ := os.ReadFile(real)
-		out = append(out, Copy{Path: real, Data: data(old)})
+		out = append(out, wire.ShownFile{Path: real, Data: data(old)})
 	}
 	add("/etc/resolv.conf", func([]byte) []byte {
 		return []byte("# sandboxd: every name goes to the run's stub resolver\nnameserver 127.0.0.1\noptions edns0 trust-ad\n")

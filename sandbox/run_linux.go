@@ -149,8 +149,7 @@ func (r *run) plan() error {
 // adds each, as a read of its path, to the granted objects: its inode
 // gets a read rule and is bound over the path it stands in for.
 func (r *run) makeCopies() error {
-	copies := r.spec.Copies
-	if len(copies) == 0 || !r.wantNS {
+	if len(r.spec.Copies) == 0 || !r.wantNS {
 		return nil
 	}
 	dir := filepath.Join(r.spec.StateDir, "copies", r.runID)
@@ -158,7 +157,7 @@ func (r *run) makeCopies() error {
 		return fmt.Errorf("sandbox: copies: %w", err)
 	}
 	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
-	for i, c := range copies {
+	for i, c := range r.spec.Copies {
 		if !filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path {
 			return fmt.Errorf("sandbox: copy for %q: not an absolute, clean path", c.Path)
 		}

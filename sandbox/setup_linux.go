@@ -49,9 +49,7 @@ func (r *run) sendSetup() error {
 		setup.ProxyPort = e.Port
 		if e.captures() {
 			setup.CapturePort = e.Port + 1
-			for _, c := range nameCopies() {
-				setup.Shown = append(setup.Shown, wire.ShownFile{Path: c.Path, Data: c.Data})
-			}
+			setup.Shown = nameFiles()
 		}
 		setup.SOCKS = e.SOCKS != nil
 		for _, kv := range e.Env {
