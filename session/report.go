@@ -106,8 +106,17 @@ type Egress struct {
 type Transaction struct {
 	// Mode is "layer" (writes held in a copy-on-write layer, the final
 	// attempt's committed) or "none" (written straight through).
-	Mode      string `json:"mode"`
-	Why       string `json:"why,omitempty"`
+	Mode string `json:"mode"`
+	Why  string `json:"why,omitempty"`
+	// PersistenceGuard says when the persistence rules judged what the
+	// command left: "commit" (before anything reached the workspace) or
+	// "sweep" (after the command exited: see Exposed).
+	PersistenceGuard string `json:"persistence_guard,omitempty"`
+	// Exposed, with a sweep, says what the weaker mode cannot do: a
+	// protected name that did not exist when the run started could be
+	// created and used by a program on the host before the sweep took it
+	// away.
+	Exposed   string `json:"exposed,omitempty"`
 	LayerSize int64  `json:"layer_size,omitempty"`
 	// Discarded counts attempts whose layer was dropped for a retry.
 	Discarded int               `json:"discarded_attempts"`

@@ -248,6 +248,10 @@ func (st *run) sandboxFailed(err error) error {
 	return err
 }
 
+// sweepExposed is what a run written straight to the workspace cannot
+// guard (the report's transaction.exposed).
+const sweepExposed = "protected names that did not exist when the run started are checked only after the command exits: until the sweep, a program on the host (a shell entering the directory, an editor, an agent) may run one the command created"
+
 // keepLayer makes an attempt's layer the pending one.
 func (st *run) keepLayer(out sandbox.Result) {
 	if out.Layer != nil {
@@ -262,8 +266,11 @@ func (st *run) keepLayer(out sandbox.Result) {
 		if pat := st.plan.directBy; pat != "" && out.Transaction.Mode == "none" {
 			st.rep.Transaction.Why = fmt.Sprintf("turned off by your policy's transaction.no_transaction entry %q", pat)
 		}
+		st.rep.Transaction.PersistenceGuard, st.rep.Transaction.Exposed = "commit", ""
 		if out.Transaction.Mode == "layer" {
 			st.rep.Transaction.LayerSize = st.plan.spec.LayerSize
+		} else {
+			st.rep.Transaction.PersistenceGuard, st.rep.Transaction.Exposed = "sweep", sweepExposed
 		}
 	}
 }
