@@ -561,6 +561,11 @@ func TestFSPersistenceNew(t *testing.T) {
 				if !c.fresh {
 					e.hostRepo(t, ".")
 				}
+				if c.name == "husky" || c.name == "pre-commit-config" {
+					// A hook manager's file is refused where a hook runs it
+					// (elsewhere it is listed: TestLeakProtectedNames).
+					e.hostGit(t, "config", "core.hooksPath", ".husky/_")
+				}
 				if c.name == "hooks-dir-missing" {
 					if err := os.RemoveAll(filepath.Join(e.ws, ".git", "hooks")); err != nil {
 						t.Fatal(err)

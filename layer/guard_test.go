@@ -72,7 +72,10 @@ func TestGuard(t *testing.T) {
 		{"pkg/.vscode/tasks.json", kindFile, "", true},
 		{".vscode", kindDir, "", true},
 		{".claude/settings.json", kindSymlink, "", true},
-		{".devcontainer.json", kindFile, "", true},
+		{".devcontainer.json", kindFile, "", false}, // listed: Dev Containers asks first
+		{".npmrc", kindFile, "script-shell=/tmp/x\n", true},
+		{".npmrc", kindFile, "registry=https://r/\n", false},
+		{".pdbrc", kindFile, "", true},
 		{"a.code-workspace", kindFile, "", true},
 		{".mcp.json", kindFile, "", true},
 		{"node_modules/x/.vscode/tasks.json", kindFile, "", false}, // listed, not refused

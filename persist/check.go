@@ -89,9 +89,12 @@ type Checker struct {
 	// globalHooks are relative core.hooksPath values from the caller's
 	// own config: relative to every work tree, new ones too.
 	globalHooks []string
-	rolesOK     bool
-	shared      map[string]uint32 // memo: group/other write bits a git directory may keep
-	kept        map[string]bool   // git directories whose sharing kept a write bit
+	// globalEntries are the caller's own git config entries (includes
+	// followed), in both views.
+	globalEntries []gitconfig.Entry
+	rolesOK       bool
+	shared        map[string]uint32 // memo: group/other write bits a git directory may keep
+	kept          map[string]bool   // git directories whose sharing kept a write bit
 	// histories memoizes history: why a git directory's new history is
 	// refused ("" when it is not).
 	histories map[string]string
@@ -218,17 +221,45 @@ func (c *Checker) check(rel string, k Change) Verdict {
 			worse(d)
 			return v
 		}
-		switch {
-		case n.Kind == Instruction && k != Remove:
-			worse(Verdict{List, n.Pattern + ": " + n.Why()})
-		case n.Kind == Instruction:
-		case c.exempt(rel, at) != "":
-			worse(Verdict{List, n.Pattern + ": " + n.Why() + "; committed because it is " + c.exempt(rel, at)})
-		default:
-			worse(Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why()})
-		}
+		worse(c.nameRule(rel, k, n, at))
 	}
 	return v
+}
+
+// nameRule decides the change k at rel, which is at or below the
+// protected name n (beginning at rel's element at), by n's kind.
+func (c *Checker) nameRule(rel string, k Change, n Name, at int) Verdict {
+	switch {
+	case n.Kind == Instruction && k != Remove:
+		return Verdict{List, n.Pattern + ": " + n.Why()}
+	case n.Kind == Instruction:
+		return Verdict{}
+	case c.exempt(rel, at) != "":
+		return Verdict{List, n.Pattern + ": " + n.Why() + "; committed because it is " + c.exempt(rel, at)}
+	case n.Kind == Asked && k == Remove:
+		return Verdict{}
+	case n.Kind == Asked:
+		// The tool asks before it first runs a new one; one the person
+		// may already have chosen to run can run again without a new
+		// question (a folder reopened in its container).
+		root := strings.Join(strings.Split(rel, "/")[:at+strings.Count(n.Pattern, "/")+1], "/")
+		if _, err := c.cfg.Before.Lstat(c.abs(root)); err == nil {
+			return Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why() + ", and it was there before the run: once the person chose it, it may run again without asking"}
+		}
+		return Verdict{List, n.Pattern + ": " + n.Why() + "; committed because it is new here, and the tool asks first"}
+	case n.Kind == Settings:
+		return c.settingsChange(rel, k, n, at)
+	case n.Kind == Hooked && k == Remove:
+		// Deleting runs nothing (a hook finds no config, or the one
+		// that was there before).
+		return Verdict{}
+	case n.Kind == Hooked:
+		if why, runs := c.runsHooks(rel, at); runs {
+			return Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why() + ", and " + why}
+		}
+		return Verdict{List, n.Pattern + ": " + n.Why() + "; committed because no hook runs it here (installing one is a change to git's own files, which is refused)"}
+	}
+	return Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why()}
 }
 
 // redirects says why a link or file at rel would redirect something
@@ -249,60 +280,15 @@ func (c *Checker) redirects(rel string) string {
 }
 
 // exempt says why a protected name at element at of rel is committed
-// anyway: it lies in a package-manager tree or in a repository the
-// command cloned (new in this run, with a remote); "" when it is not.
+// anyway: it lies in a package-manager tree; "" when it does not. Nothing
+// the command wrote exempts a name: a repository it "cloned" is one it
+// could have forged (a .git with a remote is two commands), so a clone
+// is judged like any other directory.
 func (c *Checker) exempt(rel string, at int) string {
 	if t, ok := InPackageTree(rel, at); ok {
 		return "inside " + t + ", a package manager's tree"
 	}
-	parts := strings.Split(rel, "/")
-	for j := 1; j <= at; j++ {
-		w := strings.Join(parts[:j], "/")
-		if _, err := c.cfg.Before.Lstat(c.abs(w)); err == nil {
-			continue // the directory was there before: not the command's own
-		}
-		// Its own .git directory (a gitfile can name any repository, the
-		// workspace's own among them), new in this run.
-		d, v := Discover(c.cfg.Final, c.abs(w))
-		if v == GitDir && d.Gitfile == "" && d.GitDir == c.abs(w)+"/.git" && c.clone(d.GitDir) {
-			return "inside " + w + ", a repository the command cloned"
-		}
-	}
 	return ""
-}
-
-// clone reports whether the git directory gd (absolute) is the .git
-// directory of a repository the command cloned in this run.
-func (c *Checker) clone(gd string) bool {
-	if filepath.Base(gd) != ".git" {
-		return false
-	}
-	if _, err := c.cfg.Before.Lstat(gd); err == nil {
-		return false
-	}
-	if _, err := c.cfg.Before.Lstat(filepath.Dir(gd)); err == nil {
-		return false // a clone makes its directory
-	}
-	return cloned(c.cfg.Final, gd)
-}
-
-// cloned reports a repository made by git clone: its config names a
-// remote with a URL (git init makes none).
-func cloned(fsys FS, gd string) bool {
-	b, err := readFollow(fsys, gd+"/config", gitconfig.MaxSize)
-	if err != nil {
-		return false
-	}
-	ents, err := gitconfig.Parse(b)
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if e.Section == "remote" && e.Subsection != "" && e.Key == "url" && e.Value != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // is reports whether the workspace directory rel is a git directory in
@@ -401,6 +387,10 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 			return Verdict{}
 		}
 		return refuse("a git hook in " + name + " runs outside the sandbox")
+	case first == "sl" && k != Dir:
+		// Sapling on a git repository takes its config (hooks,
+		// extensions) from .git/sl (facebook/sapling identity SL_GIT).
+		return refuse(joinRel(gd, rest) + " is Sapling's config for " + name + ": sl runs the hooks and extensions it names")
 	case rest == "commondir":
 		if k == File && c.unitCommondir(gd) {
 			return Verdict{}
@@ -422,19 +412,7 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 			return "", false
 		})
 	case rest == "objects/info/alternates":
-		if k != File {
-			return refuse(joinRel(gd, rest) + " must stay a plain file")
-		}
-		b, _ := c.cfg.Final.ReadFile(c.abs(joinRel(gd, rest)), gitfileLimit)
-		for _, line := range strings.Split(string(b), "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || line[0] == '#' {
-				continue
-			}
-			if c.plantable(line, c.abs(joinRel(gd, "objects"))) {
-				return refuse(joinRel(gd, rest) + " borrows objects from a repository the command could write outside the workspace; git runs that repository's config when it fetches")
-			}
-		}
+		return c.alternatesRule(gd, rest, k)
 	case rest == "HEAD" || rest == "objects" || rest == "refs":
 		// These make gd a repository; if it was not one, what it already
 		// holds (config, hooks) would start to count.
@@ -442,6 +420,25 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 			if why, bad := c.dormant(gd); bad {
 				return refuse("this would make " + name + " a git repository, and " + why)
 			}
+		}
+	}
+	return Verdict{}
+}
+
+// alternatesRule decides a change to gd's objects/info/alternates (rest):
+// a plain file that borrows from no place the command could fill.
+func (c *Checker) alternatesRule(gd, rest string, k Change) Verdict {
+	if k != File {
+		return Verdict{Refuse, joinRel(gd, rest) + " must stay a plain file"}
+	}
+	b, _ := c.cfg.Final.ReadFile(c.abs(joinRel(gd, rest)), gitfileLimit)
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if c.plantable(line, c.abs(joinRel(gd, "objects"))) {
+			return Verdict{Refuse, joinRel(gd, rest) + " borrows objects from a repository the command could write outside the workspace; git runs that repository's config when it fetches"}
 		}
 	}
 	return Verdict{}

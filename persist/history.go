@@ -90,9 +90,8 @@ func (h *historyCheck) run() string {
 	before, final := h.c.cfg.Before, h.c.cfg.Final
 	cfg := h.setup(before, final)
 	h.trees = h.workTrees(cfg)
-	if len(h.trees) == 0 || h.c.clone(h.gd) {
-		// A bare repository: no checkout writes a work tree. A clone:
-		// what its history carries its work tree may carry (listed).
+	if len(h.trees) == 0 {
+		// A bare repository: no checkout writes a work tree.
 		return ""
 	}
 	if why := h.refusedOutright(before, final); why != "" {
@@ -669,7 +668,7 @@ func (h *historyCheck) entry(t, p, mode, id string) string {
 	rel := strings.TrimPrefix(strings.TrimPrefix(abs, h.c.cfg.Workspace), "/")
 	v := h.c.Check(rel, File)
 	if v.Action != Refuse {
-		return ""
+		return h.settingsEntry(abs, rel, mode, id)
 	}
 	// A change at p is refused, so what the work tree will hold there is
 	// what it held before when the run changed it.
@@ -681,6 +680,41 @@ func (h *historyCheck) entry(t, p, mode, id string) string {
 		return ""
 	}
 	return "git history the command wrote puts other content at " + rel + " than the work tree will hold, and a checkout would write it there (" + v.Why + ")"
+}
+
+// settingsEntry checks an entry at a Settings name whose change the work
+// tree rules accept: what a checkout would write there is judged as a
+// change from what the work tree will hold.
+func (h *historyCheck) settingsEntry(abs, rel, mode, id string) string {
+	n, at, ok := h.c.cfg.Names.Match(rel)
+	if !ok || n.Kind != Settings || h.c.exempt(rel, at) != "" || at+strings.Count(n.Pattern, "/") != strings.Count(rel, "/") {
+		return ""
+	}
+	view := h.c.cfg.Final
+	if worktreeHolds(view, h.hash, abs, mode, id) {
+		return ""
+	}
+	written := "git history the command wrote puts other content at " + rel + " than the work tree will hold, and a checkout would write it there"
+	if mode != "100644" && mode != "100755" {
+		return written + " (" + rel + " must stay a plain file: " + n.Why() + ")"
+	}
+	typ, blob, err := h.final.read(id)
+	if err != nil {
+		return h.unreadable(id, err)
+	}
+	if typ != "blob" {
+		return written + " (" + id + " is a " + typ + ", not a file)"
+	}
+	var cur []byte
+	if st, err := view.Lstat(abs); err == nil && st.IsRegular() {
+		if cur, err = view.ReadFile(abs, maxSettings+1); err != nil {
+			return written + " (cannot read " + rel + ": " + err.Error() + ")"
+		}
+	}
+	if why, bad := h.c.settingsAdded(rel, n, cur, blob); bad {
+		return written + " (" + why + ")"
+	}
+	return ""
 }
 
 // worktreeHolds reports whether the work tree (in view) holds exactly the

@@ -144,8 +144,13 @@ func TestLinkedUnits(t *testing.T) {
 			refuse: smAll, rolled: true, why: "submodule.sub.foo"},
 		{name: "submodule-include", script: add + " && printf '[include]\\n\\tpath = x\\n' >> .gitmodules",
 			refuse: smAll, rolled: true, why: "include.path"},
+		// A declaration of a submodule the run did not make is judged by
+		// .gitmodules' own rules (what a plain clone writes): one git
+		// acts on safely is kept with the unit.
 		{name: "submodule-extra-declaration", script: add + " && git config -f .gitmodules submodule.other.path other && git config -f .gitmodules submodule.other.url " + up,
-			refuse: smAll, rolled: true},
+			keep: smAll},
+		{name: "submodule-extra-declaration-ext", script: add + " && git config -f .gitmodules submodule.other.path other && git config -f .gitmodules submodule.other.url 'ext::sh -c x'",
+			refuse: smAll, rolled: true, why: "transport helper"},
 		{name: "submodule-hook", script: add + " && echo x > .git/modules/sub/hooks/post-checkout",
 			refuse: smAll, rolled: true, why: "hook"},
 		{name: "submodule-worktree-elsewhere", script: add + " && mkdir other && git config -f .git/modules/sub/config core.worktree ../../../other",
@@ -159,7 +164,11 @@ func TestLinkedUnits(t *testing.T) {
 		{name: "submodule-from-unguarded", script: add, unguarded: upDir,
 			refuse: smAll, rolled: true, why: "planted a repository"},
 		{name: "gitmodules-alone", script: "git config -f .gitmodules submodule.x.path x && git config -f .gitmodules submodule.x.url " + up,
-			refuse: []string{".gitmodules"}},
+			keep: []string{".gitmodules"}},
+		{name: "gitmodules-alone-update-command", script: "git config -f .gitmodules submodule.x.path x && git config -f .gitmodules submodule.x.update '!touch y'",
+			refuse: []string{".gitmodules"}, why: "update"},
+		{name: "gitmodules-alone-planted", script: "git config -f .gitmodules submodule.x.path x && git config -f .gitmodules submodule.x.url " + up,
+			unguarded: upDir, refuse: []string{".gitmodules"}, why: "planted"},
 	}
 	for _, tc := range cases {
 		for _, layered := range []bool{false, true} {

@@ -17,6 +17,22 @@ const (
 	// instructions), not a program. Committed, and listed so the person
 	// sees what the next session will read.
 	Instruction
+	// Settings: a configuration file that mixes ordinary settings with
+	// ones naming a program, shell, interpreter, toolchain, preload or
+	// start-up script the tool runs (Name.Settings reads them). A change
+	// is refused when it adds or changes one of those, as a change to
+	// git's own config is; any other change is committed.
+	Settings
+	// Hooked: a git hook manager's configuration. Nothing runs it but a
+	// hook, so a change is refused only in a repository that runs hooks
+	// (one installed, or a core.hooksPath or hook.* setting, before or
+	// after the run); elsewhere it is committed and listed: installing
+	// a hook is a change to git's own files, which stays refused.
+	Hooked
+	// Asked: the tool asks the person before it runs anything the file
+	// names (a prompt that shows what it will do, every time the file is
+	// new to it). Committed and listed.
+	Asked
 )
 
 // Name is one persistence name. Pattern is a workspace-relative path
@@ -28,12 +44,20 @@ type Name struct {
 	// Tool and When say which tool runs or reads it, and when: shown to
 	// the person as the reason.
 	Tool, When string
+	// Settings reads a Settings file (nil for the other kinds).
+	Settings SettingsRule
+	// Source is where the tool documents reading it (a URL or a path in
+	// its source), for the entries decided from it.
+	Source string
 }
 
 // Why is the reason shown for a change at the name.
 func (n Name) Why() string {
-	if n.Kind == Instruction {
+	switch n.Kind {
+	case Instruction:
 		return n.Tool + " reads it " + n.When
+	case Settings:
+		return n.Tool + " reads it " + n.When + " and runs the programs it names"
 	}
 	return n.Tool + " runs or loads it " + n.When
 }
@@ -51,14 +75,42 @@ func Builtin() []Name {
 		onCommit = "when git runs a hook (commit, push, checkout)"
 		onShell  = "when a shell or program starts with this as its home"
 	)
-	p := func(pattern, tool, when string) Name { return Name{pattern, Protect, tool, when} }
+	p := func(pattern, tool, when string) Name {
+		return Name{Pattern: pattern, Kind: Protect, Tool: tool, When: when}
+	}
+	// ps is a Protect name decided from the tool's source or docs.
+	ps := func(pattern, tool, when, source string) Name {
+		return Name{Pattern: pattern, Kind: Protect, Tool: tool, When: when, Source: source}
+	}
+	// set is a Settings name: rule reads which of its settings run.
+	set := func(pattern, tool, when string, rule SettingsRule, source string) Name {
+		return Name{Pattern: pattern, Kind: Settings, Tool: tool, When: when, Settings: rule, Source: source}
+	}
+	// hook is a hook manager's file: it runs only through a git hook.
+	hook := func(pattern, tool string) Name {
+		return Name{Pattern: pattern, Kind: Hooked, Tool: tool, When: onCommit}
+	}
 	i := func(pattern, tool string) Name {
-		return Name{pattern, Instruction, tool, "as instructions at the start of a session"}
+		return Name{Pattern: pattern, Kind: Instruction, Tool: tool, When: "as instructions at the start of a session"}
 	}
 	return []Name{
 		// Version control that runs configured programs on any command.
-		p(".gitmodules", "git submodule", "on submodule update (its URLs decide what is cloned and run)"),
-		p(".hg/hgrc*", "Mercurial", "on every hg command (hooks, extensions)"),
+		set(".gitmodules", "git submodule", "on submodule update (its URLs decide what is cloned, its settings how)", gitmodulesSettings, "git Documentation/gitmodules.adoc; submodule-config.c"),
+		set(".hg/hgrc*", "Mercurial", "on every hg command (hooks, extensions, aliases)", hgrcSettings, "mercurial/config.py parse; configitems.py"),
+		set(".hg/requires", "Mercurial", "on every hg command (shared takes another repository's hgrc)", hgRequires, "mercurial/localrepo.py makelocalrepository"),
+		set(".hg/store/requires", "Mercurial", "on every hg command (shared takes another repository's hgrc)", hgRequires, "mercurial/localrepo.py makelocalrepository"),
+		ps(".hgsub", "Mercurial", "on hg update and clone (subrepositories cloned from it run their source's hooks)", "mercurial/subrepoutil.py state"),
+		ps(".sl/config*", "Sapling", "on every sl command (hooks, extensions)", "facebook/sapling eden/scm/lib/config/loader/src/hg.rs"),
+		ps(".sl/sharedpath", "Sapling", "on every sl command", "facebook/sapling eden/scm/lib/repo/repo-minimal-info"),
+		ps(".sl/requires", "Sapling", "on every sl command", "facebook/sapling eden/scm/lib/repo/repo-minimal-info"),
+		ps("_darcs/prefs/defaults", "Darcs", "on every darcs command (prehook and posthook run)", "darcs: _darcs/prefs/defaults"),
+		ps(".pijul/config", "Pijul", "on every pijul record ([hooks])", "pijul/src/config.rs Hooks"),
+		ps(".bzr/branch/branch.conf", "Breezy", "on every commit (post_commit is evaluated)", "breezy/commit.py"),
+		ps(".bzr/branch/location", "Breezy", "on every brz command in a checkout (the branch it takes)", "breezy/bzr/branch.py"),
+		ps(".fslckout", "Fossil", "on every fossil command (it names the repository whose hooks and editor run)", "fossil checkout database vvar.repository"),
+		ps("_FOSSIL_", "Fossil", "on every fossil command (it names the repository whose hooks and editor run)", "fossil checkout database vvar.repository"),
+		ps(".jj/workspace-config-id", "Jujutsu", "on every jj command (which config it loads)", "jj-vcs/jj lib/src/secure_config.rs"),
+		ps(".jj/repo/store/git_target", "Jujutsu", "on every jj command (the git directory jj runs git on)", "jj-vcs/jj lib/src/git_backend.rs"),
 		p(".hg/sharedpath", "Mercurial", "on every hg command (takes hgrc from the share source)"),
 		p(".jj/repo/config.toml", "Jujutsu", "on every jj command (legacy repo config is migrated and loaded)"),
 		p(".jj/repo/config-id", "Jujutsu", "on every jj command (without it the legacy config is loaded)"),
@@ -70,7 +122,7 @@ func Builtin() []Name {
 		p(".autoenv.zsh", "zsh-autoenv", onCd),
 		p(".autoenv_leave.zsh", "zsh-autoenv", "when a shell leaves the directory"),
 		p(".rvmrc", "RVM", onCd),
-		p(".tool-versions", "asdf and mise", "when a shimmed tool runs (a path: version runs programs from that directory)"),
+		set(".tool-versions", "asdf and mise", "when a shimmed tool runs", toolVersions, "asdf internal/toolversions/toolversions.go (path: versions)"),
 		p("mise.toml", "mise", onCd+" (hooks, env scripts)"),
 		p("mise.*.toml", "mise", onCd+" (hooks, env scripts)"),
 		p(".mise.toml", "mise", onCd+" (hooks, env scripts)"),
@@ -126,12 +178,20 @@ func Builtin() []Name {
 		p(".gitconfig", "git", onShell+" (global config: fsmonitor, pager, aliases, hooksPath)"),
 		p(".config/git", "git", onShell+" (global config and attributes)"),
 		p(".ssh", "ssh and sshd", "on every ssh connection and login (config ProxyCommand, rc, authorized_keys)"),
+		p(".config/sapling", "Sapling", "on every sl command (global config)"),
+		p(".fossil", "Fossil", "on every fossil command (global settings)"),
+		p(".config/fossil.db", "Fossil", "on every fossil command (global settings)"),
+		p(".darcs", "Darcs", "on every darcs command (global defaults: hooks)"),
+		p(".config/breezy", "Breezy", "on every brz command (plugins, config)"),
+		p(".bazaar", "Bazaar", "on every bzr command (plugins, config)"),
+		p(".subversion", "Subversion", "on every svn command (editor, diff and tunnel programs)"),
+		p(".config/goose", "Goose", onStart+" (extensions)"),
 
 		// Editors and IDEs.
 		p(".vscode", "VS Code and its forks", onOpen+" (tasks run on folderOpen, settings name programs)"),
 		p("*.code-workspace", "VS Code and its forks", onOpen+" (embedded tasks and settings)"),
-		p(".devcontainer", "Dev Containers", "when the folder is reopened in a container (initializeCommand runs on the host)"),
-		p(".devcontainer.json", "Dev Containers", "when the folder is reopened in a container (initializeCommand runs on the host)"),
+		{Pattern: ".devcontainer", Kind: Asked, Tool: "Dev Containers", When: "only when the person chooses to reopen the folder in a container (initializeCommand then runs on the host)", Source: "https://containers.dev/implementors/json_reference/#lifecycle-scripts"},
+		{Pattern: ".devcontainer.json", Kind: Asked, Tool: "Dev Containers", When: "only when the person chooses to reopen the folder in a container (initializeCommand then runs on the host)", Source: "https://containers.dev/implementors/json_reference/#lifecycle-scripts"},
 		p(".idea", "JetBrains IDEs", onOpen+" (run configurations, startup tasks, build import)"),
 		p(".fleet", "JetBrains Fleet", onOpen),
 		p(".zed", "Zed", onOpen+" (language server binaries, context servers, tasks)"),
@@ -144,6 +204,16 @@ func Builtin() []Name {
 		p(".gvimrc", "gVim (exrc)", onOpen),
 		p(".lvimrc", "the localvimrc plugin", onOpen),
 		p(".lazy.lua", "lazy.nvim", onOpen),
+		ps(".helix", "Helix", onOpen+" (language servers from languages.toml, without asking)", "helix-loader/src/config.rs"),
+		ps(".lapce", "Lapce", onOpen+" (settings merged without asking)", "lapce-app/src/config.rs"),
+		ps(".vs", "Visual Studio", onOpen+" (tasks, CMake settings)", "learn.microsoft.com: customize build and debug tasks"),
+		ps(".externalToolBuilders", "Eclipse", "on every build of the imported project (external tool builders)", "Eclipse ExternalToolBuilder"),
+		ps(".air", "JetBrains Air", onStart+" (MCP servers)", "https://www.jetbrains.com/help/air/mcp-servers.html"),
+		{Pattern: ".nova", Kind: Asked, Tool: "Nova", When: "only when the person runs a task", Source: "Nova tasks"},
+		{Pattern: "*.launch", Kind: Asked, Tool: "Eclipse", When: "only when the person starts that launch configuration", Source: "Eclipse launch configurations"},
+		{Pattern: ".vimspector.json", Kind: Asked, Tool: "vimspector", When: "only when the person starts debugging", Source: "puremourning/vimspector"},
+		{Pattern: ".gadgets.json", Kind: Asked, Tool: "vimspector", When: "only when the person starts debugging", Source: "puremourning/vimspector"},
+		{Pattern: ".gadgets.d", Kind: Asked, Tool: "vimspector", When: "only when the person starts debugging", Source: "puremourning/vimspector"},
 		p(".dir-locals.el", "Emacs", "when a file in the directory is opened (eval variables)"),
 		p(".dir-locals-2.el", "Emacs", "when a file in the directory is opened (eval variables)"),
 
@@ -176,34 +246,108 @@ func Builtin() []Name {
 		p("crushrc", "Crush", onStart+" (a shell script)"),
 		p(".crushrc", "Crush", onStart+" (a shell script)"),
 		p(".aider.conf.yml", "Aider", onStart+" (lint-cmd runs after every edit)"),
+		ps(".amp", "Amp", onStart+" (settings, MCP servers)", "ampcode.com manual: settings"),
+		ps(".openhands", "OpenHands", onStart+" (setup.sh, hooks)", "docs.openhands.dev: repository customization"),
+		ps(".kilocode", "Kilo Code", onStart+" (MCP servers)", "kilo.ai/docs: MCP"),
+		ps(".kilo", "Kilo Code", onStart+" (MCP servers)", "kilo.ai/docs: MCP"),
+		ps("kilo.json", "Kilo Code", onStart+" (MCP servers)", "kilo.ai/docs: MCP"),
+		ps("kilo.jsonc", "Kilo Code", onStart+" (MCP servers)", "kilo.ai/docs: MCP"),
+		ps(".trae", "Trae", onStart+" (MCP servers)", "Trae: project MCP"),
+		ps(".augment", "Augment", onStart+" (hooks, commands)", "docs.augmentcode.com/cli/hooks"),
+		ps(".tabnine", "Tabnine", onStart+" (hooks, MCP servers)", "docs.tabnine.com: agent MCP"),
+		ps(".github/mcp.json", "GitHub Copilot CLI", onStart+" (MCP servers)", "docs.github.com: Copilot CLI MCP server loading"),
+		ps(".github/skills", "GitHub Copilot", onStart+" (skills and their scripts)", "docs.github.com: customize Copilot"),
 
 		// Git hook managers: the installed hook reads these when it runs.
-		p(".husky", "husky", onCommit),
-		p(".huskyrc", "husky 4", onCommit),
-		p(".huskyrc.*", "husky 4", onCommit),
-		p("husky.config.*", "husky 4", onCommit),
-		p(".pre-commit-config.yaml", "pre-commit", onCommit),
-		p(".pre-commit-config.yml", "pre-commit", onCommit),
-		p("lefthook.*", "lefthook", onCommit),
-		p(".lefthook.*", "lefthook", onCommit),
-		p("lefthook-local.*", "lefthook", onCommit),
-		p(".lefthook-local.*", "lefthook", onCommit),
-		p(".lefthook", "lefthook", onCommit),
-		p(".lefthook-local", "lefthook", onCommit),
-		p(".config/lefthook.*", "lefthook", onCommit),
-		p(".config/lefthook-local.*", "lefthook", onCommit),
-		p("hk.pkl", "hk", onCommit),
-		p("hk.local.pkl", "hk", onCommit),
-		p(".config/hk.pkl", "hk", onCommit),
-		p(".config/hk.local.pkl", "hk", onCommit),
-		p(".overcommit.yml", "overcommit", onCommit),
-		p(".git-hooks", "overcommit", onCommit+" (plugins)"),
-		p(".lintstagedrc", "lint-staged", onCommit),
-		p(".lintstagedrc.*", "lint-staged", onCommit),
-		p("lint-staged.config.*", "lint-staged", onCommit),
-		p(".commitlintrc", "commitlint", onCommit),
-		p(".commitlintrc.*", "commitlint", onCommit),
-		p("commitlint.config.*", "commitlint", onCommit),
+		hook(".husky", "husky"),
+		hook(".huskyrc", "husky 4"),
+		hook(".huskyrc.*", "husky 4"),
+		hook("husky.config.*", "husky 4"),
+		hook(".pre-commit-config.yaml", "pre-commit"),
+		hook(".pre-commit-config.yml", "pre-commit"),
+		hook("lefthook.*", "lefthook"),
+		hook(".lefthook.*", "lefthook"),
+		hook("lefthook-local.*", "lefthook"),
+		hook(".lefthook-local.*", "lefthook"),
+		hook(".lefthook", "lefthook"),
+		hook(".lefthook-local", "lefthook"),
+		hook(".config/lefthook.*", "lefthook"),
+		hook(".config/lefthook-local.*", "lefthook"),
+		hook("hk.pkl", "hk"),
+		hook("hk.local.pkl", "hk"),
+		hook(".config/hk.pkl", "hk"),
+		hook(".config/hk.local.pkl", "hk"),
+		hook(".overcommit.yml", "overcommit"),
+		hook(".git-hooks", "overcommit (plugins)"),
+		hook(".lintstagedrc", "lint-staged"),
+		hook(".lintstagedrc.*", "lint-staged"),
+		hook("lint-staged.config.*", "lint-staged"),
+		hook(".commitlintrc", "commitlint"),
+		hook(".commitlintrc.*", "commitlint"),
+		hook("commitlint.config.*", "commitlint"),
+
+		hook(".config/lefthook", "lefthook (scripts)"),
+		hook(".config/lefthook-local", "lefthook (scripts)"),
+		hook(".githooks", "git-hooks, and core.hooksPath by convention"),
+		hook(".simple-git-hooks.*", "simple-git-hooks"),
+		hook("simple-git-hooks.*", "simple-git-hooks"),
+
+		// Package managers: settings files that name a program, shell or
+		// preload they run, and files they run as code.
+		set(".npmrc", "npm, pnpm 10 and Yarn 1", "on every npm, pnpm and yarn command below it", npmrcSettings, "npm @npmcli/config lib/definitions/definitions.js; ini@6 lib/ini.js; node-gyp lib/node-gyp.js"),
+		set(".yarnrc", "Yarn 1", "on every yarn command below it", yarnrcSettings, "yarnpkg/yarn src/rc.js, src/registries/yarn-registry.js"),
+		set(".yarnrc.yml", "Yarn", "on every yarn command below it", yarnrcYMLSettings, "yarnpkg/berry packages/yarnpkg-core/sources/Configuration.ts; yarnpkg/yarn src/rc.js"),
+		set("pnpm-workspace.yaml", "pnpm", "on every pnpm command below it", pnpmWorkspaceSettings, "pnpm config/config/src/types.ts"),
+		ps(".pnpmfile.cjs", "pnpm", "on every pnpm command, pnpm --version included", "pnpm pnpm/src/getConfig.ts requireHooks"),
+		ps(".pnpmfile.mjs", "pnpm", "on every pnpm command, pnpm --version included", "pnpm pnpm/src/getConfig.ts requireHooks"),
+		ps(".env.yarn", "Yarn", "in every script Yarn runs (its variables, NODE_OPTIONS among them)", "Yarn's injectEnvironmentFiles (default .env.yarn)"),
+		ps(".corepack.env", "Corepack", "on every shimmed yarn or pnpm (where it downloads the package manager it runs)", "corepack: COREPACK_* variables from .corepack.env"),
+		set("bunfig.toml", "Bun", "on every bun command in that directory", bunfig, "oven-sh/bun src/bunfig.zig; bun.com/docs/runtime/bunfig"),
+		set("uv.toml", "uv", "on every uv command below it", uvTOML, "astral-sh/uv crates/uv-settings"),
+		ps(".bundle/plugin", "Bundler", "on bundle install and plugin commands (plugins.rb is loaded)", "rubygems bundler/lib/bundler/plugin/index.rb"),
+		set(".bundle/config", "Bundler", "on bundle commands below it", bundleConfig, "rubygems bundler/lib/bundler/settings.rb"),
+
+		// Language toolchain pins that can name a path.
+		set("rust-toolchain", "rustup", "on every cargo, rustc and rustup command below it", rustToolchain, "rust-lang/rustup src/config.rs parse_override_file"),
+		set("rust-toolchain.toml", "rustup", "on every cargo, rustc and rustup command below it", rustToolchainTOML, "rust-lang/rustup src/config.rs OverrideFile"),
+		set(".cargo/config.toml", "Cargo", "on cargo metadata, tree, fetch and every build below it (editors run cargo metadata when a folder opens)", cargoConfig, "rust-lang/cargo doc/book/src/reference/config.md"),
+		set(".cargo/config", "Cargo", "on cargo metadata, tree, fetch and every build below it (editors run cargo metadata when a folder opens)", cargoConfig, "rust-lang/cargo doc/book/src/reference/config.md"),
+		set(".python-version", "uv (and pyenv)", "on every uv command and pyenv shim below it", versionPin, "astral-sh/uv crates/uv-python version_files.rs (a path is an interpreter)"),
+		set(".python-versions", "uv", "on every uv command below it", versionPin, "astral-sh/uv crates/uv-python version_files.rs"),
+		set(".ruby-version", "rbenv", "on every ruby shim below it", versionPin, "rbenv libexec/rbenv-version-file-read (before 1.2 it follows ..)"),
+		set(".java-version", "jenv", "on every java shim below it", versionPin, "jenv libexec/jenv-version-file-read (no traversal check)"),
+		set(".terraform-version", "tfenv", "on every terraform below it", versionPin, "tfutils/tfenv lib/helpers.sh read_version_file"),
+		set(".node-version", "nodenv and other Node.js version managers", "on every node shim below it", versionPin, "nodenv libexec/nodenv-version-file-read"),
+		set(".sdkmanrc", "SDKMAN!", "when a shell enters the directory (sdkman_auto_env)", versionPin, "sdkman-cli src/main/bash/sdkman-env.sh"),
+		set(".bazelversion", "bazelisk", "on every bazel command below it", bazelVersion, "bazelbuild/bazelisk core/core.go"),
+		ps(".bazeliskrc", "bazelisk", "on every bazel command below it (where Bazel is downloaded from and run)", "bazelbuild/bazelisk config/config.go"),
+		ps("tools/bazel", "bazelisk", "on every bazel command, in place of Bazel", "bazelbuild/bazelisk core/core.go"),
+		ps("tools/bazel.*", "bazelisk", "on every bazel command, in place of Bazel", "bazelbuild/bazelisk core/core.go"),
+		set(".bazelrc", "Bazel", "on every bazel command below it", bazelrc, "https://bazel.build/run/bazelrc"),
+		ps(".mvn/jvm.config", "Maven", "on every mvn command, mvn --version included (JVM options: -javaagent)", "/usr/share/maven/bin/mvn concat_lines"),
+		ps(".mvn/maven.config", "Maven", "on every mvn command (command-line options: extensions, settings)", "https://maven.apache.org/configure.html"),
+		ps(".sbtopts", "sbt", "on every sbt command, sbt --version included (--java-home, --sbt-jar)", "sbt/sbt sbt launcher script"),
+		ps(".jvmopts", "sbt", "on every sbt command (JVM options: -javaagent)", "sbt/sbt sbt launcher script"),
+
+		// REPL and debugger start-up files read from the working directory.
+		ps(".pdbrc", "pdb", "when the Python debugger starts here (python -m pdb, breakpoint())", "CPython Lib/pdb.py Pdb.__init__"),
+		ps(".irbrc", "irb", "when irb starts here", "ruby/irb lib/irb/init.rb rc_files"),
+		ps("irbrc", "irb", "when irb starts here", "ruby/irb lib/irb/init.rb rc_files"),
+		ps("irb.rc", "irb", "when irb starts here", "ruby/irb lib/irb/init.rb rc_files"),
+		ps("_irbrc", "irb", "when irb starts here", "ruby/irb lib/irb/init.rb rc_files"),
+		ps("$irbrc", "irb", "when irb starts here", "ruby/irb lib/irb/init.rb rc_files"),
+		ps(".config/irb", "irb", "when irb starts here", "ruby/irb lib/irb/init.rb rc_files"),
+		ps(".pryrc", "pry", "when pry starts here", "pry/pry lib/pry/pry_class.rb LOCAL_RC_FILE"),
+		ps(".byebugrc", "byebug", "when byebug starts here", "deivid-rodriguez/byebug lib/byebug/core.rb run_init_script"),
+		ps(".perldb", "the Perl debugger", "when perl -d starts here", "perl5db.pl rc file"),
+		ps("perldb.ini", "the Perl debugger", "when perl -d starts here", "perl5db.pl rc file"),
+		ps(".proverc", "prove", "on every prove here (--exec runs a program)", "Test::Harness App/Prove.pm"),
+		ps("_proverc", "prove", "on every prove here", "Test::Harness App/Prove.pm"),
+		ps(".gdbinit", "gdb", "when gdb starts here, where your auto-load safe-path allows it", "gdb: Init File in the Current Directory"),
+		ps("*-gdb.py", "gdb", "when gdb loads the object file beside it, where your auto-load safe-path allows it", "gdb: objfile-gdb.ext file"),
+		ps("*-gdb.gdb", "gdb", "when gdb loads the object file beside it, where your auto-load safe-path allows it", "gdb: objfile-gdb.ext file"),
+		ps("*-gdb.scm", "gdb", "when gdb loads the object file beside it, where your auto-load safe-path allows it", "gdb: objfile-gdb.ext file"),
+		ps(".lldbinit", "lldb", "when lldb starts here, where target.load-cwd-lldbinit allows it", "lldb driver: is_cwd_lldbinit_file_read"),
 
 		// sandboxd's own.
 		p(".sandboxd.toml", "sandboxd", "on the next run (workspace policy)"),
@@ -228,13 +372,15 @@ func Builtin() []Name {
 		i(".roorules", "Roo Code"),
 		i(".roomodes", "Roo Code"),
 		i(".goosehints", "Goose"),
+		i("WARP.md", "Warp"),
+		i(".aiassistant/rules", "JetBrains AI Assistant"),
 		i(".github/copilot-instructions.md", "GitHub Copilot"),
 		i(".github/instructions", "GitHub Copilot"),
 		i(".github/prompts", "GitHub Copilot"),
 		// Read as variables by most tools, but sourced as shell code by
 		// autoenv and oh-my-zsh's dotenv plugin on cd; refusing it would
 		// break everyday work, so it is listed.
-		{".env", Instruction, "autoenv and oh-my-zsh's dotenv plugin (source it); direnv, Aider", "when a shell enters the directory"},
+		{Pattern: ".env", Kind: Instruction, Tool: "autoenv and oh-my-zsh's dotenv plugin (source it); direnv, Aider", When: "when a shell enters the directory"},
 	}
 }
 

@@ -55,6 +55,7 @@ func (c *Checker) loadRoles() {
 		for _, g := range c.cfg.GlobalConfigs {
 			global = append(global, c.configRoles(view, g, "", "your git config", 0)...)
 		}
+		c.globalEntries = append(c.globalEntries, global...)
 		for _, r := range c.cfg.StartRepos {
 			c.repoRoles(view, r, global)
 		}

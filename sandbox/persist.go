@@ -132,7 +132,7 @@ func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 			p.watch[rel] = id
 		}
 	}
-	p.planNamed()
+	p.planNamed(c)
 	sort.Strings(p.readOnly)
 	p.readOnly = slices.Compact(p.readOnly)
 	p.pinned = nil
@@ -277,7 +277,7 @@ func (p *persistPlan) planRoles(c *persist.Checker) {
 }
 
 // planNamed protects the protected names, at any depth.
-func (p *persistPlan) planNamed() {
+func (p *persistPlan) planNamed(c *persist.Checker) {
 	ws, m := p.ws, p.m
 	for _, rel := range p.scan.Named(ws, m) {
 		if link := firstLink(ws, rel); link != "" {
@@ -297,15 +297,31 @@ func (p *persistPlan) planNamed() {
 			continue
 		}
 		p.named[rel] = id
-		if n.Kind == persist.Instruction {
+		if _, inTree := persist.InPackageTree(rel, at); inTree && n.Kind != persist.Instruction {
+			continue // a package manager updates its own tree
+		}
+		if listedOnChange(n) && !(n.Kind == persist.Hooked && runsHooks(c, rel, at)) {
+			// Written freely; a change is judged (and listed) after the
+			// run.
 			p.ctimes[rel] = st.Sys().(*syscall.Stat_t).Ctim.Nano()
 			continue
 		}
-		if _, inTree := persist.InPackageTree(rel, at); inTree {
-			continue // a package manager updates its own tree
-		}
+		// A name that runs later, and a Settings file (as git's config
+		// is): bound read-only for the run. A new one is judged after it.
 		p.protect(rel)
 	}
+}
+
+func runsHooks(c *persist.Checker, rel string, at int) bool {
+	_, runs := c.RunsHooks(rel, at)
+	return runs
+}
+
+// listedOnChange reports the kinds of names a run may change in place:
+// a change is judged after the run (listed, or, for a hook manager's
+// file in a repository that came to run hooks, quarantined).
+func listedOnChange(n persist.Name) bool {
+	return n.Kind == persist.Instruction || n.Kind == persist.Asked || n.Kind == persist.Hooked
 }
 
 // sharedAtStart is what group/other write the repository rel may keep.
@@ -607,6 +623,14 @@ func (p *persistPlan) namedCandidates(after *persist.Scan, add func(candidate), 
 		if n.Kind == persist.Instruction {
 			if ct := st.Sys().(*syscall.Stat_t).Ctim.Nano(); p.named[rel] != id || p.ctimes[rel] != ct {
 				notes = append(notes, Persisted{Path: rel, Action: "listed", Why: n.Pattern + ": " + n.Why()})
+			}
+			continue
+		}
+		if listedOnChange(n) {
+			// Judged by the rules: listed, or refused where a hook now
+			// runs it.
+			if ct, ok := p.ctimes[rel]; !ok || p.named[rel] != id || ct != st.Sys().(*syscall.Stat_t).Ctim.Nano() {
+				add(candidate{rel: rel})
 			}
 			continue
 		}

@@ -25,7 +25,8 @@ const maxFuncLines = 80
 // "layer.committer.dir".
 func longTables() map[string]string {
 	return map[string]string{
-		"persist.Builtin": "the built-in persistence names table",
+		"persist.Builtin":      "the built-in persistence names table",
+		"persist.StartupTable": "the host's start-up locations table",
 	}
 }
 
