@@ -39,6 +39,19 @@ type HardDenies struct {
 	// Local reports the host's own interface addresses: like loopback, a
 	// destination there is refused unless a rule names it (nil: none).
 	Local func(netip.Addr) bool
+	// Startup knows where, outside the workspace, the host runs or loads
+	// something later without being asked (nil: nowhere). A write there
+	// is refused unless an allow rule names that exact path.
+	Startup StartupLocations
+}
+
+// StartupLocations is what the broker asks of the host's start-up
+// locations: shell and session start-up files, user services, directories
+// on PATH, other repositories' hooks.
+type StartupLocations interface {
+	// Startup says why a change at the absolute path p would be run or
+	// loaded by the host later, or ok is false.
+	Startup(p string) (why string, ok bool)
 }
 
 // QuietRule is one entry of the quiet list: writes below Pattern (a
@@ -367,6 +380,9 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 	if hard, why := b.cfg.Hard.check(req); hard {
 		return deny(SourceHardDeny, why), true, false, ""
 	}
+	if why, hard := b.startup(req); hard {
+		return deny(SourceHardDeny, why), true, false, ""
+	}
 	if hard, why := b.checkNetwork(req); hard {
 		return deny(SourceHardDeny, why), true, false, ""
 	}
@@ -393,6 +409,39 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 		}
 	}
 	return Decision{}, false, locked, why
+}
+
+// startup refuses a change at a start-up location outside the
+// workspace, whatever a reviewer would say, unless an allow rule names
+// that very path (no glob) for the operation: the policy's allow rules
+// are the user's own (a workspace policy may only narrow them).
+func (b *Broker) startup(req grants.Request) (string, bool) {
+	if req.Surface != grants.Filesystem || req.Operation.Reads() || b.cfg.Hard.Startup == nil {
+		return "", false
+	}
+	for _, p := range []string{req.Path, req.ResolvedPath} {
+		if p == "" {
+			continue
+		}
+		p = filepath.Clean(p)
+		why, ok := b.cfg.Hard.Startup.Startup(p)
+		if !ok || b.namedByAllow(req, p) {
+			continue
+		}
+		return "a start-up location: " + why + "; it is never granted unless your own policy allows this exact path", true
+	}
+	return "", false
+}
+
+// namedByAllow reports whether an allow rule names exactly p (no glob)
+// for req's operation.
+func (b *Broker) namedByAllow(req grants.Request, p string) bool {
+	for _, r := range b.cfg.Rules.Allow {
+		if r.Surface == grants.Filesystem && r.matchOperation(req.Operation) && !strings.ContainsAny(r.Target, "*?[") && filepath.Clean(r.Target) == p {
+			return true
+		}
+	}
+	return false
 }
 
 // quiet reports whether req writes tool state on the quiet list.

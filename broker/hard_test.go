@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/grants"
@@ -43,6 +44,62 @@ func TestHardDeniesBeforeModel(t *testing.T) {
 				t.Fatalf("%+v", res.Decision)
 			}
 			if model.calls != 0 {
+				t.Fatalf("the model was asked %d times", model.calls)
+			}
+		})
+	}
+}
+
+// fakeStartup is the start-up locations under /home/u/.bashrc and
+// /home/u/.config/systemd/user.
+type fakeStartup struct{}
+
+func (fakeStartup) Startup(p string) (string, bool) {
+	for _, s := range []string{"/home/u/.bashrc", "/home/u/.config/systemd/user"} {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return "a shell or service runs it", true
+		}
+	}
+	return "", false
+}
+
+// A change at a start-up location is refused before any reviewer, under
+// either of its names, whatever broad allow rule matches; an allow rule
+// naming exactly that path (and operation) lets it through to the rules;
+// reads are not the guard's business.
+func TestStartupHardDenied(t *testing.T) {
+	hard := HardDenies{Home: "/home/u", Workspace: "/home/u/proj", Startup: fakeStartup{}}
+	link := fsReq(grants.OpWriteFile, "/home/u/notes")
+	link.ResolvedPath = "/home/u/.bashrc"
+	for _, tc := range []struct {
+		name  string
+		req   grants.Request
+		allow []string
+		want  Outcome
+		src   Source
+	}{
+		{"write", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs * /**"}, Deny, SourceHardDeny},
+		{"create a unit", fsReq(grants.OpMakeReg, "/home/u/.config/systemd/user/x.service"), []string{"fs write /home/u/**"}, Deny, SourceHardDeny},
+		{"remove", fsReq(grants.OpRemoveFile, "/home/u/.bashrc"), nil, Deny, SourceHardDeny},
+		{"through a symlink", link, []string{"fs write_file /home/u/notes"}, Deny, SourceHardDeny},
+		{"named exactly", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Allow, SourcePolicy},
+		{"named for another operation", fsReq(grants.OpTruncate, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Deny, SourceHardDeny},
+		{"a glob is not a name", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bash?c"}, Deny, SourceHardDeny},
+		{"read", fsReq(grants.OpReadFile, "/home/u/.bashrc"), []string{"fs read /home/u/**"}, Allow, SourcePolicy},
+		{"elsewhere", fsReq(grants.OpWriteFile, "/home/u/out.txt"), nil, Allow, SourceReviewer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
+			var rules Rules
+			for _, a := range tc.allow {
+				rules.Allow = append(rules.Allow, mustRule(t, a))
+			}
+			b := New(Config{Hard: hard, Model: model, Grants: grants.NewStore(), Rules: rules})
+			res := b.Decide(context.Background(), tc.req)
+			if res.Decision.Outcome != tc.want || res.Decision.Source != tc.src {
+				t.Fatalf("%+v, want %s by %s", res.Decision, tc.want, tc.src)
+			}
+			if tc.src == SourceHardDeny && model.calls != 0 {
 				t.Fatalf("the model was asked %d times", model.calls)
 			}
 		})

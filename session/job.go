@@ -23,6 +23,8 @@ type Caller struct {
 	// (or their defaults under Home): sandboxd's policy and state live in
 	// their "sandboxd" directories.
 	ConfigHome, StateHome string
+	// DataHome is XDG_DATA_HOME (or its default under Home).
+	DataHome string
 	// Env is the caller's environment, before the policy filters it.
 	Env []string
 	// Cwd is the caller's working directory (absolute).
@@ -61,6 +63,10 @@ func NewCaller(uid, gid int, env []string, cwd string, umask uint32) (Caller, er
 	if x := get("XDG_STATE_HOME"); filepath.IsAbs(x) {
 		c.StateHome = filepath.Clean(x)
 	}
+	c.DataHome = filepath.Join(c.Home, ".local", "share")
+	if x := get("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		c.DataHome = filepath.Clean(x)
+	}
 	if get("GIT_CONFIG_NOSYSTEM") == "" {
 		c.GitConfigs = append(c.GitConfigs, "/etc/gitconfig")
 	}
@@ -69,6 +75,17 @@ func NewCaller(uid, gid int, env []string, cwd string, umask uint32) (Caller, er
 		c.GitConfigs = append(c.GitConfigs, filepath.Clean(x))
 	}
 	return c, nil
+}
+
+// Getenv is the caller's value of the environment variable k ("" when
+// unset).
+func (c Caller) Getenv(k string) string {
+	for i := len(c.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(c.Env[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // StateDir is sandboxd's own state directory for this caller (caches,

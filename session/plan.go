@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxd/sandboxd/credfile"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/overrides"
+	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -213,6 +214,11 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 			Home:      c.Home,
 			Workspace: p.ws,
 			Local:     localAddrCheck(),
+			Startup: persist.NewHostGuard(persist.HostConfig{
+				Home: c.Home, ConfigHome: c.ConfigHome, DataHome: c.DataHome, Workspace: p.ws,
+				Path: filepath.SplitList(c.Getenv("PATH")), GitConfigs: c.GitConfigs,
+				Names: persist.NewMatcher(persist.Builtin()),
+			}),
 		},
 		// Network grants live as long as the run, which revokes them when
 		// it ends (the broker's default bounds them at a day).
