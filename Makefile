@@ -8,12 +8,15 @@ TESTUSER := sandboxd-test
 # Debian packages the build and the tests need.
 BUILD_PKGS := libseccomp-dev gcc pkg-config
 TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap python3-pytest procps less make \
-              curl python3-pip iproute2 util-linux openssh-server openssh-client netcat-openbsd
+              curl python3-pip iproute2 util-linux openssh-server openssh-client netcat-openbsd \
+              mercurial ruby
 # The demo also fetches through the run's proxy.
 DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # The everyday-command corpus also runs node and npm (Debian's, unless a
 # node with its own npm is installed already).
 NODE_PKGS  := nodejs npm
+# Tools whose configuration files the persistence tests plant, from npm.
+NPM_TOOLS  := yarn=yarn@1.22.22
 
 .PHONY: demo test build deps test-deps test-user bench clean
 
@@ -38,6 +41,7 @@ deps:
 test-deps:
 	@./demo/ensure-packages.sh $(TEST_PKGS)
 	@command -v npm >/dev/null 2>&1 || ./demo/ensure-packages.sh $(NODE_PKGS)
+	@./demo/ensure-npm-tools.sh $(NPM_TOOLS)
 
 # The integration tests run every case again as this unprivileged user.
 test-user:

@@ -432,6 +432,104 @@ exit $rc`, corpusPort),
 				wantOut(t, "stdout", r.stdout, "line one\nline two\n")
 			},
 		},
+		{
+			// Cloning a project that carries a hook manager's files and a
+			// Dev Containers folder (issue 23): nothing runs them until a
+			// hook is installed or the person reopens the folder in a
+			// container, so they are listed, not refused.
+			name: "git-clone-tooling",
+			setup: func(t *testing.T, e *env, dir string) {
+				src := e.toolingRepo(t, "git")
+				e.files(dir, map[string]string{"SRC": src})
+			},
+			script: `set -e
+SRC=$(cat SRC)
+git clone -q "$SRC" plain
+git -c protocol.file.allow=always clone -q --recurse-submodules "$SRC" recursive
+git -C plain status --porcelain; git -C recursive submodule status`,
+			check: func(t *testing.T, e *env, dir string, r result) {
+				for _, clone := range []string{"plain", "recursive"} {
+					e.toolingCloneOK(t, filepath.Join(dir, clone), "git")
+				}
+				sub := filepath.Join(dir, "recursive", "sub")
+				wantFile(t, filepath.Join(sub, ".pre-commit-config.yaml"), "repos")
+				if out, err := e.gitOut(sub, "-c", "safe.directory=*", "log", "-1", "--format=%s"); err != nil || strings.TrimSpace(out) != "sub" {
+					t.Errorf("the submodule is not checked out on the host: %q %v", out, err)
+				}
+			},
+		},
+		{
+			name:  "hg-clone-tooling",
+			needs: lookTool("hg"),
+			setup: func(t *testing.T, e *env, dir string) {
+				e.files(dir, map[string]string{"SRC": e.toolingRepo(t, "hg")})
+			},
+			// --pull clones as from a server: a local copy-clone takes the
+			// source repository's lock, a write outside the workspace (a
+			// true boundary).
+			script: `set -e
+hg clone -q --pull "$(cat SRC)" hgc
+hg -R hgc status`,
+			check: func(t *testing.T, e *env, dir string, r result) {
+				e.toolingCloneOK(t, filepath.Join(dir, "hgc"), "hg")
+				wantFile(t, filepath.Join(dir, "hgc", ".hg", "hgrc"), "[paths]", "default = ")
+			},
+		},
+	}
+}
+
+// toolingFiles are a project's hook manager and Dev Containers files.
+var toolingFiles = map[string]string{
+	".husky/pre-commit":               "npm test\n",
+	".pre-commit-config.yaml":         "repos: []\n",
+	".devcontainer/devcontainer.json": "{\"image\": \"debian\", \"initializeCommand\": \"echo hi\"}\n",
+	"README.md":                       "tooling\n",
+}
+
+// toolingRepo makes a repository (git, with a submodule; or hg) in the
+// env's home holding toolingFiles, and returns its path.
+func (e *env) toolingRepo(t *testing.T, vcs string) string {
+	t.Helper()
+	src := filepath.Join(e.home, "src-"+vcs+"-"+randHex(3))
+	for name, content := range toolingFiles {
+		e.writeFile(filepath.Join(src, name), content, 0o644)
+	}
+	if vcs == "hg" {
+		e.hostRun(t, src, "hg", "init")
+		e.hostRun(t, src, "hg", "commit", "-q", "-A", "-u", "t <t@example.com>", "-m", "tooling")
+		return src
+	}
+	sub := filepath.Join(e.home, "sub-"+randHex(3))
+	e.writeFile(filepath.Join(sub, ".pre-commit-config.yaml"), "repos: []\n", 0o644)
+	e.hostGitIn(t, sub, "init", "-q")
+	e.hostGitIn(t, sub, "add", "-A")
+	e.hostGitIn(t, sub, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "sub")
+	e.hostGitIn(t, src, "init", "-q")
+	e.hostGitIn(t, src, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "sub")
+	e.hostGitIn(t, src, "add", "-A")
+	e.hostGitIn(t, src, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "tooling")
+	return src
+}
+
+// toolingCloneOK: the clone holds toolingFiles and is a clean work tree
+// of its repository on the host.
+func (e *env) toolingCloneOK(t *testing.T, clone, vcs string) {
+	t.Helper()
+	for name, content := range toolingFiles {
+		wantFile(t, filepath.Join(clone, name), strings.TrimSpace(content))
+	}
+	var out string
+	var err error
+	if vcs == "hg" {
+		cmd := e.hostCmd(context.Background(), clone, "hg", "status")
+		var b []byte
+		b, err = cmd.CombinedOutput()
+		out = string(b)
+	} else {
+		out, err = e.gitOut(clone, "-c", "safe.directory=*", "status", "--porcelain")
+	}
+	if err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("%s status in %s: %q %v (want a clean clone)", vcs, clone, out, err)
 	}
 }
 

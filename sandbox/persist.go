@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -765,7 +766,7 @@ func (p *persistPlan) judgeRepo(c *persist.Checker, rel string, start *persist.S
 	// A linked worktree or submodule git made is judged with all of its
 	// repository by the rules (persist.Checker.Linked), not as a new one.
 	if v.Action != persist.Refuse && !c.Linked(rel) {
-		if why, ok := safeNewRepo(gd); !ok {
+		if why, ok := safeNewRepo(c, p.ws, gd); !ok {
 			v = persist.Verdict{Action: persist.Refuse, Why: "a new git repository " + why}
 		}
 	}
@@ -886,11 +887,13 @@ func (p *persistPlan) dropACL(rel string, bits uint8) {
 	}
 }
 
-// safeNewRepo accepts a repository the command created (git init) when it
-// carries nothing that runs code: only sample hooks, config keys from a
-// short list, and no redirects, nested repositories or operation in
-// progress. It says why not.
-func safeNewRepo(gd string) (string, bool) {
+// safeNewRepo accepts a repository the command created (git init, git
+// clone) when it carries nothing that runs code: only sample hooks,
+// config keys from a short list, and no redirects, nested repositories
+// or operation in progress, but for the submodules and worktrees git made
+// in it that the rules commit whole (git clone --recurse-submodules). It
+// says why not.
+func safeNewRepo(c *persist.Checker, ws, gd string) (string, bool) {
 	st, err := os.Lstat(gd)
 	if err != nil || !st.IsDir() {
 		return "that is not a plain directory", false
@@ -907,7 +910,12 @@ func safeNewRepo(gd string) (string, bool) {
 	if st, err := os.Lstat(filepath.Join(gd, "config")); err != nil || !st.Mode().IsRegular() {
 		return "without a plain config file", false
 	}
-	for _, f := range append(gitWatched(), gitNested()...) {
+	for _, f := range gitNested() {
+		if why, ok := linkedOnly(c, ws, filepath.Join(gd, f)); !ok {
+			return "with " + f + "/" + why, false
+		}
+	}
+	for _, f := range gitWatched() {
 		if f == "remotes" || f == "branches" {
 			continue // checked below
 		}
@@ -930,8 +938,46 @@ func safeNewRepo(gd string) (string, bool) {
 	return "", true
 }
 
+// linkedOnly reports whether dir (a git directory's modules/ or
+// worktrees/) holds nothing but the git directories of submodules and
+// worktrees the rules commit whole (persist.Checker.Linked), and the
+// directories on the way to them.
+func linkedOnly(c *persist.Checker, ws, dir string) (string, bool) {
+	why := ""
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == dir {
+				return nil
+			}
+			why = " (unreadable)"
+			return filepath.SkipAll
+		}
+		if path == dir {
+			return nil
+		}
+		if !d.IsDir() {
+			why = " holding " + filepath.Base(path)
+			return filepath.SkipAll
+		}
+		if _, err := os.Lstat(filepath.Join(path, "HEAD")); err == nil {
+			rel, _ := filepath.Rel(ws, path)
+			if !c.Linked(rel) {
+				why = " holding " + filepath.Base(path) + ", which is no submodule or worktree git made whole"
+				return filepath.SkipAll
+			}
+			return filepath.SkipDir // judged with its unit
+		}
+		return nil
+	})
+	if err != nil && why == "" {
+		why = " (unreadable)"
+	}
+	return why, why == ""
+}
+
 // safeGitConfig accepts only config keys from a short list of those a
-// new repository normally has; anything else, or a file that does not
+// new repository normally has (git init, git clone, and the submodules a
+// recursive clone initializes); anything else, or a file that does not
 // parse, is refused.
 func safeGitConfig(text string) bool {
 	ents, err := gitconfig.Parse([]byte(text))
@@ -963,6 +1009,21 @@ func safeGitConfig(text string) bool {
 			}
 		case "remote":
 			if e.Subsection == "" || (e.Key != "url" && e.Key != "fetch") {
+				return false
+			}
+		case "submodule":
+			// git submodule init copies url (and update) from .gitmodules
+			// and sets active; each must be one git acts on safely.
+			if e.Subsection == "" && e.Key == "active" {
+				// A pathspec of the submodules that are active (clone
+				// --recurse-submodules writes "."): it runs nothing.
+			} else if e.Subsection == "" {
+				return false
+			} else if e.Key == "active" {
+				if _, err := strconv.ParseBool(strings.ToLower(e.Value)); err != nil && e.Value != "" {
+					return false
+				}
+			} else if e.Key != "url" && e.Key != "update" || persist.SubmoduleEntryRisk(e) != "" {
 				return false
 			}
 		default:

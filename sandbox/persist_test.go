@@ -29,6 +29,12 @@ func TestSafeGitConfig(t *testing.T) {
 		{"section with trailing key", "[core] fsmonitor = x\n", false},
 		{"core.worktree", "[core]\n\tworktree = ..\n", false},
 		{"remote without name", "[remote]\n\turl = x\n", false},
+		{"initialized submodule", "[submodule \"sub\"]\n\turl = https://example.org/s.git\n\tactive = true\n", true},
+		{"recursive clone", "[submodule]\n\tactive = .\n[submodule \"sub\"]\n\turl = /srv/sub\n", true},
+		{"submodule section key", "[submodule]\n\tfetchJobs = 4\n", false},
+		{"submodule update command", "[submodule \"sub\"]\n\tupdate = !sh\n", false},
+		{"submodule ext url", "[submodule \"sub\"]\n\turl = ext::sh -c x\n", false},
+		{"submodule other key", "[submodule \"sub\"]\n\tpath = x\n", false},
 	} {
 		if got := safeGitConfig(tc.text); got != tc.want {
 			t.Errorf("%s: safeGitConfig = %v, want %v", tc.name, got, tc.want)
