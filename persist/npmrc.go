@@ -51,41 +51,97 @@ func jsTrim(s string) string { return strings.TrimFunc(s, jsSpace) }
 
 // iniEntry is one "key = value" of an ini file, in its section ("" at
 // the top).
-type iniEntry struct{ section, key, value string }
+type iniEntry struct {
+	section, key, value string
+	// sectioned: after a "[section]" line (whose name may be empty);
+	// header: the entry is that line itself (its key is empty).
+	sectioned, header bool
+	// array: the key was written "key[]" (ini collects such values).
+	array bool
+}
 
 // parseINI decodes b as ini@6 does (it never fails: a line it cannot read
 // is skipped). Section names are entries too, with an empty key.
 func parseINI(b []byte) []iniEntry {
-	s := string(b)
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\ufffd") // as Node decodes a file to a string
-	}
+	s := decodeUTF8(b)
 	var out []iniEntry
-	section := ""
+	section, sectioned := "", false
 	for _, line := range iniLines.Split(s, -1) {
 		if line == "" || iniComment.MatchString(line) || iniBlank.MatchString(line) {
 			continue
 		}
 		if m := iniSection.FindStringSubmatch(line); m != nil {
-			section = iniUnsafe(m[1])
-			out = append(out, iniEntry{section: section})
+			section, sectioned = iniUnsafe(m[1]), true
+			out = append(out, iniEntry{section: section, sectioned: true, header: true})
 			continue
 		}
 		m := iniKV.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
-		key := iniUnsafe(m[1])
+		key, array := iniUnsafe(m[1]), false
 		if len(key) > 2 && strings.HasSuffix(key, "[]") {
-			key = key[:len(key)-2]
+			key, array = key[:len(key)-2], true
 		}
 		value := "true"
 		if m[2] != "" {
 			value = iniUnsafe(m[3])
 		}
-		out = append(out, iniEntry{section: section, key: key, value: value})
+		out = append(out, iniEntry{section: section, sectioned: sectioned, key: key, value: value, array: array})
 	}
 	return out
+}
+
+// decodeUTF8 decodes b as Node's TextDecoder does: each maximal part of
+// an invalid sequence becomes one U+FFFD.
+func decodeUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r != utf8.RuneError || n > 1 {
+			sb.WriteRune(r)
+			i += n
+			continue
+		}
+		sb.WriteRune(utf8.RuneError)
+		i += invalidPart(b[i:])
+	}
+	return sb.String()
+}
+
+// invalidPart is the length of the maximal subpart of the invalid UTF-8
+// sequence at the start of b (the Unicode standard's "substitution of
+// maximal subparts", which TextDecoder follows): a lead byte and the
+// continuation bytes that could still have completed it.
+func invalidPart(b []byte) int {
+	need, lo, hi := 0, byte(0x80), byte(0xbf)
+	switch c := b[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		need, lo = 2, 0xa0
+	case c >= 0xe1 && c <= 0xec, c == 0xee, c == 0xef:
+		need = 2
+	case c == 0xed:
+		need, hi = 2, 0x9f
+	case c == 0xf0:
+		need, lo = 3, 0x90
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	case c == 0xf4:
+		need, hi = 3, 0x8f
+	}
+	n := 1
+	for ; n <= need && n < len(b); n++ {
+		if b[n] < lo || b[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xbf
+	}
+	return n
 }
 
 // iniUnsafe is ini@6's unsafe: trim; a quoted string is JSON-decoded
@@ -163,7 +219,7 @@ func npmrcSettings(b []byte, _ SettingsEnv) ([]Setting, error) {
 	var out []Setting
 	for _, e := range parseINI(b) {
 		key := e.key
-		if key == "" {
+		if e.header {
 			key = e.section // a section's name is a key whose value is the section
 		}
 		if why, bad := npmKey(key); bad {
