@@ -7,7 +7,9 @@
 //   - what git takes for a repository (gitdir.go, from git's setup.c,
 //     checked against git itself by a fuzz test);
 //   - the protected names and where they apply (names.go, data with the
-//     tool and the moment for each);
+//     tool, the moment and the source for each), and how a settings file
+//     that mixes plain and program-naming settings is read as its tool
+//     reads it (settings.go; npmrc.go, hgrc.go, yamlkeys.go, tomlkeys.go);
 //   - the decision for one change (check.go), the files a repository's
 //     config makes hooks or config wherever they are (roles.go), the
 //     repository state git executes later (gitstate.go), the history a
@@ -16,10 +18,13 @@
 //     committed whole or not at all (rollback.go);
 //   - the permission rule (perms.go);
 //   - the workspace scan that finds repositories and names at any depth
-//     (scan.go).
+//     (scan.go);
+//   - outside the workspace, the host's start-up locations, which the
+//     broker refuses before any reviewer (startup.go).
 //
 // Rules read the tree through FS: the host's, or the workspace as a
 // commit would leave it. The package imports only the standard library,
-// golang.org/x/sys and gitconfig; it must never import sandbox, layer,
-// broker, review or anything that runs git.
+// golang.org/x/sys, gitconfig, and go-toml and go.yaml.in/yaml (to read
+// tools' settings); it must never import sandbox, layer, broker, review
+// or anything that runs git.
 package persist

@@ -44,8 +44,10 @@ type Name struct {
 	// Tool and When say which tool runs or reads it, and when: shown to
 	// the person as the reason.
 	Tool, When string
-	// Settings reads a Settings file (nil for the other kinds).
+	// Settings reads a Settings file (nil for the other kinds), and
+	// Refuses says which of its settings a change may not add or change.
 	Settings SettingsRule
+	Refuses  string
 	// Source is where the tool documents reading it (a URL or a path in
 	// its source), for the entries decided from it.
 	Source string
@@ -82,9 +84,10 @@ func Builtin() []Name {
 	ps := func(pattern, tool, when, source string) Name {
 		return Name{Pattern: pattern, Kind: Protect, Tool: tool, When: when, Source: source}
 	}
-	// set is a Settings name: rule reads which of its settings run.
-	set := func(pattern, tool, when string, rule SettingsRule, source string) Name {
-		return Name{Pattern: pattern, Kind: Settings, Tool: tool, When: when, Settings: rule, Source: source}
+	// set is a Settings name: rule reads which of its settings run, and
+	// refuses says which those are.
+	set := func(pattern, tool, when string, rule SettingsRule, refuses, source string) Name {
+		return Name{Pattern: pattern, Kind: Settings, Tool: tool, When: when, Settings: rule, Refuses: refuses, Source: source}
 	}
 	// hook is a hook manager's file: it runs only through a git hook.
 	hook := func(pattern, tool string) Name {
@@ -95,10 +98,10 @@ func Builtin() []Name {
 	}
 	return []Name{
 		// Version control that runs configured programs on any command.
-		set(".gitmodules", "git submodule", "on submodule update (its URLs decide what is cloned, its settings how)", gitmodulesSettings, "git Documentation/gitmodules.adoc; submodule-config.c"),
-		set(".hg/hgrc*", "Mercurial", "on every hg command (hooks, extensions, aliases)", hgrcSettings, "mercurial/config.py parse; configitems.py"),
-		set(".hg/requires", "Mercurial", "on every hg command (shared takes another repository's hgrc)", hgRequires, "mercurial/localrepo.py makelocalrepository"),
-		set(".hg/store/requires", "Mercurial", "on every hg command (shared takes another repository's hgrc)", hgRequires, "mercurial/localrepo.py makelocalrepository"),
+		set(".gitmodules", "git submodule", "on submodule update (its URLs decide what is cloned, its settings how)", gitmodulesSettings, "an entry git would not act on safely: a URL with a transport helper or an option, a local path the command could have planted, update = !command, a key git does not read there", "git Documentation/gitmodules.adoc; submodule-config.c"),
+		set(".hg/hgrc*", "Mercurial", "on every hg command (hooks, extensions, aliases)", hgrcSettings, "anything outside an allow-list of settings that run nothing ([paths] not into a place the command could plant, [ui] username and display settings, [diff], [color], [commands], templates, [phases], [format], disabling an extension), and %include", "mercurial/config.py parse; configitems.py"),
+		set(".hg/requires", "Mercurial", "on every hg command (shared takes another repository's hgrc)", hgRequires, "shared and relshared", "mercurial/localrepo.py makelocalrepository"),
+		set(".hg/store/requires", "Mercurial", "on every hg command (shared takes another repository's hgrc)", hgRequires, "shared and relshared", "mercurial/localrepo.py makelocalrepository"),
 		ps(".hgsub", "Mercurial", "on hg update and clone (subrepositories cloned from it run their source's hooks)", "mercurial/subrepoutil.py state"),
 		ps(".sl/config*", "Sapling", "on every sl command (hooks, extensions)", "facebook/sapling eden/scm/lib/config/loader/src/hg.rs"),
 		ps(".sl/sharedpath", "Sapling", "on every sl command", "facebook/sapling eden/scm/lib/repo/repo-minimal-info"),
@@ -122,7 +125,7 @@ func Builtin() []Name {
 		p(".autoenv.zsh", "zsh-autoenv", onCd),
 		p(".autoenv_leave.zsh", "zsh-autoenv", "when a shell leaves the directory"),
 		p(".rvmrc", "RVM", onCd),
-		set(".tool-versions", "asdf and mise", "when a shimmed tool runs", toolVersions, "asdf internal/toolversions/toolversions.go (path: versions)"),
+		set(".tool-versions", "asdf and mise", "when a shimmed tool runs", toolVersions, "a path: version", "asdf internal/toolversions/toolversions.go (path: versions)"),
 		p("mise.toml", "mise", onCd+" (hooks, env scripts)"),
 		p("mise.*.toml", "mise", onCd+" (hooks, env scripts)"),
 		p(".mise.toml", "mise", onCd+" (hooks, env scripts)"),
@@ -294,36 +297,36 @@ func Builtin() []Name {
 
 		// Package managers: settings files that name a program, shell or
 		// preload they run, and files they run as code.
-		set(".npmrc", "npm, pnpm 10 and Yarn 1", "on every npm, pnpm and yarn command below it", npmrcSettings, "npm @npmcli/config lib/definitions/definitions.js; ini@6 lib/ini.js; node-gyp lib/node-gyp.js"),
-		set(".yarnrc", "Yarn 1", "on every yarn command below it", yarnrcSettings, "yarnpkg/yarn src/rc.js, src/registries/yarn-registry.js"),
-		set(".yarnrc.yml", "Yarn", "on every yarn command below it", yarnrcYMLSettings, "yarnpkg/berry packages/yarnpkg-core/sources/Configuration.ts; yarnpkg/yarn src/rc.js"),
-		set("pnpm-workspace.yaml", "pnpm", "on every pnpm command below it", pnpmWorkspaceSettings, "pnpm config/config/src/types.ts"),
+		set(".npmrc", "npm, pnpm 10 and Yarn 1", "on every npm, pnpm and yarn command below it", npmrcSettings, "a setting that names a program, shell, preload or config file (script-shell, node-options, userconfig, globalconfig, prefix, git, editor, shell, node-gyp, call, pnpmfile, yarn-path, ...), a key with a variable, and any key npm, pnpm and Yarn do not document as a plain setting (npm passes those to scripts, where node-gyp reads python and make from them)", "npm @npmcli/config lib/definitions/definitions.js; ini@6 lib/ini.js; node-gyp lib/node-gyp.js"),
+		set(".yarnrc", "Yarn 1", "on every yarn command below it", yarnrcSettings, "the same keys as .npmrc, and anything but plain \"key value\" lines", "yarnpkg/yarn src/rc.js, src/registries/yarn-registry.js"),
+		set(".yarnrc.yml", "Yarn", "on every yarn command below it", yarnrcYMLSettings, "yarnPath and yarn-path, ignorePath, plugins, injectEnvironmentFiles, enableConstraintsChecks, constraintsPath, pnpShebang, lockfileFilename, script-shell, env, prefix, flags (--*), and a file in Yarn's old lockfile grammar", "yarnpkg/berry packages/yarnpkg-core/sources/Configuration.ts; yarnpkg/yarn src/rc.js"),
+		set("pnpm-workspace.yaml", "pnpm", "on every pnpm command below it", pnpmWorkspaceSettings, "scriptShell, nodeOptions, pnpmfile, globalPnpmfile, npmPath, configDependencies, lockfileDir, dir, the Node.js and package manager pnpm downloads (nodeVersion, useNodeVersion, nodeDownloadMirrors, runtime, pmOnFail, ...), executionEnv, dangerouslyAllowAllBuilds, a key with a variable", "pnpm config/config/src/types.ts"),
 		ps(".pnpmfile.cjs", "pnpm", "on every pnpm command, pnpm --version included", "pnpm pnpm/src/getConfig.ts requireHooks"),
 		ps(".pnpmfile.mjs", "pnpm", "on every pnpm command, pnpm --version included", "pnpm pnpm/src/getConfig.ts requireHooks"),
 		ps(".env.yarn", "Yarn", "in every script Yarn runs (its variables, NODE_OPTIONS among them)", "Yarn's injectEnvironmentFiles (default .env.yarn)"),
 		ps(".corepack.env", "Corepack", "on every shimmed yarn or pnpm (where it downloads the package manager it runs)", "corepack: COREPACK_* variables from .corepack.env"),
-		set("bunfig.toml", "Bun", "on every bun command in that directory", bunfig, "oven-sh/bun src/bunfig.zig; bun.com/docs/runtime/bunfig"),
-		set("uv.toml", "uv", "on every uv command below it", uvTOML, "astral-sh/uv crates/uv-settings"),
+		set("bunfig.toml", "Bun", "on every bun command in that directory", bunfig, "preload, test.preload, serve.static.plugins, install.security.scanner, debug.editor, macros, run.bun", "oven-sh/bun src/bunfig.zig; bun.com/docs/runtime/bunfig"),
+		set("uv.toml", "uv", "on every uv command below it", uvTOML, "pip.python, python, python-install-mirror, pypy-install-mirror, python-downloads-json-url, keyring-provider, cache-dir", "astral-sh/uv crates/uv-settings"),
 		ps(".bundle/plugin", "Bundler", "on bundle install and plugin commands (plugins.rb is loaded)", "rubygems bundler/lib/bundler/plugin/index.rb"),
-		set(".bundle/config", "Bundler", "on bundle commands below it", bundleConfig, "rubygems bundler/lib/bundler/settings.rb"),
+		set(".bundle/config", "Bundler", "on bundle commands below it", bundleConfig, "BUNDLE_GEMFILE, BUNDLE_APP_CONFIG, BUNDLE_PLUGINS, BUNDLE_LOCAL__*, BUNDLE_BUILD__*", "rubygems bundler/lib/bundler/settings.rb"),
 
 		// Language toolchain pins that can name a path.
-		set("rust-toolchain", "rustup", "on every cargo, rustc and rustup command below it", rustToolchain, "rust-lang/rustup src/config.rs parse_override_file"),
-		set("rust-toolchain.toml", "rustup", "on every cargo, rustc and rustup command below it", rustToolchainTOML, "rust-lang/rustup src/config.rs OverrideFile"),
-		set(".cargo/config.toml", "Cargo", "on cargo metadata, tree, fetch and every build below it (editors run cargo metadata when a folder opens)", cargoConfig, "rust-lang/cargo doc/book/src/reference/config.md"),
-		set(".cargo/config", "Cargo", "on cargo metadata, tree, fetch and every build below it (editors run cargo metadata when a folder opens)", cargoConfig, "rust-lang/cargo doc/book/src/reference/config.md"),
-		set(".python-version", "uv (and pyenv)", "on every uv command and pyenv shim below it", versionPin, "astral-sh/uv crates/uv-python version_files.rs (a path is an interpreter)"),
-		set(".python-versions", "uv", "on every uv command below it", versionPin, "astral-sh/uv crates/uv-python version_files.rs"),
-		set(".ruby-version", "rbenv", "on every ruby shim below it", versionPin, "rbenv libexec/rbenv-version-file-read (before 1.2 it follows ..)"),
-		set(".java-version", "jenv", "on every java shim below it", versionPin, "jenv libexec/jenv-version-file-read (no traversal check)"),
-		set(".terraform-version", "tfenv", "on every terraform below it", versionPin, "tfutils/tfenv lib/helpers.sh read_version_file"),
-		set(".node-version", "nodenv and other Node.js version managers", "on every node shim below it", versionPin, "nodenv libexec/nodenv-version-file-read"),
-		set(".sdkmanrc", "SDKMAN!", "when a shell enters the directory (sdkman_auto_env)", versionPin, "sdkman-cli src/main/bash/sdkman-env.sh"),
-		set(".bazelversion", "bazelisk", "on every bazel command below it", bazelVersion, "bazelbuild/bazelisk core/core.go"),
+		set("rust-toolchain", "rustup", "on every cargo, rustc and rustup command below it", rustToolchain, "a toolchain that is a path (a one-line path, or toolchain.path)", "rust-lang/rustup src/config.rs parse_override_file"),
+		set("rust-toolchain.toml", "rustup", "on every cargo, rustc and rustup command below it", rustToolchainTOML, "toolchain.path", "rust-lang/rustup src/config.rs OverrideFile"),
+		set(".cargo/config.toml", "Cargo", "on cargo metadata, tree, fetch and every build below it (editors run cargo metadata when a folder opens)", cargoConfig, "build.rustc, rustc-wrapper, rustc-workspace-wrapper, rustdoc; linkers and runners; [env]; [alias]; include; credential providers; doc.browser; [unstable]; rustflags that name a linker or load code; a build script override's link flags", "rust-lang/cargo doc/book/src/reference/config.md"),
+		set(".cargo/config", "Cargo", "on cargo metadata, tree, fetch and every build below it (editors run cargo metadata when a folder opens)", cargoConfig, "build.rustc, rustc-wrapper, rustc-workspace-wrapper, rustdoc; linkers and runners; [env]; [alias]; include; credential providers; doc.browser; [unstable]; rustflags that name a linker or load code; a build script override's link flags", "rust-lang/cargo doc/book/src/reference/config.md"),
+		set(".python-version", "uv (and pyenv)", "on every uv command and pyenv shim below it", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "astral-sh/uv crates/uv-python version_files.rs (a path is an interpreter)"),
+		set(".python-versions", "uv", "on every uv command below it", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "astral-sh/uv crates/uv-python version_files.rs"),
+		set(".ruby-version", "rbenv", "on every ruby shim below it", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "rbenv libexec/rbenv-version-file-read (before 1.2 it follows ..)"),
+		set(".java-version", "jenv", "on every java shim below it", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "jenv libexec/jenv-version-file-read (no traversal check)"),
+		set(".terraform-version", "tfenv", "on every terraform below it", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "tfutils/tfenv lib/helpers.sh read_version_file"),
+		set(".node-version", "nodenv and other Node.js version managers", "on every node shim below it", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "nodenv libexec/nodenv-version-file-read"),
+		set(".sdkmanrc", "SDKMAN!", "when a shell enters the directory (sdkman_auto_env)", versionPin, "a version that is a path (with /, \\\\, .., or a leading ~ or .)", "sdkman-cli src/main/bash/sdkman-env.sh"),
+		set(".bazelversion", "bazelisk", "on every bazel command below it", bazelVersion, "anything but a version or a label (a path, a fork)", "bazelbuild/bazelisk core/core.go"),
 		ps(".bazeliskrc", "bazelisk", "on every bazel command below it (where Bazel is downloaded from and run)", "bazelbuild/bazelisk config/config.go"),
 		ps("tools/bazel", "bazelisk", "on every bazel command, in place of Bazel", "bazelbuild/bazelisk core/core.go"),
 		ps("tools/bazel.*", "bazelisk", "on every bazel command, in place of Bazel", "bazelbuild/bazelisk core/core.go"),
-		set(".bazelrc", "Bazel", "on every bazel command below it", bazelrc, "https://bazel.build/run/bazelrc"),
+		set(".bazelrc", "Bazel", "on every bazel command below it", bazelrc, "startup options, import and try-import, and options that name a program (--workspace_status_command, --run_under, --credential_helper, --host_jvm_args, ...)", "https://bazel.build/run/bazelrc"),
 		ps(".mvn/jvm.config", "Maven", "on every mvn command, mvn --version included (JVM options: -javaagent)", "/usr/share/maven/bin/mvn concat_lines"),
 		ps(".mvn/maven.config", "Maven", "on every mvn command (command-line options: extensions, settings)", "https://maven.apache.org/configure.html"),
 		ps(".sbtopts", "sbt", "on every sbt command, sbt --version included (--java-home, --sbt-jar)", "sbt/sbt sbt launcher script"),

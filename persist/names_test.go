@@ -73,6 +73,9 @@ func TestBuiltinNames(t *testing.T) {
 		if n.Tool == "" || n.When == "" {
 			t.Errorf("%s: no tool or time", n.Pattern)
 		}
+		if (n.Kind == Settings) != (n.Settings != nil) || n.Kind == Settings && (n.Refuses == "" || n.Source == "") {
+			t.Errorf("%s: a Settings name needs its rule, what it refuses and its source (and only it has a rule)", n.Pattern)
+		}
 		if seen[n.Pattern] {
 			t.Errorf("%s listed twice", n.Pattern)
 		}
