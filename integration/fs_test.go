@@ -616,6 +616,11 @@ func TestFSPersistenceExistingFiles(t *testing.T) {
 		{"vscode-rename-dir", ".vscode/tasks.json", `mv .vscode .vscode.old; mkdir .vscode; echo '{"evil":1}' > .vscode/tasks.json`},
 		{"claude-settings", ".claude/settings.json", `echo '{"evil":1}' > .claude/settings.json`},
 		{"bashrc-chmod", ".bashrc", `chmod 777 .bashrc; touch -d 2001-01-01 .bashrc; setfattr -n user.x -v y .bashrc`},
+		// A Dev Containers file the person may already have used: a new
+		// one is listed, a change to this one refused.
+		{"devcontainer", ".devcontainer/devcontainer.json", `echo '{"initializeCommand": "touch MARK"}' > .devcontainer/devcontainer.json`},
+		{"npmrc-script-shell", ".npmrc", `echo 'script-shell=/tmp/evil' >> .npmrc`},
+		{"hgrc-hook", "lib/.hg/hgrc", `printf '[hooks]\npre-status = touch MARK\n' >> lib/.hg/hgrc`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -320,9 +320,11 @@ func runsHooks(c *persist.Checker, rel string, at int) bool {
 
 // listedOnChange reports the kinds of names a run may change in place:
 // a change is judged after the run (listed, or, for a hook manager's
-// file in a repository that came to run hooks, quarantined).
+// file in a repository that came to run hooks, quarantined). A name the
+// tool asks about is not one: a change to one that was there is refused,
+// so it is read-only for the run like the rest.
 func listedOnChange(n persist.Name) bool {
-	return n.Kind == persist.Instruction || n.Kind == persist.Asked || n.Kind == persist.Hooked
+	return n.Kind == persist.Instruction || n.Kind == persist.Hooked
 }
 
 // sharedAtStart is what group/other write the repository rel may keep.
