@@ -216,6 +216,11 @@ func (c *Checker) check(rel string, k Change) Verdict {
 			return Verdict{Refuse, why}
 		}
 	}
+	if k == Symlink {
+		if why := c.linkIntoUnchecked(rel); why != "" {
+			return Verdict{Refuse, why}
+		}
+	}
 	if n, at, ok := c.cfg.Names.Match(rel); ok {
 		if d, ok := c.declaration(rel, k, n, at); ok && c.exempt(rel, at) == "" {
 			worse(d)
@@ -242,9 +247,8 @@ func (c *Checker) nameRule(rel string, k Change, n Name, at int) Verdict {
 		// The tool asks before it first runs a new one; one the person
 		// may already have chosen to run can run again without a new
 		// question (a folder reopened in its container).
-		root := strings.Join(strings.Split(rel, "/")[:at+strings.Count(n.Pattern, "/")+1], "/")
-		if _, err := c.cfg.Before.Lstat(c.abs(root)); err == nil {
-			return Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why() + ", and it was there before the run: once the person chose it, it may run again without asking"}
+		if had := c.askedBefore(rel, n, at); had != "" {
+			return Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why() + ", and " + had + " was there before the run: once the person chose it, it may run again without asking"}
 		}
 		return Verdict{List, n.Pattern + ": " + n.Why() + "; committed because it is new here, and the tool asks first"}
 	case n.Kind == Settings:
@@ -260,6 +264,54 @@ func (c *Checker) nameRule(rel string, k Change, n Name, at int) Verdict {
 		return Verdict{List, n.Pattern + ": " + n.Why() + "; committed because no hook runs it here (installing one is a change to git's own files, which is refused)"}
 	}
 	return Verdict{Refuse, n.Pattern + " is a persistence path: " + n.Why()}
+}
+
+// linkIntoUnchecked says why the symlink at rel is refused: it leads to a
+// directory whose names the rules do not judge (a package manager's
+// tree, where they are only listed, or a root the command writes
+// unchecked, such as its private caches), and a tool started in the
+// directory it stands for reads its configuration there. "" when not.
+func (c *Checker) linkIntoUnchecked(rel string) string {
+	if _, in := InPackageTree(rel, strings.Count(rel, "/")+1); in {
+		return "" // a package manager's own links (node_modules/.bin)
+	}
+	target, err := Resolve(c.cfg.Final, c.abs(rel), true)
+	if err != nil {
+		return ""
+	}
+	if st, err := c.cfg.Final.Lstat(target); err != nil || !st.IsDir() {
+		return "" // a link to a file, or to nothing
+	}
+	for _, u := range c.cfg.Unguarded {
+		if target == u || strings.HasPrefix(target, u+"/") {
+			return rel + " links to " + target + ", a directory sandboxd does not check: a tool started through it would run what is left there"
+		}
+	}
+	if t, ok := strictlyInside(c.cfg.Workspace, target); ok {
+		if tree, in := InPackageTree(t, strings.Count(t, "/")+1); in {
+			return rel + " links into " + tree + ", a package manager's tree, whose names are only listed: a tool started through it would run what is left there"
+		}
+	}
+	return ""
+}
+
+// askedBefore names the file of n's tool that was in the directory of
+// the name at element at of rel before the run ("" for none): the tool
+// reads one of several spellings (Dev Containers prefers
+// .devcontainer/devcontainer.json to .devcontainer.json), so a new one
+// beside one the person already chose is a change to it.
+func (c *Checker) askedBefore(rel string, n Name, at int) string {
+	dir := strings.Join(strings.Split(rel, "/")[:at], "/")
+	for _, o := range c.cfg.Names.Names() {
+		first, _, _ := strings.Cut(o.Pattern, "/")
+		if o.Kind != Asked || o.Tool != n.Tool || strings.ContainsAny(first, `*?[\`) {
+			continue
+		}
+		if _, err := c.cfg.Before.Lstat(c.abs(joinRel(dir, first))); err == nil {
+			return joinRel(dir, first)
+		}
+	}
+	return ""
 }
 
 // redirects says why a link or file at rel would redirect something

@@ -296,6 +296,7 @@ var npmRuns = map[string]string{
 	"tarball":                         "node-gyp takes Node.js headers and build files from it",
 	"dist-url":                        "node-gyp downloads Node.js headers and build files from it",
 	"global":                          "npm runs the global installation's scripts instead",
+	"lockfile-dir":                    "moves where pnpm loads .pnpmfile.cjs from",
 	"location":                        "npm runs the global installation's scripts instead",
 	"unsafe-perm":                     "npm 6 runs scripts as root",
 	"manage-package-manager-versions": "pnpm downloads and runs the package manager package.json names",
@@ -341,7 +342,7 @@ var npmKnown = setOf(
 	"frozen-store", "git-branch-lockfile", "git-checks", "git-shallow-hosts", "hoist", "hoist-pattern",
 	"hoist-workspace-packages", "hoisting-limits", "ignore-compatibility-db", "ignore-dep-scripts", "ignore-pnpmfile",
 	"init-package-manager", "inject-workspace-packages", "legacy-dir-filtering", "link-workspace-packages", "lockfile",
-	"lockfile-dir", "lockfile-include-tarball-url", "lockfile-only", "modules-cache-max-age", "modules-dir",
+	"lockfile-include-tarball-url", "lockfile-only", "modules-cache-max-age", "modules-dir",
 	"network-concurrency", "node-linker", "npmrc-auth-file", "only-built-dependencies", "only-built-dependencies-file",
 	"never-built-dependencies", "optimistic-repeat-install", "pack-gzip-level", "package-import-method",
 	"peers-suffix-max-length", "preserve-absolute-paths", "public-hoist-pattern", "publish-branch",
@@ -385,9 +386,10 @@ func setOf(s ...string) map[string]bool {
 // .npmrc's are (Yarn 1 takes a setting from either file).
 func yarnrcSettings(b []byte, _ SettingsEnv) ([]Setting, error) {
 	s := strings.TrimPrefix(string(b), "\ufeff")
+	// Yarn's tokenizer ends a line at CR as well as LF.
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 	var out []Setting
 	for n, line := range strings.Split(s, "\n") {
-		line = strings.TrimRight(line, "\r")
 		t := strings.TrimSpace(line)
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue

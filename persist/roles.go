@@ -2,8 +2,10 @@ package persist
 
 import (
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
@@ -64,6 +66,10 @@ func (c *Checker) loadRoles() {
 				c.globalHooks = append(c.globalHooks, filepath.Clean(e.Value))
 			}
 		}
+		// What a settings file names that its tool runs or loads (a
+		// yarnPath, a Cargo include, an hg %include) is as guarded as
+		// the setting.
+		c.settingsRoles(view)
 		// A protected name reached through a symlink guards what it
 		// points at.
 		for _, rel := range c.cfg.StartNamed {
@@ -185,11 +191,22 @@ func worktrees(view FS, gd string, ents []gitconfig.Entry) []string {
 // and returns its entries. Relative includes are relative to the
 // including file's directory, as git opened it.
 func (c *Checker) configRoles(view FS, f, gd, why string, depth int) []gitconfig.Entry {
+	return c.configEntries(view, f, depth, func(p string, d int) {
+		if r, err := Resolve(view, p, true); err == nil {
+			c.addRole(r, role{roleConfig, gd, strings.Repeat("included by ", d-depth) + why})
+		}
+	})
+}
+
+// configEntries reads the git config file f in view and the files it
+// includes, as git does (relative to the including file, "~/" the home,
+// at most maxIncludeDepth deep), calling visit for each file it opens.
+func (c *Checker) configEntries(view FS, f string, depth int, visit func(path string, depth int)) []gitconfig.Entry {
 	if depth > maxIncludeDepth {
 		return nil
 	}
-	if r, err := Resolve(view, f, true); err == nil {
-		c.addRole(r, role{roleConfig, gd, why})
+	if visit != nil {
+		visit(f, depth)
 	}
 	b, err := readFollow(view, f, gitconfig.MaxSize)
 	if err != nil {
@@ -209,7 +226,7 @@ func (c *Checker) configRoles(view FS, f, gd, why string, depth int) []gitconfig
 			case !filepath.IsAbs(p):
 				p = filepath.Dir(f) + "/" + p
 			}
-			out = append(out, c.configRoles(view, p, gd, "included by "+why, depth+1)...)
+			out = append(out, c.configEntries(view, p, depth+1, visit)...)
 		}
 	}
 	return out
@@ -326,4 +343,78 @@ func (c *Checker) Roles() []RolePath {
 func (c *Checker) GlobalHooks() []string {
 	c.loadRoles()
 	return slices.Compact(append([]string(nil), c.globalHooks...))
+}
+
+// settingsRoles adds, for every Settings file the workspace held, the
+// files its program-naming settings name (a path in their value,
+// relative to the file's directory or its parent: Cargo resolves
+// programs from the directory holding .cargo).
+func (c *Checker) settingsRoles(view FS) {
+	for _, rel := range c.cfg.StartNamed {
+		n, at, ok := c.cfg.Names.Match(rel)
+		if !ok || n.Kind != Settings || at+strings.Count(n.Pattern, "/") != strings.Count(rel, "/") {
+			continue
+		}
+		p := c.abs(rel)
+		b, err := readFollow(view, p, maxSettings)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Dir(p)
+		sets, err := n.Settings(b, settingsEnv{c: c, dir: dir})
+		if err != nil {
+			continue
+		}
+		for _, st := range sets {
+			for _, v := range settingPaths(st.Value) {
+				for _, base := range []string{dir, filepath.Dir(dir)} {
+					q := v
+					switch {
+					case strings.HasPrefix(q, "~/") && c.cfg.Home != "":
+						q = c.cfg.Home + q[1:]
+					case !filepath.IsAbs(q):
+						q = base + "/" + q
+					}
+					if r, err := Resolve(view, filepath.Clean(q), true); err == nil {
+						c.addRole(r, role{roleNamed, "", rel + " names it (" + st.Key + "), and " + n.Why()})
+					}
+				}
+			}
+		}
+	}
+}
+
+// quotedString is a Go-quoted string in a setting's canonical value.
+var quotedString = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// settingPaths are the words of a program-naming setting's value that
+// may be local paths (every word but options and URLs: a Cargo include
+// or a yarnPath is a bare file name too), quoted ones unquoted.
+func settingPaths(v string) []string {
+	if _, after, ok := strings.Cut(v, "\x00"); ok {
+		v = after // an ini value after its section
+	}
+	var words []string
+	if q := quotedString.FindAllString(v, -1); len(q) > 0 {
+		for _, s := range q {
+			if u, err := strconv.Unquote(s); err == nil {
+				words = append(words, strings.Fields(u)...)
+			}
+		}
+	} else {
+		words = strings.Fields(v)
+	}
+	var out []string
+	for _, w := range words {
+		w = strings.TrimPrefix(w, "path:")
+		if _, after, ok := strings.Cut(w, "="); ok && strings.HasPrefix(w, "-") {
+			w = after // --require=./x.js
+		}
+		w = strings.Trim(w, `"'`)
+		if w == "" || strings.HasPrefix(w, "-") || strings.Contains(w, "://") {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }

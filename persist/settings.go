@@ -198,11 +198,10 @@ func (c *Checker) runsHooks(rel string, at int) (string, bool) {
 			if err != nil {
 				continue // no config: nothing set
 			}
-			ents, err := gitconfig.Parse(b)
-			if err != nil {
+			if _, err := gitconfig.Parse(b); err != nil {
 				return "its repository's config cannot be parsed", true
 			}
-			for _, e := range ents {
+			for _, e := range c.configEntries(view, f, 0, nil) {
 				if why, ok := hookSetting(e); ok {
 					return "its repository's config " + why, true
 				}

@@ -68,6 +68,13 @@ func TestNpmrcSettings(t *testing.T) {
 		{"kept as it was", "script-shell=/bin/bash\n", "script-shell=/bin/bash\nregistry=https://r/\n", false},
 		{"changed value", "script-shell=/bin/bash\n", "script-shell=/tmp/evil\n", true},
 		{"removed", "script-shell=/bin/bash\nregistry=x\n", "registry=x\n", false},
+		{"pnpm lockfile dir", "", "lockfile-dir=/w/node_modules/x\n", true},
+	})
+	runSettings(t, ".bundle/config", []settingsCase{
+		{"jobs and path", "", "---\nBUNDLE_JOBS: \"4\"\nBUNDLE_PATH: \"vendor/bundle\"\n", false},
+		{"gemfile", "", "---\nBUNDLE_GEMFILE: \"evil/Gemfile\"\n", true},
+		{"gemfile in a block scalar", "", "BUNDLE_JOBS: |\n BUNDLE_GEMFILE: \"evil/Gemfile\"\n", true},
+		{"local gem", "", "BUNDLE_LOCAL__RACK: \"/w/rack\"\n", true},
 	})
 }
 
@@ -90,6 +97,7 @@ func TestYarnrcSettings(t *testing.T) {
 		{"not a mapping", "", "- yarnPath\n", true},
 		{"kept", "yarnPath: .yarn/releases/yarn-4.1.0.cjs\n", "yarnPath: .yarn/releases/yarn-4.1.0.cjs\nnodeLinker: node-modules\n", false},
 		{"upgraded", "yarnPath: .yarn/releases/yarn-4.1.0.cjs\n", "yarnPath: .yarn/releases/yarn-4.2.0.cjs\n", true},
+		{"prototype", "", "nodeLinker: node-modules\n__proto__: {yarnPath: ./e.js}\n", true},
 	})
 	runSettings(t, ".yarnrc", []settingsCase{
 		{"registry", "", "registry \"https://registry.example.com/\"\n# comment\nsave-prefix \"~\"\n", false},
@@ -101,6 +109,7 @@ func TestYarnrcSettings(t *testing.T) {
 		{"json", "", "{\"yarn-path\": \"./evil.js\"}\n", true},
 		{"conflict", "", "<<<<<<< a\nyarn-path \"x\"\n=======\n>>>>>>> b\n", true},
 		{"nested", "", "env:\n  NODE_OPTIONS \"--require x\"\n", true},
+		{"carriage return", "", "network-timeout 600000\ryarn-path ./e.js\n", true},
 	})
 	runSettings(t, "pnpm-workspace.yaml", []settingsCase{
 		{"packages", "", "packages:\n  - 'packages/*'\nonlyBuiltDependencies: [esbuild]\ncatalog:\n  react: ^18\n", false},
@@ -108,6 +117,10 @@ func TestYarnrcSettings(t *testing.T) {
 		{"kebab", "", "script-shell: /tmp/evil\n", true},
 		{"pnpmfile", "", "pnpmfile: ./x.cjs\n", true},
 		{"node options", "", "nodeOptions: --require ./x.js\n", true},
+		{"prototype", "", "packages: [\".\"]\n__proto__: {scriptShell: /x}\n", true},
+		{"tagged merge", "", "packages: [\".\"]\n!!merge : {pnpmfile: /x}\n", true},
+		{"long tagged merge", "", "packages: [\".\"]\n!<tag:yaml.org,2002:merge> : {pnpmfile: /x}\n", true},
+		{"merge in a flow mapping", "", "{packages: [\".\"], !!merge : {scriptShell: /x}}\n", true},
 	})
 }
 
@@ -140,6 +153,7 @@ func TestToolchainSettings(t *testing.T) {
 		{"env", "", "[env]\nLD_PRELOAD = \"/tmp/x.so\"\n", true},
 		{"alias", "", "[alias]\nfmt = \"run\"\n", true},
 		{"include", "", "include = [\"extra.toml\"]\n", true},
+		{"argfile", "", "[build]\nrustflags = [\"@flags.txt\"]\n", true},
 		{"credential provider", "", "[registry]\ncredential-provider = \"/tmp/c\"\n", true},
 	})
 	runSettings(t, ".python-version", []settingsCase{
@@ -197,6 +211,10 @@ func TestNameKinds(t *testing.T) {
 			map[string]string{"lib/.git/HEAD": head, "lib/.git/objects/": "", "lib/.git/refs/": "", "lib/.git/config": "[remote \"origin\"]\n\turl = https://x/y\n", "lib/.husky/pre-commit": "x\n"},
 			"", "lib/.husky/pre-commit", List},
 		{"dev container", nil, map[string]string{".devcontainer/devcontainer.json": "{}\n"}, "", ".devcontainer/devcontainer.json", List},
+		{"dev container beside one chosen", map[string]string{".devcontainer.json": "{}\n"}, map[string]string{".devcontainer/devcontainer.json": "{}\n"}, "", ".devcontainer/devcontainer.json", Refuse},
+		{"dev container changed", map[string]string{".devcontainer/devcontainer.json": "{}\n"}, map[string]string{".devcontainer/devcontainer.json": "{\"initializeCommand\": \"x\"}\n"}, "", ".devcontainer/devcontainer.json", Refuse},
+		{"hook manager, hooksPath included", map[string]string{".git/HEAD": head, ".git/objects/": "", ".git/refs/": "", ".git/config": "[include]\n\tpath = ../team.gitconfig\n", "team.gitconfig": "[core]\n\thooksPath = .husky/_\n"},
+			map[string]string{".husky/pre-commit": "npm test\n"}, "", ".husky/pre-commit", Refuse},
 		{"clone's envrc", nil, map[string]string{"lib/.git/HEAD": head, "lib/.git/objects/": "", "lib/.git/refs/": "",
 			"lib/.git/config": "[remote \"origin\"]\n\turl = https://x/y\n", "lib/.envrc": "evil\n"}, "", "lib/.envrc", Refuse},
 		{"clone's hgrc", nil, map[string]string{"lib/.git/HEAD": head, "lib/.git/objects/": "", "lib/.git/refs/": "",
@@ -230,5 +248,60 @@ func TestNameKinds(t *testing.T) {
 				t.Errorf("Check(%s) = %v (%s), want %v", tc.rel, v.Action, v.Why, tc.want)
 			}
 		})
+	}
+}
+
+// A symlink that stands for a directory the rules do not judge (a package
+// manager's tree, a root the command writes unchecked) is refused: a tool
+// started through it would read its configuration there.
+func TestLinkIntoUnchecked(t *testing.T) {
+	dir := t.TempDir()
+	ws, cache := filepath.Join(dir, "ws"), filepath.Join(dir, "cache")
+	tree(t, ws, map[string]string{
+		"node_modules/.web/.npmrc": "script-shell=/x\n", "node_modules/x/bin/cli.js": "x", "src/app/": "",
+		"web":                   "-> node_modules/.web",
+		"cli":                   "-> node_modules/x/bin/cli.js",
+		"node_modules/.bin/cli": "-> ../x/bin/cli.js",
+		"node_modules/ws-pkg":   "-> ../src/app",
+		"app":                   "-> src/app",
+		"cached":                "-> " + filepath.Join(cache, "w"),
+		"dangling":              "-> node_modules/none",
+	})
+	tree(t, cache, map[string]string{"w/.pdbrc": "!x\n"})
+	c := NewChecker(Config{Workspace: ws, Final: Host{}, Before: viewFS{ws, filepath.Join(dir, "empty")}, Names: NewMatcher(Builtin()),
+		Unguarded: []string{cache}})
+	for rel, refuse := range map[string]bool{"web": true, "cached": true, "cli": false, "node_modules/.bin/cli": false,
+		"node_modules/ws-pkg": false, "app": false, "dangling": false} {
+		if v := c.Check(rel, Symlink); (v.Action == Refuse) != refuse {
+			t.Errorf("Check(%s, Symlink) = %v (%s), want refused=%v", rel, v.Action, v.Why, refuse)
+		}
+	}
+}
+
+// What an existing settings file names that its tool runs (a yarnPath, a
+// Cargo include, an hg %include) is as protected as the setting.
+func TestSettingsNameFiles(t *testing.T) {
+	dir := t.TempDir()
+	ws, before := filepath.Join(dir, "ws"), filepath.Join(dir, "before")
+	start := map[string]string{
+		".yarnrc.yml": "yarnPath: .yarn/releases/yarn-4.0.0.cjs\n", ".yarn/releases/yarn-4.0.0.cjs": "yarn\n",
+		"crate/.cargo/config.toml": "include = [{ path = \"local.toml\", optional = true }]\n",
+		"lib/.hg/hgrc":             "[ui]\nusername = x\n%include ../../team.hgrc\n", "team.hgrc": "[ui]\n",
+		"src/main.go": "package main\n",
+	}
+	tree(t, before, start)
+	tree(t, ws, start)
+	tree(t, ws, map[string]string{".yarn/releases/yarn-4.0.0.cjs": "evil\n", "crate/.cargo/local.toml": "[build]\nrustc-wrapper = \"/x\"\n",
+		"team.hgrc": "[hooks]\npre-status = x\n", "src/main.go": "package main // edited\n"})
+	m := NewMatcher(Builtin())
+	s, _ := ScanWorkspace(before, m, nil)
+	var named []string
+	named = append(named, s.Named(before, m)...)
+	c := NewChecker(Config{Workspace: ws, Final: Host{}, Before: viewFS{ws, before}, Names: m, StartNamed: named})
+	for rel, refuse := range map[string]bool{".yarn/releases/yarn-4.0.0.cjs": true, "crate/.cargo/local.toml": true,
+		"team.hgrc": true, "src/main.go": false} {
+		if v := c.Check(rel, File); (v.Action == Refuse) != refuse {
+			t.Errorf("Check(%s) = %v (%s), want refused=%v", rel, v.Action, v.Why, refuse)
+		}
 	}
 }

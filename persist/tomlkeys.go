@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -135,6 +134,9 @@ var cargoConfig = tomlSettings(func(p []string, v string) (string, bool) {
 				return "rustc flags that name a linker or load code", true
 			}
 		}
+		if strings.Contains(v, "@") {
+			return "rustc reads more flags from an @file", true
+		}
 	}
 	return "", false
 })
@@ -260,24 +262,27 @@ func bazelrc(b []byte, _ SettingsEnv) ([]Setting, error) {
 	return out, nil
 }
 
-// bundleConfig is the SettingsRule of Bundler's .bundle/config (YAML):
-// the Gemfile it evaluates, gems taken from local checkouts, build flags,
-// plugins and where it takes more configuration.
+// bundleConfig is the SettingsRule of Bundler's .bundle/config: the
+// Gemfile it evaluates, gems taken from local checkouts, build flags,
+// plugins and where it takes more configuration. Bundler reads the file
+// line by line (bundler/yaml_serializer.rb: any line "KEY: value", at
+// any indentation, where ":" is followed by a space or the end), not as
+// YAML; every key such a line could be read as is judged.
 func bundleConfig(b []byte, _ SettingsEnv) ([]Setting, error) {
-	tops, err := yamlTopKeys(b)
-	if err != nil {
-		return nil, err
-	}
 	var out []Setting
-	for _, t := range tops {
-		k := strings.ToUpper(t.key)
-		switch {
-		case k == "BUNDLE_GEMFILE" || k == "BUNDLE_APP_CONFIG" || k == "BUNDLE_PLUGINS" ||
-			strings.HasPrefix(k, "BUNDLE_LOCAL__") || strings.HasPrefix(k, "BUNDLE_BUILD__"):
-			out = append(out, Setting{Key: t.key, Value: t.value, Why: "Bundler evaluates or builds code it names"})
+	for _, line := range strings.FieldsFunc(string(b), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		for i := 0; i < len(line); i++ {
+			if line[i] != ':' || i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
+				continue
+			}
+			key := strings.ToUpper(strings.Trim(strings.TrimSpace(line[:i]), `"'-`))
+			key = strings.NewReplacer(".", "__", "-", "___").Replace(key)
+			switch {
+			case strings.Contains(key, "GEMFILE"), strings.Contains(key, "APP_CONFIG"), strings.Contains(key, "PLUGINS"),
+				strings.Contains(key, "LOCAL__"), strings.Contains(key, "BUILD__"):
+				out = append(out, Setting{Key: key, Value: line, Why: "Bundler evaluates or builds code it names"})
+			}
 		}
 	}
 	return out, nil
 }
-
-var errUnreadable = errors.New("unreadable")

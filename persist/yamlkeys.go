@@ -71,9 +71,10 @@ func yamlTopKeys(b []byte) ([]yamlTop, error) {
 			if err != nil {
 				return err
 			}
-			if ks == "<<" {
+			if yamlMerges(k, ks) {
 				// A merge key brings in a mapping's keys, or a sequence
-				// of mappings'.
+				// of mappings'; so does __proto__, which js-yaml makes
+				// the object's prototype, whose keys the tools then read.
 				m := v
 				for m.Kind == yaml.AliasNode && m.Alias != nil {
 					m = m.Alias
@@ -102,6 +103,16 @@ func yamlTopKeys(b []byte) ([]yamlTop, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// yamlMerges reports a key whose value's keys a JavaScript reader takes
+// as the mapping's own: "<<", any key tagged as a merge (js-yaml merges
+// a !!merge key whatever its text), and "__proto__".
+func yamlMerges(k *yaml.Node, ks string) bool {
+	for k.Kind == yaml.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	return ks == "<<" || ks == "__proto__" || k.Tag == "!!merge" || k.ShortTag() == "!!merge" || k.Tag == "tag:yaml.org,2002:merge"
 }
 
 // yamlString is a key as js-yaml makes it a string: a scalar's value, a
