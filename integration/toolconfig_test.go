@@ -36,6 +36,11 @@ type toolCase struct {
 	stdin string
 	// dir is where the host runs the tool ("" the workspace).
 	dir string
+	// setup writes what the project held before the run (in its
+	// directory, on the host).
+	setup map[string]string
+	// notLink are workspace paths that must not be symlinks afterwards.
+	notLink []string
 }
 
 func toolCases() []toolCase {
@@ -72,6 +77,20 @@ func toolCases() []toolCase {
 				" && hg init ok && printf '[paths]\\ndefault = https://hg.example.invalid/r\\n[ui]\\nusername = x\\n' > ok/.hg/hgrc",
 			gone: []string{"lib/.hg/hgrc"}, keep: map[string]string{"ok/.hg/hgrc": "default = https://hg.example.invalid/r"},
 			host: [][]string{{"hg", "status"}}, dir: "lib"},
+		// What an existing setting names is as protected as the setting
+		// (every Yarn 2+ project commits its release and a yarnPath).
+		{name: "yarn-release", tool: "yarn",
+			setup: map[string]string{".yarnrc.yml": "yarnPath: .yarn/releases/yarn-4.0.0.cjs\n", ".yarn/releases/yarn-4.0.0.cjs": "console.log('4.0.0')\n"},
+			plant: "printf 'require(\"fs\").writeFileSync(\"%s\", \"\"); console.log(\"4.0.0\")\\n' MARK > .yarn/releases/yarn-4.0.0.cjs || true",
+			host:  [][]string{{"yarn", "--version"}}},
+		// A directory the user works in, replaced by a link into a tree
+		// whose names are only listed.
+		{name: "link-into-node-modules", tool: "npm",
+			setup: map[string]string{"web/package.json": "{\"name\": \"web\"}\n"},
+			plant: evil("s.sh") + " && mkdir -p node_modules/.web && cp -a web/. node_modules/.web/" +
+				" && printf 'script-shell=%s/s.sh\n' \"$PWD\" > node_modules/.web/.npmrc && rm -rf web && ln -s node_modules/.web web",
+			notLink: []string{"web"},
+			host:    [][]string{{"npm", "exec", "-c", "true"}}, dir: "web"},
 		// The forged clone: a new .git with a remote exempts nothing.
 		{name: "hgrc-in-forged-clone", tool: "hg",
 			plant: "git init -q lib2 && git -C lib2 remote add origin https://example.invalid/r.git && hg init lib2" +
@@ -94,6 +113,9 @@ func TestToolConfigsRunNothing(t *testing.T) {
 				continue
 			}
 			marks[c.name] = filepath.Join(e.home, "pwned-"+c.name)
+			for name, content := range c.setup {
+				e.writeFile(filepath.Join(e.ws, c.name, name), content, 0o644)
+			}
 			fmt.Fprintf(&script, "mkdir -p %s && (cd %s && MARK=%s && %s) || echo PLANT-FAILED %s\n",
 				c.name, c.name, marks[c.name], strings.ReplaceAll(c.plant, "MARK", "\"$MARK\""), c.name)
 		}
@@ -116,6 +138,11 @@ func TestToolConfigsRunNothing(t *testing.T) {
 					t.Errorf("%s: %s was committed\n%s", c.name, g, r)
 				} else if !e.named(r, filepath.Join(c.name, g)) {
 					t.Errorf("%s: %s is gone, but neither the report nor stderr says why", c.name, g)
+				}
+			}
+			for _, p := range c.notLink {
+				if st, err := os.Lstat(filepath.Join(root, p)); err == nil && st.Mode()&os.ModeSymlink != 0 {
+					t.Errorf("%s: the link %s was committed\n%s", c.name, p, r)
 				}
 			}
 			for p, want := range c.keep {
@@ -215,4 +242,31 @@ func rustupCargo(e *env) (string, []string) {
 	}
 	return cargo, []string{"HOME=" + home, "PATH=" + filepath.Join(cargoHome, "bin") + ":/usr/bin:/bin",
 		"CARGO_HOME=" + cargoHome, "RUSTUP_HOME=" + rustupHome, "CARGO_TARGET_DIR=" + filepath.Join(e.dir, "target")}
+}
+
+// TestSweepReachesLockedDirectories: a --no-transaction command that takes
+// write (or search) away from its own directories after planting a
+// protected name there does not keep it: the sweep gives the owner the
+// permission back for the move, and puts the mode back.
+func TestSweepReachesLockedDirectories(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		e.runArgs = []string{"--no-transaction"}
+		r := e.run(t, "mkdir -p sub/deep && echo '!import os' > .pdbrc && echo 'script-shell=/tmp/x' > sub/.npmrc && echo '!x' > sub/deep/.pdbrc"+
+			" && chmod 0 sub/deep && chmod 555 sub . && echo PLANTED")
+		if !strings.Contains(r.stdout, "PLANTED") {
+			t.Fatalf("planting failed\n%s", r)
+		}
+		os.Chmod(filepath.Join(e.ws, "sub", "deep"), 0o755) // to look (as root)
+		e.gone(t, r, "", ".pdbrc", "sub/.npmrc", "sub/deep/.pdbrc")
+		for rel, want := range map[string]os.FileMode{".": 0o555, "sub": 0o555} {
+			if st, err := os.Stat(filepath.Join(e.ws, rel)); err != nil || st.Mode().Perm() != want {
+				t.Errorf("%s is %v after the sweep, want its mode %v back", rel, st.Mode().Perm(), want)
+			}
+		}
+		os.Chmod(e.ws, 0o755)
+		os.Chmod(filepath.Join(e.ws, "sub"), 0o755)
+		if t.Failed() {
+			logRun(t, r)
+		}
+	})
 }

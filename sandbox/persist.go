@@ -561,6 +561,16 @@ func (p *persistPlan) candidates(after *persist.Scan, c *persist.Checker) ([]can
 		}
 	}
 	p.repoCandidates(after, c, add, changed)
+	// A directory replaced by a symlink: judged as the link it is now
+	// (one into a tree the rules do not check is refused).
+	for rel := range p.scan.Dirs {
+		if _, still := after.Dirs[rel]; still || rel == "" {
+			continue
+		}
+		if st, err := os.Lstat(filepath.Join(ws, rel)); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			add(candidate{rel: rel})
+		}
+	}
 	notes := p.namedCandidates(after, add, changed)
 	for _, rel := range after.Redirects(ws, p.m) {
 		changed(rel)
@@ -619,6 +629,12 @@ func (p *persistPlan) namedCandidates(after *persist.Scan, add func(candidate), 
 			continue
 		}
 		id, st, err := lstatID(filepath.Join(ws, rel))
+		if errors.Is(err, fs.ErrPermission) {
+			// Behind a directory the command locked: what cannot be
+			// checked is not kept.
+			add(candidate{rel: rel, why: "sandboxd cannot read " + rel + " to check it, so it is not kept"})
+			continue
+		}
 		if err != nil {
 			continue
 		}
@@ -732,10 +748,16 @@ func walkGitDir(gd string, since int64, fn func(path string, d fs.DirEntry)) {
 func judgeTree(c *persist.Checker, ws, rel string) persist.Verdict {
 	var v persist.Verdict
 	filepath.WalkDir(filepath.Join(ws, rel), func(path string, d fs.DirEntry, err error) error {
+		r, _ := filepath.Rel(ws, path)
+		if errors.Is(err, fs.ErrPermission) {
+			// Locked by the command (chmod 0): what cannot be checked is
+			// not kept.
+			v = persist.Verdict{Action: persist.Refuse, Why: "sandboxd cannot read " + r + " to check it, so it is not kept"}
+			return filepath.SkipAll
+		}
 		if err != nil {
 			return nil
 		}
-		r, _ := filepath.Rel(ws, path)
 		k := persist.File
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
@@ -1038,6 +1060,52 @@ func safeGitConfig(text string) bool {
 	return true
 }
 
+// openSearching opens rel below the directory root with how, giving a
+// directory on the way that the command made unsearchable for its owner
+// (chmod 0) search back, as the scan's Unlock reads it: the sweep must
+// reach whatever the command left.
+func openSearching(root int, rel string, how *unix.OpenHow) (int, error) {
+	fd, err := unix.Openat2(root, rel, how)
+	if !errors.Is(err, unix.EACCES) {
+		return fd, err
+	}
+	cur, err := unix.Dup(root)
+	if err != nil {
+		return -1, err
+	}
+	for _, part := range strings.Split(rel, "/") {
+		next, err := unix.Openat2(cur, part, how)
+		if errors.Is(err, unix.EACCES) {
+			restore, cerr := ownerMay(cur, unix.S_IXUSR)
+			if cerr == nil {
+				next, err = unix.Openat2(cur, part, how)
+				restore()
+			}
+		}
+		unix.Close(cur)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// ownerMay adds the owner permission bits to the directory fd (an O_PATH
+// descriptor, changed through /proc/self/fd, which names that very
+// directory) and returns what puts its mode back.
+func ownerMay(fd int, bits uint32) (func(), error) {
+	p := fmt.Sprintf("/proc/self/fd/%d", fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	if err := unix.Chmod(p, st.Mode&0o7777|bits); err != nil {
+		return nil, err
+	}
+	return func() { unix.Chmod(p, st.Mode&0o7777) }, nil
+}
+
 func quarantineEntry(ws, rel, quarantine string) (string, error) {
 	how := unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
@@ -1051,7 +1119,7 @@ func quarantineEntry(ws, rel, quarantine string) (string, error) {
 	parent := filepath.Dir(rel)
 	pfd := root
 	if parent != "." {
-		pfd, err = unix.Openat2(root, parent, &how)
+		pfd, err = openSearching(root, parent, &how)
 		if err != nil {
 			return "", fmt.Errorf("quarantine %s: %w", rel, err)
 		}
@@ -1067,6 +1135,15 @@ func quarantineEntry(ws, rel, quarantine string) (string, error) {
 	}
 	defer unix.Close(dfd)
 	err = unix.Renameat2(pfd, filepath.Base(rel), dfd, filepath.Base(dest), unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EACCES) {
+		// The command took write away from its own directory (chmod
+		// 555): the caller, who owns it, gives it back for the move.
+		restore, cerr := ownerMay(pfd, unix.S_IWUSR|unix.S_IXUSR)
+		if cerr == nil {
+			err = unix.Renameat2(pfd, filepath.Base(rel), dfd, filepath.Base(dest), unix.RENAME_NOREPLACE)
+			restore()
+		}
+	}
 	if err == nil {
 		return dest, nil
 	}
