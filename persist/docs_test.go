@@ -50,9 +50,10 @@ func readmeStartup() []byte {
 	}
 	return []byte("- " + strings.Join(out, ", ") + ";\n" +
 		"- every protected name above (but agent instructions), at any depth: `~/.bashrc`, `~/.gitconfig`, `~/.config/fish`, another project's `.envrc` or `.vscode/`;\n" +
-		"- git directories, whatever their name, and what your git config names: its includes, `core.hooksPath`, `init.templateDir`, and the programs its settings run;\n" +
-		"- the directories on your `PATH`, and `~/bin` and `~/.local/bin` (a login shell adds them once they exist), with what their symlinks point at;\n" +
-		"- the files your shell start-up files source (`source ~/.nvm/nvm.sh`, `. \"$HOME/.cargo/env\"`).\n")
+		"- git directories, whatever their name, another repository's own `core.hooksPath`, and what your git config names: its includes, `core.hooksPath`, `init.templateDir`, and the programs its settings run;\n" +
+		"- the directories on your `PATH` (a leading `~` expanded, as the shell does), and `~/bin` and `~/.local/bin` (a login shell adds them once they exist), with what their symlinks point at;\n" +
+		"- the files your shell start-up files source (`source ~/.nvm/nvm.sh`, `. \"$HOME/.cargo/env\"`);\n" +
+		"- each under every spelling: your home and `PATH` directories as given and with their symlinks resolved, and the XDG directories both where `XDG_CONFIG_HOME` and `XDG_DATA_HOME` put them and at their defaults, which systemd and the desktop session read whatever a shell sets.\n")
 }
 
 func namesTable() []byte {

@@ -112,9 +112,7 @@ func StartupTable() []Startup {
 		{"$XDG_CONFIG_HOME/mimeapps.list", "xdg-open and desktops (default applications)", "when a file or URL is opened", "https://specifications.freedesktop.org/mime-apps-spec/latest/"},
 
 		// Interpreters' start-up hooks.
-		{"~/.local/lib/python*/site-packages/*.pth", "Python (site.py runs import lines of .pth files)", "at every start of that Python", "https://docs.python.org/3/library/site.html"},
-		{"~/.local/lib/python*/site-packages/usercustomize.py", "Python (site.py imports it)", "at every start of that Python", "https://docs.python.org/3/library/site.html"},
-		{"~/.local/lib/python*/site-packages/sitecustomize.py", "Python (site.py imports it)", "at every start of that Python", "https://docs.python.org/3/library/site.html"},
+		{"~/.local/lib/python*/site-packages", "Python (your user site: .pth files run at every start, and its modules come before the system's)", "at every start of that Python, and whenever a module there shadows a system one", "https://docs.python.org/3/library/site.html"},
 		{"~/**/site-packages/*.pth", "Python (site.py runs import lines of .pth files)", "at every start of an interpreter or virtual environment kept there", "https://docs.python.org/3/library/site.html"},
 		{"~/**/site-packages/sitecustomize.py", "Python (site.py imports it)", "at every start of an interpreter kept there", "https://docs.python.org/3/library/site.html"},
 		{"~/**/site-packages/usercustomize.py", "Python (site.py imports it)", "at every start of an interpreter kept there", "https://docs.python.org/3/library/site.html"},
@@ -151,6 +149,13 @@ func StartupTable() []Startup {
 		{"~/.jupyter", "Jupyter (config files)", "when Jupyter starts", "https://docs.jupyter.org/en/latest/use/config.html"},
 		{"~/.pythonrc", "the Python REPL (when PYTHONSTARTUP names it)", "when the Python REPL starts", "https://docs.python.org/3/using/cmdline.html#envvar-PYTHONSTARTUP"},
 		{"~/.screenrc", "GNU screen", "when screen starts", "screen(1)"},
+		{"~/.lesskey", "less (its #env section sets LESSOPEN, which runs a program)", "for every file less opens, git's pager included", "lesskey(1)"},
+		{"$XDG_CONFIG_HOME/lesskey", "less (its #env section sets LESSOPEN, which runs a program)", "for every file less opens, git's pager included", "lesskey(1)"},
+		{"~/.sqliterc", "sqlite3 (.system and .shell lines)", "when sqlite3 starts", "https://sqlite.org/cli.html"},
+		{"$XDG_CONFIG_HOME/sqlite3", "sqlite3 (sqliterc)", "when sqlite3 starts", "https://sqlite.org/cli.html"},
+		{"~/.psqlrc", "psql (\\! runs a shell command)", "when psql starts", "psql(1)"},
+		{"$XDG_CONFIG_HOME/psql", "psql", "when psql starts", "psql(1)"},
+		{"~/.duckdbrc", "duckdb", "when duckdb starts", "https://duckdb.org/docs/api/cli/overview"},
 		{"~/.mailcap", "mailcap (viewers)", "when a file of a type is opened", "mailcap(5)"},
 		{"~/.asdfrc", "asdf", "on every shimmed command", "https://asdf-vm.com/manage/configuration.html"},
 		{"~/.cargo/env", "rustup (sourced from ~/.profile and ~/.bashrc)", "in every login shell", "https://rust-lang.github.io/rustup/installation/index.html"},
@@ -246,35 +251,85 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 	}
 	g := &HostGuard{cfg: cfg, dirs: map[string]string{}, files: map[string]string{}}
 	for _, s := range StartupTable() {
-		p := expandStartup(s.Pattern, cfg)
-		if p == "" {
-			continue
+		for _, p := range expandStartup(s.Pattern, cfg) {
+			g.patterns = append(g.patterns, hostPattern{strings.Split(strings.Trim(p, "/"), "/"), s.Tool + " runs or loads it " + s.When})
 		}
-		g.patterns = append(g.patterns, hostPattern{strings.Split(strings.Trim(p, "/"), "/"), s.Tool + " runs or loads it " + s.When})
 	}
-	for _, d := range append(append([]string(nil), cfg.Path...), filepath.Join(cfg.Home, "bin"), filepath.Join(cfg.Home, ".local", "bin")) {
-		if !filepath.IsAbs(d) || cfg.Home == "" && !strings.HasPrefix(d, "/") {
+	const onPath = "a directory on your PATH (or one a login shell adds once it exists): a program there runs in place of the one you name"
+	for _, d := range append(append([]string(nil), cfg.Path...), "~/bin", "~/.local/bin") {
+		if d == "~" || strings.HasPrefix(d, "~/") {
+			// The shell expands a leading ~ in PATH when it looks up a
+			// command.
+			if cfg.Home == "" {
+				continue
+			}
+			d = cfg.Home + d[1:]
+		}
+		if !filepath.IsAbs(d) {
 			continue // "" and relative entries mean the working directory
 		}
-		g.dirs[filepath.Clean(d)] = "a directory on your PATH (or one a login shell adds once it exists): a program there runs in place of the one you name"
+		for _, v := range spellings(filepath.Clean(d)) {
+			g.dirs[v] = onPath
+		}
 	}
 	g.gitNamed()
 	g.shellSourced()
 	return g
 }
 
-// expandStartup makes a table pattern absolute ("" when the caller has no
-// such directory).
-func expandStartup(p string, cfg HostConfig) string {
-	for prefix, dir := range map[string]string{"~/": cfg.Home, "$XDG_CONFIG_HOME/": cfg.ConfigHome, "$XDG_DATA_HOME/": cfg.DataHome} {
-		if rest, ok := strings.CutPrefix(p, prefix); ok {
-			if dir == "" {
-				return ""
+// spellings are p and p with the symlinks on its way resolved (as far as
+// it exists): a location is guarded under both names.
+func spellings(p string) []string {
+	out := []string{p}
+	existing, rest := p, ""
+	for existing != "/" {
+		if r, err := filepath.EvalSymlinks(existing); err == nil {
+			if q := filepath.Join(r, rest); q != p {
+				out = append(out, q)
 			}
-			return filepath.Join(dir, rest)
+			break
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = filepath.Dir(existing)
+	}
+	return out
+}
+
+// expandStartup makes a table pattern absolute, under every spelling of
+// its directory: the home as given and resolved, and for the XDG
+// directories both the caller's setting and the default under the home
+// (systemd and the desktop session read the default whatever a shell's
+// XDG_CONFIG_HOME says). None when the caller has no home.
+func expandStartup(p string, cfg HostConfig) []string {
+	var bases []string
+	rest := ""
+	switch {
+	case strings.HasPrefix(p, "~/"):
+		bases, rest = []string{cfg.Home}, p[2:]
+	case strings.HasPrefix(p, "$XDG_CONFIG_HOME/"):
+		bases, rest = []string{cfg.ConfigHome, filepath.Join(cfg.Home, ".config")}, strings.TrimPrefix(p, "$XDG_CONFIG_HOME/")
+	case strings.HasPrefix(p, "$XDG_DATA_HOME/"):
+		bases, rest = []string{cfg.DataHome, filepath.Join(cfg.Home, ".local", "share")}, strings.TrimPrefix(p, "$XDG_DATA_HOME/")
+	default:
+		return []string{p}
+	}
+	if cfg.Home == "" {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, b := range bases {
+		if b == "" || !filepath.IsAbs(b) {
+			continue
+		}
+		for _, v := range spellings(filepath.Clean(b)) {
+			if q := filepath.Join(v, rest); !seen[q] {
+				seen[q] = true
+				out = append(out, q)
+			}
 		}
 	}
-	return p
+	return out
 }
 
 // Startup implements the broker's StartupLocations: why a change at p
@@ -304,6 +359,11 @@ func (g *HostGuard) Startup(p string) (string, bool) {
 		if filepath.Base(d) == ".git" || (d != p && IsGitDir(g.cfg.FS, d) != NotGitDir) {
 			return d + " is a git directory: git runs its hooks and config in that repository", true
 		}
+		if d != p {
+			if hooks := g.repoHooks(d); hooks != "" && (p == hooks || strings.HasPrefix(p, hooks+"/")) {
+				return hooks + " is the core.hooksPath of the repository at " + d + ": git runs the hooks there", true
+			}
+		}
 		if d == "/" {
 			break
 		}
@@ -319,6 +379,40 @@ func (g *HostGuard) Startup(p string) (string, bool) {
 		return why, true
 	}
 	return "", false
+}
+
+// repoHooks is the core.hooksPath of the repository whose work tree is
+// dir, resolved as git does ("" when dir holds none, or it sets none).
+func (g *HostGuard) repoHooks(dir string) string {
+	if _, err := g.cfg.FS.Lstat(dir + "/.git"); err != nil {
+		return ""
+	}
+	d, v := Discover(g.cfg.FS, dir)
+	if v != GitDir || d.GitDir == "" {
+		return ""
+	}
+	hooks := ""
+	for _, f := range []string{d.GitDir + "/config", d.GitDir + "/config.worktree"} {
+		b, err := readFollow(g.cfg.FS, f, gitconfig.MaxSize)
+		if err != nil {
+			continue
+		}
+		ents, _ := gitconfig.Parse(b)
+		for _, e := range ents {
+			if e.Section == "core" && e.Key == "hookspath" && e.Value != "" {
+				hooks = e.Value
+			}
+		}
+	}
+	switch {
+	case hooks == "":
+		return ""
+	case strings.HasPrefix(hooks, "~/") && g.cfg.Home != "":
+		return filepath.Clean(g.cfg.Home + hooks[1:])
+	case filepath.IsAbs(hooks):
+		return filepath.Clean(hooks)
+	}
+	return filepath.Join(dir, hooks)
 }
 
 // matchPrefix reports whether pat matches parts or a leading part of

@@ -79,7 +79,7 @@ func TestHostGuard(t *testing.T) {
 		{"home/other/AGENTS.md", false}, // instructions, not a program
 		{"home/notes.txt", false},
 		{"home/other/src/main.go", false},
-		{"home/.local/lib/python3.11/site-packages/mod.py", false},
+		{"home/.local/lib/python3.11/site-packages/mod.py", true}, // shadows a system module
 		{"home/.cache/x", false},
 		{"home/proj/.bashrc", false}, // the workspace: the commit's rules
 		{"home/proj/.git/hooks/x", false},
@@ -114,6 +114,46 @@ source ~/glob*.sh
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+}
+
+// The locations are guarded under every spelling: a home or PATH
+// directory reached through a symlink, a ~ in PATH, the default XDG
+// directories beside the caller's own, and another repository's own
+// core.hooksPath.
+func TestHostGuardSpellings(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real-home")
+	os.MkdirAll(filepath.Join(real, "mybin"), 0o755)
+	if err := os.Symlink(real, filepath.Join(root, "home")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(real, "mybin"), filepath.Join(real, "bin-link")); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(root, "home")
+	other := filepath.Join(root, "other")
+	tree(t, other, map[string]string{".git/HEAD": head, ".git/objects/": "", ".git/refs/": "", ".git/config": "[core]\n\thooksPath = tools/hooks\n", "tools/hooks/pre-commit": "x"})
+	g := NewHostGuard(HostConfig{Home: home, ConfigHome: filepath.Join(home, ".xdg"), DataHome: filepath.Join(home, ".xdgdata"),
+		Path: []string{filepath.Join(home, "bin-link"), "~/tools/bin"}, Names: NewMatcher(Builtin())})
+	for _, tc := range []struct {
+		p    string
+		want bool
+	}{
+		{filepath.Join(real, ".local/bin/git"), true},
+		{filepath.Join(real, ".config/systemd/user/x.service"), true},
+		{filepath.Join(real, ".config/environment.d/x.conf"), true},
+		{filepath.Join(home, ".xdg/systemd/user/x.service"), true},
+		{filepath.Join(real, ".local/share/dbus-1/services/x.service"), true},
+		{filepath.Join(real, "mybin/ls"), true},
+		{filepath.Join(real, "tools/bin/ls"), true},
+		{filepath.Join(other, "tools/hooks/pre-commit"), true},
+		{filepath.Join(other, "tools/other.sh"), false},
+		{filepath.Join(real, "notes.txt"), false},
+	} {
+		if why, got := g.Startup(tc.p); got != tc.want {
+			t.Errorf("Startup(%s) = %v (%s), want %v", tc.p, got, why, tc.want)
 		}
 	}
 }

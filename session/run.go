@@ -250,7 +250,7 @@ func (st *run) sandboxFailed(err error) error {
 
 // sweepExposed is what a run written straight to the workspace cannot
 // guard (the report's transaction.exposed).
-const sweepExposed = "protected names that did not exist when the run started are checked only after the command exits: until the sweep, a program on the host (a shell entering the directory, an editor, an agent) may run one the command created"
+const sweepExposed = "protected names that did not exist when the run started are checked only after the command exits: until the sweep, a program on the host (a shell entering the directory, an editor, an agent) may run one the command created, and if sandboxd itself is killed (SIGKILL) before then, nothing sweeps"
 
 // keepLayer makes an attempt's layer the pending one.
 func (st *run) keepLayer(out sandbox.Result) {
