@@ -70,13 +70,17 @@ func iniTop(ents []iniEntry) map[string]any {
 
 // genINI makes n inputs from pieces an attacker would combine.
 func genINI(n int) []string {
-	pieces := []string{"script-shell", "k", "=", "==", "\"", "'", ";", "#", "\\", "[", "]", "[]", " ", "\t", "\r", "\n",
-		"\r\n", "\ufeff", "\u00a0", "\u2028", "\\u002d", "true", "null", "/x", ".", "__proto__", "${K}", "[\"a\"]"}
-	r := rand.New(rand.NewSource(1))
+	return genFrom(1, n, 12, []string{"script-shell", "k", "=", "==", "\"", "'", ";", "#", "\\", "[", "]", "[]", " ", "\t", "\r", "\n",
+		"\r\n", "\ufeff", "\u00a0", "\u2028", "\\u002d", "true", "null", "/x", ".", "__proto__", "${K}", "[\"a\"]"})
+}
+
+// genFrom makes n inputs of up to most+1 pieces each, from a fixed seed.
+func genFrom(seed int64, n, most int, pieces []string) []string {
+	r := rand.New(rand.NewSource(seed))
 	out := make([]string, n)
 	for i := range out {
 		var b strings.Builder
-		for j := r.Intn(12); j >= 0; j-- {
+		for j := r.Intn(most); j >= 0; j-- {
 			b.WriteString(pieces[r.Intn(len(pieces))])
 		}
 		out[i] = b.String()
@@ -91,13 +95,21 @@ func nodeINI(t testing.TB, inputs []string) []map[string]any {
 	if err != nil {
 		t.Skip("node is not installed")
 	}
-	root, err := exec.Command("npm", "root", "-g").Output()
-	if err != nil {
-		t.Skip("npm is not installed")
+	// npm's own copy of ini: where npm installed itself, or Debian's.
+	var cands []string
+	if root, err := exec.Command("npm", "root", "-g").Output(); err == nil {
+		cands = append(cands, filepath.Join(strings.TrimSpace(string(root)), "npm", "node_modules", "ini"))
 	}
-	ini := filepath.Join(strings.TrimSpace(string(root)), "npm", "node_modules", "ini")
-	if _, err := os.Stat(ini); err != nil {
-		t.Skip("npm's ini package is not installed: " + err.Error())
+	cands = append(cands, "/usr/lib/node_modules/npm/node_modules/ini", "/usr/share/nodejs/ini")
+	ini := ""
+	for _, c := range cands {
+		if _, err := os.Stat(c); err == nil {
+			ini = c
+			break
+		}
+	}
+	if ini == "" {
+		t.Skipf("npm's ini package is not installed (looked in %v)", cands)
 	}
 	enc := make([]string, len(inputs))
 	for i, s := range inputs {
@@ -261,18 +273,8 @@ func hgFinal(ents []hgEntry) [][3]string {
 }
 
 func genHgrc(n int) []string {
-	pieces := []string{"[", "]", "[hooks]", "[ui]", "k", "pre-status", "=", " ", "\t", "\v", "\f", "\r", "\n", "\r\n",
-		";", "#", "%include", "%unset", "!", "\xef\xbb\xbf", "x"}
-	r := rand.New(rand.NewSource(2))
-	out := make([]string, n)
-	for i := range out {
-		var b strings.Builder
-		for j := r.Intn(14); j >= 0; j-- {
-			b.WriteString(pieces[r.Intn(len(pieces))])
-		}
-		out[i] = b.String()
-	}
-	return out
+	return genFrom(2, n, 14, []string{"[", "]", "[hooks]", "[ui]", "k", "pre-status", "=", " ", "\t", "\v", "\f", "\r", "\n", "\r\n",
+		";", "#", "%include", "%unset", "!", "\xef\xbb\xbf", "x"})
 }
 
 // TestHgrcAgreesWithMercurial: what sandboxd reads from an hgrc (which
