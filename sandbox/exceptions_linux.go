@@ -1,12 +1,16 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/grants"
+	"io"
+	"os"
 	"path/filepath"
 
+	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,13 +97,20 @@ type openedException struct {
 	fd int // O_PATH, identity checked
 	// source is set for a copy shown at Path: the file fd names.
 	source string
+	// host, for a grant to write, is the granted file itself (O_PATH,
+	// identity checked): the command writes a copy (source), whose
+	// content goes back into this file when the run ends, so the file's
+	// mode, owner, times and extended attributes are never the
+	// command's to change. Nil for every other object (the zero value
+	// must name no descriptor: 0 is stdin).
+	host *os.File
 }
 
 // openExceptions opens each exception's object without following any
 // symlink and checks it is the granted one; for make_reg it creates the
-// file (it must not exist), as the caller, so the retry writes exactly
-// that inode. Descriptors belong to the caller.
-func openExceptions(es []Exception) ([]openedException, error) {
+// file (it must not exist), as the caller, with the caller's umask, so
+// the retry writes exactly that inode. Descriptors belong to the caller.
+func openExceptions(es []Exception, umask uint32) ([]openedException, error) {
 	var out []openedException
 	fail := func(err error) ([]openedException, error) {
 		for _, o := range out {
@@ -123,7 +134,7 @@ func openExceptions(es []Exception) ([]openedException, error) {
 			if err != nil {
 				return fail(fmt.Errorf("sandbox: grant for %s: parent: %w", e.Path, err))
 			}
-			f, err := unix.Openat(dir, filepath.Base(e.Path), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+			f, err := unix.Openat(dir, filepath.Base(e.Path), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666&^umask&0o777)
 			unix.Close(dir)
 			if errors.Is(err, unix.EEXIST) {
 				return fail(fmt.Errorf("sandbox: grant to create %s: %w (it exists now)", e.Path, ErrGrantStale))
@@ -164,5 +175,140 @@ func openExceptions(es []Exception) ([]openedException, error) {
 func closeExceptions(es []openedException) {
 	for _, o := range es {
 		unix.Close(o.fd)
+		if o.host != nil {
+			o.host.Close()
+		}
+	}
+}
+
+// copyWrites gives each grant to write a copy of its file, in dir: the
+// command writes the copy, shown at the file's path, and writeBack puts
+// its content into the file after the run. A writable mount of the file
+// itself would let the command change its mode, owner, times and
+// extended attributes too, which Landlock does not restrict. The copy is
+// writable by any uid (the command's may be any) and reachable only
+// through its mount (dir is in sandboxd's state).
+func copyWrites(es []openedException, dir string) error {
+	for i := range es {
+		o := &es[i]
+		if !wire.Writes(string(o.Operation)) || o.source != "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("sandbox: grant copies: %w", err)
+		}
+		src := filepath.Join(dir, fmt.Sprintf("grant-%d", i))
+		if err := copyContent(fmt.Sprintf("/proc/self/fd/%d", o.fd), src); err != nil {
+			return fmt.Errorf("sandbox: grant for %s: copy: %w", o.Path, err)
+		}
+		if err := os.Chmod(src, 0o666); err != nil {
+			return fmt.Errorf("sandbox: grant for %s: copy: %w", o.Path, err)
+		}
+		fd, err := unix.Open(src, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: grant for %s: copy: %w", o.Path, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("sandbox: grant for %s: copy: %w", o.Path, err)
+		}
+		o.host, o.fd, o.source = os.NewFile(uintptr(o.fd), o.Path), fd, src
+		o.Dev, o.Ino = st.Dev, st.Ino
+	}
+	return nil
+}
+
+// copyContent copies the regular file from into a new file to.
+func copyContent(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// writeBack puts each copy's content into its granted file, in place
+// (the inode, and so its mode, owner and extended attributes, stay; only
+// a content change moves its times), when it differs. It runs once every
+// process of the run is gone.
+func writeBack(es []openedException) error {
+	var errs []error
+	for _, o := range es {
+		if o.host == nil {
+			continue
+		}
+		if err := writeBackOne(o); err != nil {
+			errs = append(errs, fmt.Errorf("sandbox: grant for %s: write back: %w", o.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func writeBackOne(o openedException) error {
+	now, err := os.Open(o.source)
+	if err != nil {
+		return err
+	}
+	defer now.Close()
+	f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", o.host.Fd()), os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if same, err := sameContent(now, f); err != nil || same {
+		return err
+	}
+	if _, err := now.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	n, err := io.Copy(io.NewOffsetWriter(f, 0), now)
+	if err != nil {
+		return err
+	}
+	return f.Truncate(n)
+}
+
+// sameContent reports whether two regular files hold the same bytes,
+// reading both in step (a granted file may be large).
+func sameContent(a, b *os.File) (bool, error) {
+	sa, err := a.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := b.Stat()
+	if err != nil {
+		return false, err
+	}
+	if sa.Size() != sb.Size() {
+		return false, nil
+	}
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for off := int64(0); ; {
+		na, errA := a.ReadAt(ba, off)
+		if errA != nil && errA != io.EOF {
+			return false, errA
+		}
+		nb, errB := b.ReadAt(bb[:na], off)
+		if errB != nil && errB != io.EOF {
+			return false, errB
+		}
+		if nb != na || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if errA == io.EOF {
+			n, _ := b.ReadAt(bb[:1], off+int64(na))
+			return n == 0, nil
+		}
+		off += int64(na)
 	}
 }

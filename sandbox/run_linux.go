@@ -79,6 +79,7 @@ type run struct {
 	tmpSize, layerSize int64
 	det                *detect.Audit
 	opened             []openedException
+	grantsBack         bool // writeBackGrants has run
 	prepc              <-chan prepared
 	prep               *prepared // what prepc delivered, once it has
 	h                  *helper
@@ -138,11 +139,55 @@ func (r *run) plan() error {
 	r.checkLayer()
 	// Granted exceptions: each object opened (or, to create, created) and
 	// checked to be the granted one before anything else uses it.
-	if r.opened, err = openExceptions(spec.Exceptions); err != nil {
+	if r.opened, err = openExceptions(spec.Exceptions, spec.Umask); err != nil {
 		return err
 	}
 	r.undo = append(r.undo, func() { closeExceptions(r.opened) })
+	if err := r.copyGrants(); err != nil {
+		return err
+	}
 	return r.makeCopies()
+}
+
+// copyGrants shows a copy of each file granted for writing in its place,
+// and writes the copy's content back once the run is over (cleanup runs
+// this after the helper, and with it every process of the run, is gone).
+// Without a mount namespace no copy can be shown: the file itself is
+// granted, and the report says its metadata is exposed.
+func (r *run) copyGrants() error {
+	writes := false
+	for _, o := range r.opened {
+		writes = writes || wire.Writes(string(o.Operation))
+	}
+	if !writes {
+		return nil
+	}
+	if !r.wantNS {
+		r.res.Degraded = append(r.res.Degraded, "without namespaces a file granted for writing is exposed itself: the command could change its mode, times and extended attributes")
+		return nil
+	}
+	dir := filepath.Join(r.spec.StateDir, "copies", r.runID+"-grants")
+	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
+	if err := copyWrites(r.opened, dir); err != nil {
+		return err
+	}
+	// On a path that ends the run early, what the command wrote still
+	// goes back (finish does it as soon as the command has ended).
+	r.undo = append(r.undo, r.writeBackGrants)
+	return nil
+}
+
+// writeBackGrants puts what the command wrote into its granted files,
+// once.
+func (r *run) writeBackGrants() {
+	if r.grantsBack {
+		return
+	}
+	r.grantsBack = true
+	if err := writeBack(r.opened); err != nil {
+		r.log.Warn("granted files", "err", err)
+		r.res.Degraded = append(r.res.Degraded, "what the command wrote to a granted file could not all be written back: "+err.Error())
+	}
 }
 
 // makeCopies writes the spec's copies under the state directory and
@@ -365,6 +410,7 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	h, res := r.h, &r.res
 	code, sig, timedOut, err := h.wait(ctx, r.spec, r.log)
 	r.mark("command ended")
+	r.writeBackGrants()
 	memory, writing := r.memoryHit()
 	if memory && !h.haveExit {
 		// The kernel killed the helper too before it could say how the

@@ -299,6 +299,29 @@ func (p *proc) fdPath(fd uint64) (string, error) {
 	return os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", p.pid, int32(fd)))
 }
 
+// errNoName is an fd whose object has no name in the tree.
+var errNoName = errors.New("the object has no name")
+
+// fdObject is the path and inode of the object the process's fd is open
+// on: a call through an fd acts on an object that exists, which the
+// judge must know to report it (its ENOENT shortcut is for names).
+func (p *proc) fdObject(fd uint64) (string, uint64, error) {
+	link := fmt.Sprintf("/proc/%d/fd/%d", p.pid, int32(fd))
+	path, err := os.Readlink(link)
+	if err != nil {
+		return "", 0, err
+	}
+	if strings.HasPrefix(path, "/memfd:") || strings.HasSuffix(path, " (deleted)") {
+		// No name: a memfd, or a file already unlinked.
+		return "", 0, errNoName
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(link, &st); err != nil {
+		return path, unknownIno, nil
+	}
+	return path, st.Ino, nil
+}
+
 // at resolves (dirfd, path) as the process would, and reports whether
 // the result exists. With follow, a final symlink is followed too. An
 // unresolvable path is returned cleaned but unresolved, which is still
@@ -719,8 +742,8 @@ func (p *proc) decodeMeta(nr int, a [6]uint64) ([]Intent, bool) {
 		return one(p.op("utime", a[0], a[1], true))
 	case unix.SYS_UTIMENSAT:
 		if a[1] == 0 {
-			path, err := p.fdPath(a[0])
-			return one("utime", path, 0, err)
+			path, ino, err := p.fdObject(a[0])
+			return one("utime", path, ino, err)
 		}
 		return one(p.op("utime", a[0], a[1], a[3]&unix.AT_SYMLINK_NOFOLLOW == 0))
 	case unix.SYS_SETXATTR, unix.SYS_REMOVEXATTR:
@@ -732,10 +755,10 @@ func (p *proc) decodeMeta(nr int, a [6]uint64) ([]Intent, bool) {
 	case unix.SYS_TRUNCATE:
 		return one(p.op("truncate", cwd, a[0], true))
 	case unix.SYS_FCHMOD, unix.SYS_FCHOWN, unix.SYS_FTRUNCATE, unix.SYS_FSETXATTR, unix.SYS_FREMOVEXATTR:
-		path, err := p.fdPath(a[0])
+		path, ino, err := p.fdObject(a[0])
 		op := map[int]grants.Operation{unix.SYS_FCHMOD: "chmod", unix.SYS_FCHOWN: "chown", unix.SYS_FTRUNCATE: "truncate",
 			unix.SYS_FSETXATTR: "xattr", unix.SYS_FREMOVEXATTR: "xattr"}[nr]
-		return one(op, path, 0, err)
+		return one(op, path, ino, err)
 	}
 	return nil, false
 }
