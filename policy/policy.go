@@ -3,6 +3,7 @@ package policy
 import (
 	"time"
 
+	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/persist"
 )
 
@@ -180,14 +181,14 @@ type QuietEntry struct {
 
 // DefaultQuiet is the built-in quiet list: state tools keep for
 // themselves and carry on without (documented in the README). Histories
-// that are also credential stores (~/.bash_history, ~/.lesshst, ...) are
-// not here: a secret is never quiet (TestQuietNeverSecret).
+// that are also credential stores (~/.bash_history, less's history
+// wherever it is, ...) are not here: a secret is never quiet
+// (TestQuietNeverSecret).
 func DefaultQuiet() []QuietEntry {
 	return []QuietEntry{
 		{"~/.config/go/telemetry/**", "Go's telemetry counters (go, gopls)"},
 		{"~/.config/procps/**", "top's configuration (toprc)"},
 		{"~/.toprc", "top's configuration"},
-		{"~/.local/state/lesshst", "less's history"},
 		{"~/.node_repl_history", "the Node.js REPL's history"},
 		{"~/.sqlite_history", "sqlite3's history"},
 		{"~/.wget-hsts", "wget's HSTS cache"},
@@ -216,7 +217,8 @@ type Filesystem struct {
 	// the last path element may be a glob.
 	Secrets []string `toml:"secrets" tighten:"union"`
 	// AllowSecrets lists built-in secret entries to drop, spelled exactly as
-	// in DefaultSecrets.
+	// in DefaultSecrets, or single paths the credential scan finds that
+	// stay readable.
 	AllowSecrets []string `toml:"allow_secrets" tighten:"subset"`
 	// HomeAllow lists extra paths under $HOME that stay readable with the
 	// strict profile ("~/..." or absolute under $HOME).
@@ -277,77 +279,47 @@ func Default() Policy {
 	}
 }
 
-// DefaultSecrets returns the built-in list of paths denied for reading,
-// written with "~/" or as absolute paths. root=true adds the entries that
-// only matter when the caller is uid 0. The result is a fresh slice.
+// DefaultSecrets returns the built-in secret entries as allow_secrets
+// names them: each documented credential store (credstore.Stores) at its
+// default place ("~/.config/gh" stands for $XDG_CONFIG_HOME/gh wherever
+// the caller's variable puts it too), sandboxd's own configuration and
+// state, and, with root=true, the entries that only matter when the
+// caller is uid 0. Stores only a tool's variable places (GNUPGHOME,
+// KUBECONFIG, ...) are always denied where it points and have no entry
+// here. The result is a fresh slice.
 func DefaultSecrets(root bool) []string {
-	s := []string{
-		"~/.ssh",
-		"~/.aws",
-		"~/.gnupg",
-		"~/.config/gcloud",
-		"~/.azure",
-		"~/.kube",
-		"~/.docker/config.json",
-		"~/.netrc",
-		"~/.git-credentials",
-		"~/.npmrc",
-		"~/.pypirc",
-		"~/.config/gh",
-		"~/.config/hub",
-		"~/.codex/auth.json",
-		"~/.claude/.credentials.json",
-		"~/.claude.json",
-		"~/.pi/agent/auth.json",
-		"~/.gemini/oauth_creds.json",
-		"~/.config/github-copilot",
-		"~/.cargo/credentials",
-		"~/.cargo/credentials.toml",
-		"~/.gem/credentials",
-		"~/.m2/settings.xml",
-		"~/.m2/settings-security.xml",
-		"~/.terraform.d/credentials.tfrc.json",
-		"~/.vault-token",
-		"~/.config/op",
-		"~/.config/rclone",
-		"~/.s3cfg",
-		"~/.boto",
-		"~/.oci",
-		"~/.config/doctl",
-		"~/.mozilla",
-		"~/.config/google-chrome",
-		"~/.config/chromium",
-		"~/.config/BraveSoftware",
-		"~/.config/microsoft-edge",
-		"~/.config/vivaldi",
-		"~/.pki",
-		"~/.local/share/keyrings",
-		"~/.password-store",
-		"~/.bash_history",
-		"~/.zsh_history",
-		"~/.python_history",
-		"~/.psql_history",
-		"~/.mysql_history",
-		"~/.lesshst",
-		"~/.config/sandboxd",
-		"~/.local/state/sandboxd",
-		"~/.local/share/sandboxd",
+	var s orderedSet
+	for _, st := range credstore.Stores() {
+		if d := st.Default(); d != "" {
+			s.add(d)
+		}
 	}
+	s.add("~/.config/sandboxd", "~/.local/state/sandboxd", "~/.local/share/sandboxd")
 	if root {
-		s = append(s,
-			"/etc/shadow",
-			"/etc/shadow-",
-			"/etc/gshadow",
-			"/etc/gshadow-",
-			"/etc/ssh/ssh_host_*_key",
-			"/etc/ssl/private",
-			"/etc/sudoers",
-			"/etc/sudoers.d",
-			"/etc/sandboxd",
-			"/var/lib/sandboxd",
-		)
+		s.add(rootSecrets()...)
 	}
-	return s
+	return s.list
+}
+
+// rootSecrets are the system's credential stores, which only root can
+// read anyway.
+func rootSecrets() []string {
+	return []string{
+		"/etc/shadow",
+		"/etc/shadow-",
+		"/etc/gshadow",
+		"/etc/gshadow-",
+		"/etc/ssh/ssh_host_*_key",
+		"/etc/ssl/private",
+		"/etc/sudoers",
+		"/etc/sudoers.d",
+		"/etc/wireguard",                         // wg-quick(8): interface private keys
+		"/etc/NetworkManager/system-connections", // nm-settings-keyfile(5): Wi-Fi and VPN secrets
+		"/var/lib/tailscale",                     // tailscaled's node key
+		"/etc/rancher/k3s/k3s.yaml",              // k3s's cluster-admin kubeconfig
+		"/etc/sandboxd",
+		"/var/lib/sandboxd",
+	}
 }
 
 // selfSecrets returns the built-in secret entries that protect sandboxd's

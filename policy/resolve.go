@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+
+	"github.com/sandboxd/sandboxd/credstore"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +25,10 @@ type Resolved struct {
 	// entry whose last element is a glob keeps the glob (only its parent
 	// directory is resolved).
 	Secrets []string
+	// AllowSecrets holds the allow_secrets entries that are not built-in
+	// entries, absolute: paths the credential scan finds that the user
+	// keeps readable.
+	AllowSecrets []string
 	// HomeAllow holds the paths under $HOME that stay readable with the
 	// strict profile (nil otherwise): absolute, symlink-resolved when they
 	// exist.
@@ -64,6 +70,11 @@ type Dirs struct {
 	StateDir string
 	// Root is true when the caller is uid 0; it adds the root-only secrets.
 	Root bool
+	// Getenv returns the caller's environment variable ("" when unset):
+	// XDG_CONFIG_HOME and the others, and tools' own variables
+	// (GNUPGHOME, CARGO_HOME, ...), place credential stores. Nil: the
+	// stores at their default places only.
+	Getenv func(string) string
 }
 
 // Resolve validates p and makes every path absolute for one run. "~" alone
@@ -89,9 +100,19 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
 		return Resolved{}, err
 	}
-	secrets := secretSpecs(p, d.Root, configDir, stateDir)
+	secrets := secretSpecs(p, d, home, configDir, stateDir)
 	if r.Secrets, err = resolveSecrets(secrets, home); err != nil {
 		return Resolved{}, err
+	}
+	builtin := DefaultSecrets(true)
+	for _, a := range p.Filesystem.AllowSecrets {
+		if !slices.Contains(builtin, a) {
+			x, err := expandKey("filesystem.allow_secrets", a, home)
+			if err != nil {
+				return Resolved{}, err
+			}
+			r.AllowSecrets = append(r.AllowSecrets, x)
+		}
 	}
 	if p.Profile == ProfileStrict {
 		if r.HomeAllow, err = resolveHomeAllow(p.Filesystem.HomeAllow, home); err != nil {
@@ -155,23 +176,34 @@ func resolveWritable(specs []string, home string) ([]string, error) {
 	return writable.list, nil
 }
 
-// secretSpecs lists the secrets as written, before expansion: the
-// built-in list minus allow_secrets, then filesystem.secrets, then
+// secretSpecs lists the secrets as written or absolute, before
+// expansion: each credential store at every place the caller's
+// environment puts it and at its default, minus those allow_secrets
+// names; the root-only entries for root; then filesystem.secrets; then
 // sandboxd's own config, state and data directories.
-func secretSpecs(p Policy, root bool, configDir, stateDir string) []string {
+func secretSpecs(p Policy, d Dirs, home, configDir, stateDir string) []string {
 	var allowed orderedSet
 	allowed.add(p.Filesystem.AllowSecrets...)
 	var secrets []string
-	for _, s := range DefaultSecrets(root) {
-		if !allowed.has(s) {
-			secrets = append(secrets, s)
+	dirs := credstore.Dirs{Home: home, Getenv: d.Getenv}
+	for _, st := range credstore.Stores() {
+		if def := st.Default(); def != "" && allowed.has(def) {
+			continue
+		}
+		secrets = append(secrets, st.Paths(dirs)...)
+	}
+	if d.Root {
+		for _, s := range rootSecrets() {
+			if !allowed.has(s) {
+				secrets = append(secrets, s)
+			}
 		}
 	}
 	secrets = append(secrets, p.Filesystem.Secrets...)
 	secrets = append(secrets,
+		"~/.config/sandboxd", "~/.local/state/sandboxd", "~/.local/share/sandboxd",
 		filepath.Join(configDir, "sandboxd"),
 		filepath.Join(stateDir, "sandboxd"),
-		"~/.local/share/sandboxd",
 	)
 	return secrets
 }

@@ -201,3 +201,52 @@ func TestQuietNeverSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveStoresEverywhere: a credential store is denied where the
+// caller's XDG variables and the tool's own variable put it and at its
+// default; allow_secrets, spelled at the default, drops every place.
+func TestResolveStoresEverywhere(t *testing.T) {
+	home := t.TempDir()
+	env := map[string]string{
+		"XDG_CONFIG_HOME": "/elsewhere/cfg",
+		"XDG_DATA_HOME":   "/elsewhere/data",
+		"XDG_CACHE_HOME":  "/elsewhere/cache",
+		"GNUPGHOME":       "/keys/gpg",
+		"KUBECONFIG":      "/k/one:/k/two",
+		"CARGO_HOME":      "relative/is/ignored",
+	}
+	d := Dirs{Home: home, Getenv: func(k string) string { return env[k] }}
+	p := Default()
+	r, err := p.Resolve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"/elsewhere/cfg/gh", filepath.Join(home, ".config/gh"),
+		"/elsewhere/cfg/git/credentials", filepath.Join(home, ".config/git/credentials"),
+		"/elsewhere/data/fish/fish_history", filepath.Join(home, ".local/share/fish/fish_history"),
+		"/elsewhere/cache/huggingface/token", filepath.Join(home, ".cache/huggingface/token"),
+		filepath.Join(home, ".local/state/lesshst"), filepath.Join(home, ".lesshst"),
+		"/keys/gpg", "/k/one", "/k/two",
+		filepath.Join(home, ".pgpass"), filepath.Join(home, ".my.cnf"),
+	} {
+		if !slices.Contains(r.Secrets, s) {
+			t.Errorf("Secrets lacks %s", s)
+		}
+	}
+	for _, s := range r.Secrets {
+		if strings.Contains(s, "relative") {
+			t.Errorf("a relative variable placed a secret: %s", s)
+		}
+	}
+	p.Filesystem.AllowSecrets = []string{"~/.config/gh"}
+	r, err = p.Resolve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"/elsewhere/cfg/gh", filepath.Join(home, ".config/gh")} {
+		if slices.Contains(r.Secrets, s) {
+			t.Errorf("allow_secrets ~/.config/gh left %s denied", s)
+		}
+	}
+}

@@ -248,11 +248,24 @@ func normAllowSecret(s string) (string, string) {
 	if msg != "" {
 		return "", msg
 	}
-	if slices.Contains(selfSecrets(), n) {
-		return "", fmt.Sprintf("%q protects sandboxd's own configuration and state and cannot be allowed", s)
+	if hasGlob(filepath.Base(n)) {
+		return "", fmt.Sprintf("%q: name a built-in entry or one path, not a glob", s)
 	}
-	if !slices.Contains(DefaultSecrets(true), n) {
-		return "", fmt.Sprintf("%q is not a built-in secret entry (to allow it, do not list it in secrets)", s)
+	for _, self := range selfSecrets() {
+		if n == self || strings.HasPrefix(self, n+"/") || strings.HasPrefix(n, self+"/") {
+			return "", fmt.Sprintf("%q protects sandboxd's own configuration and state and cannot be allowed", s)
+		}
+	}
+	builtin := DefaultSecrets(true)
+	if slices.Contains(builtin, n) {
+		return n, ""
+	}
+	// Otherwise one path the credential scan finds: never a part of a
+	// built-in entry, which would stay denied as a whole.
+	for _, b := range builtin {
+		if strings.HasPrefix(n, strings.TrimSuffix(b, "/")+"/") {
+			return "", fmt.Sprintf("%q is inside the built-in secret entry %q (allow that entry, or nothing)", s, b)
+		}
 	}
 	return n, ""
 }

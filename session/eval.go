@@ -33,7 +33,7 @@ func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error)
 	if err != nil {
 		return ModelConfig{}, false, publicerr.Wrap(err, err.Error()) // names the user's own file and key
 	}
-	res, err := pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0})
+	res, err := pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
 	if err != nil {
 		return ModelConfig{}, false, publicerr.Wrap(err, err.Error())
 	}

@@ -30,6 +30,9 @@ type plan struct {
 	// wsFrom says how ws was chosen; wsNote why a root found above the
 	// working directory was not taken.
 	wsFrom, wsNote string
+	// storesNote says which part of the home the credential scan did
+	// not reach ("" when it reached all).
+	storesNote string
 	// directBy is the policy's no_transaction pattern the command
 	// matched ("" when none did).
 	directBy string
@@ -49,7 +52,7 @@ type plan struct {
 
 // newPlan resolves the workspace and the policy and builds the sandbox
 // spec and the broker. Every error carries a public sentence.
-func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
+func (r *Runner) newPlan(ctx context.Context, c Caller, j Job) (*plan, error) {
 	w, err := resolveWorkspace(j.Workspace, c)
 	if err != nil {
 		return nil, err
@@ -63,10 +66,15 @@ func (r *Runner) newPlan(c Caller, j Job) (*plan, error) {
 	if err != nil {
 		return p, publicerr.Wrap(err, err.Error()) // names the user's own file and key
 	}
-	p.policy, err = pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0})
+	p.policy, err = pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
 	if err != nil {
 		return p, publicerr.Wrap(err, err.Error())
 	}
+	found, note, err := foundStores(ctx, c, p)
+	if err != nil {
+		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned: "+err.Error())
+	}
+	p.policy.Secrets, p.storesNote = append(p.policy.Secrets, found...), note
 	if err := checkWritable(p.policy.Writable, userPolicy); err != nil {
 		return p, err
 	}
@@ -134,7 +142,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	}
 	return sandbox.Spec{
 		Egress: egress,
-		Copies: sanitizedCopies(res.Secrets, c.Home),
+		Copies: sanitizedCopies(res.Secrets, c),
 		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
 		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, Read: read, Deny: deny,
 		ListCarved: res.Profile != "strict", Protected: res.Protected,
@@ -290,10 +298,18 @@ func checkWritable(roots []string, file string) error {
 }
 
 // mixedConfigs are credential-store files that also hold a tool's
-// settings (home-relative), each with what removes the credentials: the
+// settings (absolute), each with what removes the credentials: the
 // command reads a copy without them; the original stays unreadable.
-func mixedConfigs() map[string]func([]byte) []byte {
-	return map[string]func([]byte) []byte{".npmrc": credfile.Npmrc}
+func mixedConfigs(c Caller) map[string]func([]byte) []byte {
+	m := map[string]func([]byte) []byte{
+		filepath.Join(c.Home, ".npmrc"):                       credfile.Npmrc,
+		filepath.Join(c.Home, ".gradle", "gradle.properties"): credfile.GradleProperties,
+		filepath.Join(c.Home, ".yarnrc.yml"):                  credfile.YarnrcYML,
+	}
+	if g := c.Getenv("GRADLE_USER_HOME"); filepath.IsAbs(g) {
+		m[filepath.Join(filepath.Clean(g), "gradle.properties")] = credfile.GradleProperties
+	}
+	return m
 }
 
 // maxCopy bounds a config file sandboxd will sanitize.
@@ -301,10 +317,9 @@ const maxCopy = 1 << 20
 
 // sanitizedCopies returns a copy without credentials of each mixed
 // config that the policy denies and that is a regular file.
-func sanitizedCopies(secrets []string, home string) []sandbox.Copy {
+func sanitizedCopies(secrets []string, c Caller) []sandbox.Copy {
 	var out []sandbox.Copy
-	for rel, clean := range mixedConfigs() {
-		path := filepath.Join(home, rel)
+	for path, clean := range mixedConfigs(c) {
 		if !slices.Contains(secrets, path) {
 			continue // readable as it is, or not the caller's to show
 		}
@@ -318,6 +333,7 @@ func sanitizedCopies(secrets []string, home string) []sandbox.Copy {
 		}
 		out = append(out, sandbox.Copy{Path: path, Data: clean(data)})
 	}
+	slices.SortFunc(out, func(a, b sandbox.Copy) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 

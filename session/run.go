@@ -122,7 +122,7 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 	st := &run{r: r, ctx: ctx, caller: c, job: job, ev: ev,
 		rep: &Report{Boundaries: []Boundary{}, Session: job.Session, Command: job.Argv}}
 	defer func() { st.pending.Close() }()
-	p, err := r.newPlan(c, job)
+	p, err := r.newPlan(ctx, c, job)
 	if p != nil {
 		st.rep.Workspace, st.rep.WorkspaceFrom, st.rep.WorkspaceNote = p.ws, p.wsFrom, p.wsNote
 		r.log.Info("workspace", "root", p.ws, "from", p.wsFrom, "cwd", p.cwd, "note", p.wsNote)

@@ -25,8 +25,10 @@ const maxFuncLines = 80
 // "layer.committer.dir".
 func longTables() map[string]string {
 	return map[string]string{
-		"persist.Builtin":      "the built-in persistence names table",
-		"persist.StartupTable": "the host's start-up locations table",
+		"persist.Builtin":        "the built-in persistence names table",
+		"persist.StartupTable":   "the host's start-up locations table",
+		"credstore.Stores":       "the documented credential stores table",
+		"credstore.namePatterns": "the credential-store names table",
 	}
 }
 

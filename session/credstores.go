@@ -1,0 +1,88 @@
+package session
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/credstore"
+	"github.com/sandboxd/sandboxd/grants"
+)
+
+// credIndex is the credential scan's index in the caller's state
+// directory.
+const credIndex = "credstores.index"
+
+// foundStores returns the credential stores the name class finds in the
+// caller's home and XDG directories that the run must deny besides the
+// policy's secrets: not in the workspace (the project's own files), not
+// already inside a secret, not on the quiet list (histories kept
+// writable by design), not allowed by the policy's allow_secrets. A
+// found symlink is listed with its target. note says what was not
+// scanned, if anything.
+func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note string, err error) {
+	if c.Home == "/" {
+		// A service account's home: the whole file system is no home to
+		// scan by name (the documented stores are denied all the same).
+		return nil, "HOME is /: the home is not scanned for credential stores by name", nil
+	}
+	def := func(rel string) string { return filepath.Join(c.Home, rel) }
+	var covered []string
+	for _, s := range p.policy.Secrets {
+		if !strings.ContainsAny(filepath.Base(s), "*?[") {
+			covered = append(covered, s)
+		}
+	}
+	cache := def(".cache")
+	if x := c.Getenv("XDG_CACHE_HOME"); filepath.IsAbs(x) {
+		cache = filepath.Clean(x)
+	}
+	cfg := credstore.ScanConfig{
+		Home: c.Home,
+		StateDirs: []string{c.ConfigHome, def(".config"), c.DataHome, def(".local/share"),
+			c.StateHome, def(".local/state"), cache, def(".cache")},
+		CacheDirs: []string{cache, def(".cache")},
+		Covered:   covered,
+		Index:     filepath.Join(c.StateDir(), credIndex),
+	}
+	res, err := credstore.Scan(ctx, cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	quiet := make([]broker.Rule, 0, len(p.policy.Quiet))
+	for _, q := range p.policy.Quiet {
+		quiet = append(quiet, broker.Rule{Surface: grants.Filesystem, Operation: "*", Target: q.Pattern})
+	}
+	inside := func(f string, list []string) bool {
+		for _, s := range list {
+			if broker.Within(f, s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range res.Found {
+		req := grants.Request{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: f.Path}
+		switch {
+		case broker.Within(f.Path, p.ws), inside(f.Path, p.policy.Secrets), inside(f.Path, p.policy.AllowSecrets):
+			continue
+		case matchesAny(quiet, req):
+			continue
+		}
+		paths = append(paths, f.Path)
+		if real, err := filepath.EvalSymlinks(f.Path); err == nil && real != f.Path && !broker.Within(real, p.ws) {
+			paths = append(paths, real)
+		}
+	}
+	return paths, res.Partial, nil
+}
+
+func matchesAny(rules []broker.Rule, req grants.Request) bool {
+	for _, r := range rules {
+		if r.Matches(req) {
+			return true
+		}
+	}
+	return false
+}
