@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 func heldReq(dest, addrs string) grants.Request {
@@ -141,4 +143,62 @@ func TestNetworkUsesOne(t *testing.T) {
 func isAddr(s string) func(netip.Addr) bool {
 	want := netip.MustParseAddr(s)
 	return func(a netip.Addr) bool { return a == want }
+}
+
+// The refusal of a non-public address reads as English for every range
+// netdest.Special can name and for the host's own addresses: one
+// article that agrees with the word after it, no "address address".
+func TestNotPublicSentence(t *testing.T) {
+	article := regexp.MustCompile(`\b(a|an) (\S+)`)
+	ip := netdest.Dest{Host: "192.0.2.1", Port: 80, Addr: netip.MustParseAddr("192.0.2.1")}
+	name := netdest.Dest{Host: "example.test", Port: 80}
+	a := netip.MustParseAddr("192.0.2.1")
+	for _, why := range append(netdest.SpecialNames(), ownAddress) {
+		t.Run(why, func(t *testing.T) {
+			phrase := addressPhrase(why)
+			if phrase == unknownRange(why) {
+				t.Errorf("no phrase for %q", why)
+			}
+			for _, s := range []string{notPublic(ip, a, why), notPublic(name, a, why)} {
+				head, _, _ := strings.Cut(s, ";")
+				for _, bad := range []string{"an one", "address address", "addresses address", "  ", "a a ", "an an "} {
+					if strings.Contains(head, bad) {
+						t.Errorf("%q contains %q", head, bad)
+					}
+				}
+				if !strings.Contains(head, "address") {
+					t.Errorf("%q names no address", head)
+				}
+				for _, m := range article.FindAllStringSubmatch(head, -1) {
+					vowel := strings.ContainsRune("aeiouAEIOU", rune(m[2][0])) && m[2] != "unique"
+					if (m[1] == "an") != vowel {
+						t.Errorf("%q: %q %q", head, m[1], m[2])
+					}
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ why, want string }{
+		{ownAddress, "192.0.2.1:80 is one of this host's own addresses; only"},
+		{"loopback", "192.0.2.1:80 is a loopback address; only"},
+		{"unique local (ULA)", "192.0.2.1:80 is a unique local address (ULA); only"},
+		{"NAT64 private (RFC 1918)", "192.0.2.1:80 is a NAT64 form of a private address (RFC 1918); only"},
+		{"IPv4-mapped shared address space (CGNAT)", "192.0.2.1:80 is an IPv4-mapped form of an address in the shared address space (CGNAT); only"},
+	} {
+		if got := notPublic(ip, a, tc.why); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want it to start %q", tc.why, got, tc.want)
+		}
+	}
+	if got := notPublic(name, a, "link-local"); !strings.HasPrefix(got, "example.test:80 resolves to 192.0.2.1, which is a link-local address; only") {
+		t.Errorf("name: %q", got)
+	}
+}
+
+// The host's own address is refused with that sentence, end to end.
+func TestOwnAddressRationale(t *testing.T) {
+	b := New(Config{Grants: grants.NewStore(), Hard: HardDenies{Local: isAddr("203.0.114.7")}})
+	d := b.Decide(context.Background(), heldReq("203.0.114.7:22", "")).Decision
+	if want := "203.0.114.7:22 is one of this host's own addresses; only an allow or ask rule"; !strings.HasPrefix(d.Rationale, want) {
+		t.Fatalf("rationale %q, want it to start %q", d.Rationale, want)
+	}
 }

@@ -1,6 +1,9 @@
 package netdest
 
-import "net/netip"
+import (
+	"net/netip"
+	"slices"
+)
 
 // rangeName is one row of a special-purpose table.
 type rangeName struct {
@@ -93,6 +96,30 @@ func Special(a netip.Addr) string {
 		return special4(a)
 	}
 	return special6(a)
+}
+
+// embeddingKinds are the prefixes Special puts before the name of the
+// IPv4 range an IPv6 address embeds ("NAT64 loopback"), as embeddings
+// returns them.
+func embeddingKinds() []string {
+	return []string{"IPv4-mapped", "IPv4-compatible", "NAT64", "6to4"}
+}
+
+// SpecialNames returns every phrase Special can return, sorted: what a
+// caller that turns them into sentences must handle.
+func SpecialNames() []string {
+	names := []string{"invalid address", "scoped", "unspecified", "loopback", "reserved", "IPv4-compatible (deprecated)"}
+	for _, r := range special6Table {
+		names = append(names, r.name)
+	}
+	for _, r := range special4Table {
+		names = append(names, r.name)
+		for _, kind := range embeddingKinds() {
+			names = append(names, kind+" "+r.name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 func special4(a netip.Addr) string {

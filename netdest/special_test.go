@@ -1,7 +1,9 @@
 package netdest
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -131,4 +133,45 @@ func TestSpecialCoversStdlib(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSpecialNamesComplete: whatever Special returns for any address in
+// any table row, at its edges and under every embedding, is one of
+// SpecialNames, so a caller that handles those handles them all.
+func TestSpecialNamesComplete(t *testing.T) {
+	names := SpecialNames()
+	known := func(why string) bool { _, ok := slices.BinarySearch(names, why); return ok }
+	var addrs []netip.Addr
+	for _, r := range append(slices.Clone(special4Table), special6Table...) {
+		addrs = append(addrs, r.prefix.Addr(), r.prefix.Masked().Addr().Next(), lastAddr(r.prefix))
+	}
+	for _, s := range []string{"::", "::1", "::8.8.8.8", "4000::1", "fe80::1%eth0"} {
+		addrs = append(addrs, netip.MustParseAddr(s))
+	}
+	for _, a := range slices.Clone(addrs) {
+		if !a.Is4() {
+			continue
+		}
+		b := a.As4()
+		for _, s := range []string{"::ffff:%d.%d.%d.%d", "::%d.%d.%d.%d", "64:ff9b::%d.%d.%d.%d"} {
+			addrs = append(addrs, netip.MustParseAddr(fmt.Sprintf(s, b[0], b[1], b[2], b[3])))
+		}
+		addrs = append(addrs, netip.AddrFrom16([16]byte{0x20, 0x02, b[0], b[1], b[2], b[3], 15: 1}))
+	}
+	addrs = append(addrs, netip.Addr{})
+	for _, a := range addrs {
+		if why := Special(a); why != "" && !known(why) {
+			t.Errorf("Special(%s) = %q, which SpecialNames does not list", a, why)
+		}
+	}
+}
+
+// lastAddr is the last address of p.
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Masked().Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
 }
