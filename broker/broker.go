@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -581,76 +580,6 @@ func consistent(d Decision, src Source) Decision {
 		return deny(d.Source, "a reviewer allow without a risk level is refused")
 	}
 	return d
-}
-
-// metadataNames are cloud instance metadata endpoints by name, and
-// metadataAddrs by address: credentials live there.
-var (
-	metadataNames = []string{"metadata.google.internal", "metadata.goog", "metadata"}
-	metadataAddrs = []netip.Addr{
-		netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254"),
-		netip.MustParseAddr("100.100.100.200"), netip.MustParseAddr("169.254.170.2"),
-	}
-)
-
-// metadataHost reports whether host names a metadata endpoint in any of
-// its spellings: a trailing dot, any case, an IPv4-mapped or
-// non-canonical IPv6 form, or the numeric IPv4 forms inet_aton accepts
-// (2852039166, 0xa9fea9fe, 0251.0376.0251.0376, 169.254.43518).
-func metadataHost(host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	for _, n := range metadataNames {
-		if host == n {
-			return true
-		}
-	}
-	a, ok := parseAddr(host)
-	if !ok {
-		return false
-	}
-	for _, m := range metadataAddrs {
-		if a == m {
-			return true
-		}
-	}
-	return false
-}
-
-// parseAddr parses an IP address as a resolver or a C library would.
-func parseAddr(host string) (netip.Addr, bool) {
-	if i := strings.IndexByte(host, '%'); i >= 0 {
-		host = host[:i] // a zone does not change the address
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.Unmap(), true
-	}
-	parts := strings.Split(host, ".")
-	if len(parts) > 4 {
-		return netip.Addr{}, false
-	}
-	var nums []uint64
-	for _, p := range parts {
-		n, err := strconv.ParseUint(p, 0, 32) // 0x.., 0.. (octal), decimal
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		nums = append(nums, n)
-	}
-	// a, a.b (b: 24 bits), a.b.c (c: 16 bits), a.b.c.d.
-	last := nums[len(nums)-1]
-	var v uint64
-	for _, n := range nums[:len(nums)-1] {
-		if n > 255 {
-			return netip.Addr{}, false
-		}
-		v = v<<8 | n
-	}
-	bits := uint(8 * (5 - len(nums)))
-	if last >= 1<<bits {
-		return netip.Addr{}, false
-	}
-	v = v<<bits | last
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
 }
 
 func (h HardDenies) check(req grants.Request) (bool, string) {

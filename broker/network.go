@@ -2,14 +2,16 @@ package broker
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
 )
 
-// checkNetwork is the network's hard denies: cloud metadata endpoints,
-// whatever names them; and any address that is not public (loopback,
+// checkNetwork is the network's hard denies: cloud metadata endpoints
+// (netdest.MetadataEndpoints, the one list), whatever names them and
+// whatever rule names them; and any address that is not public (loopback,
 // private, link-local, the host's own interfaces, ...) unless an allow
 // or ask rule names that address or a range containing it. A wildcard
 // host never names an address, so `net connect *` opens no private
@@ -22,12 +24,12 @@ func (b *Broker) checkNetwork(req grants.Request) (bool, string) {
 	if !ok {
 		return true, "a malformed destination is refused"
 	}
-	if metadataHost(d.Host) {
-		return true, "cloud metadata endpoints hold credentials"
+	if eps := netdest.Metadata(d); len(eps) > 0 {
+		return true, metadataRefusal(d.String()+" is", eps)
 	}
 	for _, a := range addrsOf(req) {
-		if metadataHost(a.String()) {
-			return true, "cloud metadata endpoints hold credentials"
+		if eps := netdest.MetadataAddr(a); len(eps) > 0 {
+			return true, metadataRefusal(d.String()+" resolves to "+a.String()+", which is", eps)
 		}
 		why := netdest.Special(a)
 		if why == "" && b.cfg.Hard.Local != nil && b.cfg.Hard.Local(a) {
@@ -39,6 +41,18 @@ func (b *Broker) checkNetwork(req grants.Request) (bool, string) {
 		return true, notPublic(d, a, why)
 	}
 	return false, ""
+}
+
+// metadataRefusal says why a metadata endpoint is refused: what (the
+// destination, and the address it resolved to) is one, of whom.
+func metadataRefusal(what string, eps []netdest.MetadataEndpoint) string {
+	var whose []string
+	for _, e := range eps {
+		if !slices.Contains(whose, e.Provider) {
+			whose = append(whose, e.Provider)
+		}
+	}
+	return what + " a cloud metadata endpoint (" + strings.Join(whose, ", ") + "); metadata endpoints hold credentials, so no rule or reviewer opens one"
 }
 
 // ownAddress is the range name of the host's own interface addresses.

@@ -202,3 +202,65 @@ func TestOwnAddressRationale(t *testing.T) {
 		t.Fatalf("rationale %q, want it to start %q", d.Rationale, want)
 	}
 }
+
+// Cloud metadata endpoints are a hard deny whatever names them and
+// whatever rule, reviewer or person would open them: the WireServer by
+// its (public) address, by a rule naming it exactly, by a range, by a
+// name resolving to it (alone or among other addresses, on any port),
+// the EKS Pod Identity Agent over IPv6, and names of the class. The
+// model is never asked and the rationale says whose endpoint it is.
+func TestMetadataClass(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		allow  []string
+		ask    []string
+		dest   string
+		addrs  string // what the name resolved to ("": decided before any lookup)
+		whose  string
+		lookup bool // the name is allowed before its lookup; Resolved refuses
+	}{
+		{"wireserver reviewed", nil, nil, "168.63.129.16:80", "", "Azure", false},
+		{"wireserver named by an allow rule", []string{"net connect 168.63.129.16:80"}, nil, "168.63.129.16:80", "", "Azure", false},
+		{"host agent port named", []string{"net connect 168.63.129.16:32526"}, nil, "168.63.129.16:32526", "", "Azure", false},
+		{"wireserver by a range", []string{"net connect 168.63.0.0/16:*"}, nil, "168.63.129.16:443", "", "Azure", false},
+		{"wireserver by an ask rule", nil, []string{"net connect 168.63.129.16:*"}, "168.63.129.16:80", "", "Azure", false},
+		{"wireserver as NAT64", []string{"net connect [64:ff9b::/96]:*"}, nil, "[64:ff9b::a83f:8110]:80", "", "Azure", false},
+		{"eks agent over IPv6", []string{"net connect [fd00:ec2::23]:80"}, nil, "[fd00:ec2::23]:80", "", "AWS", false},
+		{"imds", []string{"net connect 169.254.169.254:80"}, nil, "169.254.169.254:80", "", "AWS, Azure, Google Cloud", false},
+		{"scaleway", []string{"net connect 169.254.42.42:80"}, nil, "169.254.42.42:80", "", "Scaleway", false},
+		{"tencent name", []string{"net connect metadata.tencentyun.com"}, nil, "metadata.tencentyun.com:80", "", "Tencent Cloud", false},
+		{"name resolving to the wireserver", []string{"net connect wire.example.com:*", "net connect 168.63.129.16:*"}, nil, "wire.example.com:80", "168.63.129.16", "Azure", true},
+		{"name resolving to it among others", []string{"net connect *"}, nil, "mixed.example.com:443", "93.184.215.14,168.63.129.16", "Azure", true},
+		{"name resolving to byteplus", []string{"net connect *:*"}, nil, "mixed.example.com:8080", "100.96.0.96", "BytePlus (Volcengine)", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rules Rules
+			for _, r := range tc.allow {
+				rules.Allow = append(rules.Allow, mustRule(t, r))
+			}
+			for _, r := range tc.ask {
+				rules.Ask = append(rules.Ask, mustRule(t, r))
+			}
+			model := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
+			b := New(Config{Rules: rules, Model: model, Grants: grants.NewStore()})
+			res := b.Decide(ctx, heldReq(tc.dest, ""))
+			if tc.lookup {
+				if res.Grant == nil {
+					t.Fatalf("the name was not allowed before its lookup: %+v", res.Decision)
+				}
+				res = b.Resolved(ctx, res.Grant.Token, heldReq(tc.dest, tc.addrs))
+			}
+			d := res.Decision
+			if d.Outcome != Deny || d.Source != SourceHardDeny || res.Grant != nil {
+				t.Fatalf("%+v, grant %v", d, res.Grant)
+			}
+			if !strings.Contains(d.Rationale, "a cloud metadata endpoint ("+tc.whose) || !strings.Contains(d.Rationale, "no rule or reviewer opens one") {
+				t.Errorf("rationale %q does not say whose endpoint (%s) it is", d.Rationale, tc.whose)
+			}
+			if model.calls != 0 {
+				t.Errorf("the model was asked %d times", model.calls)
+			}
+		})
+	}
+}
