@@ -285,7 +285,7 @@ type permitKey struct{}
 
 // dialPermit is the only dialer that reaches the network: one dial per
 // permit, to exactly the destination decided, at one of its checked
-// addresses, never a reserved one.
+// addresses, never a reserved one nor a cloud metadata endpoint.
 func (p *Proxy) dialPermit(ctx context.Context, pm *permit, network, addr string) (net.Conn, error) {
 	if pm == nil {
 		return nil, errNoPermit
@@ -299,9 +299,15 @@ func (p *Proxy) dialPermit(ctx context.Context, pm *permit, network, addr string
 	if pm.inside != nil {
 		return p.upstream(pm, pm.inside)
 	}
+	if len(netdest.Metadata(pm.dest)) > 0 {
+		return nil, &refusalError{metadataRefusal(pm.dest)}
+	}
 	for _, a := range loopbackBoth(pm.addrs) {
 		if ap := netip.AddrPortFrom(a, pm.dest.Port); p.cfg.Reserved != nil && p.cfg.Reserved(ap) {
 			return nil, &refusalError{deniedRefusal(pm.dest, Verdict{Source: "hard-deny", Reason: "it is one of sandboxd's own listeners"})}
+		}
+		if len(netdest.MetadataAddr(a)) > 0 {
+			return nil, &refusalError{metadataRefusal(pm.dest)}
 		}
 	}
 	d := net.Dialer{Timeout: p.lim.DialTimeout}
@@ -320,6 +326,13 @@ func (p *Proxy) dialPermit(ctx context.Context, pm *permit, network, addr string
 		last = errors.New("no addresses")
 	}
 	return nil, &refusalError{unreachableRefusal(pm.dest, dialReason(last))}
+}
+
+// metadataRefusal refuses a dial to a cloud metadata endpoint
+// (netdest.MetadataEndpoints): the decider refuses them first, so this
+// is only reached if it failed open, and then nothing is dialled.
+func metadataRefusal(dest netdest.Dest) *refusal {
+	return deniedRefusal(dest, Verdict{Source: "hard-deny", Reason: "it is a cloud metadata endpoint, which is never dialled"})
 }
 
 // loopbackBoth adds ::1 after 127.0.0.1: every loopback spelling is one

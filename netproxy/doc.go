@@ -93,7 +93,8 @@
 // DialContext and the CONNECT dial are that dialer; the transport never
 // reads the proxy process's own HTTP(S)_PROXY and never dials TLS.
 // Addresses for
-// which Config.Reserved reports true (sandboxd's own listeners) are
+// which Config.Reserved reports true (sandboxd's own listeners), and
+// cloud metadata endpoints (netdest.Metadata, by name or address), are
 // never dialled, whatever the decider says.
 //
 // Decisions are run-scoped by default (ScopeRun): the final verdict

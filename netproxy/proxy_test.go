@@ -503,3 +503,37 @@ func tunnelEcho(h *harness, target, msg string) error {
 	}
 	return nil
 }
+
+// Cloud metadata endpoints are never dialled, even when the decider
+// allows them: by address (Azure's WireServer, a public address; the EKS
+// Pod Identity Agent over IPv6), by a metadata name, and by a name that
+// resolves to one, alone or among other addresses; through a plain
+// request and a CONNECT. The refusal comes before any dial: the origin
+// the names resolve to is never reached, and the WireServer answers a
+// 403 of the proxy's own, not a failed connection.
+func TestMetadataNeverDialled(t *testing.T) {
+	o := newOrigin(t)
+	port := o.port()
+	targets := []string{"168.63.129.16:80", "[fd00:ec2::23]:80", "metadata.google.internal:" + port,
+		"wire.test:" + port, "mixed.test:" + port}
+	dec := newFakeDecider(targets...)
+	h := newHarness(t, dec)
+	h.res.add("metadata.google.internal", "127.0.0.1")
+	h.res.add("wire.test", "168.63.129.16")
+	h.res.add("mixed.test", "127.0.0.1", "168.63.129.16")
+	for _, target := range targets {
+		code, body, hdr := httpGet(t, h, "http://"+target+"/")
+		if code != 403 || hdr.Get("X-Sandboxd-Decision") != "deny; source=hard-deny" || !strings.Contains(body, "metadata") {
+			t.Errorf("GET %s: %d %q %q", target, code, hdr.Get("X-Sandboxd-Decision"), body)
+		}
+		if _, _, err := h.connect(target); statusOf(err) != 403 {
+			t.Errorf("CONNECT %s: %v", target, err)
+		}
+	}
+	if d, _, _ := dec.calls(); len(d) == 0 {
+		t.Error("the decider was never asked: the test proves nothing")
+	}
+	if o.hits.Load() != 0 {
+		t.Errorf("the origin behind a metadata name was reached %d times", o.hits.Load())
+	}
+}
