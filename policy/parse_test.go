@@ -127,6 +127,9 @@ func TestParseErrors(t *testing.T) {
 		{"syntax error", "profile = \"default\"\n\n[limits\n", "bad.toml:3: syntax error: ", "expected ']'"},
 		{"syntax error value", "[env]\nallow = [\"A\"\n", "bad.toml:2: syntax error: ", "array is incomplete"},
 		{"unterminated string", "profile = \"abc\n", "bad.toml:1: syntax error: ", ""},
+		{"negative user call ceiling", "[review]\nmax_user_calls_per_hour = -1\n", "bad.toml:2: review.max_user_calls_per_hour: ", "must be between 0 and 1099511627776 (got -1)"},
+		{"huge user token ceiling", "[review]\nmax_user_tokens_per_hour = 1099511627777\n", "bad.toml:2: review.max_user_tokens_per_hour: ", "must be between 0 and 1099511627776"},
+		{"string user ceiling", "[review]\nmax_user_calls_per_hour = \"600\"\n", "bad.toml:2: review.max_user_calls_per_hour: ", "expected an integer"},
 		{"control chars escaped", "\"\\u001b[2J\" = 1\n", `bad.toml:1: "\x1b[2J": `, "unknown key"},
 	}
 	for _, tt := range tests {
@@ -255,6 +258,14 @@ func TestDefaults(t *testing.T) {
 	}
 	if key, msg := validatePolicy(&d); msg != "" {
 		t.Errorf("Default() invalid: %s: %s", key, msg)
+	}
+	// The user's hourly ceiling is what every session shared before the
+	// caps were per session; a session's hourly caps sit below it, so
+	// several sessions fit under it, and at most at its whole-life cap.
+	if r := d.Review; r.MaxUserCallsPerHour != 600 || r.MaxUserTokensPerHour != 4_000_000 ||
+		r.MaxCallsPerHour >= r.MaxUserCallsPerHour || r.MaxTokensPerHour >= r.MaxUserTokensPerHour ||
+		r.MaxCallsPerHour > r.MaxCallsPerSession || r.MaxTokensPerHour > r.MaxTokensPerSession {
+		t.Errorf("review caps %+v", r)
 	}
 	// The built-in lists are already in normal form.
 	for _, s := range DefaultSecrets(true) {

@@ -116,12 +116,17 @@ type Review struct {
 	MaxInputTokens int64 `toml:"max_input_tokens" tighten:"user"`
 	// StructuredOutput is "auto", "json_schema" or "json_object".
 	StructuredOutput string `toml:"structured_output" tighten:"user"`
-	// Caps on model calls and tokens, per session and per hour; past one,
-	// review falls to a person if one is reachable, else deny.
-	MaxCallsPerSession  int64 `toml:"max_calls_per_session" tighten:"min"`
-	MaxCallsPerHour     int64 `toml:"max_calls_per_hour" tighten:"min"`
-	MaxTokensPerSession int64 `toml:"max_tokens_per_session" tighten:"min"`
-	MaxTokensPerHour    int64 `toml:"max_tokens_per_hour" tighten:"min"`
+	// Caps on model calls and tokens: each session's over its life and
+	// over the last hour, and the user's over the last hour with every
+	// session together (a ceiling, so that many sessions, each within its
+	// own caps, still cannot spend without bound). Past one, review falls
+	// to a person if one is reachable, else deny, saying which cap it was.
+	MaxCallsPerSession   int64 `toml:"max_calls_per_session" tighten:"min"`
+	MaxCallsPerHour      int64 `toml:"max_calls_per_hour" tighten:"min"`
+	MaxTokensPerSession  int64 `toml:"max_tokens_per_session" tighten:"min"`
+	MaxTokensPerHour     int64 `toml:"max_tokens_per_hour" tighten:"min"`
+	MaxUserCallsPerHour  int64 `toml:"max_user_calls_per_hour" tighten:"min"`
+	MaxUserTokensPerHour int64 `toml:"max_user_tokens_per_hour" tighten:"min"`
 }
 
 // Grant scopes of network decisions.
@@ -273,9 +278,14 @@ func Default() Policy {
 			CacheSize: 20 * GiB,
 		},
 		Network: Network{GrantScope: ScopeRun, HoldTimeout: Duration(300 * time.Second), MaxConnections: 2048, MaxDestinations: 4096, Capture: true},
+		// A session may spend its whole cap within an hour, as it could
+		// before the hourly caps were per session (one `review eval` of the
+		// shipped corpus does); the user's ceiling is the hourly cap every
+		// session shared then.
 		Review: Review{Enabled: true, Timeout: Duration(30 * time.Second), MaxOutputTokens: 512,
 			MaxInputTokens: 8192, StructuredOutput: StructuredAuto,
-			MaxCallsPerSession: 200, MaxCallsPerHour: 600, MaxTokensPerSession: 2_000_000, MaxTokensPerHour: 4_000_000},
+			MaxCallsPerSession: 200, MaxCallsPerHour: 200, MaxTokensPerSession: 2_000_000, MaxTokensPerHour: 2_000_000,
+			MaxUserCallsPerHour: 600, MaxUserTokensPerHour: 4_000_000},
 	}
 }
 

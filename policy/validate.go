@@ -91,7 +91,8 @@ func validateLeaf(path string, v reflect.Value) (int, string) {
 		return -1, checkEnum(v.String(), "", "low", "medium", "high")
 	case "review.structured_output":
 		return -1, checkEnum(v.String(), StructuredAuto, StructuredJSONSchema, StructuredJSONObject)
-	case "review.max_calls_per_session", "review.max_calls_per_hour", "review.max_tokens_per_session", "review.max_tokens_per_hour":
+	case "review.max_calls_per_session", "review.max_calls_per_hour", "review.max_tokens_per_session", "review.max_tokens_per_hour",
+		"review.max_user_calls_per_hour", "review.max_user_tokens_per_hour":
 		return -1, checkRange(v.Int(), 0, 1<<40)
 	}
 	return -1, "internal error: no validation rule for this key"

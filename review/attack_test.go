@@ -82,7 +82,7 @@ func TestAttackWorkspaceZeroLiftsCaps(t *testing.T) {
 	user := filepath.Join(dir, "policy.toml")
 	os.WriteFile(user, []byte("[review]\nmodel = \"m\"\nmax_calls_per_session = 3\nmax_calls_per_hour = 10\nmax_tokens_per_session = 10000\nmax_tokens_per_hour = 20000\n"), 0o644)
 	ws := filepath.Join(dir, ".sandboxd.toml")
-	os.WriteFile(ws, []byte("[review]\nmax_calls_per_session = 0\nmax_calls_per_hour = 0\nmax_tokens_per_session = 0\nmax_tokens_per_hour = 0\n"), 0o644)
+	os.WriteFile(ws, []byte("[review]\nmax_calls_per_session = 0\nmax_calls_per_hour = 0\nmax_tokens_per_session = 0\nmax_tokens_per_hour = 0\nmax_user_calls_per_hour = 0\nmax_user_tokens_per_hour = 0\n"), 0o644)
 	p, err := policy.Load(user, true, ws)
 	if err != nil {
 		t.Logf("refused (good): %v", err)
@@ -90,7 +90,11 @@ func TestAttackWorkspaceZeroLiftsCaps(t *testing.T) {
 	}
 	rv := p.Review
 	m := &Meter{Dir: t.TempDir(), Caps: Caps{CallsPerSession: rv.MaxCallsPerSession, CallsPerHour: rv.MaxCallsPerHour,
-		TokensPerSession: rv.MaxTokensPerSession, TokensPerHour: rv.MaxTokensPerHour}}
+		TokensPerSession: rv.MaxTokensPerSession, TokensPerHour: rv.MaxTokensPerHour,
+		UserCallsPerHour: rv.MaxUserCallsPerHour, UserTokensPerHour: rv.MaxUserTokensPerHour}}
+	if rv.MaxUserCallsPerHour != 0 || rv.MaxUserTokensPerHour != 0 {
+		t.Fatalf("the workspace's zero ceilings were not taken: %+v", rv)
+	}
 	if _, err := m.Reserve("s", 100); !errors.Is(err, ErrCapped) {
 		t.Fatalf("a workspace's zero caps let a call through: %v", err)
 	}

@@ -12,16 +12,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Caps bound model calls and tokens per session and per hour. Zero
-// allows none: a workspace may lower a cap (policy's "min" rule), and a
-// zero that meant "no cap" would let it lift one.
+// Caps bound model calls and tokens: each session's over its life and
+// over the last hour, and the user's over the last hour with every
+// session together. The hourly caps are a session's own, so runs without
+// a named session (each a session of its own) cannot use up another
+// session's; the ceiling still bounds them all. Zero allows none: a
+// workspace may lower a cap (policy's "min" rule), and a zero that meant
+// "no cap" would let it lift one.
 type Caps struct {
-	CallsPerSession, CallsPerHour   int64
-	TokensPerSession, TokensPerHour int64
+	CallsPerSession, CallsPerHour   int64 // one session's
+	TokensPerSession, TokensPerHour int64 // one session's
+	UserCallsPerHour                int64 // every session's together
+	UserTokensPerHour               int64 // every session's together
 }
 
 // ErrCapped is a review the caps refuse: nothing is sent, and the
-// review falls to a person when one is reachable.
+// review falls to a person when one is reachable. The error's text after
+// ErrCapped's says which cap, in a sentence safe to show.
 var ErrCapped = errors.New("review: the model reviewer's cap is reached")
 
 // usage is what the caps count, kept in one file under the caller's
@@ -29,7 +36,9 @@ var ErrCapped = errors.New("review: the model reviewer's cap is reached")
 type usage struct {
 	// Sessions holds calls and tokens by session.
 	Sessions map[string]*counts `json:"sessions"`
-	// Hours holds the last hour's calls, as (unix second, tokens).
+	// Hours holds the last hour's calls, as (unix second, tokens,
+	// session). Calls counted before the hourly caps were per session
+	// name none: they count toward the user's ceiling only.
 	Hours []spend `json:"hours"`
 	// Next numbers reservations.
 	Next int64 `json:"next"`
@@ -42,9 +51,57 @@ type counts struct {
 }
 
 type spend struct {
-	At     int64 `json:"at"`
-	Tokens int64 `json:"tokens"`
-	ID     int64 `json:"id"`
+	At      int64  `json:"at"`
+	Tokens  int64  `json:"tokens"`
+	ID      int64  `json:"id"`
+	Session string `json:"session,omitempty"`
+}
+
+// window is the calls and tokens of the last hour.
+type window struct{ calls, tokens int64 }
+
+// hour is the last hour's use by session and by every session together.
+func (u *usage) hour(session string) (mine, all window) {
+	for _, s := range u.Hours {
+		all.calls++
+		all.tokens += s.Tokens
+		if s.Session == session {
+			mine.calls++
+			mine.tokens += s.Tokens
+		}
+	}
+	return mine, all
+}
+
+// check says which cap n more calls of tokens tokens each would pass, or
+// nil if they fit them all: life is the session's use so far, hour and
+// user its last hour and every session's. Reserve (n = 1) and Room use
+// it both, so Room never promises what Reserve then refuses.
+func (c Caps) check(life counts, hour, user window, n, tokens int64) error {
+	switch {
+	case life.Calls+n > c.CallsPerSession:
+		return capped("this session's cap of %s is reached (review.max_calls_per_session)", c.CallsPerSession, "model call")
+	case hour.calls+n > c.CallsPerHour:
+		return capped("this session's hourly cap of %s is reached (review.max_calls_per_hour)", c.CallsPerHour, "model call")
+	case user.calls+n > c.UserCallsPerHour:
+		return capped("your hourly ceiling of %s, every session together, is reached (review.max_user_calls_per_hour)", c.UserCallsPerHour, "model call")
+	case life.Tokens+n*tokens > c.TokensPerSession:
+		return capped("this session's cap of %s is reached (review.max_tokens_per_session)", c.TokensPerSession, "token")
+	case hour.tokens+n*tokens > c.TokensPerHour:
+		return capped("this session's hourly cap of %s is reached (review.max_tokens_per_hour)", c.TokensPerHour, "token")
+	case user.tokens+n*tokens > c.UserTokensPerHour:
+		return capped("your hourly ceiling of %s, every session together, is reached (review.max_user_tokens_per_hour)", c.UserTokensPerHour, "token")
+	}
+	return nil
+}
+
+// capped is ErrCapped saying which cap: format holds one %s, the limit
+// and its noun ("1 model call", "600 model calls").
+func capped(format string, limit int64, noun string) error {
+	if limit != 1 {
+		noun += "s"
+	}
+	return fmt.Errorf("%w: "+format, ErrCapped, fmt.Sprintf("%d %s", limit, noun))
 }
 
 // Meter counts a caller's model use against Caps. It is safe for
@@ -67,29 +124,19 @@ func (m *Meter) now() time.Time {
 // counts the call and those tokens at once (so reviews running side by
 // side cannot all pass a token cap together); Spend then corrects the
 // tokens by what the call really used, given the id Reserve returned.
+// A cap it passes is an error wrapping ErrCapped that says which.
 func (m *Meter) Reserve(session string, tokens int64) (id int64, err error) {
 	return id, m.update(func(u *usage, now int64) error {
 		c := u.session(session, now)
-		var hourCalls, hourTokens int64
-		for _, s := range u.Hours {
-			hourCalls++
-			hourTokens += s.Tokens
-		}
-		switch {
-		case c.Calls+1 > m.Caps.CallsPerSession:
-			return fmt.Errorf("%w: %d model calls in this session", ErrCapped, m.Caps.CallsPerSession)
-		case hourCalls+1 > m.Caps.CallsPerHour:
-			return fmt.Errorf("%w: %d model calls in the last hour", ErrCapped, m.Caps.CallsPerHour)
-		case c.Tokens+tokens > m.Caps.TokensPerSession:
-			return fmt.Errorf("%w: %d tokens in this session", ErrCapped, m.Caps.TokensPerSession)
-		case hourTokens+tokens > m.Caps.TokensPerHour:
-			return fmt.Errorf("%w: %d tokens in the last hour", ErrCapped, m.Caps.TokensPerHour)
+		mine, all := u.hour(session)
+		if err := m.Caps.check(*c, mine, all, 1, tokens); err != nil {
+			return err
 		}
 		c.Calls++
 		c.Tokens += tokens
 		u.Next++
 		id = u.Next
-		u.Hours = append(u.Hours, spend{At: now, Tokens: tokens, ID: id})
+		u.Hours = append(u.Hours, spend{At: now, Tokens: tokens, ID: id, Session: session})
 		return nil
 	})
 }
@@ -99,13 +146,8 @@ func (m *Meter) Reserve(session string, tokens int64) (id int64, err error) {
 func (m *Meter) Room(session string, calls, tokens int64) bool {
 	ok := false
 	err := m.update(func(u *usage, now int64) error {
-		c := u.session(session, now)
-		var hourTokens int64
-		for _, s := range u.Hours {
-			hourTokens += s.Tokens
-		}
-		ok = c.Calls+calls <= m.Caps.CallsPerSession && int64(len(u.Hours))+calls <= m.Caps.CallsPerHour &&
-			c.Tokens+calls*tokens <= m.Caps.TokensPerSession && hourTokens+calls*tokens <= m.Caps.TokensPerHour
+		mine, all := u.hour(session)
+		ok = m.Caps.check(*u.session(session, now), mine, all, calls, tokens) == nil
 		return nil
 	})
 	return ok && err == nil

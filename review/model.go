@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -103,7 +104,7 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 	if m.Meter != nil {
 		if reservation, err = m.Meter.Reserve(req.Session, int64(p.Tokens)); err != nil {
 			if errors.Is(err, ErrCapped) {
-				return broker.Decision{}, publicerr.Wrap(err, "the model reviewer's cap is reached ("+capWhy(err)+")")
+				return broker.Decision{}, publicerr.Wrap(err, capWhy(err))
 			}
 			return broker.Decision{}, publicerr.Wrap(err, "the model reviewer's usage could not be counted")
 		}
@@ -140,13 +141,12 @@ func (m *Model) deadline(ctx context.Context, req grants.Request) (context.Conte
 	return context.WithDeadline(ctx, end)
 }
 
+// capWhy is the sentence of a cap Reserve refused with: which cap.
 func capWhy(err error) string {
-	s := err.Error()
-	prefix := ErrCapped.Error() + ": "
-	if len(s) > len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):]
+	if why, ok := strings.CutPrefix(err.Error(), ErrCapped.Error()+": "); ok && why != "" {
+		return why
 	}
-	return "see -v"
+	return "the model reviewer's cap is reached"
 }
 
 func (m *Model) log() *slog.Logger {

@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/internal/golden"
+	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // fakeCompleter answers every prompt with the next scripted content and
@@ -164,33 +165,63 @@ func TestModelRedacts(t *testing.T) {
 	}
 }
 
-// Past a cap nothing is sent and the error says which cap.
+// Past a cap nothing is sent, and the error's public sentence (what the
+// broker puts in the deny's rationale) says which cap: this session's
+// own, this session's hourly one, or the user's hourly ceiling. One
+// session's hourly use does not count against another's; the ceiling
+// counts them all.
 func TestModelCaps(t *testing.T) {
 	dir := t.TempDir()
 	allow := `{"outcome":"allow","risk_level":"low","user_authorization":"high","rationale":"ok"}`
-	f := &fakeCompleter{answers: []string{allow, allow, allow}}
 	clock := time.Unix(1_800_000_000, 0)
 	big := int64(1 << 40)
-	m := &Model{Client: f, Meter: &Meter{Dir: dir, Caps: Caps{CallsPerSession: 2, CallsPerHour: big, TokensPerSession: big, TokensPerHour: big},
-		Now: func() time.Time { return clock }}}
+	model := func(c Caps) (*Model, *fakeCompleter) {
+		f := &fakeCompleter{answers: []string{allow, allow, allow, allow}}
+		return &Model{Client: f, Meter: &Meter{Dir: dir, Caps: c, Now: func() time.Time { return clock }}}, f
+	}
+	in := func(session string) grants.Request {
+		r := writeReq("/home/u/out.txt")
+		r.Session = session
+		return r
+	}
+	review := func(m *Model, session string) error {
+		_, err := m.Review(context.Background(), in(session))
+		return err
+	}
+	refused := func(err error, sentence string) {
+		t.Helper()
+		if !errors.Is(err, ErrCapped) || publicerr.Message(err, "") != sentence {
+			t.Fatalf("got %v (%q), want ErrCapped saying %q", err, publicerr.Message(err, ""), sentence)
+		}
+	}
+
+	life, f := model(Caps{CallsPerSession: 2, CallsPerHour: big, TokensPerSession: big, TokensPerHour: big, UserCallsPerHour: big, UserTokensPerHour: big})
 	for i := range 2 {
-		if _, err := m.Review(context.Background(), writeReq("/home/u/out.txt")); err != nil {
+		if err := review(life, "a"); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	_, err := m.Review(context.Background(), writeReq("/home/u/out.txt"))
-	if !errors.Is(err, ErrCapped) || len(f.users) != 2 {
-		t.Fatalf("third call: %v, %d sent", err, len(f.users))
+	refused(review(life, "a"), "this session's cap of 2 model calls is reached (review.max_calls_per_session)")
+	if len(f.users) != 2 {
+		t.Fatalf("%d sent", len(f.users))
 	}
-	other := writeReq("/home/u/out.txt")
-	other.Session = "uid 0: other"
-	hourly := &Model{Client: &fakeCompleter{answers: []string{allow}}, Meter: &Meter{Dir: dir,
-		Caps: Caps{CallsPerSession: big, CallsPerHour: 2, TokensPerSession: big, TokensPerHour: big}, Now: func() time.Time { return clock }}}
-	if _, err := hourly.Review(context.Background(), other); !errors.Is(err, ErrCapped) {
-		t.Fatalf("hourly cap across sessions: %v", err)
+
+	// Session a made two calls this hour; b's hourly cap of 2 is its own.
+	hourly, _ := model(Caps{CallsPerSession: big, CallsPerHour: 2, TokensPerSession: big, TokensPerHour: big, UserCallsPerHour: big, UserTokensPerHour: big})
+	if err := review(hourly, "b"); err != nil {
+		t.Fatalf("another session's calls counted against this one's hourly cap: %v", err)
+	}
+	refused(review(hourly, "a"), "this session's hourly cap of 2 model calls is reached (review.max_calls_per_hour)")
+
+	// Three calls this hour (a: 2, b: 1): the ceiling of 3 binds a session
+	// that made none.
+	ceiling, f := model(Caps{CallsPerSession: big, CallsPerHour: big, TokensPerSession: big, TokensPerHour: big, UserCallsPerHour: 3, UserTokensPerHour: big})
+	refused(review(ceiling, "c"), "your hourly ceiling of 3 model calls, every session together, is reached (review.max_user_calls_per_hour)")
+	if len(f.users) != 0 {
+		t.Fatalf("%d sent past the ceiling", len(f.users))
 	}
 	clock = clock.Add(2 * time.Hour)
-	if _, err := hourly.Review(context.Background(), other); err != nil {
+	if err := review(ceiling, "c"); err != nil {
 		t.Fatalf("an hour later: %v", err)
 	}
 }

@@ -32,7 +32,8 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 			Redactor: review.NewRedactor(cfg.Secrets),
 			Meter: &review.Meter{Dir: cfg.StateDir, Caps: review.Caps{
 				CallsPerSession: r.MaxCallsPerSession, CallsPerHour: r.MaxCallsPerHour,
-				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour}},
+				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour,
+				UserCallsPerHour: r.MaxUserCallsPerHour, UserTokensPerHour: r.MaxUserTokensPerHour}},
 			Denied:  func(p string) bool { return under(p, cfg.Denied) },
 			Earlier: cfg.Earlier, Recent: cfg.Recent, Log: log,
 		}, nil
