@@ -35,10 +35,9 @@ const cloudInit = "https://github.com/canonical/cloud-init/blob/main/cloudinit/s
 //
 // Left out, each already refused unless a rule names its address (it is
 // in a special-purpose range), or refused where it resolves to one:
-//   - fd20:ce::254, Google's metadata server over IPv6, and the name
-//     metadata.goog (listed here before): no Google page or Google code
-//     found that names them. The address is unique local (ULA); the
-//     name, if it names the metadata server, resolves to 169.254.169.254.
+//   - fd20:ce::254, Google's metadata server over IPv6: no Google page
+//     or Google code found that names it. The address is unique local
+//     (ULA).
 //   - 192.0.0.192, said to be Oracle Cloud Classic's: not in Oracle's
 //     documentation found (192.0.0.0/24, IETF protocol assignments).
 //   - 169.254.0.23, behind metadata.tencentyun.com, and GKE's metadata
@@ -85,6 +84,12 @@ func metadataTable() []MetadataEndpoint {
 			"https://github.com/googleapis/google-cloud-go/blob/main/compute/metadata/metadata.go"),
 		addr("169.254.169.254", "Google Cloud", "metadata server",
 			"https://github.com/GoogleCloudPlatform/guest-agent/blob/main/metadata/metadata.go"),
+		// Kept from the list before it had sources: no Google page was
+		// found for it, but SSRF guards everywhere refuse it as Google's
+		// metadata name, and refusing a name that serves nothing else
+		// costs nothing. Fail closed.
+		name("metadata.goog", "Google Cloud", "metadata server (unconfirmed name)",
+			"https://cloud.google.com/compute/docs/metadata/overview"),
 		addr("169.254.169.254", "Oracle Cloud", "instance metadata service (IMDS)",
 			"https://docs.oracle.com/en-us/iaas/Content/Compute/Tasks/gettingmetadata.htm"),
 		addr("fd00:c1::a9fe:a9fe", "Oracle Cloud", "instance metadata service (IMDS) over IPv6", cloudInit+"DataSourceOracle.py"),
