@@ -44,6 +44,9 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 			if spec.Transaction && ns {
 				return // the commit checks persistence paths instead
 			}
+			if spec.ReadOnly {
+				return // nothing can be left behind
+			}
 			p.plan, planErr = planPersistence(spec, persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
 		}()
 		go func() {
@@ -88,12 +91,16 @@ func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, re
 	}
 	writable := append([]string{spec.Workspace}, spec.Writable...)
 	writable = append(writable, spec.Caches...)
+	rights := sup.FS
+	if spec.ReadOnly {
+		rights &= landlock.ReadAccess
+	}
 	for _, w := range writable {
 		if d, bad := landlock.Covers(w, spec.Deny); bad {
 			rs.Close()
 			return nil, publicerr.New(fmt.Sprintf("writable root %s contains the denied path %s; Landlock cannot deny reads inside a writable root", w, d))
 		}
-		if err := rs.AddPath(w, sup.FS); err != nil {
+		if err := rs.AddPath(w, rights); err != nil {
 			rs.Close()
 			return nil, err
 		}

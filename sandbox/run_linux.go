@@ -119,6 +119,14 @@ func (r *run) plan() error {
 		spec.KillGrace = 2 * time.Second
 	}
 	r.wantNS = spec.Isolation != string(LandlockOnly)
+	if spec.ReadOnly {
+		spec.Transaction = false
+		for _, e := range spec.Exceptions {
+			if wire.Writes(string(e.Operation)) {
+				return fmt.Errorf("sandbox: a read-only run cannot take the %s exception for %s", e.Operation, e.Path)
+			}
+		}
+	}
 	if !r.wantNS && r.root {
 		return publicerr.New(fmt.Sprintf("refusing to run as host root without a user namespace (isolation %q)", spec.Isolation))
 	}
@@ -354,6 +362,8 @@ func (r *run) describe() {
 	switch {
 	case r.txn:
 		res.Transaction = Transaction{Mode: "layer"}
+	case r.spec.ReadOnly:
+		res.Transaction = Transaction{Mode: "none", Why: "a read-only run"}
 	case r.noLayer != "":
 		res.Transaction = Transaction{Mode: "none", Why: r.noLayer}
 		res.Degraded = append(res.Degraded, "no copy-on-write layer: "+r.noLayer+"; the command writes straight to the workspace, and a retry runs over the first attempt's effects")

@@ -122,6 +122,16 @@ func leakCases() []leakCase {
 		{name: "command not found", spec: func(e leakEnv) sandbox.Spec { return e.spec("sandboxd-no-such-command") }, code: 127},
 		{name: "not executable", spec: func(e leakEnv) sandbox.Spec { return e.spec("./data") }, code: 126},
 		{name: "missing working directory", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) { s.Dir = filepath.Join(e.ws, "gone") }), code: 127},
+		{name: "read-only run", spec: with(sh("cat data; echo x > f"), func(_ leakEnv, s *sandbox.Spec) { s.ReadOnly = true }), code: 2,
+			check: func(t *testing.T, res sandbox.Result, stdout, _ string) {
+				if stdout != "not a program\n" || res.Layer != nil || res.Transaction.Mode != "none" {
+					t.Errorf("stdout %q, layer %v, transaction %+v", stdout, res.Layer, res.Transaction)
+				}
+			}},
+		{name: "read-only run with a write exception", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) {
+			s.ReadOnly = true
+			s.Exceptions = []sandbox.Exception{{Operation: "write_file", Path: filepath.Join(e.base, "granted"), Ino: 1}}
+		}), wantErr: errAny},
 		{name: "denied write", spec: sh("echo x > /etc/sandboxd-leak-test"), code: 2, check: wantDenial("make_reg")},
 		{name: "denied write without detection", spec: with(sh("echo x > /etc/sandboxd-leak-test"), func(_ leakEnv, s *sandbox.Spec) { s.NoDetect = true }), code: 2},
 		{name: "timeout", spec: with(sh("sleep 30"), func(_ leakEnv, s *sandbox.Spec) { s.Timeout = 100 * time.Millisecond }), code: 124,
@@ -325,4 +335,43 @@ func blockedInSandbox() string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// TestReadOnlyRun: a read-only run reads the workspace as a run of the
+// same Spec would, and changes nothing in it or in a writable root,
+// through any mode of the workspace.
+func TestReadOnlyRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root)")
+	}
+	e := newLeakEnv(t)
+	extra := filepath.Join(e.base, "extra")
+	os.Mkdir(extra, 0o755)
+	log := slog.New(slog.DiscardHandler)
+	for _, txn := range []bool{true, false} {
+		var stdout, stderr bytes.Buffer
+		spec := e.spec("sh", "-c", `cat data; for p in f .git/hooks/x `+extra+`/g; do mkdir -p "$(dirname "$p")" 2>/dev/null; echo x > "$p" && echo "WROTE $p"; done; rm -f data && echo REMOVED; echo DONE`)
+		spec.Writable, spec.ReadOnly, spec.Transaction = []string{extra}, true, txn
+		spec.Stdout, spec.Stderr = &stdout, &stderr
+		res, err := sandbox.Run(context.Background(), spec, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Layer != nil {
+			res.Layer.Close()
+			t.Errorf("transaction %v: a read-only run has a layer", txn)
+		}
+		out := stdout.String()
+		if !strings.HasPrefix(out, "not a program\n") || strings.Contains(out, "WROTE") || strings.Contains(out, "REMOVED") || !strings.Contains(out, "DONE") {
+			t.Errorf("transaction %v: stdout %q, stderr %q", txn, out, stderr.String())
+		}
+		for _, p := range []string{filepath.Join(e.ws, "f"), filepath.Join(e.ws, ".git"), filepath.Join(extra, "g")} {
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("transaction %v: %s was created", txn, p)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(e.ws, "data")); err != nil {
+			t.Errorf("transaction %v: data: %v", txn, err)
+		}
+	}
 }

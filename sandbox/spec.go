@@ -110,6 +110,14 @@ type Spec struct {
 	// observed calls. Enforcement is unchanged; denials are simply not
 	// reported, so none can be reviewed.
 	NoDetect bool
+	// ReadOnly makes a run that only reads: the workspace, the further
+	// writable roots and the caches keep their read rules but lose every
+	// right to change them, so the command sees what a run of the same
+	// Spec would see and can leave nothing behind. Transaction is then
+	// ignored: there is no layer to commit and no persistence plan or
+	// sweep (which, beside another run of the same workspace, could
+	// take that run's files for this one's). Exceptions must not write.
+	ReadOnly bool
 
 	// Copies are files shown inside in place of the caller's own (a
 	// config that mixes settings and credentials, with the credentials
