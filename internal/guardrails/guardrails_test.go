@@ -120,6 +120,11 @@ func importRules() []importRule {
 			forbid: ours("overrides", "review"),
 		},
 		{
+			name:   "evidence imports nothing of ours (both ends of the reader's protocol, nothing else)",
+			from:   ours("evidence"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("evidence")(p) },
+		},
+		{
 			name:   "netdest imports nothing of ours",
 			from:   ours("netdest"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },
