@@ -30,7 +30,7 @@ func TestAttackInspectFollowsSymlinkIntoDenied(t *testing.T) {
 	}
 	denied := func(p string) bool { return p == secretDir || strings.HasPrefix(p, secretDir+"/") }
 	f := &fakeCompleter{answers: []string{`{"outcome":"deny","risk_level":"low","user_authorization":"unknown","rationale":"no"}`}}
-	m := &Model{Client: f, Redactor: NewRedactor(nil), Denied: denied}
+	m := &Model{Client: f, Redactor: NewRedactor(nil), Denied: denied, OpenView: localView(t, nil)}
 	req := writeReq("/home/u/out.txt")
 	req.Cwd = ws
 	req.Command = "bash ./setup.sh; cp out.txt /home/u/out.txt"
@@ -52,7 +52,8 @@ func TestAttackInspectFollowsDirSymlinkIntoDenied(t *testing.T) {
 	os.MkdirAll(ws, 0o755)
 	os.Symlink(secretDir, filepath.Join(ws, "tools"))
 	denied := func(p string) bool { return p == secretDir || strings.HasPrefix(p, secretDir+"/") }
-	scripts, _ := InspectScripts("sh tools/key.sh", ws, denied)
+	view := localView(t, nil)
+	scripts, _ := InspectScripts("sh tools/key.sh", ws, denied, func() (View, error) { return view(context.Background()) })
 	for _, s := range scripts {
 		if strings.Contains(s.Content, "DIRLINKCANARY") {
 			t.Fatalf("read %s (a denied file) through a directory symlink", s.Path)

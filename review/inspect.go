@@ -2,18 +2,16 @@ package review
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/sandboxd/sandboxd/evidence"
 )
 
 // Inspection bounds: scripts are evidence, read statically and never
-// run; secrets are never read at all.
+// run, with the command's own eyes; secrets are never read at all.
 const (
 	maxScripts     = 16
 	maxScriptBytes = 64 << 10 // all scripts together
@@ -26,14 +24,41 @@ var interpreters = map[string]bool{
 	"python": true, "python3": true, "node": true, "perl": true, "ruby": true, "make": false,
 }
 
+// View reads files as the command sees them: with its mounts and masks,
+// its private /tmp, its Landlock rules and its uid (an evidence.Client
+// speaking to a reader in a read-only sandbox of the run's own Spec).
+// Its errors are evidence's.
+type View interface {
+	// Resolve returns where path leads, every link resolved.
+	Resolve(path string) (string, error)
+	// Read returns at most limit+1 bytes of the regular file at a
+	// resolved path, following no link.
+	Read(path string, limit int) ([]byte, error)
+	Close() error
+}
+
+// noView is why nothing is read when no view of the command is at hand
+// (a review of a command that is not run, as `review eval` does).
+const noView = "not read: evidence is read only as the command sees it, and there is no sandbox of it to read with"
+
 // InspectScripts reads the scripts command invokes: files it names that
 // an interpreter or a leading "./" would run, and, to depth 4, the
-// scripts those source or run. cwd resolves relative names; denied says
-// which paths are never read (secrets, sandboxd's own state). What is
-// left out is listed in skipped.
-func InspectScripts(command, cwd string, denied func(path string) bool) (scripts []Script, skipped []string) {
+// scripts those source or run. cwd resolves relative names. Every file
+// is read through the command's own view, which open starts at the
+// first file to read (nil: nothing is read at all); what the command
+// could not read is not read. denied says which paths are never read,
+// not even asked for (secrets, sandboxd's own state), as named and
+// where they lead. What is left out is listed in skipped, with why.
+func InspectScripts(command, cwd string, denied func(path string) bool, open func() (View, error)) (scripts []Script, skipped []string) {
 	seen := map[string]bool{}
 	budget := maxScriptBytes
+	var view View
+	var viewErr error
+	defer func() {
+		if view != nil {
+			view.Close()
+		}
+	}()
 	var walk func(text, dir string, depth int)
 	walk = func(text, dir string, depth int) {
 		for _, name := range invoked(text) {
@@ -60,9 +85,21 @@ func InspectScripts(command, cwd string, denied func(path string) bool) (scripts
 				skipped = append(skipped, p+": over the 64 KiB inspection budget")
 				continue
 			}
-			real, err := filepath.EvalSymlinks(p)
+			if view == nil && viewErr == nil {
+				if open == nil {
+					viewErr = errors.New(noView)
+				} else if view, viewErr = open(); viewErr != nil {
+					viewErr = errors.New("not read: the command's view could not be opened")
+				}
+			}
+			if viewErr != nil {
+				skipped = append(skipped, p+": "+viewErr.Error())
+				continue
+			}
+			real, err := view.Resolve(p)
 			if err != nil {
-				continue // nothing there: nothing to show
+				skipped = append(skipped, p+": "+unread(err))
+				continue
 			}
 			if real != p && denied(real) {
 				// A link in the workspace to a secret (a cloned repository
@@ -70,20 +107,39 @@ func InspectScripts(command, cwd string, denied func(path string) bool) (scripts
 				skipped = append(skipped, p+": a link to a protected file, never read")
 				continue
 			}
-			content, truncated, ok := readScript(real, budget)
-			if !ok {
-				continue // not a regular file, or it changed under us: nothing to show
+			b, err := view.Read(real, budget)
+			if err != nil {
+				skipped = append(skipped, p+": "+unread(err))
+				continue
 			}
-			budget -= len(content)
-			if truncated {
+			if len(b) > budget {
+				b = b[:budget]
 				skipped = append(skipped, p+": shown only in part")
 			}
+			content := strings.ToValidUTF8(string(b), "?")
+			budget -= len(b)
 			scripts = append(scripts, Script{Path: p, Content: content})
 			walk(content, filepath.Dir(p), depth+1)
 		}
 	}
 	walk(command, cwd, 1)
 	return scripts, skipped
+}
+
+// unread says why a file was not read, in sandboxd's words (never the
+// reader's).
+func unread(err error) string {
+	switch {
+	case errors.Is(err, evidence.ErrNotFound):
+		return "not there as the command sees it"
+	case errors.Is(err, evidence.ErrDenied):
+		return "the command may not read it; not read"
+	case errors.Is(err, evidence.ErrNotRegular):
+		return "not a regular file"
+	case errors.Is(err, evidence.ErrChanged):
+		return "changed while it was read; not shown"
+	}
+	return "could not be read as the command sees it"
 }
 
 // invoked lists the file names a shell text would run: the word after an
@@ -119,38 +175,4 @@ func invoked(text string) []string {
 		}
 	}
 	return out
-}
-
-// readScript reads at most limit bytes of a regular text file at p, a
-// path with every link already resolved: it is opened without following
-// any, so a link swapped in after the check is not followed either.
-func readScript(p string, limit int) (string, bool, bool) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NONBLOCK,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return "", false, false
-	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return "", false, false
-	}
-	// Only what the command could read as its user: the caller's own
-	// files and world-readable ones, never another user's private file
-	// that sandboxd (perhaps root) could open.
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || (int(sys.Uid) != os.Getuid() && st.Mode().Perm()&0o004 == 0) {
-		return "", false, false
-	}
-	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return "", false, false
-	}
-	truncated := len(b) > limit
-	if truncated {
-		b = b[:limit]
-	}
-	return strings.ToValidUTF8(string(b), "?"), truncated, true
 }

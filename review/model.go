@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +47,37 @@ type Model struct {
 	Redactor       *Redactor
 	// Meter, if set, enforces the caps on calls and tokens.
 	Meter *Meter
-	// Denied says which paths inspection never reads (secrets).
+	// Denied says which paths inspection never reads, nor asks the view
+	// about (secrets).
 	Denied func(path string) bool
+	// OpenView starts a view of the command, through which its scripts
+	// are read (see InspectScripts); nil when the command is not run in
+	// a sandbox: then no script is read at all.
+	OpenView func(ctx context.Context) (View, error)
 	// Earlier and Recent are the job's evidence: the user's earlier
 	// messages and the agent's recent commands, oldest first.
 	Earlier, Recent []string
 	Log             *slog.Logger
 	Stats           ModelStats
+
+	// mu guards inspected: one inspection per command, working directory
+	// and attempt, shared by the reviews of that attempt's boundaries.
+	mu        sync.Mutex
+	inspected map[inspectKey]*inspection
+}
+
+// inspectKey names what an inspection read: the attempt's command in
+// its working directory (a later attempt reads again).
+type inspectKey struct {
+	command, cwd string
+	attempt      int
+}
+
+// inspection is one InspectScripts, done once done is closed.
+type inspection struct {
+	done    chan struct{}
+	scripts []Script
+	skipped []string
 }
 
 // ModelStats are counters for the metrics issue.
@@ -85,8 +110,8 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 	ctx, cancel := m.deadline(ctx, req)
 	defer cancel()
 	ev := Evidence{Intent: req.Intent, Earlier: m.Earlier, Recent: m.Recent}
-	if m.Denied != nil && req.Command != "" {
-		ev.Scripts, ev.Skipped = InspectScripts(req.Command, req.Cwd, m.Denied)
+	if (m.Denied != nil || m.OpenView != nil) && req.Command != "" {
+		ev.Scripts, ev.Skipped = m.inspect(ctx, req)
 	}
 	max := m.MaxInputTokens
 	if max <= 0 {
@@ -125,6 +150,49 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 	}
 	verdict.Source = broker.SourceReviewer
 	return verdict, nil
+}
+
+// inspect reads the scripts req's command invokes, once per attempt:
+// the reviews of one attempt's boundaries, side by side or not, share
+// one inspection (and one view of the command). A review whose context
+// ends first goes on without the scripts; an inspection cut short that
+// way is not kept.
+func (m *Model) inspect(ctx context.Context, req grants.Request) ([]Script, []string) {
+	key := inspectKey{req.Command, req.Cwd, req.Attempt}
+	m.mu.Lock()
+	if m.inspected == nil {
+		m.inspected = map[inspectKey]*inspection{}
+	}
+	in, ok := m.inspected[key]
+	if !ok {
+		in = &inspection{done: make(chan struct{})}
+		m.inspected[key] = in
+	}
+	m.mu.Unlock()
+	if ok {
+		select {
+		case <-in.done:
+			return in.scripts, in.skipped
+		case <-ctx.Done():
+			return nil, []string{"scripts: not read before the review's deadline"}
+		}
+	}
+	denied := m.Denied
+	if denied == nil {
+		denied = func(string) bool { return false }
+	}
+	var open func() (View, error)
+	if m.OpenView != nil {
+		open = func() (View, error) { return m.OpenView(ctx) }
+	}
+	in.scripts, in.skipped = InspectScripts(req.Command, req.Cwd, denied, open)
+	if ctx.Err() != nil {
+		m.mu.Lock()
+		delete(m.inspected, key)
+		m.mu.Unlock()
+	}
+	close(in.done)
+	return in.scripts, in.skipped
 }
 
 // deadline is the review's: Timeout from now, and for a held connection

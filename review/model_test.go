@@ -147,7 +147,7 @@ func TestModelRedacts(t *testing.T) {
 	os.WriteFile(filepath.Join(secretDir, "key.sh"), []byte("KEYCANARY\n"), 0o644)
 	f := &fakeCompleter{answers: []string{`{"outcome":"deny","risk_level":"low","user_authorization":"unknown","rationale":"no"}`}}
 	m := &Model{Client: f, Redactor: NewRedactor([]string{"envcanary-0123456789"}),
-		Denied: func(p string) bool { return strings.HasPrefix(p, secretDir) }}
+		Denied: func(p string) bool { return strings.HasPrefix(p, secretDir) }, OpenView: localView(t, nil)}
 	req := writeReq("/home/u/out.txt")
 	req.Cwd = dir
 	req.Command = "bash deploy.sh && bash secrets/key.sh --token envcanary-0123456789"

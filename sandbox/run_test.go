@@ -15,19 +15,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 	"golang.org/x/sys/unix"
 )
 
 // TestMain dispatches the re-exec'd helper: Run starts /proc/self/exe,
-// which in a test is this binary, as cmd/sandboxd's main would be.
+// which in a test is this binary, as cmd/sandboxd's main would be; and
+// the evidence reader, which a read-only run runs as its command.
 func TestMain(m *testing.M) {
 	if confine.IsHelper(os.Args) {
 		confine.Main()
 	}
 	if confine.IsProbe(os.Args) {
 		confine.ProbeMain()
+	}
+	if evidence.IsReader(os.Args) {
+		os.Exit(evidence.Reader(os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())
 }
@@ -372,6 +377,52 @@ func TestReadOnlyRun(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(e.ws, "data")); err != nil {
 			t.Errorf("transaction %v: data: %v", txn, err)
+		}
+	}
+}
+
+// BenchmarkEvidenceReader measures what one model review pays to read a
+// script with the command's view: a read-only run of the reader (this
+// binary, as cmd/sandboxd runs itself) and one resolve and read through
+// it, until the reader is gone.
+func BenchmarkEvidenceReader(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root (make test runs as root)")
+	}
+	e := newLeakEnv(&testing.T{})
+	defer os.RemoveAll(e.base)
+	script := filepath.Join(e.ws, "build.sh")
+	os.WriteFile(script, []byte("echo building\n"), 0o644)
+	log := slog.New(slog.DiscardHandler)
+	for b.Loop() {
+		spec := e.spec("/proc/self/exe", evidence.ReaderArg)
+		spec.ReadOnly, spec.NoDetect, spec.Caches = true, true, nil
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		outR, outW := io.Pipe()
+		spec.Stdin, spec.Stdout, spec.Stderr = inR, outW, io.Discard
+		done := make(chan error, 1)
+		go func() {
+			res, err := sandbox.Run(context.Background(), spec, log)
+			inR.Close()
+			outW.CloseWithError(io.EOF)
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("reader exited %d", res.ExitCode)
+			}
+			done <- err
+		}()
+		c := evidence.NewClient(inW, outR, func() error { inW.Close(); outR.Close(); return <-done })
+		real, err := c.Resolve(script)
+		if err == nil {
+			_, err = c.Read(real, 64<<10)
+		}
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 }

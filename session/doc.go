@@ -14,5 +14,7 @@
 //
 // session imports the broker, the grants, the sandbox and the layer, and
 // never a reviewer's implementation (reviewers come in through the Job's
-// slots), openai-go or an HTTP client.
+// slots), openai-go or an HTTP client. It starts the model reviewer's
+// evidence reader (package evidence) in a read-only sandbox of the run's
+// own Spec: the only way a reviewer reads a file.
 package session

@@ -19,7 +19,8 @@ const NoModelMessage = "--reviewer model: no model is configured (set [review] m
 // workspace. ok is false when no model is configured; nothing is built
 // and nothing is sent. The returned config's StateDir and Denied are
 // set as a run sets them; Session is left to the caller (the meter
-// counts by each request's session).
+// counts by each request's session). OpenView is nil: no command runs,
+// so there is no view of one to read its scripts with, and none is read.
 func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error) {
 	userPolicy, explicit := policyPath, policyPath != ""
 	if !explicit {

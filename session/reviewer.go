@@ -1,9 +1,11 @@
 package session
 
 import (
+	"context"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
@@ -33,9 +35,15 @@ type ModelConfig struct {
 	// Session is the scoped session; StateDir the caller's sandboxd
 	// state directory (caps on calls and tokens live there).
 	Session, StateDir string
-	// Denied are paths the reviewer never reads for evidence: the
-	// policy's secrets and sandboxd's own configuration and state.
+	// Denied are paths the reviewer never reads for evidence, nor asks
+	// the view about: the policy's secrets and sandboxd's own
+	// configuration and state.
 	Denied []string
+	// OpenView starts a reader of files with the command's own view and
+	// identity, for one inspection: the only way the reviewer reads a
+	// script. Nil when the command is not run here (ModelFor) or the
+	// front end has no reader: then it reads none.
+	OpenView func(ctx context.Context) (*evidence.Client, error)
 	// Earlier and Recent are the job's evidence (see Job).
 	Earlier, Recent []string
 }
@@ -152,6 +160,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	cfg.Session, cfg.StateDir = p.session, c.StateDir()
 	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.ConfigDir(), c.StateDir())
 	cfg.Earlier, cfg.Recent = j.Earlier, j.Recent
+	cfg.OpenView = r.viewOpener(p.spec)
 	m, err := r.models(cfg)
 	if err != nil {
 		return nil, nil, info, publicerr.Wrap(err, "the model reviewer could not be set up: "+publicerr.Message(err, "see -v"))

@@ -59,7 +59,12 @@ type Config struct {
 	// Models builds the model reviewer a job's policy configures (nil: no
 	// model reviewer can be reached).
 	Models ModelFactory
-	Log    *slog.Logger
+	// EvidenceReader is the command that runs the evidence reader inside
+	// a sandbox (cmd/sandboxd: itself, with evidence.ReaderArg): the
+	// model reviewer reads a command's scripts only through it, as the
+	// command sees them. Nil: it reads none.
+	EvidenceReader []string
+	Log            *slog.Logger
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -69,6 +74,7 @@ type Runner struct {
 	auditor  broker.Auditor
 	reserved func(netip.AddrPort) bool
 	models   ModelFactory
+	reader   []string
 	log      *slog.Logger
 }
 
@@ -76,7 +82,8 @@ type Runner struct {
 func New(cfg Config) *Runner {
 	reserved := slices.Clone(cfg.Reserved)
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
-		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models}
+		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models,
+		reader: slices.Clone(cfg.EvidenceReader)}
 	if r.sandbox == nil {
 		r.sandbox = Real{}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 
+	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +26,10 @@ func start(args []string) int {
 	}
 	if confine.IsProbe(args) {
 		confine.ProbeMain()
+	}
+	if evidence.IsReader(args) {
+		// The reviewer's reader, run as a command inside a sandbox.
+		return evidence.Reader(os.Stdin, os.Stdout)
 	}
 	// Only 0-2 of what sandboxd inherited reach a helper or a command.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)

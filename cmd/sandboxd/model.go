@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/review/openai"
@@ -34,9 +35,25 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 				CallsPerSession: r.MaxCallsPerSession, CallsPerHour: r.MaxCallsPerHour,
 				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour,
 				UserCallsPerHour: r.MaxUserCallsPerHour, UserTokensPerHour: r.MaxUserTokensPerHour}},
-			Denied:  func(p string) bool { return under(p, cfg.Denied) },
-			Earlier: cfg.Earlier, Recent: cfg.Recent, Log: log,
+			Denied:   func(p string) bool { return under(p, cfg.Denied) },
+			OpenView: openView(cfg.OpenView),
+			Earlier:  cfg.Earlier, Recent: cfg.Recent, Log: log,
 		}, nil
+	}
+}
+
+// openView adapts the session's view opener to the reviewer's (nil
+// stays nil: no script is read).
+func openView(open func(context.Context) (*evidence.Client, error)) func(context.Context) (review.View, error) {
+	if open == nil {
+		return nil
+	}
+	return func(ctx context.Context) (review.View, error) {
+		c, err := open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
 	}
 }
 
@@ -59,3 +76,10 @@ func (a completer) Complete(ctx context.Context, system, user string, validate f
 func under(p string, dirs []string) bool {
 	return slices.ContainsFunc(dirs, func(d string) bool { return broker.Within(p, d) })
 }
+
+// evidenceReader is the command that runs the reviewer's evidence
+// reader inside a run's sandbox: this very binary, through the helper's
+// own executable link (a path of it may be masked inside), as the
+// command's uid, which needs it to be executable by that uid, and under
+// Landlock's read rules; where it is not, no script is read.
+func evidenceReader() []string { return []string{"/proc/self/exe", evidence.ReaderArg} }

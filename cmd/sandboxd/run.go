@@ -143,7 +143,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		}
 	}
 	if err == nil {
-		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader()}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 	}
 	if err != nil {
 		if rep == nil {
