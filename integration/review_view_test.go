@@ -97,3 +97,39 @@ func TestModelSeesOnlyWhatTheCommandSees(t *testing.T) {
 		}
 	})
 }
+
+// TestModelNeverSeesAssignedSecrets: values assigned to secret-looking
+// names never reach the model's endpoint, whatever they look like (short
+// words here, which no credential shape would catch): in the command
+// text, in a script the command runs, and in the .env file that script
+// sources. The names stay, and so does what is not a secret's value.
+func TestModelNeverSeesAssignedSecrets(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		m := newFakeModel(t, denyAll)
+		pol := modelPolicy(t, e, m, "")
+		values := map[string]string{}
+		for _, k := range []string{"cmd", "cmdflag", "script", "export", "env", "envquoted", "yaml"} {
+			values[k] = "pw" + k + randHex(3) // short, lowercase: no shape of its own
+		}
+		e.writeFile(filepath.Join(e.ws, ".env"), fmt.Sprintf("DB_HOST=db.internal\nDB_PASSWORD=%s\nSTRIPE_SECRET=\"%s\"\nMAX_TOKENS=512\n", values["env"], values["envquoted"]), 0o600)
+		e.writeFile(filepath.Join(e.ws, "deploy.sh"), fmt.Sprintf("#!/bin/sh\nset -a\n. ./.env\nexport API_TOKEN=%s\nPGPASSWORD=%s psql -h \"$DB_HOST\" -c 'select 1' || true\ncat > app.yml <<EOF\ndb:\n  password: %s\nEOF\n", values["export"], values["script"], values["yaml"]), 0o755)
+		target := filepath.Join(e.mkdir("out", 0o755), "x.txt")
+		cmd := fmt.Sprintf("MYSQL_PWD=%s bash ./deploy.sh; ./deploy.sh --db-password %s; echo x > %s", values["cmd"], values["cmdflag"], target)
+		r := e.sandboxdOpts(runOpts{env: []string{"FAKE_REVIEW_KEY=fake-review-key"}},
+			"run", "--policy", pol, "--reviewer", "model", "-c", cmd)
+		bodies := strings.Join(m.requests(), "\n")
+		if len(m.requests()) == 0 {
+			t.Fatalf("the model was never asked\n%s", r)
+		}
+		for k, v := range values {
+			if strings.Contains(bodies, v) {
+				t.Errorf("the value assigned in %s (%s) reached the model's endpoint", k, v)
+			}
+		}
+		for _, kept := range []string{"MYSQL_PWD=", "--db-password", "API_TOKEN=", "PGPASSWORD=", "DB_PASSWORD=", "STRIPE_SECRET=", "password: ", "MAX_TOKENS=512", "db.internal", "deploy.sh"} {
+			if !strings.Contains(bodies, kept) {
+				t.Errorf("%q was not shown to the model:\n%s", kept, bodies)
+			}
+		}
+	})
+}

@@ -83,6 +83,8 @@ func FuzzRedact(f *testing.F) {
 	f.Add("\xff\xfe[REDACTED:jwt]]][REDACTED:", uint16(3))
 	f.Add("-----BEGIN "+"PRIVATE KEY-----", uint16(1))
 	f.Add("https://a:b@c:d@e/?x=1&key=[REDACTED:url-secret]#access_token=z", uint16(2))
+	f.Add("DB_PASSWORD=\"a b\" ./x; password: |\n  k\n${TOKEN:-v} --api-key 'q' -u a:b", uint16(5))
+	f.Add("{\\\"token\\\":\\\"v\\\"} PGDSN=u:p@h/d MYSQL_PWD=$'x\\'y'", uint16(9))
 	canaries := fuzzCanaries()
 	r := NewRedactor(canaries)
 	f.Fuzz(func(t *testing.T, in string, where uint16) {

@@ -30,6 +30,7 @@ const (
 	kindGCP
 	kindSlack
 	kindJWT
+	kindNamedSecret
 	kindHighEntropy
 	kindUnsettled
 	numKinds
@@ -62,6 +63,8 @@ func (k secretKind) String() string {
 		return "slack-token"
 	case kindJWT:
 		return "jwt"
+	case kindNamedSecret:
+		return "named-secret"
 	case kindHighEntropy:
 		return "high-entropy"
 	}
@@ -80,8 +83,10 @@ func marker(k secretKind) string { return markerPrefix + k.String() + "]" }
 // never the credentials it carries. It finds well-known credential shapes
 // (PEM private keys, Authorization headers, provider tokens, JWTs, URL
 // userinfo and secret-looking query parameters, long high-entropy
-// tokens) and the exact values of the environment variables the policy
-// treats as secret, also URL-, hex- and base64-encoded. Each finding
+// tokens), the values assigned to secret-looking names (DB_PASSWORD=...,
+// "api_key": "...", --password ...: see assign.go), and the exact values
+// of the environment variables the policy treats as secret, also URL-,
+// hex- and base64-encoded. Each finding
 // becomes a fixed marker, [REDACTED:kind]. A Redactor is immutable and
 // safe for concurrent use.
 //
@@ -331,7 +336,7 @@ func patternSpans(spans []span, s string) []span {
 			}
 		}
 	}
-	return spans
+	return assignSpans(spans, s, lower)
 }
 
 // groupSpans adds re's group g in text as spans of kind k.
