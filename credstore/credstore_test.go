@@ -353,6 +353,11 @@ func TestScan(t *testing.T) {
 	if r2.Read != 0 || r2.Reused != r.Read || !slices.Equal(foundPaths(h, r2), want) {
 		t.Errorf("second scan read %d, reused %d (first read %d), found %v", r2.Read, r2.Reused, r.Read, foundPaths(h, r2))
 	}
+	st1, _ := os.Stat(idx)
+	r2, _ = Scan(context.Background(), cfg)
+	if st2, _ := os.Stat(idx); st1 == nil || !os.SameFile(st1, st2) {
+		t.Errorf("an index that still held was rewritten")
+	}
 
 	// A new store in an indexed directory, and a certificate rewritten
 	// in place as a key (its directory's change time stays): both found,

@@ -122,9 +122,9 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 			break
 		}
 	}
-	if cfg.Index != "" {
+	if cfg.Index != "" && (s.read > 0 || s.resniffed || len(s.next.Dirs) != len(s.old.Dirs) || s.old.Key != s.key) {
 		// Best effort: a scan that cannot keep its index does it all
-		// again next time.
+		// again next time. An index that still holds is not rewritten.
 		_ = saveIndex(cfg.Index, s.next)
 	}
 	slices.SortFunc(s.found, func(a, b Found) int { return strings.Compare(a.Path, b.Path) })
@@ -186,6 +186,8 @@ type scanner struct {
 	entries int
 	read    int
 	reused  int
+	// resniffed: a key-like file of an indexed directory was read again.
+	resniffed bool
 }
 
 // indexKey changes whenever the rules or the roots do, so an index
@@ -391,6 +393,7 @@ func (s *scanner) recheckSniffs(p string, rec *dirRec) *dirRec {
 			continue
 		}
 		out.Sniffs[i] = s.sniff(full, sn.Name, sn.Class)
+		s.resniffed = true
 	}
 	return &out
 }
