@@ -4,8 +4,12 @@
 // the same command under bare bash and under bubblewrap, interleaved in
 // one run so that all see the same machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
-//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases]
+//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases] [-home-files 100000]
 //
+// With -home-files, sandboxd also runs with HOME set to an empty home
+// and to a home of that many files (the credential scan walks it): with
+// the scan's index as the previous run left it, and with the index
+// removed before each run (the first launch after an upgrade).
 // With -baseline, the same sandboxd commands run under an older build
 // too, interleaved with the rest, so a change's cost is measured side by
 // side.
@@ -29,7 +33,10 @@ import (
 type contender struct {
 	name string
 	argv []string
-	took []time.Duration
+	env  []string // added to the environment
+	// before runs before each timed run (untimed).
+	before func()
+	took   []time.Duration
 }
 
 func main() {
@@ -37,8 +44,9 @@ func main() {
 	bin := flag.String("sandboxd", "bin/sandboxd", "the sandboxd binary")
 	phases := flag.Bool("phases", false, "also print where sandboxd's time goes (medians of its -v phases)")
 	baseline := flag.String("baseline", "", "an older sandboxd binary to run side by side")
+	homeFiles := flag.Int("home-files", 0, "also run with an empty home and a home of this many files")
 	flag.Parse()
-	err := run(*n, *bin, *baseline)
+	err := run(*n, *bin, *baseline, *homeFiles)
 	if err == nil && *phases {
 		err = phaseTable(*n, *bin)
 	}
@@ -48,7 +56,7 @@ func main() {
 	}
 }
 
-func run(n int, bin, baseline string) error {
+func run(n int, bin, baseline string, homeFiles int) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -80,17 +88,31 @@ func run(n int, bin, baseline string) error {
 			cs = append(cs, &contender{name: "baseline: " + c.name, argv: append([]string{baseline}, c.argv[1:]...)})
 		}
 	}
+	if homeFiles > 0 {
+		more, cleanup, err := homeContenders(bin, ws, homeFiles)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		cs = append(cs, more...)
+	}
 	// Warm up caches (the compiled seccomp filter, page cache).
 	for _, c := range cs {
 		for i := 0; i < 5; i++ {
-			if out, err := exec.Command(c.argv[0], c.argv[1:]...).CombinedOutput(); err != nil {
+			cmd := exec.Command(c.argv[0], c.argv[1:]...)
+			cmd.Env = append(os.Environ(), c.env...)
+			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("%s: %v\n%s", c.name, err, out)
 			}
 		}
 	}
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
+			if c.before != nil {
+				c.before()
+			}
 			cmd := exec.Command(c.argv[0], c.argv[1:]...)
+			cmd.Env = append(os.Environ(), c.env...)
 			cmd.Dir = ws
 			t := time.Now()
 			if err := cmd.Run(); err != nil {
@@ -138,6 +160,71 @@ func phaseTable(n int, bin string) error {
 	fmt.Printf("\n| phase (sandboxd run -v) | reached at (median) |\n|---|---|\n")
 	for _, name := range order {
 		fmt.Printf("| %s | %s |\n", name, ms(stats.Median(at[name])))
+	}
+	return nil
+}
+
+// homeContenders are sandboxd runs with an empty home and with a home
+// of n files, its credential scan's index kept or removed before each.
+func homeContenders(bin, ws string, n int) ([]*contender, func(), error) {
+	homes, err := os.MkdirTemp(filepath.Dir(ws), ".bench-homes-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(homes) }
+	empty, big := filepath.Join(homes, "empty"), filepath.Join(homes, "big")
+	if err := os.MkdirAll(empty, 0o700); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if err := fillHome(big, n); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	argv := []string{bin, "run", "--workspace", ws, "--", "true"}
+	index := filepath.Join(big, ".local", "state", "sandboxd", "credstores.index")
+	return []*contender{
+		{name: "sandboxd run -- true, empty home", argv: argv, env: []string{"HOME=" + empty}},
+		{name: fmt.Sprintf("sandboxd run -- true, home of %d files, indexed", n), argv: argv, env: []string{"HOME=" + big}},
+		{name: fmt.Sprintf("sandboxd run -- true, home of %d files, no index", n), argv: argv, env: []string{"HOME=" + big},
+			before: func() { os.Remove(index) }},
+	}, cleanup, nil
+}
+
+// fillHome makes a home of n files the way people's homes are: most in
+// ordinary directories of 50 (documents, downloads, unpacked archives),
+// a quarter in git work trees (which the credential scan skips), a few
+// in tools' dot-directories, and a handful of credential stores.
+func fillHome(home string, n int) error {
+	write := func(p string) error {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, []byte("x\n"), 0o600)
+	}
+	for i := 0; i < n; i++ {
+		var p string
+		switch d := i / 50; {
+		case i%4 == 3:
+			p = filepath.Join(home, "src", fmt.Sprintf("repo%d", d%40), fmt.Sprintf("pkg%d", d), fmt.Sprintf("f%d.go", i))
+		case i%20 == 1:
+			p = filepath.Join(home, ".config", fmt.Sprintf("tool%d", d%30), fmt.Sprintf("f%d.json", i))
+		default:
+			p = filepath.Join(home, "Documents", fmt.Sprintf("d%d", d%50), fmt.Sprintf("e%d", d), fmt.Sprintf("f%d.txt", i))
+		}
+		if err := write(p); err != nil {
+			return err
+		}
+	}
+	for r := 0; r < 40; r++ {
+		if err := os.MkdirAll(filepath.Join(home, "src", fmt.Sprintf("repo%d", r), ".git"), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, p := range []string{".zsh_history", ".pgpass", ".config/git/credentials", "Documents/d1/passwords.txt", ".config/tool1/token"} {
+		if err := write(filepath.Join(home, p)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
