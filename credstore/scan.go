@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/atomicfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -416,8 +417,7 @@ func loadIndex(p, key string) *index {
 	return &x
 }
 
-// saveIndex writes the index atomically (a temporary file renamed over
-// the old one), readable by its owner only.
+// saveIndex writes the index atomically, readable by its owner only.
 func saveIndex(p string, x *index) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
@@ -426,22 +426,5 @@ func saveIndex(p string, x *index) error {
 	if err := gob.NewEncoder(&buf).Encode(x); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".credindex-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(p, buf.Bytes(), 0o600)
 }
