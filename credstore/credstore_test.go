@@ -121,7 +121,21 @@ func TestMatchName(t *testing.T) {
 		{name: "wallet.dat", want: Keyring},
 		{name: "keyrings", dir: true, tool: true, want: Keyring},
 		{name: "private-keys-v1.d", dir: true, tool: true, want: Keyring},
+		{name: "TOKEN", tool: true, want: Token},
+		{name: "Credentials.JSON", tool: true, want: Credentials},
+		{name: ".PGPASS", want: Credentials},
+		{name: ".pgpass~", want: Credentials},
+		{name: ".netrc.bak", want: Credentials},
+		{name: "#.bash_history#", want: History},
+		{name: ".auth.json.swp", tool: true, want: Token},
+		{name: "secrets", dir: true, tool: true, want: Token},
+		{name: "credentials.csv", want: Credentials},
+		{name: "alice_accessKeys.csv", want: Credentials},
+		{name: "adbkey", want: PrivateKey, sniff: true},
 		// Not stores.
+		{name: "go.env", tool: true},
+		{name: "google-auth-library-credentials-1.0.jar", tool: true},
+		{name: "notes.txt~"},
 		{name: "tokens.go", tool: true},
 		{name: "token.go", tool: true},
 		{name: "password_reset.py", tool: true},
@@ -339,7 +353,7 @@ func TestScan(t *testing.T) {
 		"broken/.dangling_history",
 	}
 	if got := foundPaths(h, r); !slices.Equal(got, want) {
-		t.Errorf("found:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		t.Errorf("found (partial %q):\n  %s\nwant:\n  %s", r.Partial, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 	if r.Partial != "" || r.Reused != 0 || r.Read == 0 {
 		t.Errorf("first scan: %+v", r)
@@ -491,5 +505,94 @@ func TestScanCovered(t *testing.T) {
 	}
 	if got := foundPaths(h, r); !slices.Equal(got, []string{"x/.pgpass"}) {
 		t.Errorf("found %v", got)
+	}
+}
+
+// TestScanTheLongTail: the class reaches what dotfiles managers, editors
+// and people do with stores — links into a dotfiles tree, a manager's
+// work tree in tools' state, backups, other cases — and leaves alone
+// toolchains' and build caches' files whose names only look like it.
+func TestScanTheLongTail(t *testing.T) {
+	private, _ := keyPEMs(t)
+	h := home(t, map[string]string{
+		"dotfiles/.git/HEAD":                                      "x",
+		"dotfiles/myapp/token":                                    "x",
+		"dotfiles/myapp/settings.json":                            "{}",
+		".local/share/chezmoi/.git/HEAD":                          "x",
+		".local/share/chezmoi/private_dot_ssh/private_id_ed25519": string(private["openssh"]),
+		".local/share/chezmoi/dot_config/app/token":               "a fixture-like name in a work tree",
+		".netrc":                     "x",
+		".netrc~":                    "x",
+		".pgpass.bak":                "x",
+		"#.zsh_history#":             "x",
+		".config/x/TOKEN":            "x",
+		".config/x/Credentials.json": "x",
+		"Documents/.Passwords.TXT":   "x",
+		".local/go/go.env":           "GOPROXY=https://proxy.golang.org",
+		".local/share/gradle/caches/google-auth-library-credentials-1.0.jar": "x",
+		".local/share/go/pkg/mod/example.com/x/credentials":                  "x",
+		".local/share/elsewhere-cache/credentials":                           "x",
+		".config/app/secrets/db":                                             "x",
+		"snap/firefox/common/.mozilla/firefox/p/logins.json":                 "x",
+		"snap/firefox/common/.cache/mozilla/x/credentials":                   "a cache: not walked",
+		".var/app/org.chromium.Chromium/config/chromium/Default/Login Data":  "x",
+		".var/app/org.chromium.Chromium/cache/x/token":                       "a cache: not walked",
+	})
+	if err := os.Symlink(filepath.Join(h, "dotfiles/myapp"), filepath.Join(h, ".config/myapp")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := scanCfg(h, "")
+	cfg.Covered = []string{filepath.Join(h, ".netrc")}
+	cfg.Skip = []string{filepath.Join(h, ".local/share/elsewhere-cache")}
+	r, err := Scan(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"#.zsh_history#",
+		".config/app/secrets",
+		".config/myapp/token",
+		".config/x/Credentials.json",
+		".config/x/TOKEN",
+		".local/share/chezmoi/private_dot_ssh/private_id_ed25519",
+		".netrc",
+		".netrc~",
+		".pgpass.bak",
+		".var/app/org.chromium.Chromium/config/chromium/Default/Login Data",
+		"Documents/.Passwords.TXT",
+		"snap/firefox/common/.mozilla/firefox/p/logins.json",
+	}
+	if got := foundPaths(h, r); !slices.Equal(got, want) {
+		t.Errorf("found (partial %q):\n  %s\nwant:\n  %s", r.Partial, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestScanUnsettled: a directory read within the clock's granularity of
+// its last change is read again next time, even when its change time
+// has not moved since: on a coarse clock an entry added in the same tick
+// would not move it.
+func TestScanUnsettled(t *testing.T) {
+	h := home(t, map[string]string{".config/app/settings.json": "{}"})
+	idx := filepath.Join(t.TempDir(), "credindex")
+	cfg := scanCfg(h, idx)
+	cfg.Now = time.Now // everything was just made
+	first, err := Scan(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Now = func() time.Time { return time.Now().Add(time.Hour) }
+	second, err := Scan(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Read != first.Read || second.Reused != 0 {
+		t.Errorf("directories read just after they changed were trusted: read %d then %d, reused %d", first.Read, second.Read, second.Reused)
+	}
+	third, err := Scan(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Read != 0 {
+		t.Errorf("settled directories were read again: %d", third.Read)
 	}
 }

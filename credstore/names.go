@@ -101,6 +101,9 @@ func namePatterns() []namePattern {
 		{glob: "*.credentials", class: Credentials},
 		{glob: "*.credential", class: Credentials},
 		{glob: "kaggle.json", class: Credentials},
+		// The AWS console's downloads of a new user's or key's secret.
+		{glob: "credentials.csv", class: Credentials},
+		{glob: "*accesskeys*.csv", class: Credentials},
 		{glob: "*credentials*", class: Credentials, scope: toolState, code: true},
 		{glob: "*creds*", class: Credentials, scope: toolState, code: true},
 
@@ -135,13 +138,32 @@ func namePatterns() []namePattern {
 		{glob: "*keypair*.json", class: Token, scope: toolState},
 		{glob: ".env", class: Token, scope: toolState},
 		{glob: ".env.*", class: Token, scope: toolState, code: true},
-		{glob: "*.env", class: Token, scope: toolState},
+		{glob: ".secrets.*", class: Token, scope: toolState},
+		{glob: "secrets", class: Token, scope: toolState, dir: true},
+		{glob: ".secrets", class: Token, scope: toolState, dir: true},
+		{glob: "credentials", class: Credentials, scope: toolState, dir: true},
+
+		// Browsers' saved logins, cookies and the keys that decrypt them,
+		// in profiles wherever a package format puts them (snap, Flatpak,
+		// a custom profile directory): Firefox's (support.mozilla.org,
+		// "Profiles - Where Firefox stores your bookmarks, passwords and
+		// other user data") and Chromium's (chromium.googlesource.com,
+		// docs/user_data_dir.md; components/os_crypt).
+		{glob: "logins.json", class: Credentials, scope: toolState},
+		{glob: "logins-backup.json", class: Credentials, scope: toolState},
+		{glob: "key3.db", class: Credentials, scope: toolState},
+		{glob: "key4.db", class: Credentials, scope: toolState},
+		{glob: "signons.sqlite", class: Credentials, scope: toolState},
+		{glob: "cookies.sqlite", class: Credentials, scope: toolState},
+		{glob: "login data", class: Credentials, scope: toolState},
+		{glob: "login data for account", class: Credentials, scope: toolState},
+		{glob: "cookies", class: Credentials, scope: toolState},
+		{glob: "web data", class: Credentials, scope: toolState},
+		{glob: "local state", class: Credentials, scope: toolState},
 
 		// Password files, wherever they are.
 		{glob: "*password*", class: Password, code: true},
 		{glob: "*passwd*", class: Password, code: true},
-		{glob: "*Password*", class: Password, code: true},
-		{glob: "*PASSWORD*", class: Password, code: true},
 
 		// Private keys: a key-like name whose content is a key.
 		{glob: "id_*", class: PrivateKey, sniff: true},
@@ -161,6 +183,7 @@ func namePatterns() []namePattern {
 		{glob: "*.priv", class: PrivateKey, sniff: true},
 		{glob: "*.private", class: PrivateKey, sniff: true},
 		{glob: "keys.txt", class: PrivateKey, sniff: true},
+		{glob: "adbkey", class: PrivateKey, sniff: true},
 		{glob: "*.conf", class: PrivateKey, sniff: true, parent: "wireguard"},
 
 		// Key stores and certificate bundles with keys, by extension.
@@ -222,6 +245,12 @@ var codeExts = map[string]bool{
 	".md": true, ".rst": true, ".adoc": true, ".html": true, ".htm": true, ".css": true, ".scss": true,
 	".map": true, ".svg": true, ".png": true, ".jpg": true, ".gif": true, ".po": true, ".mo": true,
 	".example": true, ".sample": true, ".template": true, ".dist": true, ".tmpl": true,
+	// Build artifacts: google-auth-library-credentials-1.0.jar is a
+	// library in a Gradle or Maven cache.
+	".jar": true, ".war": true, ".aar": true, ".pom": true, ".module": true, ".whl": true,
+	".egg": true, ".gem": true, ".crate": true, ".nupkg": true, ".so": true, ".a": true,
+	".o": true, ".dll": true, ".exe": true, ".sha1": true, ".sha256": true, ".sha512": true,
+	".md5": true, ".lock": true,
 }
 
 // nameMatch says whether a name is a credential store's.
@@ -230,14 +259,51 @@ type nameMatch struct {
 	sniff bool
 }
 
-// matchName matches one directory entry: its name, whether it is a
-// directory, its parent directory's name, and whether it lies where
-// tools keep their state.
+// backupSuffixes are what editors and people add to a file's name for
+// a copy of it beside it: the copy holds what the file holds.
+var backupSuffixes = []string{"~", ".bak", ".backup", ".old", ".orig", ".save", ".swp", ".swo", ".tmp", ".dpkg-old", ".rpmsave"}
+
+// backupOf returns the name a backup's name is a copy of: "x~",
+// "x.bak" (and the other suffixes), Emacs's "#x#", and Vim's swap
+// file ".x.swp" of a visible name.
+func backupOf(name string) (string, bool) {
+	if len(name) > 2 && strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#") {
+		return name[1 : len(name)-1], true
+	}
+	lower := strings.ToLower(name)
+	for _, suf := range backupSuffixes {
+		if len(name) > len(suf) && strings.HasSuffix(lower, suf) {
+			orig := name[:len(name)-len(suf)]
+			if (suf == ".swp" || suf == ".swo") && strings.HasPrefix(orig, ".") && !strings.HasPrefix(orig, "..") && len(orig) > 1 {
+				if visible := orig[1:]; !strings.HasPrefix(visible, ".") {
+					return visible, true // Vim's swap of a visible file
+				}
+			}
+			return orig, true
+		}
+	}
+	return "", false
+}
+
+// matchName matches one directory entry: its name (in any case, or a
+// backup of a name that matches), whether it is a directory, its parent
+// directory's name, and whether it lies where tools keep their state.
 func matchName(name string, isDir bool, parent string, inToolState bool, pats []namePattern) (nameMatch, bool) {
+	if m, ok := matchOne(strings.ToLower(name), isDir, strings.ToLower(parent), inToolState, pats); ok {
+		return m, true
+	}
+	if orig, ok := backupOf(name); ok && orig != "" {
+		return matchOne(strings.ToLower(orig), isDir, strings.ToLower(parent), inToolState, pats)
+	}
+	return nameMatch{}, false
+}
+
+// matchOne matches a lower-case name.
+func matchOne(name string, isDir bool, parent string, inToolState bool, pats []namePattern) (nameMatch, bool) {
 	if _, ok := notStores[name]; ok {
 		return nameMatch{}, false
 	}
-	ext := strings.ToLower(path.Ext(name))
+	ext := path.Ext(name)
 	if strings.HasSuffix(name, ".pub") {
 		return nameMatch{}, false // the public half of a key pair
 	}

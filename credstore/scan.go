@@ -49,8 +49,12 @@ type ScanConfig struct {
 	// deep.
 	CacheDirs []string
 	// Covered are paths already denied whole (the documented stores):
-	// the scan does not descend into them.
+	// the scan does not descend into them, and a backup of one (a
+	// ".bak", "~" or editor's copy beside it) is a store too.
 	Covered []string
+	// Skip are more trees the scan leaves alone: where the caller's
+	// variables put package managers' caches (GOMODCACHE, ...).
+	Skip []string
 	// Index is the file the scan keeps its index in, "" for none. It
 	// must be out of the command's reach (sandboxd's state).
 	Index string
@@ -83,9 +87,15 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 	if cfg.Now != nil {
 		now = cfg.Now
 	}
-	s := &scanner{ctx: ctx, cfg: cfg, started: now(), pats: namePatterns(), roots: map[string]bool{}, covered: map[string]bool{}}
+	s := &scanner{ctx: ctx, cfg: cfg, started: now(), pats: namePatterns(), roots: map[string]bool{},
+		covered: map[string]bool{}, skip: map[string]bool{}, seen: map[[2]uint64]bool{}}
 	for _, c := range cfg.Covered {
 		s.covered[filepath.Clean(c)] = true
+	}
+	for _, c := range cfg.Skip {
+		if filepath.IsAbs(c) {
+			s.skip[filepath.Clean(c)] = true
+		}
 	}
 	s.key = s.indexKey()
 	s.old = loadIndex(cfg.Index, s.key)
@@ -116,12 +126,15 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 		add(d, true, depth)
 	}
 	for _, r := range roots {
-		if err := s.walk(r.path, r.toolState, r.depth, true); err != nil {
+		if err := s.walk(r.path, where{ToolState: r.toolState, Depth: r.depth, Root: true}); err != nil {
 			return Result{}, err
 		}
 		if s.entries >= maxEntries {
 			break
 		}
+	}
+	if len(s.partials) > 0 {
+		s.partial = strings.Join(s.partials, "; ")
 	}
 	if cfg.Index != "" && (s.read > 0 || s.resniffed || len(s.next.Dirs) != len(s.old.Dirs) || s.old.Key != s.key) {
 		// Best effort: a scan that cannot keep its index does it all
@@ -143,11 +156,21 @@ type index struct {
 type dirRec struct {
 	Ino   uint64
 	Ctime int64 // nanoseconds
-	// ToolState and Depth are the scope the directory was read in.
-	ToolState bool
-	Depth     int
+	// Where is the scope the directory was read in.
+	Where where
+	// Settled: the directory changed long enough before it was read
+	// that a change within the same clock tick cannot hide from its
+	// change time; an unsettled record is read again.
+	Settled bool
 	// Skip: a work tree, repository or environment, not descended.
 	Skip bool
+	// Repo: a work tree where tools keep state (a dotfiles manager's
+	// source): only names that say what a file is wherever it is
+	// count in it.
+	Repo bool
+	// Links are symlinks to directories, followed in tools' state
+	// (a dotfiles manager links ~/.config/app into its tree).
+	Links []string
 	// Entries is how many entries the directory had.
 	Entries int
 	Subdirs []string
@@ -179,14 +202,19 @@ type scanner struct {
 	pats    []namePattern
 	roots   map[string]bool
 	covered map[string]bool
-	key     string
-	old     *index
-	next    *index
-	found   []Found
-	partial string
-	entries int
-	read    int
-	reused  int
+	skip    map[string]bool
+	// seen are the directories walked (device and inode): a link
+	// cycle, or a tree reached twice, is walked once.
+	seen     map[[2]uint64]bool
+	partials []string
+	key      string
+	old      *index
+	next     *index
+	found    []Found
+	partial  string
+	entries  int
+	read     int
+	reused   int
 	// resniffed: a key-like file of an indexed directory was read again.
 	resniffed bool
 }
@@ -195,8 +223,8 @@ type scanner struct {
 // made under other ones is not trusted.
 func (s *scanner) indexKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%v|%v|%v|%v|%v|%v|%v\n", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, maxDepth, cacheDepth, skipHome)
-	fmt.Fprintf(h, "%v|%v|%v\n", s.pats, notStores, codeExts)
+	fmt.Fprintf(h, "%v|%v|%v|%v|%v|%v|%v|%v\n", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip, maxDepth, cacheDepth, skipHome)
+	fmt.Fprintf(h, "%v|%v|%v|%v|v2\n", s.pats, notStores, codeExts, backupSuffixes)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -211,7 +239,7 @@ var skipHome = []string{
 	".vscode-server", ".cursor-server", ".windsurf-server", ".cursor/extensions",
 	".windsurf/extensions", ".vscode-oss/extensions", ".cache/go-build", ".cache/pip", ".cache/uv",
 	".cache/bazel", ".cache/huggingface/hub", ".cache/torch", ".cache/mozilla", ".cache/chromium",
-	".cache/google-chrome", ".cache/JetBrains", "snap",
+	".cache/google-chrome", ".cache/JetBrains",
 }
 
 // skipNames are directories skipped wherever they are.
@@ -236,6 +264,9 @@ func unscanned(names map[string]bool) bool {
 }
 
 func (s *scanner) skipped(p string) bool {
+	if s.skip[p] {
+		return true
+	}
 	if rel, err := filepath.Rel(s.cfg.Home, p); err == nil && !strings.HasPrefix(rel, "..") {
 		for _, x := range skipHome {
 			if rel == x {
@@ -246,38 +277,60 @@ func (s *scanner) skipped(p string) bool {
 	return false
 }
 
-// walk scans the directory p: depth is how many more levels it may go.
-func (s *scanner) walk(p string, toolState bool, depth int, isRoot bool) error {
+// where is how the walk reached a directory.
+type where struct {
+	// ToolState: below a dot-directory or in an XDG base directory.
+	ToolState bool
+	// InRepo: inside a work tree in tools' state.
+	InRepo bool
+	// Depth is how many more levels the walk may go.
+	Depth int
+	// Root: a scan root or a followed link, whose own path may be a
+	// link and which is never skipped as a work tree.
+	Root bool
+}
+
+// below is where a subdirectory named name of w is.
+func (w where) below(name string) where {
+	return where{ToolState: w.ToolState || strings.HasPrefix(name, "."), InRepo: w.InRepo, Depth: w.Depth - 1}
+}
+
+// walk scans the directory p.
+func (s *scanner) walk(p string, w where) error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
 	if s.entries >= maxEntries {
-		if s.partial == "" {
-			s.partial = fmt.Sprintf("more than %d entries: scanned up to %s", maxEntries, p)
-		}
+		s.note(fmt.Sprintf("more than %d entries: not scanned from %s on", maxEntries, p))
 		return nil
 	}
-	var st unix.Stat_t
-	stat := unix.Lstat
-	if isRoot {
-		stat = unix.Stat // a root may be a link (~/.config into a dotfiles tree)
+	var stx unix.Statx_t
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if w.Root {
+		flags = 0 // a root may be a link (~/.config into a dotfiles tree)
 	}
-	if err := stat(p, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if err := unix.Statx(unix.AT_FDCWD, p, flags, unix.STATX_TYPE|unix.STATX_INO|unix.STATX_CTIME, &stx); err != nil ||
+		stx.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil // gone, or not a directory (a root may not exist)
 	}
-	ctime := st.Ctim.Nano()
+	id := [2]uint64{unix.Mkdev(stx.Dev_major, stx.Dev_minor), stx.Ino}
+	if s.seen[id] {
+		return nil
+	}
+	s.seen[id] = true
+	if !w.Root && stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0 {
+		// Another file system mounted in the home (a network share, a
+		// bind of /): not walked on every launch.
+		s.note("a mount point, not scanned: " + p)
+		return nil
+	}
+	ctime := stx.Ctime.Sec*1e9 + int64(stx.Ctime.Nsec)
 	rec := s.old.Dirs[p]
-	if rec != nil && rec.Ino == st.Ino && rec.Ctime == ctime && rec.ToolState == toolState && rec.Depth == depth &&
-		time.Duration(s.started.UnixNano()-ctime) > 2*time.Second {
-		// As indexed (and changed long enough before this scan began
-		// that a change within the same clock tick cannot hide).
+	if rec != nil && rec.Settled && rec.Ino == stx.Ino && rec.Ctime == ctime && rec.Where == w {
 		s.reused++
 		rec = s.recheckSniffs(p, rec)
 	} else {
-		var err error
-		if rec, err = s.readDir(p, &st, toolState, depth, isRoot); err != nil {
-			return err
-		}
+		rec = s.readDir(p, stx.Ino, ctime, w)
 	}
 	s.next.Dirs[p] = rec
 	s.entries += rec.Entries + 1
@@ -289,58 +342,113 @@ func (s *scanner) walk(p string, toolState bool, depth int, isRoot bool) error {
 			s.found = append(s.found, Found{Path: filepath.Join(p, sn.Name), Class: sn.Class})
 		}
 	}
-	if rec.Skip || depth <= 0 {
+	if rec.Skip {
 		return nil
 	}
+	if w.Depth <= 0 {
+		if len(rec.Subdirs)+len(rec.Links) > 0 && !w.ToolState {
+			s.note(fmt.Sprintf("deeper than %d levels, not scanned: below %s", maxDepth, p))
+		}
+		return nil
+	}
+	in := w
+	in.InRepo = w.InRepo || rec.Repo
 	for _, name := range rec.Subdirs {
 		c := filepath.Join(p, name)
 		if s.roots[c] || s.covered[c] {
 			continue // walked as a root of its own, or a store whole already
 		}
-		if err := s.walk(c, toolState || strings.HasPrefix(name, "."), depth-1, false); err != nil {
+		if err := s.walk(c, in.below(name)); err != nil {
+			return err
+		}
+	}
+	for _, name := range rec.Links {
+		c := filepath.Join(p, name)
+		if s.roots[c] || s.covered[c] {
+			continue
+		}
+		next := in.below(name)
+		next.Root = true
+		if err := s.walk(c, next); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// readDir reads the directory p and matches its entries.
-func (s *scanner) readDir(p string, st *unix.Stat_t, toolState bool, depth int, isRoot bool) (*dirRec, error) {
+// note records a part of the home the scan left out.
+func (s *scanner) note(why string) {
+	if len(s.partials) < 5 && !slices.Contains(s.partials, why) {
+		s.partials = append(s.partials, why)
+	}
+}
+
+// readDir reads the directory p and matches its entries. A directory
+// that cannot be read for another reason than permission is noted and
+// read again next time.
+func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	s.read++
-	rec := &dirRec{Ino: st.Ino, Ctime: st.Ctim.Nano(), ToolState: toolState, Depth: depth}
+	rec := &dirRec{Ino: ino, Ctime: ctime, Where: w, Settled: time.Duration(s.started.UnixNano()-ctime) > 2*time.Second}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
-			return rec, nil // nothing the caller, and so the command, can list
+		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
+			s.note(fmt.Sprintf("not scanned: %s: %v", p, err))
+			rec.Settled = false
 		}
-		return nil, fmt.Errorf("credstore: scan %s: %w", p, err)
+		return rec // nothing the caller, and so the command, can list
 	}
 	rec.Entries = len(entries)
 	names := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		names[e.Name()] = true
 	}
-	if !isRoot && unscanned(names) {
-		rec.Skip = true
-		return rec, nil
+	if !w.Root && unscanned(names) {
+		if !w.ToolState || !versioned(names) {
+			rec.Skip = true
+			return rec
+		}
+		// A work tree in tools' state: a dotfiles manager's source
+		// (chezmoi's) holds the real files under other names.
+		rec.Repo = true
 	}
 	parent := filepath.Base(p)
+	inRepo := w.InRepo || rec.Repo
 	// A file directly in the home is where tools keep their state too
 	// (~/.env, ~/credentials.json).
-	fileScope := toolState || p == s.cfg.Home
+	fileScope := (w.ToolState || p == s.cfg.Home) && !inRepo
 	for _, e := range entries {
 		name := e.Name()
+		full := filepath.Join(p, name)
 		typ := e.Type()
+		if typ&fs.ModeSymlink != 0 {
+			if st, err := os.Stat(full); err == nil && st.IsDir() {
+				typ = fs.ModeDir | fs.ModeSymlink
+			}
+		}
+		isDir := typ.IsDir()
+		if s.backupOfCovered(p, name) {
+			rec.Hits = append(rec.Hits, hit{name, Credentials})
+			continue
+		}
 		switch {
-		case typ.IsDir():
-			if m, ok := matchName(name, true, parent, toolState || strings.HasPrefix(name, "."), s.pats); ok {
+		case isDir:
+			dirScope := (w.ToolState || strings.HasPrefix(name, ".")) && !inRepo
+			if m, ok := matchName(name, true, parent, dirScope, s.pats); ok {
 				rec.Hits = append(rec.Hits, hit{name, m.class})
 				continue // a store whole: nothing below needs a name
 			}
-			if skipNames[name] || s.skipped(filepath.Join(p, name)) {
+			// A package format's per-application cache (~/snap/*/*/.cache,
+			// ~/.var/app/*/cache) holds no store; the home's own cache
+			// is a root, walked cacheDepth deep.
+			appCache := (name == ".cache" || (name == "cache" && filepath.Base(filepath.Dir(p)) == "app")) && p != s.cfg.Home
+			if skipNames[name] || s.skipped(full) || (name == "mod" && parent == "pkg") || appCache {
 				continue
 			}
-			rec.Subdirs = append(rec.Subdirs, name)
+			if typ&fs.ModeSymlink == 0 {
+				rec.Subdirs = append(rec.Subdirs, name)
+			} else if w.ToolState || strings.HasPrefix(name, ".") {
+				rec.Links = append(rec.Links, name)
+			}
 		case typ.IsRegular() || typ&fs.ModeSymlink != 0:
 			m, ok := matchName(name, false, parent, fileScope, s.pats)
 			if !ok {
@@ -350,10 +458,23 @@ func (s *scanner) readDir(p string, st *unix.Stat_t, toolState bool, depth int, 
 				rec.Hits = append(rec.Hits, hit{name, m.class})
 				continue
 			}
-			rec.Sniffs = append(rec.Sniffs, s.sniff(filepath.Join(p, name), name, m.class))
+			rec.Sniffs = append(rec.Sniffs, s.sniff(full, name, m.class))
 		}
 	}
-	return rec, nil
+	return rec
+}
+
+// versioned says whether entries are a version-controlled work tree or
+// repository (not an environment).
+func versioned(names map[string]bool) bool {
+	return !names["pyvenv.cfg"] && !names["conda-meta"]
+}
+
+// backupOfCovered says whether name, in dir, is a backup of a store
+// already denied whole there (~/.netrc~, ~/.claude.json.bak).
+func (s *scanner) backupOfCovered(dir, name string) bool {
+	orig, ok := backupOf(name)
+	return ok && s.covered[filepath.Join(dir, orig)]
 }
 
 // sniff reads a key-like file's start and records what it said. A file

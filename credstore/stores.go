@@ -202,6 +202,7 @@ func Stores() []Store {
 		{"$XDG_CONFIG_HOME/openstack", "OpenStack clouds.yaml and secure.yaml", "https://docs.openstack.org/openstacksdk/latest/user/config/configuration.html"},
 		{"~/.terraform.d/credentials.tfrc.json", "Terraform", "https://developer.hashicorp.com/terraform/cli/config/config-file#credentials"},
 		{"~/.terraformrc", "Terraform (credentials blocks)", "https://developer.hashicorp.com/terraform/cli/config/config-file#credentials"},
+		{"$TF_CLI_CONFIG_FILE", "Terraform (credentials blocks)", "https://developer.hashicorp.com/terraform/cli/config/config-file#locations"},
 		{"~/.pulumi/credentials.json", "Pulumi", "https://www.pulumi.com/docs/iac/cli/environment-variables/"},
 		{"~/.vault-token", "HashiCorp Vault", "https://developer.hashicorp.com/vault/docs/commands#vault_token"},
 		{"~/.cf/config.json", "Cloud Foundry CLI", "https://docs.cloudfoundry.org/cf-cli/cf7-config.html"},
@@ -210,6 +211,7 @@ func Stores() []Store {
 		{"~/.minikube/certs", "minikube (CA keys)", "https://minikube.sigs.k8s.io/docs/handbook/config/"},
 		{"$XDG_CONFIG_HOME/argocd", "Argo CD CLI", "https://argo-cd.readthedocs.io/en/stable/user-guide/commands/argocd_login/"},
 		{"~/.talos", "talosctl", "https://www.talos.dev/latest/reference/cli/"},
+		{"$TALOSCONFIG", "talosctl", "https://www.talos.dev/latest/reference/cli/"},
 		{"~/.awsvault", "aws-vault (file backend)", "https://github.com/99designs/aws-vault/blob/master/USAGE.md"},
 		{"~/.saml2aws", "saml2aws", "https://github.com/Versent/saml2aws#configuring"},
 		{"~/.step/secrets", "step CLI", "https://smallstep.com/docs/step-cli/the-step-command/"},
@@ -229,6 +231,8 @@ func Stores() []Store {
 
 		// Package registries and build tools.
 		{"~/.npmrc", "npm (a copy without credentials is shown)", "https://docs.npmjs.com/cli/configuring-npm/npmrc"},
+		{"$NPM_CONFIG_USERCONFIG", "npm (a copy without credentials is shown)", "https://docs.npmjs.com/cli/using-npm/config#userconfig"},
+		{"$npm_config_userconfig", "npm (a copy without credentials is shown)", "https://docs.npmjs.com/cli/using-npm/config#environment-variables"},
 		{"~/.yarnrc.yml", "Yarn (npmAuthToken)", "https://yarnpkg.com/configuration/yarnrc#npmAuthToken"},
 		{"~/.pypirc", "twine, flit", "https://packaging.python.org/en/latest/specifications/pypirc/"},
 		{"$XDG_DATA_HOME/uv/credentials", "uv", "https://docs.astral.sh/uv/concepts/authentication/cli/"},
@@ -278,6 +282,7 @@ func Stores() []Store {
 		{"$KAGGLE_CONFIG_DIR/kaggle.json", "Kaggle API", "https://github.com/Kaggle/kaggle-api#api-credentials"},
 		{"$XDG_DATA_HOME/jupyter/runtime", "Jupyter (server tokens, kernel keys)", "https://docs.jupyter.org/en/latest/use/jupyter-directories.html#runtime-files"},
 		{"~/.netrc", "curl, git, pip, wandb, heroku", "https://everything.curl.dev/usingcurl/netrc.html"},
+		{"$NETRC", "Python requests, GNU Inetutils", "https://requests.readthedocs.io/en/latest/user/authentication/#netrc-authentication"},
 
 		// Crypto wallets.
 		{"~/.config/solana/id.json", "Solana CLI (plaintext keypair)", "https://docs.solanalabs.com/cli/wallets/file-system"},
@@ -303,6 +308,7 @@ func Stores() []Store {
 		{"$XDG_CONFIG_HOME/lpass", "LastPass CLI", "https://github.com/lastpass/lastpass-cli/blob/master/lpass.1.txt"},
 		{"~/.vault_pass*", "Ansible Vault password file", "https://docs.ansible.com/ansible/latest/vault_guide/vault_managing_passwords.html"},
 		{"~/.vault-pass*", "Ansible Vault password file", "https://docs.ansible.com/ansible/latest/vault_guide/vault_managing_passwords.html"},
+		{"$ANSIBLE_VAULT_PASSWORD_FILE", "Ansible Vault password file", "https://docs.ansible.com/ansible/latest/reference_appendices/config.html#default-vault-password-file"},
 
 		// Browsers and mail: cookies, saved logins, passwords.
 		{"~/.mozilla", "Firefox (profiles until 146)", "https://support.mozilla.org/en-US/kb/profiles-where-firefox-stores-user-data"},
@@ -329,6 +335,7 @@ func Stores() []Store {
 		{"$RCLONE_CONFIG", "rclone", "https://rclone.org/docs/#config-config-file"},
 		{"~/.s3cfg", "s3cmd", "https://s3tools.org/kb/item14.htm"},
 		{"~/.boto", "boto, gsutil", "https://cloud.google.com/storage/docs/boto-gsutil"},
+		{"$BOTO_CONFIG", "boto, gsutil", "https://cloud.google.com/storage/docs/boto-gsutil"},
 		{"~/.mc/config.json", "MinIO client", "https://min.io/docs/minio/linux/reference/minio-mc.html#configuration"},
 		{"$XDG_CONFIG_HOME/Slack", "Slack (session cookies)", "https://slack.com/help/articles/360035635174"},
 		{"$XDG_CONFIG_HOME/discord", "Discord (user token)", "https://support.discord.com/hc/en-us/articles/115004307527"},
@@ -377,5 +384,7 @@ func Stores() []Store {
 		{"~/.circleci/cli.yml", "CircleCI CLI", "https://circleci.com/docs/local-cli/"},
 		{"~/.travis/config.yml", "Travis CI CLI", "https://github.com/travis-ci/travis.rb#configuration"},
 		{"~/.newrelic", "New Relic CLI", "https://github.com/newrelic/newrelic-cli"},
+		{"~/.wakatime.cfg", "WakaTime (api_key)", "https://github.com/wakatime/wakatime-cli/blob/develop/USAGE.md#ini-config-file"},
+		{"~/.android/adbkey", "Android Debug Bridge (the key devices trust)", "https://developer.android.com/tools/adb#Enabling"},
 	}
 }

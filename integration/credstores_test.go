@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -71,6 +72,8 @@ func TestCredentialStoresByClass(t *testing.T) {
 			"~/Documents/vault.kdbx":                   e.canary,
 			xdg + "/newtool/secrets.yaml":              e.canary,
 		}
+		stores["~/.netrc~"] = "machine h password " + e.canary + "\n" // a backup of a store
+		stores["~/.config/x/Credentials.JSON"] = e.canary             // any letter case
 		var paths []string
 		for p, content := range stores {
 			full := strings.Replace(p, "~", e.home, 1)
@@ -91,16 +94,31 @@ func TestCredentialStoresByClass(t *testing.T) {
 		e.chown(filepath.Join(repo, ".git"))
 		exec.Command("chown", "-R", fmt.Sprintf("%d:%d", e.id.uid, e.id.gid), repo).Run()
 		e.writeFile(filepath.Join(e.home, ".node_repl_history"), "1+1\n", 0o600)
+		// A dotfiles manager's link into its work tree: the store behind
+		// it is denied (reported at either path), the tree's own files
+		// elsewhere are not.
+		dotfiles := filepath.Join(e.home, "dotfiles")
+		e.writeFile(filepath.Join(dotfiles, "linked", "token"), e.canary, 0o600)
+		e.writeFile(filepath.Join(dotfiles, "README"), "FIXTURE_DOTFILES\n", 0o644)
+		if out, err := exec.Command("git", "init", "-q", dotfiles).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		exec.Command("chown", "-R", fmt.Sprintf("%d:%d", e.id.uid, e.id.gid), dotfiles).Run()
+		linked := filepath.Join(e.home, ".config", "linked")
+		if err := os.Symlink(filepath.Join(dotfiles, "linked"), linked); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(linked, e.id.uid, e.id.gid)
 		e.writeFile(filepath.Join(e.home, ".gradle", "gradle.properties"), "org.gradle.caching=true\nsigning.password="+e.canary+"\n", 0o600)
 
 		script := "for f in " + strings.Join(paths, " ") + "; do cat $f; cat $f; done 2>/dev/null; " +
-			"cat " + repo + "/tokens.go " + repo + "/testdata/server.key " + repo + "/.env " + repo + "/passwords_test.go ~/.node_repl_history ~/.gradle/gradle.properties; echo END"
+			"cat ~/.config/linked/token 2>/dev/null; cat ~/dotfiles/README " + repo + "/tokens.go " + repo + "/testdata/server.key " + repo + "/.env " + repo + "/passwords_test.go ~/.node_repl_history ~/.gradle/gradle.properties; echo END"
 		r := e.sandboxdOpts(runOpts{env: []string{"XDG_CONFIG_HOME=" + xdg}}, append(append([]string{"run"}, e.runArgs...), "-c", script)...)
 		if !strings.Contains(r.stdout, "END") {
 			t.Fatalf("the command did not run\n%s", r)
 		}
 		e.noCanary(t, r)
-		for _, want := range []string{"package app // tokens", "FIXTURE", "FIXTURE_ENV=1", "1+1", "org.gradle.caching=true"} {
+		for _, want := range []string{"package app // tokens", "FIXTURE", "FIXTURE_ENV=1", "FIXTURE_DOTFILES", "1+1", "org.gradle.caching=true"} {
 			if !strings.Contains(r.stdout, want) {
 				t.Errorf("%q is not readable inside\n%s", want, r)
 			}
@@ -114,9 +132,12 @@ func TestCredentialStoresByClass(t *testing.T) {
 			if m["operation"] != "read_file" || m["decision"] != "deny" || m["source"] != "hard-deny" {
 				t.Errorf("boundary %v: want a hard-denied read", m)
 			}
-			if strings.HasPrefix(p, repo) || strings.HasSuffix(p, ".node_repl_history") {
+			if strings.HasPrefix(p, repo) || strings.HasSuffix(p, ".node_repl_history") || p == dotfiles+"/README" {
 				t.Errorf("a boundary for a file that is not a credential store: %v", m)
 			}
+		}
+		if count[linked+"/token"]+count[dotfiles+"/linked/token"] != 1 {
+			t.Errorf("the linked store was reported %d times, want once (reported: %v)", count[linked+"/token"]+count[dotfiles+"/linked/token"], count)
 		}
 		for _, p := range paths {
 			if count[p] != 1 {

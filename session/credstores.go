@@ -8,6 +8,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // credIndex is the credential scan's index in the caller's state
@@ -44,15 +45,22 @@ func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note s
 			c.StateHome, def(".local/state"), cache, def(".cache")},
 		CacheDirs: []string{cache, def(".cache")},
 		Covered:   covered,
+		Skip:      depTrees(c),
 		Index:     filepath.Join(c.StateDir(), credIndex),
 	}
 	res, err := credstore.Scan(ctx, cfg)
 	if err != nil {
 		return nil, "", err
 	}
-	quiet := make([]broker.Rule, 0, len(p.policy.Quiet))
-	for _, q := range p.policy.Quiet {
-		quiet = append(quiet, broker.Rule{Surface: grants.Filesystem, Operation: "*", Target: q.Pattern})
+	// Only the built-in quiet histories are kept readable by design: a
+	// [quiet] entry of the user's quiets writes, it never opens a store.
+	var quiet []broker.Rule
+	for _, q := range policy.DefaultQuiet() {
+		target := q.Pattern
+		if strings.HasPrefix(target, "~/") {
+			target = filepath.Join(c.Home, target[2:])
+		}
+		quiet = append(quiet, broker.Rule{Surface: grants.Filesystem, Operation: "*", Target: target})
 	}
 	inside := func(f string, list []string) bool {
 		for _, s := range list {
@@ -76,6 +84,31 @@ func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note s
 		}
 	}
 	return paths, res.Partial, nil
+}
+
+// depTrees are where the caller's variables put package managers' and
+// toolchains' trees, which the scan leaves alone (their defaults under
+// the home are credstore's own list).
+func depTrees(c Caller) []string {
+	var out []string
+	add := func(v string, rel ...string) {
+		for _, d := range filepath.SplitList(c.Getenv(v)) {
+			if filepath.IsAbs(d) {
+				out = append(out, filepath.Join(append([]string{d}, rel...)...))
+			}
+		}
+	}
+	add("GOMODCACHE")
+	add("GOPATH", "pkg", "mod")
+	add("GRADLE_USER_HOME", "caches")
+	add("CARGO_HOME", "registry")
+	add("CARGO_HOME", "git")
+	add("RUSTUP_HOME")
+	add("npm_config_cache")
+	add("PIP_CACHE_DIR")
+	add("UV_CACHE_DIR")
+	add("MAVEN_REPO_LOCAL")
+	return out
 }
 
 func matchesAny(rules []broker.Rule, req grants.Request) bool {

@@ -306,6 +306,11 @@ func mixedConfigs(c Caller) map[string]func([]byte) []byte {
 		filepath.Join(c.Home, ".gradle", "gradle.properties"): credfile.GradleProperties,
 		filepath.Join(c.Home, ".yarnrc.yml"):                  credfile.YarnrcYML,
 	}
+	for _, v := range []string{"NPM_CONFIG_USERCONFIG", "npm_config_userconfig"} {
+		if n := c.Getenv(v); filepath.IsAbs(n) {
+			m[filepath.Clean(n)] = credfile.Npmrc
+		}
+	}
 	if g := c.Getenv("GRADLE_USER_HOME"); filepath.IsAbs(g) {
 		m[filepath.Join(filepath.Clean(g), "gradle.properties")] = credfile.GradleProperties
 	}

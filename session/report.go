@@ -32,9 +32,12 @@ type Report struct {
 	Caches []sandbox.CacheResult `json:"caches,omitempty"`
 	// Watched reports that the command watched files (inotify) behind
 	// the copy-on-write layer, and was told what that means.
-	Watched   bool   `json:"watched,omitempty"`
-	Session   string `json:"session,omitempty"`
-	Workspace string `json:"workspace,omitempty"`
+	Watched bool `json:"watched,omitempty"`
+	// CredentialScan says which part of the home the scan for
+	// credential stores by name did not reach, if any.
+	CredentialScan string `json:"credential_scan,omitempty"`
+	Session        string `json:"session,omitempty"`
+	Workspace      string `json:"workspace,omitempty"`
 	// WorkspaceFrom says how the workspace was chosen: "--workspace",
 	// "git" (the repository's top level above the working directory),
 	// ".sandboxd.toml" (that file's directory) or "cwd".

@@ -132,6 +132,7 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 	p, err := r.newPlan(ctx, c, job)
 	if p != nil {
 		st.rep.Workspace, st.rep.WorkspaceFrom, st.rep.WorkspaceNote = p.ws, p.wsFrom, p.wsNote
+		st.rep.CredentialScan = p.storesNote
 		r.log.Info("workspace", "root", p.ws, "from", p.wsFrom, "cwd", p.cwd, "note", p.wsNote)
 	}
 	if err != nil {
