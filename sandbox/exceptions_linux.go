@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,11 @@ type Exception struct {
 // granted (replaced, swapped for a symlink, or, for a create, it now
 // exists): the exception is not applied.
 var ErrGrantStale = errors.New("the granted object changed")
+
+// ErrGrantTooLarge means a file granted for writing is larger than the
+// copy the command writes may be (maxGrantCopy): the exception is not
+// applied.
+var ErrGrantTooLarge = errors.New("the granted file is too large to copy")
 
 // Identity returns the inode and birth time of what path names, without
 // following a final symlink (a symlink is an object of its own). ok is
@@ -104,7 +110,15 @@ type openedException struct {
 	// command's to change. Nil for every other object (the zero value
 	// must name no descriptor: 0 is stdin).
 	host *os.File
+	// copied is the digest of what the copy held when the command
+	// started: a copy still holding it was not written, and nothing goes
+	// back (a change made on the host meanwhile stays).
+	copied [sha256.Size]byte
 }
+
+// maxGrantCopy bounds a file granted for writing: it is copied before
+// the command starts, and back after.
+const maxGrantCopy = 1 << 30
 
 // openExceptions opens each exception's object without following any
 // symlink and checks it is the granted one; for make_reg it creates the
@@ -197,10 +211,19 @@ func copyWrites(es []openedException, dir string) error {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("sandbox: grant copies: %w", err)
 		}
+		var hst unix.Stat_t
+		if err := unix.Fstat(o.fd, &hst); err != nil {
+			return fmt.Errorf("sandbox: grant for %s: %w", o.Path, err)
+		}
+		if hst.Size > maxGrantCopy {
+			return fmt.Errorf("sandbox: grant for %s: %w (%d bytes: a file granted for writing is copied, and at most %d bytes are)", o.Path, ErrGrantTooLarge, hst.Size, int64(maxGrantCopy))
+		}
 		src := filepath.Join(dir, fmt.Sprintf("grant-%d", i))
-		if err := copyContent(fmt.Sprintf("/proc/self/fd/%d", o.fd), src); err != nil {
+		sum, err := copyContent(fmt.Sprintf("/proc/self/fd/%d", o.fd), src)
+		if err != nil {
 			return fmt.Errorf("sandbox: grant for %s: copy: %w", o.Path, err)
 		}
+		o.copied = sum
 		if err := os.Chmod(src, 0o666); err != nil {
 			return fmt.Errorf("sandbox: grant for %s: copy: %w", o.Path, err)
 		}
@@ -219,42 +242,79 @@ func copyWrites(es []openedException, dir string) error {
 	return nil
 }
 
-// copyContent copies the regular file from into a new file to.
-func copyContent(from, to string) error {
+// copyContent copies the regular file from into a new file to and
+// returns the digest of what it copied.
+func copyContent(from, to string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
 	in, err := os.Open(from)
 	if err != nil {
-		return err
+		return sum, err
 	}
 	defer in.Close()
 	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return err
+		return sum, err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
 		out.Close()
-		return err
+		return sum, err
 	}
-	return out.Close()
+	copy(sum[:], h.Sum(nil))
+	return sum, out.Close()
 }
 
-// writeBack puts each copy's content into its granted file, in place
-// (the inode, and so its mode, owner and extended attributes, stay; only
-// a content change moves its times), when it differs. It runs once every
-// process of the run is gone.
-func writeBack(es []openedException) error {
+// digest is the SHA-256 of the file at p.
+func digest(p string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(p)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}
+
+// writeBack puts each copy the command wrote into its granted file, in
+// place (the inode, and so its mode, owner and extended attributes,
+// stay; only a content change moves its times), when it differs. It
+// runs once every process of the run is gone. A copy the command did
+// not write goes nowhere; one whose file was replaced or removed on the
+// host during the run is kept in keep (named in the error) rather than
+// written into a file nobody sees any more.
+func writeBack(es []openedException, keep string) error {
 	var errs []error
-	for _, o := range es {
+	for i, o := range es {
 		if o.host == nil {
 			continue
 		}
-		if err := writeBackOne(o); err != nil {
+		if err := writeBackOne(o, filepath.Join(keep, fmt.Sprintf("%s-%d", filepath.Base(o.Path), i))); err != nil {
 			errs = append(errs, fmt.Errorf("sandbox: grant for %s: write back: %w", o.Path, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func writeBackOne(o openedException) error {
+func writeBackOne(o openedException, keep string) error {
+	if sum, err := digest(o.source); err != nil {
+		return err
+	} else if sum == o.copied {
+		return nil // the command did not write it
+	}
+	if err := stillThere(o); err != nil {
+		if mkErr := os.MkdirAll(filepath.Dir(keep), 0o700); mkErr != nil {
+			return fmt.Errorf("%w; and the command's content could not be kept: %v", err, mkErr)
+		}
+		if mvErr := os.Rename(o.source, keep); mvErr != nil {
+			return fmt.Errorf("%w; and the command's content could not be kept: %v", err, mvErr)
+		}
+		return fmt.Errorf("%w: the command's content is kept in %s", err, keep)
+	}
 	now, err := os.Open(o.source)
 	if err != nil {
 		return err
@@ -268,6 +328,16 @@ func writeBackOne(o openedException) error {
 	if same, err := sameContent(now, f); err != nil || same {
 		return err
 	}
+	st, err := now.Stat()
+	if err != nil {
+		return err
+	}
+	// Reserve the space first: a disk that fills up fails here, before
+	// a byte of the file changed, not halfway through it.
+	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, st.Size()); err != nil && st.Size() > 0 &&
+		!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("the file was left as it was: %w", err)
+	}
 	if _, err := now.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -276,6 +346,27 @@ func writeBackOne(o openedException) error {
 		return err
 	}
 	return f.Truncate(n)
+}
+
+// stillThere checks that the granted path still names the granted file.
+func stillThere(o openedException) error {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, o.Path, &how)
+	if err != nil {
+		return fmt.Errorf("the file was removed or replaced on the host during the run (%v)", err)
+	}
+	defer unix.Close(fd)
+	var now, held unix.Stat_t
+	if err := unix.Fstat(fd, &now); err != nil {
+		return err
+	}
+	if err := unix.Fstat(int(o.host.Fd()), &held); err != nil {
+		return err
+	}
+	if now.Dev != held.Dev || now.Ino != held.Ino {
+		return errors.New("the file was replaced on the host during the run")
+	}
+	return nil
 }
 
 // sameContent reports whether two regular files hold the same bytes,

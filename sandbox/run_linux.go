@@ -192,7 +192,7 @@ func (r *run) writeBackGrants() {
 		return
 	}
 	r.grantsBack = true
-	if err := writeBack(r.opened); err != nil {
+	if err := writeBack(r.opened, filepath.Join(r.spec.StateDir, "grant-leftovers", r.runID)); err != nil {
 		r.log.Warn("granted files", "err", err)
 		r.res.Degraded = append(r.res.Degraded, "what the command wrote to a granted file could not all be written back: "+err.Error())
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,8 +42,8 @@ func TestWriteBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			es := []openedException{{source: src, host: h}, {source: src}, {}}
-			if err := writeBack(es); err != nil {
+			es := []openedException{{Exception: Exception{Path: host}, source: src, host: h}, {source: src}, {}}
+			if err := writeBack(es, t.TempDir()); err != nil {
 				t.Fatal(err)
 			}
 			h.Close()
@@ -58,5 +59,50 @@ func TestWriteBack(t *testing.T) {
 				t.Errorf("unchanged content rewritten (mtime moved)")
 			}
 		})
+	}
+}
+
+// TestWriteBackLeavesTheHostsOwn: a copy the command did not write puts
+// nothing back (an edit made on the host during the run stays); a file
+// replaced on the host during the run is not written, and the command's
+// content is kept where the error says.
+func TestWriteBackLeavesTheHostsOwn(t *testing.T) {
+	dir := t.TempDir()
+	host, src := filepath.Join(dir, "host"), filepath.Join(dir, "copy")
+	os.WriteFile(src, []byte("as copied\n"), 0o666)
+	sum, err := digest(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(host, []byte("edited on the host\n"), 0o644)
+	h, _ := os.Open(host)
+	defer h.Close()
+	if err := writeBack([]openedException{{Exception: Exception{Path: host}, source: src, host: h, copied: sum}}, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(host); string(b) != "edited on the host\n" {
+		t.Errorf("an unwritten copy overwrote the host's edit: %q", b)
+	}
+
+	os.WriteFile(src, []byte("the command's\n"), 0o666)
+	os.Rename(host, host+".old")
+	os.WriteFile(host, []byte("a new file\n"), 0o644)
+	keep := t.TempDir()
+	err = writeBack([]openedException{{Exception: Exception{Path: host}, source: src, host: h, copied: sum}}, keep)
+	if err == nil || !strings.Contains(err.Error(), "replaced") || !strings.Contains(err.Error(), keep) {
+		t.Fatalf("a replaced file: err %v", err)
+	}
+	if b, _ := os.ReadFile(host); string(b) != "a new file\n" {
+		t.Errorf("the new file was written: %q", b)
+	}
+	if b, _ := os.ReadFile(host + ".old"); string(b) != "edited on the host\n" {
+		t.Errorf("the old file was written: %q", b)
+	}
+	kept, _ := filepath.Glob(filepath.Join(keep, "*"))
+	if len(kept) != 1 {
+		t.Fatalf("kept %v", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); string(b) != "the command's\n" {
+		t.Errorf("kept %q", b)
 	}
 }

@@ -209,15 +209,19 @@ func grantMismatch(err error) string {
 // staleReason is why a granted object that changed is not retried.
 const staleReason = "the granted object changed between the review and the retry, so the grant no longer applies"
 
+// tooLargeReason is why a grant to write a file over 1 GiB is not
+// applied: the command writes a copy, and the copy is bounded.
+const tooLargeReason = "the file granted for writing is over 1 GiB; a granted file is written through a copy, which is bounded, so the grant does not apply"
+
 // staleGrants marks the consumed grants of a retry that could not start.
-func (st *run) staleGrants(consumed []int) {
+func (st *run) staleGrants(consumed []int, why string) {
 	st.mu.Lock()
 	for _, i := range consumed {
 		st.rep.Boundaries[i].Grant = "rejected"
-		st.rep.Boundaries[i].Rationale = staleReason
+		st.rep.Boundaries[i].Rationale = why
 	}
 	st.mu.Unlock()
-	st.ev.Event(Event{Kind: KindNotRetrying, Attempt: st.attempt, Reason: staleReason})
+	st.ev.Event(Event{Kind: KindNotRetrying, Attempt: st.attempt, Reason: why})
 }
 
 // currentRequest is req with the object's identity as it is now, so a

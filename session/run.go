@@ -221,7 +221,12 @@ func (st *run) attempts() error {
 		if errors.Is(err, sandbox.ErrGrantStale) {
 			// Between the review and the retry the object changed: the
 			// grant no longer applies, and nothing is retried.
-			st.staleGrants(consumed)
+			st.staleGrants(consumed, staleReason)
+			out = prev
+			break
+		}
+		if errors.Is(err, sandbox.ErrGrantTooLarge) {
+			st.staleGrants(consumed, tooLargeReason)
 			out = prev
 			break
 		}
