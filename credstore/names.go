@@ -263,16 +263,16 @@ type nameMatch struct {
 // a copy of it beside it: the copy holds what the file holds.
 var backupSuffixes = []string{"~", ".bak", ".backup", ".old", ".orig", ".save", ".swp", ".swo", ".tmp", ".dpkg-old", ".rpmsave"}
 
-// backupOf returns the name a backup's name is a copy of: "x~",
+// backupOf returns the name a backup's name is a copy of (suffixes as
+// editors write them, in lower case): "x~",
 // "x.bak" (and the other suffixes), Emacs's "#x#", and Vim's swap
 // file ".x.swp" of a visible name.
 func backupOf(name string) (string, bool) {
 	if len(name) > 2 && strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#") {
 		return name[1 : len(name)-1], true
 	}
-	lower := strings.ToLower(name)
 	for _, suf := range backupSuffixes {
-		if len(name) > len(suf) && strings.HasSuffix(lower, suf) {
+		if len(name) > len(suf) && strings.HasSuffix(name, suf) {
 			orig := name[:len(name)-len(suf)]
 			if (suf == ".swp" || suf == ".swo") && strings.HasPrefix(orig, ".") && !strings.HasPrefix(orig, "..") && len(orig) > 1 {
 				if visible := orig[1:]; !strings.HasPrefix(visible, ".") {
@@ -289,11 +289,12 @@ func backupOf(name string) (string, bool) {
 // backup of a name that matches), whether it is a directory, its parent
 // directory's name, and whether it lies where tools keep their state.
 func matchName(name string, isDir bool, parent string, inToolState bool, pats []namePattern) (nameMatch, bool) {
-	if m, ok := matchOne(strings.ToLower(name), isDir, strings.ToLower(parent), inToolState, pats); ok {
+	lower, lowerParent := strings.ToLower(name), strings.ToLower(parent)
+	if m, ok := matchOne(lower, isDir, lowerParent, inToolState, pats); ok {
 		return m, true
 	}
-	if orig, ok := backupOf(name); ok && orig != "" {
-		return matchOne(strings.ToLower(orig), isDir, strings.ToLower(parent), inToolState, pats)
+	if orig, ok := backupOf(lower); ok && orig != "" {
+		return matchOne(orig, isDir, lowerParent, inToolState, pats)
 	}
 	return nameMatch{}, false
 }
@@ -307,8 +308,9 @@ func matchOne(name string, isDir bool, parent string, inToolState bool, pats []n
 	if strings.HasSuffix(name, ".pub") {
 		return nameMatch{}, false // the public half of a key pair
 	}
+	isCode := codeExts[ext]
 	for _, p := range pats {
-		if p.dir != isDir || (p.scope == toolState && !inToolState) || (p.code && codeExts[ext]) {
+		if p.dir != isDir || (p.scope == toolState && !inToolState) || (p.code && isCode) {
 			continue
 		}
 		if !strings.Contains(name, p.lit) {

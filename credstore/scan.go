@@ -418,7 +418,7 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	fileScope := (w.ToolState || p == s.cfg.Home) && !inRepo
 	for _, e := range entries {
 		name := e.Name()
-		full := filepath.Join(p, name)
+		full := joinName(p, name)
 		typ := e.Type()
 		if typ&fs.ModeSymlink != 0 {
 			if st, err := os.Stat(full); err == nil && st.IsDir() {
@@ -464,6 +464,15 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	return rec
 }
 
+// joinName is filepath.Join for a clean absolute directory and one
+// name, without Join's cleaning of every entry's path.
+func joinName(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
 // versioned says whether entries are a version-controlled work tree or
 // repository (not an environment).
 func versioned(names map[string]bool) bool {
@@ -473,6 +482,9 @@ func versioned(names map[string]bool) bool {
 // backupOfCovered says whether name, in dir, is a backup of a store
 // already denied whole there (~/.netrc~, ~/.claude.json.bak).
 func (s *scanner) backupOfCovered(dir, name string) bool {
+	if len(s.covered) == 0 {
+		return false
+	}
 	orig, ok := backupOf(name)
 	return ok && s.covered[filepath.Join(dir, orig)]
 }
