@@ -332,7 +332,9 @@ func blockedInSandbox() string {
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
 		header, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(header, "[running]") || strings.Contains(header, "[runnable]") {
+		// The state may carry qualifiers ("[runnable, locked to
+		// thread]" for the starter goroutine on its way out).
+		if strings.Contains(header, "[running") || strings.Contains(header, "[runnable") {
 			continue
 		}
 		if strings.Contains(g, "github.com/sandboxd/sandboxd/sandbox.") || strings.Contains(g, "github.com/sandboxd/sandboxd/sandbox/") {
