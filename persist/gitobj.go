@@ -176,6 +176,18 @@ func (p *pack) find(raw []byte, rawLen int) (uint64, bool) {
 	return 0, false
 }
 
+// emptyTree is the name of the empty tree for a hash whose raw names
+// are rawLen bytes: the one object git never needs to store.
+func emptyTree(rawLen int) string {
+	switch rawLen {
+	case 20:
+		return "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+	case 32:
+		return "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+	}
+	return ""
+}
+
 // read returns an object's type and body.
 func (s *store) read(id string) (string, []byte, error) { return s.readAt(id, 0) }
 
@@ -185,6 +197,12 @@ func (s *store) readAt(id string, depth int) (string, []byte, error) {
 	raw, err := hex.DecodeString(id)
 	if err != nil || len(raw) != s.rawLen {
 		return "", nil, fmt.Errorf("bad object name %q", id)
+	}
+	if id == emptyTree(s.rawLen) {
+		// git knows the empty tree without storing it (object-file.c,
+		// find_cached_object), and looks there first: `git rebase
+		// --root` and `git commit-tree` of an empty index name it.
+		return "tree", nil, nil
 	}
 	for _, d := range s.dirs {
 		p := d + "/" + id[:2] + "/" + id[2:]

@@ -284,3 +284,34 @@ func tinyPack() (idx, pk []byte) {
 	}
 	return ix.Bytes(), pk
 }
+
+// TestStoreEmptyTree: the empty tree reads as git reads it, stored or
+// not, for both hashes (git never writes it: `git rebase --root` names
+// it all the same).
+func TestStoreEmptyTree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	for _, c := range []struct {
+		format string
+		rawLen int
+	}{{"sha1", 20}, {"sha256", 32}} {
+		repo := filepath.Join(t.TempDir(), "r")
+		os.MkdirAll(repo, 0o755)
+		git(t, repo, "init", "-q", "--object-format="+c.format)
+		id := emptyTree(c.rawLen)
+		if got := strings.TrimSpace(git(t, repo, "cat-file", "-t", id)); got != "tree" {
+			t.Fatalf("%s: git says %s is a %q", c.format, id, got)
+		}
+		s := newStore(Host{}, repo+"/.git/objects", c.rawLen)
+		typ, body, err := s.read(id)
+		if err != nil || typ != "tree" || len(body) != 0 {
+			t.Errorf("%s: read(%s) = %q %q %v, want an empty tree", c.format, id, typ, body, err)
+		}
+		// Any other absent object is still absent.
+		other := strings.Repeat("1", len(id))
+		if _, _, err := s.read(other); err == nil {
+			t.Errorf("%s: an absent object %s was read", c.format, other)
+		}
+	}
+}
