@@ -121,6 +121,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	environ = withEnv(environ, "TMPDIR", "/tmp")
 	environ = withEnv(environ, "SANDBOXD", "1")
 	environ = withCacheEnv(environ, cache)
+	environ = withPhoneHomeOff(environ)
 	read := []string{"/"}
 	deny := append([]string(nil), res.Secrets...)
 	if res.Profile == "strict" {
@@ -175,6 +176,23 @@ func dropEnv(env []string, key string) []string {
 		}
 	}
 	return out
+}
+
+// withPhoneHomeOff adds each documented switch that stops a tool's own
+// update check or usage report (policy.DefaultPhoneHomeOff), unless env
+// sets that name already: the caller's own value wins.
+func withPhoneHomeOff(env []string) []string {
+	set := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	for _, sw := range policy.DefaultPhoneHomeOff() {
+		if !set[sw.Name] {
+			env = append(env, sw.Name+"="+sw.Value)
+		}
+	}
+	return env
 }
 
 func withEnv(env []string, key, val string) []string {
