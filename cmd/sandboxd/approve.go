@@ -27,7 +27,9 @@ Both list the session's recent model denials and ask on your terminal
 (/dev/tty); they refuse to run anywhere else, and never inside a sandbox.
 The override is for exactly the denied request (command, cwd, path or
 destination, session, agent, intent), is used once, and expires 60 s after
-it is issued: run the same command again in the same session.
+it is issued: run the same command again in the same session. Exit
+status: 0 when an override was issued, 1 when none was, 125 when
+sandboxd could not ask.
 `
 
 // answerTime is how long a person has to answer each question.
@@ -42,18 +44,23 @@ const promptEnd = "(60 s to answer)"
 // sandbox: the controlling terminal is where it asks, and the state it
 // writes is sandboxd's, out of a sandboxed command's reach (the SANDBOXD
 // variable check only says so sooner). Exit status: 0 an override was
-// issued, 1 none was (nothing chosen, refused), 125 sandboxd could not ask.
+// issued, 1 none was (nothing chosen, refused), 2 the command line is
+// wrong, 125 sandboxd could not ask.
 func overrideCommand(breakGlass bool, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	name := "approve"
 	if breakGlass {
 		name = "break-glass"
 	}
 	fs := flag.NewFlagSet("sandboxd "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	sess := fs.String("session", "", "the session whose model denials to show")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 || *sess == "" {
-		fmt.Fprint(stderr, approveUsage)
-		return exitSandboxd
+	sess := fs.String("session", "", "the `ID` of the session whose model denials to show")
+	if code, ok := parseFlags(fs, args, approveUsage, stdout, stderr); !ok {
+		return code
+	}
+	if msg := extraArgs(name, fs.Args()); msg != "" {
+		return usageError(stderr, withFlags(approveUsage, fs), msg)
+	}
+	if *sess == "" {
+		return usageError(stderr, withFlags(approveUsage, fs), name+" needs --session ID")
 	}
 	fail := func(msg string) int {
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))

@@ -24,22 +24,43 @@ with --all, or the ones named; a cache a run is using is never removed.
 
 // cacheCommand lists and prunes the private caches.
 func cacheCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "prune") {
-		fmt.Fprint(stderr, cacheUsage)
-		return exitSandboxd
+	switch {
+	case len(args) == 0:
+		return usageError(stderr, cacheUsage, "")
+	case isHelp(args[0]):
+		fmt.Fprint(stdout, cacheUsage)
+		return 0
+	case args[0] != "list" && args[0] != "prune":
+		return usageError(stderr, cacheUsage, fmt.Sprintf("unknown cache command %q", args[0]))
 	}
-	fs := flag.NewFlagSet("sandboxd cache "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	verb := args[0]
+	fs := flag.NewFlagSet("sandboxd cache "+verb, flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	var max, polFile string
 	var all bool
-	if args[0] == "prune" {
-		fs.StringVar(&max, "max", "", "remove least recently used caches until they take at most SIZE (e.g. 5GiB)")
+	if verb == "prune" {
+		fs.StringVar(&max, "max", "", "remove least recently used caches until they take at most `SIZE` (e.g. 5GiB)")
 		fs.BoolVar(&all, "all", false, "remove every cache not in use")
 		fs.StringVar(&polFile, "policy", "", "the policy whose limits.cache_size is the default --max")
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitSandboxd
+	if code, ok := parseFlags(fs, args[1:], cacheUsage, stdout, stderr); !ok {
+		return code
+	}
+	usage := withFlags(cacheUsage, fs)
+	limit := int64(0)
+	switch {
+	case verb == "list":
+		if msg := extraArgs("cache list", fs.Args()); msg != "" {
+			return usageError(stderr, usage, msg)
+		}
+	case fs.NArg() > 0 && (max != "" || all), all && max != "":
+		return usageError(stderr, usage, "cache prune takes one of --max SIZE, --all and cache IDs")
+	case max != "":
+		var s policy.Size
+		if err := s.UnmarshalText([]byte(max)); err != nil {
+			return usageError(stderr, usage, "--max: "+err.Error())
+		}
+		limit = int64(s)
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {
@@ -49,33 +70,12 @@ func cacheCommand(args []string, getenv func(string) string, stdout, stderr io.W
 	root := caller.CacheRoot()
 	var ents []cachedir.Entry
 	switch {
-	case args[0] == "list":
-		if fs.NArg() > 0 {
-			fmt.Fprint(stderr, cacheUsage)
-			return exitSandboxd
-		}
+	case verb == "list":
 		ents, err = cachedir.List(root)
 	case fs.NArg() > 0:
-		if max != "" || all {
-			fmt.Fprint(stderr, cacheUsage)
-			return exitSandboxd
-		}
 		ents, err = cachedir.Remove(root, fs.Args())
 	default:
-		limit := int64(0)
-		switch {
-		case all && max != "":
-			fmt.Fprint(stderr, cacheUsage)
-			return exitSandboxd
-		case all:
-		case max != "":
-			var s policy.Size
-			if err := s.UnmarshalText([]byte(max)); err != nil {
-				fmt.Fprintf(stderr, "sandboxd: --max: %s\n", esc(err.Error()))
-				return exitSandboxd
-			}
-			limit = int64(s)
-		default:
+		if !all && max == "" {
 			if limit, err = caller.CacheSize(polFile); err != nil {
 				fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 				return exitSandboxd
@@ -83,9 +83,9 @@ func cacheCommand(args []string, getenv func(string) string, stdout, stderr io.W
 		}
 		ents, err = cachedir.Prune(root, limit)
 	}
-	printCaches(stdout, args[0], ents, *asJSON)
+	printCaches(stdout, verb, ents, *asJSON)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: cache %s: %s\n", args[0], esc(err.Error()))
+		fmt.Fprintf(stderr, "sandboxd: cache %s: %s\n", verb, esc(err.Error()))
 		return 1
 	}
 	return 0

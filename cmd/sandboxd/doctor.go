@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,20 +10,23 @@ import (
 	"github.com/sandboxd/sandboxd/session"
 )
 
+const doctorUsage = `Usage: sandboxd doctor [--json]
+
+Show what "sandboxd run" gets on this machine: the isolation, the
+network mode and each check behind them. Exits 1 when run would be
+degraded or refused.
+`
+
 // doctorCommand prints what `run` will get on this machine and exits
 // non-zero when it would be degraded or refused.
 func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("sandboxd doctor", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-		} else {
-			fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
-		}
-		return exitSandboxd
+	if code, ok := parseFlags(fs, args, doctorUsage, stdout, stderr); !ok {
+		return code
+	}
+	if msg := extraArgs("doctor", fs.Args()); msg != "" {
+		return usageError(stderr, withFlags(doctorUsage, fs), msg)
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {

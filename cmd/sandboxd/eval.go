@@ -88,37 +88,45 @@ type evalFlags struct {
 
 // reviewCommand is `sandboxd review SUBCOMMAND`.
 func reviewCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	if len(args) == 0 || args[0] != "eval" {
-		fmt.Fprint(stderr, reviewUsage)
-		return exitSandboxd
+	switch {
+	case len(args) == 0:
+		return usageError(stderr, reviewUsage, "")
+	case isHelp(args[0]):
+		fmt.Fprint(stdout, reviewUsage)
+		return 0
+	case args[0] != "eval":
+		return usageError(stderr, reviewUsage, fmt.Sprintf("unknown review command %q", args[0]))
 	}
 	return evalCommand(ctx, args[1:], getenv, stdout, stderr, sigs)
 }
 
 // parseEvalFlags parses eval's flags, which may come before or after
-// the corpus.
-func parseEvalFlags(args []string) (*evalFlags, error) {
-	f := &evalFlags{}
+// the corpus. When ok is false eval is done and exits with code (see
+// parseFlags).
+func parseEvalFlags(args []string, stdout, stderr io.Writer) (f *evalFlags, code int, ok bool) {
+	f = &evalFlags{}
 	fs := flag.NewFlagSet("sandboxd review eval", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
 	fs.BoolVar(&f.json, "json", false, "print the figures as one JSON object")
 	fs.BoolVar(&f.verbose, "v", false, "log what the reviewer does, and the internal cause of each fault, to stderr")
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+		if code, ok := parseFlags(fs, args, reviewUsage, stdout, stderr); !ok {
+			return nil, code, false
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
-	if len(pos) != 1 {
-		return nil, errors.New("review eval takes one corpus file (see sandboxd review)")
+	switch len(pos) {
+	case 0:
+		return nil, usageError(stderr, withFlags(reviewUsage, fs), "review eval needs a corpus file"), false
+	case 1:
+		f.corpus = pos[0]
+		return f, 0, true
 	}
-	f.corpus = pos[0]
-	return f, nil
+	return nil, usageError(stderr, withFlags(reviewUsage, fs), "review eval takes one corpus file, not "+quoted(pos)), false
 }
 
 // evalCommand is `sandboxd review eval`: 0 when every case was reviewed
@@ -129,13 +137,9 @@ func evalCommand(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
 		return exitSandboxd
 	}
-	f, err := parseEvalFlags(args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, reviewUsage)
-			return exitSandboxd
-		}
-		return fail(err.Error())
+	f, code, ok := parseEvalFlags(args, stdout, stderr)
+	if !ok {
+		return code
 	}
 	cases, err := readCorpus(f.corpus)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 
 	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
@@ -53,15 +55,17 @@ Usage:
   sandboxd break-glass --session ID
   sandboxd review eval [--policy FILE] [--json] CORPUS.jsonl
   sandboxd version
+  sandboxd help [COMMAND [SUBCOMMAND]]
 
-Run "sandboxd run -h" for the run flags.
+"sandboxd COMMAND -h" or "sandboxd help COMMAND" shows a command's usage
+and flags, on stdout. A command line sandboxd cannot make sense of is a
+usage error, exit 2; run's are 125 (its other statuses are the command's).
 `
 
 // run is the whole program; main only supplies the process's environment.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitSandboxd
+		return usageError(stderr, usage, "")
 	}
 	switch args[0] {
 	case "run":
@@ -78,14 +82,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return reviewCommand(ctx, args[1:], getenv, stdout, stderr, sigs)
 	case "doctor":
 		return doctorCommand(args[1:], getenv, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, version())
-		return 0
-	case "help", "-h", "--help":
+	case "version", "--version", "-version":
+		return versionCommand(args[1:], stdout, stderr)
+	case "help":
+		words, code, ok := helpWords(args[1:], stdout, stderr)
+		if !ok {
+			return code
+		}
+		return run(ctx, words, getenv, stdin, stdout, stderr, sigs)
+	}
+	if isHelp(args[0]) {
 		fmt.Fprint(stdout, usage)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "sandboxd: unknown command \"%s\" (see sandboxd help)\n", esc(args[0]))
-		return exitSandboxd
 	}
+	what := "command"
+	if strings.HasPrefix(args[0], "-") {
+		what = "flag"
+	}
+	return usageError(stderr, usage, fmt.Sprintf("unknown %s %q", what, args[0]))
+}
+
+// helpWords turns `help COMMAND [SUBCOMMAND]` into `COMMAND [SUBCOMMAND]
+// -h`. Only the command groups take a subcommand: nothing after run's
+// name may become a command to run. When ok is false help is done and
+// exits with code (a bare help shows the usage).
+func helpWords(words []string, stdout, stderr io.Writer) (cmd []string, code int, ok bool) {
+	switch {
+	case len(words) == 0 || len(words) == 1 && isHelp(words[0]):
+		fmt.Fprint(stdout, usage)
+		return nil, 0, false
+	case len(words) > 2 || len(words) == 2 && !slices.Contains([]string{"cache", "session", "review"}, words[0]):
+		return nil, usageError(stderr, usage, "help takes a command, and for cache, session and review a subcommand, not "+quoted(words)), false
+	}
+	return append(slices.Clone(words), "-h"), 0, true
 }

@@ -58,7 +58,22 @@ func (d *durationFlag) Set(s string) error {
 	return nil
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error) {
+const runUsage = `Usage:
+  sandboxd run [flags] -- COMMAND [ARG...]
+  sandboxd run [flags] -c 'shell command'
+
+Run COMMAND, or the shell command with bash -c, in the sandbox.
+
+Exit status: the command's own; 124 when --timeout fired; 125 when
+sandboxd itself failed, cannot enforce the policy or cannot make sense of
+its command line; 126/127 when the command is not executable / not
+found; 128+N when it was killed by signal N.
+`
+
+// parseRunFlags parses run's command line into its flags and the
+// command's argv. When -h asks for help it writes run's usage to help
+// and returns flag.ErrHelp.
+func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -77,10 +92,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does, and the internal cause of any failure, to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "Usage: sandboxd run [flags] -- COMMAND [ARG...] | -c 'shell command'")
-			fs.PrintDefaults()
-			return nil, nil, err
+			fmt.Fprint(help, withFlags(runUsage, fs))
 		}
 		return nil, nil, err
 	}
@@ -111,10 +123,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, []string, error)
 }
 
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	f, argv, err := parseRunFlags(args, stderr)
+	f, argv, err := parseRunFlags(args, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitSandboxd
+			return 0
 		}
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error())) // a flag's name is the caller's, maybe the command's
 		return exitSandboxd

@@ -41,7 +41,7 @@ func TestParseRunFlags(t *testing.T) {
 
 // run's own failures are one line on stderr and exit 125.
 func TestRunBadInput(t *testing.T) {
-	for _, args := range [][]string{{}, {"frob"}, {"run"}, {"run", "--workspace", "/", "--", "true"}} {
+	for _, args := range [][]string{{"run"}, {"run", "--frob", "--", "true"}, {"run", "--workspace", "/", "--", "true"}} {
 		var stderr bytes.Buffer
 		code := run(context.Background(), args, func(k string) string {
 			if k == "HOME" {
@@ -52,7 +52,7 @@ func TestRunBadInput(t *testing.T) {
 		if code != exitSandboxd {
 			t.Errorf("%q: exit %d, want %d", args, code, exitSandboxd)
 		}
-		if len(args) > 0 && strings.Count(stderr.String(), "\n") != 1 {
+		if strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("%q: stderr %q is not one line", args, stderr.String())
 		}
 	}

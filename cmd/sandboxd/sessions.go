@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 const sessionUsage = `Usage:
   sandboxd session status ID   say whether the session is locked down, and why
+                               (exit 1 when it is)
   sandboxd session reset ID    lift the session's lockdown (asks on your terminal)
 `
 
@@ -23,9 +25,25 @@ const sessionUsage = `Usage:
 // command's reach (so a command cannot reset its own session, whatever
 // terminal it fakes).
 func sessionCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) != 2 || (args[0] != "status" && args[0] != "reset") || args[1] == "" {
-		fmt.Fprint(stderr, sessionUsage)
-		return exitSandboxd
+	switch {
+	case len(args) == 0:
+		return usageError(stderr, sessionUsage, "")
+	case isHelp(args[0]):
+		fmt.Fprint(stdout, sessionUsage)
+		return 0
+	case args[0] != "status" && args[0] != "reset":
+		return usageError(stderr, sessionUsage, fmt.Sprintf("unknown session command %q", args[0]))
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("sandboxd session "+verb, flag.ContinueOnError)
+	if code, ok := parseFlags(fs, args[1:], sessionUsage, stdout, stderr); !ok {
+		return code
+	}
+	switch {
+	case fs.NArg() == 0 || fs.Arg(0) == "":
+		return usageError(stderr, sessionUsage, "session "+verb+" needs a session ID")
+	case fs.NArg() > 1:
+		return usageError(stderr, sessionUsage, "session "+verb+" takes one session ID, not "+quoted(fs.Args()))
 	}
 	fail := func(msg string) int {
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
@@ -35,7 +53,7 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return fail(session.Public(err))
 	}
-	name := args[1]
+	name := fs.Arg(0)
 	id := session.Scoped(caller, name)
 	br := broker.NewBreaker(filepath.Join(caller.StateDir(), "breaker"))
 	if err := br.Adopt(id, name); err != nil {
@@ -49,7 +67,7 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 		fmt.Fprintf(stdout, "session %s is not locked down\n", esc(name))
 		return 0
 	}
-	if args[0] == "status" {
+	if verb == "status" {
 		fmt.Fprintf(stdout, "session %s is locked down: %s\n", esc(name), esc(why))
 		return 1
 	}

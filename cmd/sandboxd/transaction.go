@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,12 +15,21 @@ import (
 // SIGKILL at that point of a commit (see layer.Options.CrashAt).
 const crashEnv = "SANDBOXD_TEST_CRASH_AT"
 
+const recoverUsage = `Usage: sandboxd recover [--json]
+
+Finish, or roll back, every commit of a run's writes to its workspace
+that a crash of sandboxd interrupted. Exits 1 when one could not be.
+`
+
 // recoverCommand is `sandboxd recover [--json]`.
 func recoverCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	asJSON := len(args) == 1 && args[0] == "--json"
-	if len(args) > 0 && !asJSON {
-		fmt.Fprintln(stderr, "Usage: sandboxd recover [--json]")
-		return exitSandboxd
+	fs := flag.NewFlagSet("sandboxd recover", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parseFlags(fs, args, recoverUsage, stdout, stderr); !ok {
+		return code
+	}
+	if msg := extraArgs("recover", fs.Args()); msg != "" {
+		return usageError(stderr, withFlags(recoverUsage, fs), msg)
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {
@@ -28,7 +38,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rec, err := layer.Recover(caller.StateDir(), log)
-	if asJSON {
+	if *asJSON {
 		b, _ := json.MarshalIndent(struct {
 			Recovered []layer.Recovered `json:"recovered"`
 		}{append([]layer.Recovered{}, rec...)}, "", "  ")
