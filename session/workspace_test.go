@@ -74,6 +74,8 @@ func TestDiscoverWorkspace(t *testing.T) {
 		{deep, repo, fromGit, false},
 		{repo, repo, fromGit, false},
 		{plain, filepath.Join(home, "src", "plain"), fromPolicy, false},
+		// The current directory's own .sandboxd.toml counts.
+		{filepath.Join(home, "src", "plain"), filepath.Join(home, "src", "plain"), fromPolicy, false},
 		{nothing, "", fromCwd, true}, // finds $HOME's repository, refuses it
 		{inHome, "", fromCwd, true},
 		{wt, filepath.Join(home, "src", "wt"), fromGit, false},

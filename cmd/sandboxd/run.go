@@ -77,7 +77,10 @@ func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.workspace, "workspace", "", "writable root (default: the current directory)")
+	fs.StringVar(&f.workspace, "workspace", "", "the writable root (default: the top level of the git repository the\n"+
+		"current directory is in, else the nearest directory at or above it\n"+
+		"holding a .sandboxd.toml, else the current directory; a root that is\n"+
+		"not yours, /, a temporary directory, your home or above is passed over)")
 	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
 	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
 	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto (the model when configured, else a person at the terminal, else off), model, human or off")
