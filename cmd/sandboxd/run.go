@@ -75,24 +75,7 @@ found; 128+N when it was killed by signal N.
 // and returns flag.ErrHelp.
 func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
 	f := &runFlags{}
-	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.workspace, "workspace", "", "the writable root (default: the top level of the git repository the\n"+
-		"current directory is in, else the nearest directory at or above it\n"+
-		"holding a .sandboxd.toml, else the current directory; a root that is\n"+
-		"not yours, /, a temporary directory, your home or above is passed over)")
-	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
-	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
-	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto (the model when configured, else a person at the terminal, else off), model, human or off")
-	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
-	fs.StringVar(&f.session, "session", "", "session id")
-	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
-	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
-	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
-	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
-	fs.StringVar(&f.detect, "detect", "auto", "boundary detection: auto, or off (denials are enforced but not reported or reviewed)")
-	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
-	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does, and the internal cause of any failure, to stderr")
+	fs := runFlagSet(f)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(help, withFlags(runUsage, fs))
@@ -113,16 +96,70 @@ func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
 	if f.timeout < 0 {
 		return nil, nil, fmt.Errorf("--timeout must not be negative")
 	}
-	rest := fs.Args()
-	switch {
-	case f.command != "" && len(rest) > 0:
-		return nil, nil, errors.New("give either -c 'command' or -- COMMAND [ARG...], not both")
-	case f.command == "" && len(rest) == 0:
-		return nil, nil, errors.New("no command: use -c 'command' or -- COMMAND [ARG...]")
-	case f.command != "":
-		rest = []string{"bash", "-c", f.command}
+	argv, err := commandArgv(args, fs, f.command)
+	if err != nil {
+		return nil, nil, err
 	}
-	return f, rest, nil
+	return f, argv, nil
+}
+
+// commandArgv is the command run runs, from its parsed command line: -c's
+// shell command with bash -c, else what follows the flags. Each mistake
+// gets its own sentence.
+func commandArgv(args []string, fs *flag.FlagSet, command string) ([]string, error) {
+	rest := fs.Args()
+	c := false
+	fs.Visit(func(f *flag.Flag) { c = c || f.Name == "c" })
+	// The flag package drops the "--" that ends the flags. There was one
+	// when the arguments before rest end in "--" and parse on their own:
+	// a "--" taken as a flag's value (--intent --) leaves that flag
+	// without one.
+	n := len(args) - len(rest)
+	dashes := n > 0 && args[n-1] == "--" && runFlagSet(&runFlags{}).Parse(args[:n-1]) == nil
+	switch {
+	case !c && len(rest) > 0:
+		return rest, nil
+	case !c && dashes:
+		return nil, errors.New("no command after --: use -- COMMAND [ARG...]")
+	case !c:
+		return nil, errors.New("no command: use -c 'command' or -- COMMAND [ARG...]")
+	case command == "--":
+		return nil, errors.New(`-c takes the shell command as its value, not "--": use -c 'command' or -- COMMAND [ARG...]`)
+	case command == "":
+		return nil, errors.New("-c needs a shell command, not an empty string")
+	case len(rest) > 0 && dashes:
+		return nil, errors.New("give either -c 'command' or -- COMMAND [ARG...], not both")
+	case len(rest) > 0:
+		what := "extra argument"
+		if len(rest) > 1 {
+			what += "s"
+		}
+		return nil, fmt.Errorf("%s %s after -c 'command': -c takes the whole shell command as one argument (quote it)", what, quoted(rest))
+	}
+	return []string{"bash", "-c", command}, nil
+}
+
+// runFlagSet is run's flags, parsed into f.
+func runFlagSet(f *runFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.workspace, "workspace", "", "the writable root (default: the top level of the git repository the\n"+
+		"current directory is in, else the nearest directory at or above it\n"+
+		"holding a .sandboxd.toml, else the current directory; a root that is\n"+
+		"not yours, /, a temporary directory, your home or above is passed over)")
+	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
+	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
+	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto (the model when configured, else a person at the terminal, else off), model, human or off")
+	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
+	fs.StringVar(&f.session, "session", "", "session id")
+	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
+	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
+	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
+	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
+	fs.StringVar(&f.detect, "detect", "auto", "boundary detection: auto, or off (denials are enforced but not reported or reviewed)")
+	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
+	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does, and the internal cause of any failure, to stderr")
+	return fs
 }
 
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
