@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,6 +59,14 @@ type StartupLocations interface {
 type QuietRule struct {
 	Pattern string
 	Why     string
+	// Tools are the programs whose own state Pattern is: an executable's
+	// base name, or, holding a "/", a glob over the last elements of its
+	// path ("pkg/tool/*_*/*": Go's toolchain programs in any GOROOT).
+	// Creating a missing parent directory of Pattern is quiet too, but
+	// only when these programs, and no other, tried it: the tool makes
+	// its directories on the way to its state (a fresh home has no
+	// ~/.config), while `mkdir -p ~/.config/systemd/user` is a boundary.
+	Tools []string
 }
 
 // Config is everything a Broker uses.
@@ -453,8 +462,60 @@ func (b *Broker) quiet(req grants.Request) (string, bool) {
 		if r.Matches(req) {
 			return q.Why, true
 		}
+		if q.parentByTool(req) {
+			return q.Why + ": a missing parent directory, created on the way by the tool itself", true
+		}
 	}
 	return "", false
+}
+
+// parentByTool reports whether req creates a directory above q's
+// pattern (an ancestor of its literal part) and every program that
+// tried is one of q's tools. Unknown programs are never quiet.
+func (q QuietRule) parentByTool(req grants.Request) bool {
+	if req.Operation != grants.OpMakeDir || len(q.Tools) == 0 || len(req.Programs) == 0 {
+		return false
+	}
+	fixed := literalPrefix(q.Pattern)
+	for _, p := range []string{req.Path, req.ResolvedPath} {
+		if p == "" || p == "/" || !strings.HasPrefix(fixed, p+"/") {
+			return false
+		}
+	}
+	for _, exe := range req.Programs {
+		if !q.isTool(exe) {
+			return false
+		}
+	}
+	return true
+}
+
+// isTool reports whether the executable exe is one of q's tools.
+func (q QuietRule) isTool(exe string) bool {
+	for _, t := range q.Tools {
+		n := strings.Count(t, "/") + 1
+		els := strings.Split(exe, "/")
+		if len(els) < n {
+			continue
+		}
+		if ok, _ := path.Match(t, strings.Join(els[len(els)-n:], "/")); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// literalPrefix is the part of an absolute path pattern before its first
+// element holding a glob character.
+func literalPrefix(pattern string) string {
+	out := ""
+	for _, el := range strings.Split(strings.Trim(pattern, "/"), "/") {
+		if strings.ContainsAny(el, "*?[\\") {
+			break
+		}
+		out += "/" + el
+	}
+	return out
 }
 
 // locked reports whether the request's session is locked down.

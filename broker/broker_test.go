@@ -494,8 +494,8 @@ func TestBreakerAdoptsOldName(t *testing.T) {
 // persistence paths, own state and reads are never quiet.
 func TestQuiet(t *testing.T) {
 	h := HardDenies{Secrets: []string{"/home/u/.ssh"}, Own: []string{"/home/u/.local/state/sandboxd"}, Home: "/home/u", Workspace: "/w"}
-	quiet := []QuietRule{{"/home/u/.config/go/telemetry/**", "Go's telemetry"}, {"/home/u/.ssh/**", "a user's mistake"},
-		{"/home/u/.local/state/**", "too wide"}, {"/w/.git/**", "too wide"}}
+	quiet := []QuietRule{{"/home/u/.config/go/telemetry/**", "Go's telemetry", []string{"go"}}, {"/home/u/.ssh/**", "a user's mistake", nil},
+		{"/home/u/.local/state/**", "too wide", nil}, {"/w/.git/**", "too wide", nil}}
 	allowAll := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
 	br := NewBreaker(t.TempDir())
 	b := New(Config{Grants: grants.NewStore(), Hard: h, Quiet: quiet, Model: allowAll, Breaker: br})
@@ -522,6 +522,60 @@ func TestQuiet(t *testing.T) {
 	}
 	if locked, _, _ := br.Locked("s"); locked {
 		t.Fatal("quiet denials locked the session")
+	}
+}
+
+// A missing parent of a quiet entry is quiet only when the entry's own
+// tools, and no other program, tried to create it; unknown programs,
+// other operations and other directories stay boundaries.
+func TestQuietParentByTool(t *testing.T) {
+	quiet := []QuietRule{
+		{"/home/u/.config/go/telemetry/**", "Go's telemetry", []string{"go", "pkg/tool/*_*/*"}},
+		{"/home/u/.config/procps/**", "top's configuration", []string{"top"}},
+		{"/home/u/.config/configstore/update-notifier-*", "npm's update notifier", nil},
+	}
+	grantable := func(req grants.Request) (bool, string) {
+		return req.Operation != grants.OpMakeDir, "more than one object"
+	}
+	b := New(Config{Grants: grants.NewStore(), Hard: HardDenies{Home: "/home/u", Workspace: "/w"}, Quiet: quiet, Grantable: grantable})
+	mk := func(p string, programs ...string) grants.Request {
+		r := fsReq(grants.OpMakeDir, p)
+		r.Programs = programs
+		return r
+	}
+	for _, tc := range []struct {
+		req   grants.Request
+		quiet bool
+	}{
+		{mk("/home/u/.config", "/usr/local/go/bin/go"), true},
+		{mk("/home/u/.config/go", "/usr/local/go/bin/go", "/usr/local/go/pkg/tool/linux_amd64/vet"), true},
+		{mk("/home/u/.config", "/usr/lib/go-1.22/pkg/tool/linux_arm64/compile"), true},
+		{mk("/home/u/.config", "/usr/bin/top"), true},
+		{mk("/home/u/.config/go/telemetry", "/usr/bin/mkdir"), true}, // the entry itself, whoever
+		// Another program tried too, or the program is unknown.
+		{mk("/home/u/.config", "/usr/local/go/bin/go", "/usr/bin/mkdir"), false},
+		{mk("/home/u/.config"), false},
+		{mk("/home/u/.config", "/usr/bin/mkdir"), false},
+		{mk("/home/u/.config", "/w/tool/vet"), false},
+		{mk("/home/u/.config", "/usr/bin/gotop"), false},
+		// Not on the way to the tool's own entry.
+		{mk("/home/u/.config/go", "/usr/bin/top"), false},
+		{mk("/home/u/.config/systemd", "/usr/bin/top"), false},
+		{mk("/home/u/.config/go/env", "/usr/local/go/bin/go"), false},
+		{mk("/home/u/.configx", "/usr/bin/top"), false},
+		// An entry without tools has no quiet parents.
+		{mk("/home/u/.config/configstore", "/usr/bin/node"), false},
+	} {
+		d := b.Decide(context.Background(), tc.req).Decision
+		if got := d.Source == SourceQuiet; got != tc.quiet || d.Outcome != Deny {
+			t.Errorf("make_dir %s by %v: %s %s (%s), want quiet %v", tc.req.Path, tc.req.Programs, d.Outcome, d.Source, d.Rationale, tc.quiet)
+		}
+	}
+	// Only make_dir: the tool writing a file there is a boundary.
+	r := fsReq(grants.OpMakeReg, "/home/u/.config")
+	r.Programs = []string{"/usr/bin/top"}
+	if d := b.Decide(context.Background(), r).Decision; d.Source == SourceQuiet {
+		t.Errorf("make_reg by top was quiet: %+v", d)
 	}
 }
 

@@ -44,6 +44,10 @@ type Request struct {
 	// Held marks a network request decided while its connection waits
 	// at the proxy (not one observed after the attempt). Not hashed.
 	Held bool
+	// Programs are the executables that made the refused calls, when
+	// the sandbox knows each (see sandbox/detect's Denial). Not hashed:
+	// it says who asked, not what a grant covers.
+	Programs []string
 }
 
 // fields returns the hashed fields as key/value pairs in key order,

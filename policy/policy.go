@@ -182,6 +182,11 @@ type Quiet struct {
 type QuietEntry struct {
 	Pattern string // "~/..." or absolute, as written
 	Why     string
+	// Tools are the programs whose state it is (executable base names,
+	// or globs over the executable's path): a missing parent directory
+	// of Pattern that only they try to create is quiet too (broker's
+	// QuietRule). Entries from a policy file have none.
+	Tools []string
 }
 
 // DefaultQuiet is the built-in quiet list: state tools keep for
@@ -191,13 +196,13 @@ type QuietEntry struct {
 // (TestQuietNeverSecret).
 func DefaultQuiet() []QuietEntry {
 	return []QuietEntry{
-		{"~/.config/go/telemetry/**", "Go's telemetry counters (go, gopls)"},
-		{"~/.config/procps/**", "top's configuration (toprc)"},
-		{"~/.toprc", "top's configuration"},
-		{"~/.node_repl_history", "the Node.js REPL's history"},
-		{"~/.sqlite_history", "sqlite3's history"},
-		{"~/.wget-hsts", "wget's HSTS cache"},
-		{"~/.config/configstore/update-notifier-*", "npm's update notifier"},
+		{"~/.config/go/telemetry/**", "Go's telemetry counters (go, gopls)", []string{"go", "gopls", "pkg/tool/*_*/*"}},
+		{"~/.config/procps/**", "top's configuration (toprc)", []string{"top"}},
+		{"~/.toprc", "top's configuration", nil},
+		{"~/.node_repl_history", "the Node.js REPL's history", nil},
+		{"~/.sqlite_history", "sqlite3's history", nil},
+		{"~/.wget-hsts", "wget's HSTS cache", nil},
+		{"~/.config/configstore/update-notifier-*", "npm's update notifier", nil},
 	}
 }
 

@@ -333,7 +333,7 @@ func resolveQuiet(user []string, home string) []QuietEntry {
 	}
 	var out []QuietEntry
 	for _, e := range DefaultQuiet() {
-		out = append(out, QuietEntry{Pattern: expand(e.Pattern), Why: e.Why})
+		out = append(out, QuietEntry{Pattern: expand(e.Pattern), Why: e.Why, Tools: e.Tools})
 	}
 	for _, p := range user {
 		out = append(out, QuietEntry{Pattern: expand(p), Why: "your policy's [quiet] list"})

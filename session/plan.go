@@ -229,7 +229,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 	}
 	var quiet []broker.QuietRule
 	for _, q := range p.policy.Quiet {
-		quiet = append(quiet, broker.QuietRule{Pattern: q.Pattern, Why: q.Why})
+		quiet = append(quiet, broker.QuietRule{Pattern: q.Pattern, Why: q.Why, Tools: q.Tools})
 	}
 	cfg := broker.Config{
 		Rules: rules,

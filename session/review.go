@@ -23,7 +23,7 @@ func (st *run) request(d sandbox.Denial) grants.Request {
 		Session: st.plan.session, Cwd: st.plan.cwd, Command: st.plan.command,
 		Surface: d.Surface, Operation: d.Operation,
 		Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Born: d.Born, Destination: d.Destination,
-		Agent: st.job.Agent, Intent: st.job.Intent, ToolCallID: st.job.ToolCallID, Attempt: st.attempt,
+		Programs: d.Programs, Agent: st.job.Agent, Intent: st.job.Intent, ToolCallID: st.job.ToolCallID, Attempt: st.attempt,
 	}
 }
 

@@ -22,6 +22,10 @@ type Denial struct {
 	Born int64  `json:"-"` // birth time of the object, when it existed
 	// Destination is host:port for network denials.
 	Destination string `json:"destination,omitempty"`
+	// Programs are the executables whose calls were refused, when every
+	// call of this denial came with one (make_dir, from the observer);
+	// nil when any is unknown.
+	Programs []string `json:"-"`
 }
 
 // Detection says how a run's denials were observed.

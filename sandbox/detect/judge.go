@@ -5,6 +5,7 @@ import (
 	"github.com/sandboxd/sandboxd/netdest"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,7 +159,11 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 	if !denied || noiseReads[i.Path] {
 		return Denial{}, false
 	}
-	return Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}, true
+	d := Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}
+	if i.Program != "" {
+		d.Programs = []string{i.Program}
+	}
+	return d, true
 }
 
 // unknownIno marks an object whose existence the observer could not
@@ -254,12 +259,30 @@ func (p Policy) readDenied(path string) bool {
 // Merge adds b's denials to a's, dropping duplicates of (surface,
 // operation, path, destination).
 func Merge(a, b []Denial) []Denial {
-	seen := map[string]bool{}
+	at := map[string]int{}
 	var out []Denial
 	for _, d := range append(a, b...) {
-		if !seen[d.key()] {
-			seen[d.key()] = true
+		i, ok := at[d.key()]
+		if !ok {
+			at[d.key()] = len(out)
 			out = append(out, d)
+			continue
+		}
+		out[i].Programs = unionPrograms(out[i].Programs, d.Programs)
+	}
+	return out
+}
+
+// unionPrograms is the programs of two reports of one denial: nil (not
+// known) unless both name theirs.
+func unionPrograms(a, b []string) []string {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	out := slices.Clone(a)
+	for _, p := range b {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
 		}
 	}
 	return out

@@ -152,6 +152,13 @@ func TestMerge(t *testing.T) {
 	wAgain := Denial{Surface: "filesystem", Operation: "write_file", Path: "/etc/x", Ino: 2} // the same boundary, seen twice
 	tr := Denial{Surface: "filesystem", Operation: "truncate", Path: "/etc/x"}
 	c := Denial{Surface: "network", Operation: "connect", Destination: "h:1"}
+	mk := func(programs ...string) Denial {
+		d := Denial{Surface: "filesystem", Operation: "make_dir", Path: "/h/.config"}
+		if len(programs) > 0 {
+			d.Programs = programs
+		}
+		return d
+	}
 	for _, tc := range []struct {
 		name string
 		a, b []Denial
@@ -163,6 +170,9 @@ func TestMerge(t *testing.T) {
 		{"the same access from both keeps the first", []Denial{w}, []Denial{wAgain}, []Denial{w}},
 		{"another operation on the same path stays", []Denial{w}, []Denial{tr, c}, []Denial{w, tr, c}},
 		{"duplicates within one side go", []Denial{w, wAgain, c, c}, nil, []Denial{w, c}},
+		{"the programs of one access join", nil, []Denial{mk("/a/go"), mk("/a/vet"), mk("/a/go")}, []Denial{mk("/a/go", "/a/vet")}},
+		{"one unknown program makes them unknown", nil, []Denial{mk("/a/go"), mk()}, []Denial{mk()}},
+		{"audit names no program", []Denial{mk()}, []Denial{mk("/a/go")}, []Denial{mk()}},
 	} {
 		if got := Merge(tc.a, tc.b); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: Merge = %+v, want %+v", tc.name, got, tc.want)

@@ -35,6 +35,10 @@ type Intent struct {
 	// own network namespace was listening for when the call was made, and
 	// Host when a server on the host's loopback was (netns mode only).
 	Inside, Host bool
+	// Program is the executable that made the call, for make_dir only
+	// (whether a missing parent is a tool's own state depends on which
+	// tool creates it): "" when unknown.
+	Program string
 }
 
 // Observer answers a filter's notifications, recording intents.
@@ -687,9 +691,9 @@ func (p *proc) decodeNames(nr int, a [6]uint64) (in []Intent, ok, known bool) {
 	known = true
 	switch nr {
 	case unix.SYS_MKDIR:
-		in, ok = one(p.op("make_dir", cwd, a[0], false))
+		in, ok = p.withProgram(one(p.op("make_dir", cwd, a[0], false)))
 	case unix.SYS_MKDIRAT:
-		in, ok = one(p.op("make_dir", a[0], a[1], false))
+		in, ok = p.withProgram(one(p.op("make_dir", a[0], a[1], false)))
 	case unix.SYS_UNLINK:
 		in, ok = one(p.op("remove_file", cwd, a[0], false))
 	case unix.SYS_RMDIR:
@@ -770,6 +774,22 @@ var cwd = func() uint64 { v := int32(unix.AT_FDCWD); return uint64(uint32(v)) }(
 func (p *proc) op(op grants.Operation, dirfd, pathAddr uint64, follow bool) (grants.Operation, string, uint64, error) {
 	path, ino, err := p.at(dirfd, pathAddr, follow)
 	return op, path, ino, err
+}
+
+// withProgram names the executable of the (stopped) caller in its
+// intents.
+func (p *proc) withProgram(in []Intent, ok bool) ([]Intent, bool) {
+	if !ok {
+		return in, ok
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", p.pid))
+	if err != nil {
+		return in, ok
+	}
+	for i := range in {
+		in[i].Program = exe
+	}
+	return in, ok
 }
 
 func (p *proc) pair(op grants.Operation, d1, p1, d2, p2 uint64) ([]Intent, bool) {
