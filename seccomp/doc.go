@@ -28,5 +28,13 @@
 //   - setuid/setgid mode bits on chmod and on file creation, and device
 //     nodes from mknod, so nothing written carries privilege out.
 //
+// Five classes of those refusals are worth a word to the person, since the
+// tool that meets one says only "Permission denied": netlink, raw and
+// packet sockets, new namespaces, ptrace and mounts (refusals.go holds
+// each class's calls, errno and reason). With [Options.Explain] the filter
+// stops each such call for the supervisor instead of failing it, and
+// [Refused] tells the supervisor the class and the errno to fail it with,
+// so the command sees no difference.
+//
 // This package must never import broker, review, netproxy or openai-go.
 package seccomp

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -83,6 +84,12 @@ var probes = []probe{
 	{"socket unix dgram", socket(unix.AF_UNIX, unix.SOCK_DGRAM, 0), unix.EACCES},
 	{"socket netlink", socket(unix.AF_NETLINK, unix.SOCK_RAW, 0), unix.EACCES},
 	{"socket packet", socket(unix.AF_PACKET, unix.SOCK_RAW, 0), unix.EACCES},
+	{"socket packet dgram", socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0), unix.EACCES},
+	{"socket raw6", socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_NONBLOCK, unix.IPPROTO_ICMPV6), unix.EACCES},
+	{"socket inet SOCK_PACKET", socket(unix.AF_INET, unix.SOCK_PACKET, 0), unix.EACCES},
+	{"socket netlink route cloexec", socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE), unix.EACCES},
+	{"socket netlink dgram", socket(unix.AF_NETLINK, unix.SOCK_DGRAM, unix.NETLINK_AUDIT), unix.EACCES},
+	{"socket icmp dgram", socket(unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), unix.EACCES},
 	{"socket vsock", socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0), unix.EACCES},
 	{"socket family 77", socket(77, unix.SOCK_STREAM, 0), unix.ENOSYS},
 	{"socketpair unix", func(string) error {
@@ -136,6 +143,10 @@ var probes = []probe{
 	{"setns", func(string) error { return raw(unix.SYS_SETNS, 0, 0) }, unix.EPERM},
 	{"clone newuser", func(string) error { return raw(unix.SYS_CLONE, unix.CLONE_NEWUSER|uintptr(unix.SIGCHLD)) }, unix.EPERM},
 	{"clone newnet", func(string) error { return raw(unix.SYS_CLONE, unix.CLONE_NEWNET|uintptr(unix.SIGCHLD)) }, unix.EPERM},
+	{"clone newns newpid", func(string) error {
+		return raw(unix.SYS_CLONE, unix.CLONE_NEWNS|unix.CLONE_NEWPID|uintptr(unix.SIGCHLD))
+	}, unix.EPERM},
+	{"unshare net", func(string) error { return unix.Unshare(unix.CLONE_NEWNET) }, unix.EPERM},
 	{"clone3", func(string) error { return raw(unix.SYS_CLONE3, 0, 0) }, unix.ENOSYS},
 	{"openat2", func(string) error { return raw(unix.SYS_OPENAT2, 0, 0, 0, 0) }, unix.ENOSYS},
 	{"io_uring_setup", func(string) error { return raw(unix.SYS_IO_URING_SETUP, 1, 0) }, unix.ENOSYS},
@@ -148,6 +159,12 @@ var probes = []probe{
 	{"fsopen", func(string) error { return raw(unix.SYS_FSOPEN, cstr("tmpfs"), 0) }, unix.EPERM},
 	{"ptrace", func(string) error { return raw(unix.SYS_PTRACE, unix.PTRACE_TRACEME) }, unix.EPERM},
 	{"process_vm_readv", func(string) error { return raw(unix.SYS_PROCESS_VM_READV, 1) }, unix.EPERM},
+	{"process_vm_writev", func(string) error { return raw(unix.SYS_PROCESS_VM_WRITEV, 1) }, unix.EPERM},
+	{"pidfd_getfd", func(string) error { return raw(unix.SYS_PIDFD_GETFD, 0, 0, 0) }, unix.EPERM},
+	{"kcmp", func(string) error { return raw(unix.SYS_KCMP, 1, 1, 0) }, unix.EPERM},
+	{"umount2", func(string) error { return raw(unix.SYS_UMOUNT2, cstr("/"), 0) }, unix.EPERM},
+	{"chroot", func(string) error { return raw(unix.SYS_CHROOT, cstr("/")) }, unix.EPERM},
+	{"statmount", func(string) error { return raw(unix.SYS_STATMOUNT, 0, 0, 0, 0) }, unix.EPERM},
 	{"bpf", func(string) error { return raw(unix.SYS_BPF, 0) }, unix.EPERM},
 	{"perf_event_open", func(string) error { return raw(unix.SYS_PERF_EVENT_OPEN, 0) }, unix.EPERM},
 	{"userfaultfd", func(string) error { return raw(unix.SYS_USERFAULTFD, 0) }, unix.EPERM},
@@ -223,7 +240,7 @@ func child() int {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 4
 	}
-	if os.Getenv("SANDBOXD_SECCOMP_TEST_OBSERVE") == "" {
+	if os.Getenv("SANDBOXD_SECCOMP_TEST_OBSERVE") == "" && os.Getenv("SANDBOXD_SECCOMP_TEST_EXPLAIN") == "" {
 		if err := Install(prog); err != nil {
 			os.Stderr.WriteString(err.Error())
 			return 5
@@ -231,6 +248,9 @@ func child() int {
 	}
 	if os.Getenv("SANDBOXD_SECCOMP_TEST_OBSERVE") != "" {
 		return observeChild(prog, dir)
+	}
+	if how := os.Getenv("SANDBOXD_SECCOMP_TEST_EXPLAIN"); how != "" {
+		return explainChild(prog, dir, how == "gone")
 	}
 	if os.Getenv("SANDBOXD_SECCOMP_TEST_X32") != "" {
 		// getpid through the x32 ABI: the filter must kill the process.
@@ -525,5 +545,242 @@ func TestUnixSocketsRules(t *testing.T) {
 	r := Build(Options{})
 	if got := actions(r, unix.SYS_CONNECT, func(Rule) bool { return true }); len(got) != 1 || got[0] != Allow {
 		t.Errorf("without UnixSockets: connect rules %v, want one Allow", got)
+	}
+}
+
+// probeClass is the class each probe's call must be refused as (none:
+// not a refusal class, answered by the filter itself).
+var probeClass = map[string]string{
+	"socket netlink": "netlink", "socket netlink route cloexec": "netlink", "socket netlink dgram": "netlink",
+	"socket raw": "raw_socket", "socket raw6": "raw_socket", "socket packet": "raw_socket",
+	"socket packet dgram": "raw_socket", "socket inet SOCK_PACKET": "raw_socket",
+	"unshare user": "namespace", "unshare net": "namespace", "setns": "namespace", "clone newuser": "namespace",
+	"clone newnet": "namespace", "clone newns newpid": "namespace",
+	"ptrace": "ptrace", "process_vm_readv": "ptrace", "process_vm_writev": "ptrace", "pidfd_getfd": "ptrace",
+	"mount": "mount", "open_tree": "mount", "fsopen": "mount", "umount2": "mount", "chroot": "mount",
+}
+
+type explained struct {
+	result
+	Classes []string `json:"classes"`
+}
+
+// explainChild installs a filter built with Explain and answers its
+// notifications as the supervisor does (Refused: the class's errno,
+// never the call itself), then runs every probe and prints what each
+// returned and which classes were refused on the way. With gone, the
+// listener is closed before any probe: the kernel then answers.
+func explainChild(prog []byte, dir string, gone bool) int {
+	fd, err := InstallWithListener(prog)
+	if err != nil {
+		os.Stderr.WriteString(err.Error())
+		return 6
+	}
+	seen := make(chan string, 64)
+	if gone {
+		unix.Close(fd)
+	} else {
+		l := NewListener(fd)
+		go func() {
+			for {
+				n, ok, err := l.Receive(1000)
+				if err != nil {
+					return
+				}
+				if !ok {
+					continue
+				}
+				ref, errno, refused := Refused(n.Nr, n.Args)
+				if !refused {
+					seen <- "continued:" + strconv.Itoa(n.Nr)
+					l.Continue(n.ID)
+					continue
+				}
+				seen <- ref.Class // before the answer: the probe finds it
+				l.Return(n.ID, errno)
+			}
+		}()
+	}
+	var out []explained
+	for _, p := range probes {
+		err := p.call(dir)
+		r := explained{result: result{Name: p.name}, Classes: []string{}}
+		var errno unix.Errno
+		if errors.As(err, &errno) {
+			r.Errno = int(errno)
+		} else if err != nil {
+			r.Other = err.Error()
+		}
+		for drained := false; !drained; {
+			select {
+			case c := <-seen:
+				r.Classes = append(r.Classes, c)
+			default:
+				drained = true
+			}
+		}
+		out = append(out, r)
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+	return 0
+}
+
+func runExplainChild(t *testing.T, how string) []explained {
+	t.Helper()
+	prog, err := Compile(Build(Options{Explain: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := filepath.Join(t.TempDir(), "explain.bpf")
+	if err := os.WriteFile(pf, prog, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+pf, "SANDBOXD_SECCOMP_TEST_DIR="+dir, "SANDBOXD_SECCOMP_TEST_EXPLAIN="+how)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	var got []explained
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("child output: %v\n%s", err, out)
+	}
+	if len(got) != len(probes) {
+		t.Fatalf("got %d results, want %d", len(got), len(probes))
+	}
+	return got
+}
+
+// TestExplainFilter: with Explain, every call of a refusal class stops
+// for the supervisor, which names its class, and the command sees
+// exactly the errno the filter returns without Explain
+// (TestFilterEffects' table); nothing else stops.
+func TestExplainFilter(t *testing.T) {
+	got := runExplainChild(t, "answer")
+	for i, p := range probes {
+		r := got[i]
+		if r.Other != "" {
+			t.Errorf("%s: unexpected error %s", p.name, r.Other)
+			continue
+		}
+		if unix.Errno(r.Errno) != p.want {
+			t.Errorf("%s: errno %v, want %v as without Explain", p.name, unix.Errno(r.Errno), p.want)
+		}
+		want := []string{}
+		if c := probeClass[p.name]; c != "" {
+			want = []string{c}
+		}
+		if strings.Join(r.Classes, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: refused as %q, want %q", p.name, r.Classes, want)
+		}
+	}
+}
+
+// TestExplainListenerGone: when nobody listens any more, the kernel
+// fails a call of a refusal class with ENOSYS: it is still refused.
+func TestExplainListenerGone(t *testing.T) {
+	got := runExplainChild(t, "gone")
+	for i, p := range probes {
+		r := got[i]
+		want := p.want
+		if probeClass[p.name] != "" {
+			want = unix.ENOSYS
+		}
+		if r.Other != "" || unix.Errno(r.Errno) != want {
+			t.Errorf("%s: errno %v %s, want %v", p.name, unix.Errno(r.Errno), r.Other, want)
+		}
+	}
+}
+
+// TestRefusalRules: each class's calls are rules with its errno, or
+// Notify with Explain, whatever else is on; no other rule of those calls
+// stops (the supervisor answers every stop of them as a refusal); and
+// Refused names the class of arguments the rules match.
+func TestRefusalRules(t *testing.T) {
+	classNr := map[int]bool{}
+	for _, c := range refusalClasses {
+		if c.Class == "" || c.What == "" || c.Why == "" || c.errno == 0 || len(c.calls) == 0 {
+			t.Errorf("class %+v is incomplete", c.Refusal)
+		}
+		for _, k := range c.calls {
+			classNr[k.nr] = true
+		}
+	}
+	isClassRule := func(r Rule) (refusalClass, bool) {
+		for _, c := range refusalClasses {
+			for _, k := range c.calls {
+				if k.nr == r.Nr && reflect.DeepEqual(k.conds, r.Conds) {
+					return c, true
+				}
+			}
+		}
+		return refusalClass{}, false
+	}
+	for _, explain := range []bool{false, true} {
+		for _, opts := range []Options{{}, {Observe: true}, {Observe: true, ObserveReads: true},
+			{Observe: true, UnixSockets: true, UDP: true}, {UnixSockets: true}} {
+			opts.Explain = explain
+			r := Build(opts)
+			if err := r.Validate(); err != nil {
+				t.Fatalf("%+v: %v", opts, err)
+			}
+			n := 0
+			for _, rule := range r.List {
+				c, ok := isClassRule(rule)
+				switch {
+				case ok && explain && rule.Action != Notify:
+					t.Errorf("%+v: %s %v: %v, want Notify", opts, rule.Name, rule.Conds, rule.Action)
+				case ok && !explain && (rule.Action != Errno || rule.Errno != c.errno):
+					t.Errorf("%+v: %s %v: %v %v, want errno %v", opts, rule.Name, rule.Conds, rule.Action, rule.Errno, c.errno)
+				case !ok && classNr[rule.Nr] && rule.Action == Notify:
+					t.Errorf("%+v: %s %v stops, but is not a refusal", opts, rule.Name, rule.Conds)
+				}
+				if ok {
+					n++
+				}
+			}
+			want := 0
+			for _, c := range refusalClasses {
+				want += len(c.calls)
+			}
+			if n != want {
+				t.Errorf("%+v: %d class rules, want %d", opts, n, want)
+			}
+		}
+	}
+	if _, err := Compile(Build(Options{Observe: true, ObserveReads: true, UnixSockets: true, UDP: true, Explain: true})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		nr    int
+		args  [6]uint64
+		class string
+		errno unix.Errno
+	}{
+		{unix.SYS_SOCKET, [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE}, "netlink", unix.EACCES},
+		{unix.SYS_SOCKET, [6]uint64{unix.AF_INET6, unix.SOCK_RAW | unix.SOCK_NONBLOCK, unix.IPPROTO_ICMPV6}, "raw_socket", unix.EACCES},
+		{unix.SYS_SOCKET, [6]uint64{unix.AF_PACKET, unix.SOCK_DGRAM, 0}, "raw_socket", unix.EACCES},
+		{unix.SYS_CLONE, [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWNS | uint64(unix.SIGCHLD)}, "namespace", unix.EPERM},
+		{unix.SYS_UNSHARE, [6]uint64{unix.CLONE_NEWUSER}, "namespace", unix.EPERM},
+		{unix.SYS_PROCESS_VM_WRITEV, [6]uint64{1}, "ptrace", unix.EPERM},
+		{unix.SYS_FSMOUNT, [6]uint64{}, "mount", unix.EPERM},
+		// Arguments no rule stops: still a refusal, EPERM, no class.
+		{unix.SYS_SOCKET, [6]uint64{unix.AF_INET, unix.SOCK_STREAM, 0}, "", unix.EPERM},
+		{unix.SYS_CLONE, [6]uint64{uint64(unix.SIGCHLD)}, "", unix.EPERM},
+	} {
+		ref, errno, refused := Refused(tc.nr, tc.args)
+		if !refused || ref.Class != tc.class || errno != tc.errno {
+			t.Errorf("Refused(%d, %v) = %q %v %v, want %q %v true", tc.nr, tc.args, ref.Class, errno, refused, tc.class, tc.errno)
+		}
+	}
+	for _, nr := range []int{unix.SYS_CONNECT, unix.SYS_OPENAT, unix.SYS_CLONE3, unix.SYS_KCMP, unix.SYS_STATMOUNT} {
+		if _, _, refused := Refused(nr, [6]uint64{}); refused {
+			t.Errorf("Refused(%d): a refusal, want none", nr)
+		}
 	}
 }

@@ -91,6 +91,15 @@ type Options struct {
 	// run's own whose netfilter rules drop every datagram but those to
 	// and from its stub resolver (see sandbox/confine).
 	UDP bool
+	// Explain stops every call of a class the filter refuses by design
+	// (refusals.go: netlink, raw and packet sockets, new namespaces,
+	// ptrace, mounts) for the supervisor, which fails it with the errno
+	// the filter would have returned (see Refused) and records its
+	// class, so sandboxd can say why a tool was refused. Only those
+	// argument combinations stop, never a call that is allowed. Should
+	// the listener be gone, the kernel fails a stopped call with ENOSYS:
+	// still refused.
+	Explain bool
 }
 
 // observed are the calls Observe reports (open and openat are split by
@@ -242,19 +251,17 @@ var allowedGroups = [][]int{
 }
 
 // refused lists calls that get a specific errno rather than the default,
-// with the reason a reader would ask for.
+// with the reason a reader would ask for. The classes refused by design
+// that sandboxd explains (new namespaces, ptrace, mounts, netlink, raw
+// sockets) are in refusals.go.
 var refused = []struct {
 	nrs   []int
 	errno unix.Errno
 	why   string
 }{
-	{[]int{unix.SYS_UNSHARE, unix.SYS_SETNS}, unix.EPERM, "no new namespaces"},
 	{[]int{unix.SYS_CLONE3}, unix.ENOSYS, "flags are behind a pointer; libc falls back to clone"},
 	{[]int{unix.SYS_OPENAT2}, unix.ENOSYS, "mode is behind a pointer; libc falls back to openat"},
-	{[]int{unix.SYS_MOUNT, unix.SYS_UMOUNT2, unix.SYS_PIVOT_ROOT, unix.SYS_CHROOT,
-		unix.SYS_OPEN_TREE, unix.SYS_OPEN_TREE_ATTR, unix.SYS_MOVE_MOUNT, unix.SYS_FSOPEN,
-		unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR,
-		unix.SYS_STATMOUNT, unix.SYS_LISTMOUNT}, unix.EPERM, "the mount tree is fixed"},
+	{[]int{unix.SYS_STATMOUNT, unix.SYS_LISTMOUNT}, unix.EPERM, "the mount tree is fixed (changing it is a refusal class)"},
 	{[]int{unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER},
 		unix.ENOSYS, "io_uring bypasses per-call checks; programs fall back"},
 	{[]int{unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY}, unix.ENOSYS,
@@ -262,9 +269,8 @@ var refused = []struct {
 	{[]int{unix.SYS_LANDLOCK_CREATE_RULESET, unix.SYS_LANDLOCK_ADD_RULE,
 		unix.SYS_LANDLOCK_RESTRICT_SELF}, unix.ENOSYS,
 		"a nested domain could hide the command's denials from the audit log"},
-	{[]int{unix.SYS_PTRACE, unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
-		unix.SYS_PIDFD_GETFD, unix.SYS_PROCESS_MADVISE, unix.SYS_KCMP}, unix.EPERM,
-		"no inspection of other processes"},
+	{[]int{unix.SYS_PROCESS_MADVISE, unix.SYS_KCMP}, unix.EPERM,
+		"no inspection of other processes (ptrace and the rest are a refusal class)"},
 	{[]int{unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD,
 		unix.SYS_FANOTIFY_INIT, unix.SYS_OPEN_BY_HANDLE_AT}, unix.EPERM,
 		"kernel attack surface or a way around path checks"},
@@ -312,13 +318,10 @@ func eq(arg uint, v uint64) Cond { return Cond{Arg: arg, Op: Eq, Value: v} }
 
 func masked(arg uint, mask, v uint64) Cond { return Cond{Arg: arg, Op: MaskedEq, Mask: mask, Value: v} }
 
-// cloneRules: clone makes threads and processes, never namespaces.
+// cloneRules: clone makes threads and processes, never namespaces (the
+// namespace flags are a refusal class).
 func (l *ruleList) cloneRules() {
 	l.allow(unix.SYS_CLONE, "clone", masked(0, nsFlags, 0))
-	for _, f := range []uint64{unix.CLONE_NEWNS, unix.CLONE_NEWUTS, unix.CLONE_NEWIPC,
-		unix.CLONE_NEWUSER, unix.CLONE_NEWPID, unix.CLONE_NEWNET, unix.CLONE_NEWCGROUP} {
-		l.deny(unix.SYS_CLONE, "clone", unix.EPERM, masked(0, f, f))
-	}
 }
 
 // socketRules: socket makes TCP over IPv4 and IPv6 only, and, with
@@ -347,16 +350,15 @@ func (l *ruleList) socketRules(unixSockets, udp bool) {
 		}
 	}
 	// Everything else gets a clear EACCES instead of ENOSYS, so programs
-	// report "permission denied" rather than "not implemented".
-	for _, family := range []uint64{unix.AF_NETLINK, unix.AF_PACKET,
-		unix.AF_VSOCK, unix.AF_BLUETOOTH, unix.AF_ALG, unix.AF_KEY, unix.AF_XDP,
+	// report "permission denied" rather than "not implemented". Netlink,
+	// packet and raw sockets are a refusal class (same errno).
+	for _, family := range []uint64{unix.AF_VSOCK, unix.AF_BLUETOOTH, unix.AF_ALG, unix.AF_KEY, unix.AF_XDP,
 		unix.AF_APPLETALK, unix.AF_AX25, unix.AF_X25, unix.AF_TIPC, unix.AF_RDS,
 		unix.AF_CAN, unix.AF_QIPCRTR, unix.AF_NFC, unix.AF_SMC, unix.AF_MCTP} {
 		l.deny(unix.SYS_SOCKET, "socket", unix.EACCES, eq(0, family))
 	}
 	for _, family := range []uint64{unix.AF_INET, unix.AF_INET6} {
-		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_RDM,
-			unix.SOCK_SEQPACKET, unix.SOCK_DCCP, unix.SOCK_PACKET} {
+		for _, typ := range []uint64{unix.SOCK_DGRAM, unix.SOCK_RDM, unix.SOCK_SEQPACKET, unix.SOCK_DCCP} {
 			if typ == unix.SOCK_DGRAM && udp {
 				continue
 			}
@@ -483,6 +485,7 @@ func Build(opts Options) Rules {
 		}
 	}
 	list = append(list, conditional(opts)...)
+	list = append(list, refusalRules(opts.Explain)...)
 	if opts.Observe {
 		var out []Rule
 		for _, r := range list {
