@@ -26,6 +26,7 @@ func (r *run) collectDenials() {
 		judge := r.judge()
 		intents := h.obs.Finish()
 		res.Denials = detect.Merge(res.Denials, judge.Refused(intents))
+		res.Refused = h.obs.Refusals()
 		if note := r.foreignGroupNote(intents); note != "" {
 			res.Warnings = append(res.Warnings, note)
 		}

@@ -7,3 +7,7 @@ type Denial = detect.Denial
 
 // Detection says how a run's denials were observed (package detect).
 type Detection = detect.Detection
+
+// Refused is a class of calls refused by design that the command made
+// (package detect).
+type Refused = detect.Refused

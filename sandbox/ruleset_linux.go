@@ -29,8 +29,9 @@ type prepared struct {
 
 // startPrepare builds the ruleset, loads the filter and plans the
 // persistence protection, concurrently.
-// The filter observes write-intent calls unless detection is off, and
-// reads too when there is no audit detector (observeReads).
+// The filter observes write-intent calls and explains the calls refused by
+// design unless detection is off, and observes reads too when there is no
+// audit detector (observeReads).
 func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns, observeReads bool, log *slog.Logger) <-chan prepared {
 	t0 := time.Now()
 	c := make(chan prepared, 1)
@@ -51,7 +52,8 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 		}()
 		go func() {
 			defer wg.Done()
-			opts := seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect, UnixSockets: ns}
+			opts := seccomp.Options{Observe: !spec.NoDetect, ObserveReads: observeReads && !spec.NoDetect, UnixSockets: ns,
+				Explain: !spec.NoDetect}
 			if ns && spec.Egress.captures() {
 				// UDP only where netfilter drops all but the stub's: the
 				// helper falls back to the other filter when the capture

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -426,5 +427,59 @@ func BenchmarkEvidenceReader(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRefusedByDesign: a call the sandbox refuses by design fails as it
+// always has, and, while detection runs, is counted by class (not as a
+// denial); with detection off it is refused by the filter alone, unseen.
+func TestRefusedByDesign(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root)")
+	}
+	for _, tool := range []string{"unshare", "hostname"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	e := newLeakEnv(t)
+	log := slog.New(slog.DiscardHandler)
+	script := `unshare -U true; echo "unshare=$?"; unshare -n true; echo "unshare=$?"; hostname -I; echo "hostname=$?"`
+	var outputs []string
+	for _, detect := range []bool{true, false} {
+		var stdout, stderr bytes.Buffer
+		spec := e.spec("sh", "-c", script)
+		spec.NoDetect, spec.Stdout, spec.Stderr = !detect, &stdout, &stderr
+		res, err := sandbox.Run(context.Background(), spec, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Layer != nil {
+			res.Layer.Close()
+		}
+		outputs = append(outputs, stdout.String()+stderr.String())
+		if len(res.Denials) != 0 {
+			t.Errorf("detect %v: denials %v", detect, res.Denials)
+		}
+		got := map[string]int{}
+		for _, r := range res.Refused {
+			if r.What == "" || r.Why == "" {
+				t.Errorf("detect %v: %+v has no words", detect, r)
+			}
+			got[r.Class] = r.Count
+		}
+		want := map[string]int{"namespace": 2, "netlink": 1}
+		if !detect {
+			want = map[string]int{}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("detect %v: refused %v, want %v", detect, got, want)
+		}
+	}
+	if outputs[0] != outputs[1] {
+		t.Errorf("the command saw a difference:\nexplained:\n%s\nfilter alone:\n%s", outputs[0], outputs[1])
+	}
+	if !strings.Contains(outputs[0], "unshare=1") || strings.Contains(outputs[0], "hostname=0") {
+		t.Errorf("the refused calls did not fail:\n%s", outputs[0])
 	}
 }

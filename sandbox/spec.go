@@ -196,6 +196,10 @@ type Result struct {
 	// were lost.
 	Denials   []Denial
 	Detection Detection
+	// Refused are the classes of calls the command made that the sandbox
+	// refuses by design, with counts: not denials, since nothing can
+	// grant one. Seen only while detection runs (NoDetect: none).
+	Refused []Refused
 	// Layer holds the attempt's workspace writes when the run was
 	// transactional; the caller must Commit or Close it. Transaction says
 	// which mode ran and, when it is "none", why.

@@ -10,7 +10,11 @@
 // call tried; observing never enforces, the kernel does, with one
 // exception: in a run with its own network namespace the observer makes
 // every connect itself, and a pathname unix socket is reached only when
-// the run's own namespace has a socket bound to it (connect_linux.go). judge.go, which
+// the run's own namespace has a socket bound to it (connect_linux.go);
+// and a call of a class the filter refuses by design (seccomp.Refused:
+// netlink, raw sockets, new namespaces, ptrace, mounts) is failed with the
+// filter's own errno and counted by class (Refused), never let through.
+// judge.go, which
 // does no I/O, decides from sandboxd's own copy of the policy which
 // observed intents the sandbox refused, which records are boundaries and
 // which noise, and when two denials are the same one.

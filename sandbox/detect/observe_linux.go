@@ -77,10 +77,13 @@ type Observer struct {
 	pending          sync.WaitGroup
 	ending           atomic.Bool
 
-	// mu guards intents and seen.
+	// mu guards intents, seen and refused.
 	mu      sync.Mutex
 	intents []Intent
 	seen    map[Intent]bool
+	// refused counts the calls refused by design, by class, in the order
+	// their classes first came.
+	refused []Refused
 	done    chan struct{}
 	stop    chan struct{}
 }
@@ -158,6 +161,15 @@ func (o *Observer) run() {
 				continue
 			}
 		}
+		if ref, errno, refused := seccomp.Refused(n.Nr, n.Args); refused {
+			// Refused by design: failed with the errno the filter gives
+			// without Explain, never let through.
+			if err := o.l.Return(n.ID, errno); err != nil {
+				o.log.Warn("observer", "err", err)
+			}
+			o.refuse(n.Pid, ref)
+			continue
+		}
 		if n.Nr == unix.SYS_CONNECT && o.connects {
 			o.record(n.Pid, o.answerConnect(n))
 			continue
@@ -188,6 +200,30 @@ func (o *Observer) record(pid int, in []Intent) {
 			o.intents = append(o.intents, i)
 		}
 	}
+}
+
+// refuse counts a call of process pid refused by design.
+func (o *Observer) refuse(pid int, ref seccomp.Refusal) {
+	if pid == o.skip || ref.Class == "" {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := range o.refused {
+		if o.refused[i].Class == ref.Class {
+			o.refused[i].Count++
+			return
+		}
+	}
+	o.refused = append(o.refused, Refused{Class: ref.Class, What: ref.What, Why: ref.Why, Count: 1})
+}
+
+// Refusals are the classes of calls refused by design so far, with their
+// counts (complete once Finish has returned).
+func (o *Observer) Refusals() []Refused {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Refused(nil), o.refused...)
 }
 
 // Finish waits until every process under the filter is gone (or stop is
