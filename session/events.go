@@ -46,6 +46,10 @@ const (
 	KindCommitted Kind = "committed"
 	// KindWarning: something the person should know (Reason).
 	KindWarning Kind = "warning"
+	// KindRefused: the command of a run that failed was refused something
+	// the sandbox refuses by design (Refused), which nothing can grant;
+	// once per class per run, after the last attempt.
+	KindRefused Kind = "refused"
 )
 
 // Event is one step of a run. Every text in it is safe to show (names
@@ -65,6 +69,7 @@ type Event struct {
 	Commit     *layer.Outcome      `json:"commit,omitempty"`
 	Recovered  *layer.Recovered    `json:"recovered,omitempty"`
 	Limit      *sandbox.LimitHit   `json:"limit,omitempty"`
+	Refused    *sandbox.Refused    `json:"refused,omitempty"`
 	// EndedAtLimit (Committed): the committed attempt ended at a limit;
 	// Writing are the files it had open for writing then (workspace
 	// paths), which may be cut short.

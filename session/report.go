@@ -33,6 +33,11 @@ type Report struct {
 	// Watched reports that the command watched files (inotify) behind
 	// the copy-on-write layer, and was told what that means.
 	Watched bool `json:"watched,omitempty"`
+	// Refused lists, by class, the calls the sandbox refuses by design
+	// that the command made (netlink, raw sockets, new namespaces,
+	// ptrace, mounts), counted over the attempts: not boundaries, since
+	// nothing can grant one.
+	Refused []sandbox.Refused `json:"refused,omitempty"`
 	// CredentialScan says which part of the home the scan for
 	// credential stores by name did not reach, if any.
 	CredentialScan string `json:"credential_scan,omitempty"`

@@ -249,6 +249,7 @@ func (st *run) attempts() error {
 		}
 	}
 	st.rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
+	st.tellRefused()
 	st.revokeUnused()
 	return st.commit()
 }
@@ -327,6 +328,7 @@ func (st *run) noteAttempt(out sandbox.Result) {
 		st.ev.Event(Event{Kind: KindTimedOut, Attempt: st.attempt, Reason: st.job.Timeout.String()})
 	}
 	st.rep.Limits = out.Limits
+	st.rep.Refused = addRefused(st.rep.Refused, out.Refused)
 	for _, w := range out.Warnings {
 		st.warn(w)
 	}

@@ -40,6 +40,8 @@ func TestStderrGolden(t *testing.T) {
 		{Kind: session.KindNotRetrying, Attempt: 2, Reason: "the granted object changed between the review and the retry, so the grant no longer applies"},
 		{Kind: session.KindTimedOut, Attempt: 1, Reason: "3s"},
 		{Kind: session.KindWarning, Attempt: 1, Reason: "isolation is landlock-only: no namespaces"},
+		{Kind: session.KindRefused, Attempt: 1, Refused: &sandbox.Refused{Class: "netlink", Count: 2,
+			What: "a netlink socket (ip, ifconfig, ss, hostname -I)", Why: "netlink is closed to the command"}},
 		{Kind: session.KindCommitted, Workspace: ws, Commit: &layer.Outcome{
 			Refused:   []layer.Refused{{Path: ".git/hooks/pre-commit", Why: "git runs it"}},
 			Skipped:   []layer.Refused{{Path: "fifo", Why: "a fifo is not committed"}},
