@@ -16,6 +16,10 @@ type Refusal struct {
 	What string
 	// Why says why the sandbox refuses it.
 	Why string
+	// Probed marks a class programs try routinely and carry on without
+	// (glibc's name lookups open a netlink socket): worth a word only
+	// when the command failed.
+	Probed bool
 }
 
 // refusalClass is one class of the table: its calls, each with the
@@ -68,8 +72,9 @@ func whole(nr int, name string) classCall { return classCall{nr: nr, name: name}
 var refusalClasses = []refusalClass{
 	{
 		Refusal: Refusal{Class: "netlink",
-			What: "a netlink socket (ip, ifconfig, ss, hostname -I)",
-			Why:  "netlink, the kernel's configuration interface (addresses, routes, firewall, audit), is closed to the command, so it can neither read nor change the machine's network settings (name lookups that only probe netlink carry on without it)"},
+			What:   "a netlink socket (ip, ifconfig, ss, hostname -I)",
+			Why:    "netlink, the kernel's configuration interface (addresses, routes, firewall, audit), is closed to the command, so it can neither read nor change the machine's network settings (name lookups that only probe netlink carry on without it)",
+			Probed: true},
 		errno: unix.EACCES,
 		calls: []classCall{{nr: unix.SYS_SOCKET, name: "socket", conds: []Cond{eq(0, unix.AF_NETLINK)}}},
 	},

@@ -23,18 +23,17 @@ func addRefused(run, attempt []sandbox.Refused) []sandbox.Refused {
 }
 
 // tellRefused tells the person, once per class, what the run was refused
-// by design, when its command failed: the refusal may be why, and the
-// tool said only "Permission denied". A command that succeeded is not
-// told, because programs probe and carry on: glibc's name lookups
-// (getent ahosts, Node.js's lookups of localhost, AI_ADDRCONFIG) open a
-// netlink socket and do without it. The report lists every class either
-// way.
+// by design: the refusal may be why a tool said only "Permission
+// denied". A class programs probe and carry on without (netlink: glibc's
+// name lookups, getent ahosts, Node.js's lookups of localhost, any
+// AI_ADDRCONFIG lookup) is told only when the command failed. The report
+// lists every class either way.
 func (st *run) tellRefused() {
-	if st.rep.ExitCode == 0 {
-		return
-	}
 	for i := range st.rep.Refused {
 		r := st.rep.Refused[i]
+		if r.Probed && st.rep.ExitCode == 0 {
+			continue
+		}
 		st.ev.Event(Event{Kind: KindRefused, Attempt: st.attempt, Refused: &r})
 	}
 }

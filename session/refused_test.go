@@ -22,10 +22,11 @@ func refuses(code int, refused []sandbox.Refused, ds ...sandbox.Denial) attemptF
 
 // Calls refused by design are no boundaries: the report lists them by
 // class, counted over the attempts; a failed run is told each class
-// once, after its last attempt, and a run that succeeded is not told.
+// once, after its last attempt, and a run that succeeded is told only
+// the classes programs do not probe routinely (not netlink).
 func TestRefusedByDesign(t *testing.T) {
 	netlink := func(n int) sandbox.Refused {
-		return sandbox.Refused{Class: "netlink", What: "a netlink socket", Why: "closed", Count: n}
+		return sandbox.Refused{Class: "netlink", What: "a netlink socket", Why: "closed", Count: n, Probed: true}
 	}
 	ns := sandbox.Refused{Class: "namespace", What: "a new namespace", Why: "nested", Count: 1}
 	for _, tc := range []struct {
@@ -33,6 +34,7 @@ func TestRefusedByDesign(t *testing.T) {
 		script func(w world) []attemptFunc
 		want   string // the report's refused
 		kinds  []Kind
+		told   []string
 	}{
 		{
 			name: "failed, retried once",
@@ -44,11 +46,19 @@ func TestRefusedByDesign(t *testing.T) {
 			},
 			want:  "netlink=3 namespace=1",
 			kinds: []Kind{KindBoundary, KindReviewed, KindRetrying, KindRefused, KindRefused},
+			told:  []string{"netlink", "namespace"},
 		},
 		{
 			name:   "succeeded",
 			script: func(world) []attemptFunc { return []attemptFunc{refuses(0, []sandbox.Refused{netlink(1)})} },
 			want:   "netlink=1",
+		},
+		{
+			name:   "succeeded after a namespace was refused",
+			script: func(world) []attemptFunc { return []attemptFunc{refuses(0, []sandbox.Refused{netlink(1), ns})} },
+			want:   "netlink=1 namespace=1",
+			kinds:  []Kind{KindRefused},
+			told:   []string{"namespace"},
 		},
 		{
 			name:   "nothing refused",
@@ -83,7 +93,7 @@ func TestRefusedByDesign(t *testing.T) {
 					told = append(told, e.Refused.Class)
 				}
 			}
-			if len(tc.kinds) > 0 && !slices.Equal(told, []string{"netlink", "namespace"}) {
+			if !slices.Equal(told, tc.told) {
 				t.Errorf("told %q", told)
 			}
 		})

@@ -215,7 +215,7 @@ func (o *Observer) refuse(pid int, ref seccomp.Refusal) {
 			return
 		}
 	}
-	o.refused = append(o.refused, Refused{Class: ref.Class, What: ref.What, Why: ref.Why, Count: 1})
+	o.refused = append(o.refused, Refused{Class: ref.Class, What: ref.What, Why: ref.Why, Count: 1, Probed: ref.Probed})
 }
 
 // Refusals are the classes of calls refused by design so far, with their

@@ -16,4 +16,7 @@ type Refused struct {
 	Why string `json:"why"`
 	// Count is how many calls of the class were refused.
 	Count int `json:"count"`
+	// Probed: programs try this class routinely and carry on without it
+	// (seccomp.Refusal).
+	Probed bool `json:"-"`
 }
