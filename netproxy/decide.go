@@ -193,7 +193,7 @@ func (p *Proxy) runDecision(ctx context.Context, e *entry, via Via, dest netdest
 	if dest.IsIP() {
 		r.Addrs = []netip.Addr{dest.Addr}
 	}
-	p.stats.reviews.Add(1)
+	p.stats.decisions.Add(1)
 	v := p.cfg.Decider.Decide(ctx, r)
 	if !v.Allow {
 		e.ref = deniedRefusal(dest, v)

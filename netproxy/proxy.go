@@ -146,10 +146,10 @@ type stats struct {
 	mu    sync.Mutex // guards conns
 	conns map[string]int64
 
-	up, down atomic.Int64
-	waitNS   atomic.Int64
-	reviews  atomic.Int64
-	dns      atomic.Int64
+	up, down  atomic.Int64
+	waitNS    atomic.Int64
+	decisions atomic.Int64
+	dns       atomic.Int64
 }
 
 func (s *stats) count(key string) {
@@ -162,8 +162,8 @@ func (s *stats) count(key string) {
 type Counters struct {
 	Connections        map[string]int64 // by "decision/source", e.g. "allow/policy", "deny/hard-deny", "allow/inside", "deny/auth", "deny/malformed"
 	BytesUp, BytesDown int64            // client→origin, origin→client (tunnels and plain HTTP bodies)
-	ReviewWait         time.Duration    // total time connections were parked waiting for Decide
-	Reviews            int64            // Decide calls that were made (not cache hits)
+	DecisionWait       time.Duration    // total time connections were parked waiting for Decide
+	Decisions          int64            // Decide calls that were made (not cache hits), whoever decided
 	DNSAnswers         int64            // queries the stub resolver answered
 }
 
@@ -237,12 +237,12 @@ func (p *Proxy) Counters() Counters {
 	conns := maps.Clone(p.stats.conns)
 	p.stats.mu.Unlock()
 	return Counters{
-		Connections: conns,
-		BytesUp:     p.stats.up.Load(),
-		BytesDown:   p.stats.down.Load(),
-		ReviewWait:  time.Duration(p.stats.waitNS.Load()),
-		Reviews:     p.stats.reviews.Load(),
-		DNSAnswers:  p.stats.dns.Load(),
+		Connections:  conns,
+		BytesUp:      p.stats.up.Load(),
+		BytesDown:    p.stats.down.Load(),
+		DecisionWait: time.Duration(p.stats.waitNS.Load()),
+		Decisions:    p.stats.decisions.Load(),
+		DNSAnswers:   p.stats.dns.Load(),
 	}
 }
 

@@ -88,7 +88,7 @@ func TestConnectTLS(t *testing.T) {
 	// Relayed bytes are counted as they are written; the tunnel ends after.
 	eventually(t, "tunnel bytes counted", func() bool { cs := h.p.Counters(); return cs.BytesUp > 0 && cs.BytesDown > 0 })
 	cs := h.p.Counters()
-	if cs.BytesUp == 0 || cs.BytesDown == 0 || cs.Connections["allow/policy"] != 1 || cs.Reviews != 1 {
+	if cs.BytesUp == 0 || cs.BytesDown == 0 || cs.Connections["allow/policy"] != 1 || cs.Decisions != 1 {
 		t.Errorf("counters %+v", cs)
 	}
 }
@@ -369,7 +369,7 @@ func TestScopeRunOneDecision(t *testing.T) {
 	if len(d) != 1 || len(r) != 1 || len(u) != 50 {
 		t.Errorf("decide %d resolved %d use %d", len(d), len(r), len(u))
 	}
-	if h.p.Counters().ReviewWait <= 0 {
+	if h.p.Counters().DecisionWait <= 0 {
 		t.Errorf("no review wait measured")
 	}
 }

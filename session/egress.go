@@ -199,12 +199,35 @@ func (e egressDecider) Decide(ctx context.Context, r netproxy.Request) netproxy.
 		return e.st.keepGrant(verdict(res))
 	}
 	e.st.holdNetwork(req)
+	start := time.Now()
 	res := e.st.askRequest(ctx, req)
+	if reviewed(res.Decision) {
+		e.st.countReview(time.Since(start))
+	}
 	e.st.noteNetwork(req, res.Decision, res.Grant != nil)
 	if res.Grant != nil && req.Addresses != "" {
 		e.st.noteAddresses(req)
 	}
 	return e.st.keepGrant(verdict(res))
+}
+
+// reviewed reports whether a reviewer (the model or a person) answered.
+func reviewed(d broker.Decision) bool {
+	return d.Source == broker.SourceReviewer || d.Source == broker.SourceHuman
+}
+
+// policyAllowed reports whether the policy allowed a request outright:
+// no refusal happened and nobody was asked, so it is no boundary.
+func policyAllowed(d broker.Decision, granted bool) bool {
+	return d.Outcome == broker.Allow && d.Source == broker.SourcePolicy && granted
+}
+
+// countReview counts one destination a reviewer answered.
+func (st *run) countReview(wait time.Duration) {
+	st.mu.Lock()
+	st.netReviews++
+	st.netReviewWait += wait
+	st.mu.Unlock()
 }
 
 // Resolved has the broker check the addresses an allowed name resolved to.
@@ -258,6 +281,12 @@ func joinAddrs(as []netip.Addr) string {
 // the run ends.
 func (st *run) noteNetwork(req grants.Request, d broker.Decision, granted bool) {
 	st.mu.Lock()
+	if policyAllowed(d, granted) {
+		st.allowedLocked(req.Destination)
+		st.mu.Unlock()
+		return
+	}
+	st.dropAllowedLocked(req.Destination)
 	b, fresh := st.netBoundaryLocked(req.Destination)
 	changed := fresh || b.pending || b.Decision != d.Outcome || b.Source != d.Source
 	b.Decision, b.Source, b.Rationale, b.pending = d.Outcome, d.Source, d.Rationale, false
@@ -287,10 +316,16 @@ func (st *run) holdNetwork(req grants.Request) {
 func (st *run) noteAddresses(req grants.Request) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	b, _ := st.netBoundaryLocked(req.Destination)
+	addrs := new([]string)
+	if a := st.findAllowedLocked(req.Destination); a != nil {
+		addrs = &a.Addresses
+	} else {
+		b, _ := st.netBoundaryLocked(req.Destination)
+		addrs = &b.Addresses
+	}
 	for _, a := range strings.Split(req.Addresses, ",") {
-		if a != "" && !slices.Contains(b.Addresses, a) {
-			b.Addresses = append(b.Addresses, a)
+		if a != "" && !slices.Contains(*addrs, a) {
+			*addrs = append(*addrs, a)
 		}
 	}
 }
@@ -299,9 +334,41 @@ func (st *run) noteAddresses(req grants.Request) {
 func (st *run) countConnection(req grants.Request) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if a := st.findAllowedLocked(req.Destination); a != nil {
+		a.Connections++
+		return
+	}
 	b, _ := st.netBoundaryLocked(req.Destination)
 	b.Connections++
 	b.Grant = "consumed"
+}
+
+// allowedLocked lists dest as allowed by the policy, and drops the entry
+// holdNetwork made for it while its decision was pending. st.mu must be
+// held.
+func (st *run) allowedLocked(dest string) {
+	st.rep.Boundaries = slices.DeleteFunc(st.rep.Boundaries, func(b Boundary) bool {
+		return b.pending && b.Held && b.Surface == grants.Network && b.Destination == dest
+	})
+	if st.findAllowedLocked(dest) == nil {
+		st.netAllowed = append(st.netAllowed, AllowedDest{Destination: dest})
+	}
+}
+
+// dropAllowedLocked forgets dest as allowed: a later decision refused it
+// (its addresses, say). st.mu must be held.
+func (st *run) dropAllowedLocked(dest string) {
+	st.netAllowed = slices.DeleteFunc(st.netAllowed, func(a AllowedDest) bool { return a.Destination == dest })
+}
+
+// findAllowedLocked is dest's allowed entry, or nil. st.mu must be held.
+func (st *run) findAllowedLocked(dest string) *AllowedDest {
+	for i := range st.netAllowed {
+		if st.netAllowed[i].Destination == dest {
+			return &st.netAllowed[i]
+		}
+	}
+	return nil
 }
 
 // netBoundaryLocked is the report's entry for a destination, made on
@@ -346,7 +413,10 @@ func (st *run) endEgress(px *netproxy.Proxy) {
 	}
 	e.Scope = st.plan.policy.Network.GrantScope
 	e.Connections, e.BytesUp, e.BytesDown = c.Connections, c.BytesUp, c.BytesDown
-	e.Reviews, e.ReviewWait = c.Reviews, float64(c.ReviewWait.Microseconds())/1000
+	st.mu.Lock()
+	e.Allowed = st.netAllowed
+	e.Reviews, e.ReviewWait = st.netReviews, float64(st.netReviewWait.Microseconds())/1000
+	st.mu.Unlock()
 	e.DNSAnswers = c.DNSAnswers
 }
 

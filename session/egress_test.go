@@ -75,8 +75,8 @@ func egressAttempt(t *testing.T, run func(c proxyClient)) attemptFunc {
 }
 
 // Network boundaries are decided while the connection waits, recorded
-// once per destination with their connections, and neither trigger nor
-// block a retry.
+// once per destination, and neither trigger nor block a retry; what the
+// policy allows is no boundary and no review.
 func TestEgressBoundaries(t *testing.T) {
 	w := newWorld(t)
 	var hits atomic.Int32
@@ -121,10 +121,19 @@ func TestEgressBoundaries(t *testing.T) {
 		}
 		got[b.Destination] = b
 	}
-	allowed := got["127.0.0.1:"+port]
-	if allowed.Decision != broker.Allow || allowed.Connections != 3 || allowed.Grant != "consumed" || !allowed.Held ||
-		strings.Join(allowed.Addresses, ",") != "127.0.0.1" {
-		t.Errorf("allowed: %+v", allowed)
+	// What the policy allowed was neither refused nor reviewed: no
+	// boundary, listed under egress.allowed with its connections.
+	if b, ok := got["127.0.0.1:"+port]; ok {
+		t.Errorf("a destination the policy allowed is a boundary: %+v", b)
+	}
+	if rep.Egress == nil || len(rep.Egress.Allowed) != 1 {
+		t.Fatalf("egress: %+v", rep.Egress)
+	}
+	if a := rep.Egress.Allowed[0]; a.Destination != "127.0.0.1:"+port || a.Connections != 3 || strings.Join(a.Addresses, ",") != "127.0.0.1" {
+		t.Errorf("allowed: %+v", a)
+	}
+	if rep.Egress.Reviews != 0 {
+		t.Errorf("%d reviews, but no reviewer answered", rep.Egress.Reviews)
 	}
 	_, otherPort, _ := net.SplitHostPort(other.Listener.Addr().String())
 	if b := got["127.0.0.1:"+otherPort]; b.Decision != broker.Deny || b.Source != broker.SourceHardDeny {
@@ -202,5 +211,54 @@ func TestEgressEnv(t *testing.T) {
 	}
 	if _, ok := get(e.envFor([]string{"GIT_SSH_COMMAND=ssh -i key"}), "GIT_SSH_COMMAND"); ok {
 		t.Error("the caller's GIT_SSH_COMMAND would be replaced")
+	}
+}
+
+// reviewerFunc is a model reviewer that answers by a function.
+type reviewerFunc func(grants.Request) broker.Decision
+
+func (f reviewerFunc) Review(_ context.Context, req grants.Request) (broker.Decision, error) {
+	return f(req), nil
+}
+
+// A destination a reviewer answered is a boundary and a review, whatever
+// the answer; one the policy allowed is neither.
+func TestEgressReviewsCountReviewers(t *testing.T) {
+	w := newWorld(t)
+	origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer origin.Close()
+	_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+	pol := fmt.Sprintf("[boundaries]\nallow = [\"net connect 127.0.0.1:%s\"]\n", port)
+	if err := os.WriteFile(filepath.Join(w.caller.Home, ".config", "sandboxd", "policy.toml"), []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := reviewerFunc(func(req grants.Request) broker.Decision {
+		out := broker.Deny
+		if req.Destination == "allowed.test:80" {
+			out = broker.Allow
+		}
+		return broker.Decision{Outcome: out, RiskLevel: broker.RiskLow, UserAuthorization: broker.AuthHigh, Rationale: "scripted"}
+	})
+	fake := &fakeSandbox{script: []attemptFunc{egressAttempt(t, func(c proxyClient) {
+		c.get(t, origin.URL+"/")
+		c.get(t, "http://allowed.test/")
+		c.get(t, "http://denied.test/")
+	})}}
+	j := job(0)
+	j.Reviewers.Model = model
+	rep, err := New(Config{Sandbox: fake}).Run(context.Background(), w.caller, j, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, b := range rep.Boundaries {
+		got[b.Destination] = string(b.Decision) + "/" + string(b.Source)
+	}
+	want := map[string]string{"allowed.test:80": "allow/reviewer", "denied.test:80": "deny/reviewer"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("boundaries %v, want %v", got, want)
+	}
+	if rep.Egress == nil || rep.Egress.Reviews != 2 || len(rep.Egress.Allowed) != 1 || rep.Egress.Allowed[0].Connections != 1 {
+		t.Errorf("egress: %+v", rep.Egress)
 	}
 }

@@ -104,10 +104,24 @@ type Egress struct {
 	Connections map[string]int64 `json:"connections,omitempty"`
 	BytesUp     int64            `json:"bytes_up"`
 	BytesDown   int64            `json:"bytes_down"`
-	Reviews     int64            `json:"reviews"`
-	ReviewWait  float64          `json:"review_wait_ms"`
+	// Allowed are the destinations the policy allowed: nothing was
+	// refused or reviewed, so none is a boundary.
+	Allowed []AllowedDest `json:"allowed,omitempty"`
+	// Reviews counts the destinations a reviewer (the model or a person)
+	// answered, and ReviewWait how long their connections waited for it;
+	// what the policy, a hard deny or the lack of a reviewer decided is
+	// no review.
+	Reviews    int64   `json:"reviews"`
+	ReviewWait float64 `json:"review_wait_ms"`
 	// DNSAnswers counts the queries the stub resolver answered.
 	DNSAnswers int64 `json:"dns_answers"`
+}
+
+// AllowedDest is a destination the policy allowed, and what it carried.
+type AllowedDest struct {
+	Destination string   `json:"destination"`
+	Addresses   []string `json:"addresses,omitempty"`
+	Connections int      `json:"connections"`
 }
 
 // Transaction is the report's "transaction" object.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
@@ -117,6 +118,13 @@ type run struct {
 	// netGrants are the network grants issued for this run (under mu),
 	// revoked when it ends.
 	netGrants []string
+	// netAllowed are the destinations the policy allowed (under mu): no
+	// boundary, listed in the report's egress.
+	netAllowed []AllowedDest
+	// netReviews and netReviewWait count the destinations a reviewer
+	// answered and how long their connections waited (under mu).
+	netReviews    int64
+	netReviewWait time.Duration
 }
 
 // Run runs job for caller and returns its report. An error means
