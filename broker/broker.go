@@ -441,11 +441,11 @@ func (b *Broker) startup(req grants.Request) (string, bool) {
 	return "", false
 }
 
-// namedByAllow reports whether an allow rule names exactly p (no glob)
-// for req's operation.
+// namedByAllow reports whether an allow rule names exactly p (no
+// wildcard; escapes spell the name) for req's operation.
 func (b *Broker) namedByAllow(req grants.Request, p string) bool {
 	for _, r := range b.cfg.Rules.Allow {
-		if r.Surface == grants.Filesystem && r.matchOperation(req.Operation) && !strings.ContainsAny(r.Target, "*?[") && filepath.Clean(r.Target) == p {
+		if lit, ok := r.literal(); ok && r.matchOperation(req.Operation) && lit == p {
 			return true
 		}
 	}

@@ -187,6 +187,46 @@ func TestParseRule(t *testing.T) {
 	}
 }
 
+// Escapes: a backslash keeps white space inside the pattern and makes a
+// wildcard literal; a home holding wildcards is still one directory.
+// Rules without a backslash mean what they always meant.
+func TestParseRuleEscapes(t *testing.T) {
+	for _, tc := range []struct {
+		rule, home string
+		yes, no    []string
+	}{
+		{`fs read /data/my\ file\*`, "/h", []string{"/data/my file*"}, []string{"/data/my fileX", "/data/my"}},
+		{"fs read /data/a\\\nb", "/h", []string{"/data/a\nb"}, []string{"/data/anb"}},
+		{"fs read ~/x/**", "/home/a*", []string{"/home/a*/x/y"}, []string{"/home/ab/x/y", "/home/a/x"}},
+		{"fs read ~", "/home/[ab]", []string{"/home/[ab]"}, []string{"/home/a"}},
+		{"fs read ~/.cache", `/home/a\b`, []string{`/home/a\b/.cache`}, []string{"/home/ab/.cache"}},
+		{"fs read ~/.cache", "/home/a b", []string{"/home/a b/.cache"}, []string{"/home/a/.cache"}},
+		{"fs  read\t/etc/*", "/h", []string{"/etc/hosts"}, []string{"/etc/a/b"}},
+		{`fs read /etc/\hosts`, "/h", []string{"/etc/hosts"}, nil}, // as path.Match always read it
+	} {
+		r, err := ParseRule(tc.rule, tc.home)
+		if err != nil {
+			t.Errorf("%q: %v", tc.rule, err)
+			continue
+		}
+		for _, n := range tc.yes {
+			if !r.Matches(fsReq(grants.OpReadFile, n)) {
+				t.Errorf("%q (home %q) does not match %q", tc.rule, tc.home, n)
+			}
+		}
+		for _, n := range tc.no {
+			if r.Matches(fsReq(grants.OpReadFile, n)) || r.MatchesEither(fsReq(grants.OpReadFile, n)) {
+				t.Errorf("%q (home %q) matches %q", tc.rule, tc.home, n)
+			}
+		}
+	}
+	for _, bad := range []string{`fs read /a\`, `fs read /a\/b`, `fs read /a/[`, `net connect a\ b`, `net connect \*`} {
+		if _, err := ParseRule(bad, "/h"); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
 // The reviewers' order: the model first; a person when the model is
 // absent or failed, or the session is locked down, and a person is
 // reachable; otherwise deny.

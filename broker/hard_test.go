@@ -85,6 +85,9 @@ func TestStartupHardDenied(t *testing.T) {
 		{"named exactly", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Allow, SourcePolicy},
 		{"named for another operation", fsReq(grants.OpTruncate, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Deny, SourceHardDeny},
 		{"a glob is not a name", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bash?c"}, Deny, SourceHardDeny},
+		{"named with escapes", fsReq(grants.OpWriteFile, "/home/u/.bashrc/a b*"), []string{`fs write_file ~/.bashrc/a\ b\*`}, Allow, SourcePolicy},
+		{"an escaped name is that name only", fsReq(grants.OpWriteFile, "/home/u/.bashrc/ab"), []string{`fs write_file ~/.bashrc/a\*`}, Deny, SourceHardDeny},
+		{"a name no clean path has", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/x/../.bashrc"}, Deny, SourceHardDeny},
 		{"read", fsReq(grants.OpReadFile, "/home/u/.bashrc"), []string{"fs read /home/u/**"}, Allow, SourcePolicy},
 		{"elsewhere", fsReq(grants.OpWriteFile, "/home/u/out.txt"), nil, Allow, SourceReviewer},
 	} {

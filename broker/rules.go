@@ -3,11 +3,11 @@ package broker
 import (
 	"fmt"
 	"net/netip"
-	"path"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/ruletext"
 )
 
 // Rule matches boundary requests: a surface, an operation (exact, a
@@ -25,9 +25,16 @@ type Rule struct {
 
 // ParseRule reads "fs OPERATION PATTERN" or "net OPERATION PATTERN", e.g.
 // "fs read ~/datasets/**", "fs write_file /etc/hosts", "net connect
-// *.pypi.org:443". home expands a leading "~".
+// *.pypi.org:443". Fields are split at white space a backslash does not
+// escape, and in a filesystem pattern a backslash takes the next
+// character literally ("fs read /data/my\ file\*" names the one file
+// "my file*": see ruletext). home expands a leading "~", escaped, so a
+// home whose name holds a wildcard is still that one directory.
 func ParseRule(s, home string) (Rule, error) {
-	f := strings.Fields(s)
+	f, err := ruletext.Fields(s)
+	if err != nil {
+		return Rule{}, fmt.Errorf("rule %q: %w", s, err)
+	}
 	if len(f) != 3 {
 		return Rule{}, fmt.Errorf("rule %q: want SURFACE OPERATION PATTERN", s)
 	}
@@ -45,17 +52,6 @@ func ParseRule(s, home string) (Rule, error) {
 		!(r.Surface == grants.Filesystem && (r.Operation == "read" || r.Operation == "write")) {
 		return Rule{}, fmt.Errorf("rule %q: %s is not an operation of the %s surface", s, r.Operation, r.Surface)
 	}
-	if r.Surface == grants.Filesystem {
-		if r.Target == "~" || strings.HasPrefix(r.Target, "~/") {
-			if home == "" {
-				return Rule{}, fmt.Errorf("rule %q: no home to expand ~", s)
-			}
-			r.Target = home + strings.TrimPrefix(r.Target, "~")
-		}
-		if !strings.HasPrefix(r.Target, "/") {
-			return Rule{}, fmt.Errorf("rule %q: a filesystem pattern must be absolute or start with ~/", s)
-		}
-	}
 	if r.Surface == grants.Network {
 		p, err := netdest.ParsePattern(r.Target)
 		if err != nil {
@@ -64,8 +60,11 @@ func ParseRule(s, home string) (Rule, error) {
 		r.dest, r.Target = p, p.String()
 		return r, nil
 	}
-	if _, err := path.Match(strings.ReplaceAll(r.Target, "**", "*"), ""); err != nil {
-		return Rule{}, fmt.Errorf("rule %q: bad pattern: %w", s, err)
+	if r.Target, err = ruletext.ExpandHome(r.Target, home); err != nil {
+		return Rule{}, fmt.Errorf("rule %q: %w", s, err)
+	}
+	if err := ruletext.Check(r.Target); err != nil {
+		return Rule{}, fmt.Errorf("rule %q: %w", s, err)
 	}
 	return r, nil
 }
@@ -126,35 +125,17 @@ func (r Rule) matchOperation(op grants.Operation) bool {
 	return false
 }
 
-// matchPath matches an absolute path against a glob where "*" and "?"
-// stay within one element and "**" spans any number of elements
-// (including none).
-func matchPath(pattern, name string) bool {
-	if name == "" {
-		return false
-	}
-	return matchParts(strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(strings.Trim(name, "/"), "/"))
-}
+// matchPath matches an absolute path against a rule's pattern (see
+// ruletext.Match).
+func matchPath(pattern, name string) bool { return ruletext.Match(pattern, name) }
 
-func matchParts(pat, name []string) bool {
-	for len(pat) > 0 {
-		if pat[0] == "**" {
-			for i := 0; i <= len(name); i++ {
-				if matchParts(pat[1:], name[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if len(name) == 0 {
-			return false
-		}
-		if ok, err := path.Match(pat[0], name[0]); err != nil || !ok {
-			return false
-		}
-		pat, name = pat[1:], name[1:]
+// literal is the one path a filesystem rule names, if it names one (no
+// wildcard: see ruletext.Literal).
+func (r Rule) literal() (string, bool) {
+	if r.Surface != grants.Filesystem {
+		return "", false
 	}
-	return len(name) == 0
+	return ruletext.Literal(r.Target)
 }
 
 // destOf is a network request's destination; a malformed one names

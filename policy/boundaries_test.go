@@ -3,6 +3,8 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/ruletext"
 )
 
 func TestBoundaryRules(t *testing.T) {
@@ -51,4 +53,40 @@ func TestBoundaryRulesTighten(t *testing.T) {
 	if _, err := Tighten(user, ws, "ws.toml", keys); err == nil || !strings.Contains(err.Error(), "boundaries.allow") {
 		t.Fatalf("a workspace allow rule was accepted: %v", err)
 	}
+}
+
+// A backslash escapes white space in a rule's path (the broker reads the
+// same fields); a rule no path could match is refused at its line.
+func TestBoundaryRuleEscapes(t *testing.T) {
+	file := "[boundaries]\nallow = [\"fs  write_file  /tmp/my\\\\ file\\\\*\", \"fs read ~/a\\\\\\tb\"]\n"
+	p, err := Parse("p.toml", []byte(file), Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Boundaries.Allow; got[0] != `fs write_file /tmp/my\ file\*` || got[1] != "fs read ~/a\\\tb" {
+		t.Fatalf("rules: %q", got)
+	}
+	for _, bad := range []string{`fs read /a\\`, `fs read /a\\/b`, `fs read /a[`, `net connect a\\ b`} {
+		_, err := Parse("p.toml", []byte("[boundaries]\ndeny = [\""+bad+"\"]\n"), Default())
+		if err == nil || !strings.HasPrefix(err.Error(), "p.toml:2: boundaries.deny:") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
+
+// A home holding wildcards keeps the quiet list's entries in that home.
+func TestQuietHomeIsAName(t *testing.T) {
+	r, err := Default().Resolve(Dirs{Home: "/home/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range r.Quiet {
+		if strings.HasSuffix(q.Pattern, "/.toprc") {
+			if !ruletext.Match(q.Pattern, "/home/*/.toprc") || ruletext.Match(q.Pattern, "/home/u/.toprc") {
+				t.Fatalf("quiet pattern %q", q.Pattern)
+			}
+			return
+		}
+	}
+	t.Fatal("no ~/.toprc on the quiet list")
 }

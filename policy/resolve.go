@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sandboxd/sandboxd/credstore"
+	"github.com/sandboxd/sandboxd/ruletext"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -327,7 +328,9 @@ func (o *orderedSet) has(s string) bool {
 func resolveQuiet(user []string, home string) []QuietEntry {
 	expand := func(p string) string {
 		if p == "~" || strings.HasPrefix(p, "~/") {
-			return filepath.Join(home, strings.TrimPrefix(p, "~"))
+			// The home is a name, not a pattern: a wildcard in it is
+			// escaped, so the entry stays in this one home.
+			return filepath.Join(ruletext.Escape(home), strings.TrimPrefix(p, "~"))
 		}
 		return p
 	}

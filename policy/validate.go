@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/ruletext"
 )
 
 // validateLeaf checks (and normalizes in place) the value v of the key path.
@@ -311,16 +312,21 @@ func normEnvPattern(s string) (string, string) {
 // normRule checks "SURFACE OPERATION PATTERN" (the broker parses it; this
 // gives errors a file and line).
 func normRule(s string) (string, string) {
-	f := strings.Fields(s)
+	f, err := ruletext.Fields(s)
+	if err != nil {
+		return "", fmt.Sprintf("rule %q: %v", s, err)
+	}
 	if len(f) != 3 {
-		return "", fmt.Sprintf("rule %q: want SURFACE OPERATION PATTERN, e.g. \"fs write_file /etc/hosts\"", s)
+		return "", fmt.Sprintf("rule %q: want SURFACE OPERATION PATTERN, e.g. \"fs write_file /etc/hosts\" (a backslash escapes a space in a path)", s)
 	}
 	var surface grants.Surface
 	switch f[0] {
 	case "fs":
 		surface = grants.Filesystem
-		if !strings.HasPrefix(f[2], "/") && f[2] != "~" && !strings.HasPrefix(f[2], "~/") {
-			return "", fmt.Sprintf("rule %q: a filesystem pattern must be absolute or start with ~/", s)
+		// Any home will do to check the pattern: "~" expands escaped.
+		x, _ := ruletext.ExpandHome(f[2], "/home")
+		if err := ruletext.Check(x); err != nil {
+			return "", fmt.Sprintf("rule %q: %v", s, err)
 		}
 	case "net":
 		surface = grants.Network

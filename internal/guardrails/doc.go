@@ -15,6 +15,8 @@
 //     none outside atomicfile/.
 //   - netproxy never imports broker or review; it imports nothing of
 //     ours but netdest, which imports nothing of ours.
+//   - ruletext (a rule's text: fields, escapes, path patterns) imports
+//     nothing of ours.
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
 //     persist and netproxy never import broker, review, session or
 //     openai-go.

@@ -125,6 +125,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("evidence")(p) },
 		},
 		{
+			name:   "ruletext imports nothing of ours",
+			from:   ours("ruletext"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("ruletext")(p) },
+		},
+		{
 			name:   "netdest imports nothing of ours",
 			from:   ours("netdest"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },
@@ -451,6 +456,7 @@ func TestRulesCatch(t *testing.T) {
 	add(m("layer"), "github.com/openai/openai-go/v3/option")
 	add("github.com/openai/openai-go/v3/option")
 	add(m("policy"), "github.com/seccomp/libseccomp-golang")
+	add(m("ruletext"), m("grants"))
 	add("github.com/seccomp/libseccomp-golang")
 
 	var got []string
@@ -467,6 +473,7 @@ func TestRulesCatch(t *testing.T) {
 		`"grants imports nothing of ours": grants → publicerr`,
 		`"netproxy never imports broker or review": netproxy → session → broker`,
 		`"atomicfile imports nothing of ours": atomicfile → grants`,
+		`"ruletext imports nothing of ours": ruletext → grants`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,
