@@ -227,6 +227,60 @@ func TestParseRuleEscapes(t *testing.T) {
 	}
 }
 
+func TestExactRule(t *testing.T) {
+	for _, tc := range []struct {
+		surface grants.Surface
+		op      grants.Operation
+		target  string
+		want    string
+	}{
+		{grants.Filesystem, grants.OpWriteFile, "/etc/hosts", "fs write_file /etc/hosts"},
+		{grants.Filesystem, grants.OpReadFile, "/home/u/my data/*.csv", `fs read_file ~/my\ data/\*.csv`},
+		{grants.Filesystem, grants.OpReadFile, "/home/u", "fs read_file /home/u"},
+		{grants.Filesystem, grants.OpReadFile, "/home/user/x", "fs read_file /home/user/x"},
+		{grants.Filesystem, grants.OpMakeReg, "/tmp/a\nb", "fs make_reg /tmp/a\\\nb"},
+		{grants.Network, grants.OpConnect, "example.org:443", "net connect example.org:443"},
+		{grants.Network, grants.OpConnect, "[2001:db8::1]:8443", "net connect [2001:db8::1]:8443"},
+		{grants.Network, grants.OpConnect, "10.0.0.1:5432", "net connect 10.0.0.1:5432"},
+	} {
+		got, err := ExactRule(tc.surface, tc.op, tc.target, "/home/u")
+		if err != nil || got != tc.want {
+			t.Errorf("ExactRule(%s %s %q) = %q, %v; want %q", tc.surface, tc.op, tc.target, got, err, tc.want)
+			continue
+		}
+		r, err := ParseRule(got, "/home/u")
+		if err != nil {
+			t.Errorf("%q: %v", got, err)
+			continue
+		}
+		req := fsReq(tc.op, tc.target)
+		if tc.surface == grants.Network {
+			req = netReq(tc.target)
+		}
+		if !r.Matches(req) {
+			t.Errorf("%q does not match %s", got, tc.target)
+		}
+	}
+	for _, tc := range []struct {
+		surface grants.Surface
+		op      grants.Operation
+		target  string
+	}{
+		{grants.Filesystem, grants.OpWriteFile, "etc/hosts"},
+		{grants.Filesystem, grants.OpWriteFile, "/etc/../hosts"},
+		{grants.Filesystem, grants.OpWriteFile, "/etc/"},
+		{grants.Filesystem, grants.OpConnect, "/etc/hosts"},
+		{grants.Network, grants.OpConnect, "Example.org:443"},
+		{grants.Network, grants.OpConnect, "example.org"},
+		{grants.Network, grants.OpConnect, "[::1]:80"},
+		{grants.Command, grants.OpRun, "ls"},
+	} {
+		if got, err := ExactRule(tc.surface, tc.op, tc.target, "/home/u"); err == nil {
+			t.Errorf("ExactRule(%s %s %q) = %q, want an error", tc.surface, tc.op, tc.target, got)
+		}
+	}
+}
+
 // The reviewers' order: the model first; a person when the model is
 // absent or failed, or the session is locked down, and a person is
 // reachable; otherwise deny.

@@ -3,6 +3,7 @@ package broker
 import (
 	"fmt"
 	"net/netip"
+	"path"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/grants"
@@ -67,6 +68,34 @@ func ParseRule(s, home string) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %q: %w", s, err)
 	}
 	return r, nil
+}
+
+// ExactRule is the rule text that names exactly one boundary: its
+// surface, its operation (not a class) and its one path (escaped, under
+// "~/" when it is below home) or destination (host:port, normalised). It
+// is the inverse of ParseRule: the rule parses back, with the same home,
+// to one that matches that boundary and no other.
+func ExactRule(surface grants.Surface, op grants.Operation, target, home string) (string, error) {
+	if !op.Of(surface) {
+		return "", fmt.Errorf("%s is not an operation of the %s surface", op, surface)
+	}
+	switch surface {
+	case grants.Network:
+		d, err := netdest.ParseHostPort(target)
+		if err != nil || d.String() != target {
+			return "", fmt.Errorf("destination %q is not a normalised host:port", target)
+		}
+		return "net " + string(op) + " " + d.String(), nil
+	case grants.Filesystem:
+		if !strings.HasPrefix(target, "/") || path.Clean(target) != target || strings.IndexByte(target, 0) >= 0 {
+			return "", fmt.Errorf("path %q is not absolute and clean", target)
+		}
+		if home != "/" && strings.HasPrefix(home, "/") && path.Clean(home) == home && strings.HasPrefix(target, home+"/") {
+			return "fs " + string(op) + " ~/" + ruletext.Escape(target[len(home)+1:]), nil
+		}
+		return "fs " + string(op) + " " + ruletext.Escape(target), nil
+	}
+	return "", fmt.Errorf("no rule names a %s boundary", surface)
 }
 
 // Matches reports whether the rule covers req.
