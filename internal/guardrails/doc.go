@@ -17,6 +17,8 @@
 //     ours but netdest, which imports nothing of ours.
 //   - ruletext (a rule's text: fields, escapes, path patterns) imports
 //     nothing of ours.
+//   - suggest never imports session, sandbox or review: the report and
+//     the audit log both call it.
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
 //     persist and netproxy never import broker, review, session or
 //     openai-go.

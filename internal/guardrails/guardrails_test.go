@@ -130,6 +130,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("ruletext")(p) },
 		},
 		{
+			name:   "suggest never imports session, sandbox or review (the report and the audit log both call it)",
+			from:   ours("suggest"),
+			forbid: ours("session", "sandbox", "review"),
+		},
+		{
 			name:   "netdest imports nothing of ours",
 			from:   ours("netdest"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },
@@ -457,6 +462,7 @@ func TestRulesCatch(t *testing.T) {
 	add("github.com/openai/openai-go/v3/option")
 	add(m("policy"), "github.com/seccomp/libseccomp-golang")
 	add(m("ruletext"), m("grants"))
+	add(m("suggest"), m("session"))
 	add("github.com/seccomp/libseccomp-golang")
 
 	var got []string
@@ -474,6 +480,7 @@ func TestRulesCatch(t *testing.T) {
 		`"netproxy never imports broker or review": netproxy → session → broker`,
 		`"atomicfile imports nothing of ours": atomicfile → grants`,
 		`"ruletext imports nothing of ours": ruletext → grants`,
+		`"suggest never imports session, sandbox or review (the report and the audit log both call it)": suggest → session`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,

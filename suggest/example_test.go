@@ -1,0 +1,30 @@
+package suggest_test
+
+import (
+	"fmt"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/suggest"
+)
+
+func ExampleFor() {
+	denied := suggest.Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile,
+		Path: "/home/u/My Data/[draft].csv", Decision: broker.Deny, Source: broker.SourceNoReviewer}
+	s := suggest.For(denied, "/home/u", "/home/u/.config/sandboxd/policy.toml")
+	fmt.Println(s.Rule)
+	fmt.Print(s.TOML)
+
+	secret := suggest.Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/home/u/.ssh/id_rsa",
+		Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"}
+	fmt.Println(suggest.For(secret, "/home/u", "/home/u/.config/sandboxd/policy.toml").Why)
+	// Output:
+	// fs read_file ~/My\ Data/\[draft\].csv
+	// # Add to the allow list of [boundaries] in your policy file /home/u/.config/sandboxd/policy.toml
+	// # (a deny or ask rule that matches the same boundary still wins):
+	// [boundaries]
+	// allow = [
+	//   "fs read_file ~/My\\ Data/\\[draft\\].csv",
+	// ]
+	// a hard deny, decided before any allow rule: credential stores are never opened to a sandboxed command
+}

@@ -1,0 +1,153 @@
+package suggest
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/termfilter"
+)
+
+// Boundary is one boundary as the report records it (its JSON keys are
+// the report's, so a report's boundaries decode into it).
+type Boundary struct {
+	Surface     grants.Surface   `json:"surface"`
+	Operation   grants.Operation `json:"operation"`
+	Path        string           `json:"path,omitempty"`
+	Destination string           `json:"destination,omitempty"`
+	Decision    broker.Outcome   `json:"decision"`
+	Source      broker.Source    `json:"source"`
+	Rationale   string           `json:"rationale,omitempty"`
+}
+
+// target is the boundary's path or destination.
+func (b Boundary) target() string {
+	if b.Surface == grants.Network {
+		return b.Destination
+	}
+	return b.Path
+}
+
+// Suggestion is what a person may do about one denied boundary: add Rule
+// to their policy file, or nothing, for the reason Why.
+type Suggestion struct {
+	// Rule is the [boundaries] allow rule that would allow exactly this
+	// boundary next time, as the policy file holds it ("" when none is
+	// offered).
+	Rule string `json:"rule,omitempty"`
+	// TOML is Rule as a TOML snippet, with a comment naming the policy
+	// file it belongs in.
+	TOML string `json:"toml,omitempty"`
+	// Why says why no rule is offered.
+	Why string `json:"why,omitempty"`
+}
+
+// For suggests the rule that would allow b next time: home is the home
+// the policy file is read with ("~" in a rule), policyFile the caller's
+// own policy file (--policy, or the default), the only one whose allow
+// rules count (a workspace's .sandboxd.toml may not add one).
+//
+// Per source: a reviewer's (the model's) or a person's denial, or one
+// nobody could review (no-reviewer), gets a rule, since allow rules are
+// consulted before any reviewer. A hard deny comes before the allow
+// rules and gets its rationale only (a start-up location, which your
+// own policy may allow by its exact path, is offered no rule either: a
+// person writes that one on purpose). A policy deny rule beats every
+// allow rule; a lockdown skips them; an error is a failure, not a
+// judgement (a rule would not make the decision recordable); a quiet
+// write is denied on purpose. Any other source gets no rule.
+func For(b Boundary, home, policyFile string) Suggestion {
+	if b.Decision != broker.Deny {
+		return Suggestion{Why: "it was not denied"}
+	}
+	switch b.Source {
+	case broker.SourceReviewer, broker.SourceHuman, broker.SourceNoReviewer:
+	case broker.SourceHardDeny:
+		return Suggestion{Why: joinWhy("a hard deny, decided before any allow rule", b.Rationale)}
+	case broker.SourcePolicy:
+		return Suggestion{Why: "a deny rule of the policy (yours, or the workspace's .sandboxd.toml) refuses it, and a deny rule beats every allow rule: narrow or remove the deny rule instead"}
+	case broker.SourceCircuitBreaker:
+		return Suggestion{Why: "the session was locked down, and no allow rule is consulted while it is (see sandboxd session status)"}
+	case broker.SourceError:
+		return Suggestion{Why: joinWhy("sandboxd could not decide; a failure is not a judgement a rule should answer", b.Rationale)}
+	case broker.SourceQuiet:
+		return Suggestion{Why: "a write to a tool's own state, denied quietly on purpose"}
+	default:
+		return Suggestion{Why: fmt.Sprintf("no rule is offered for a decision by %q", string(b.Source))}
+	}
+	t := b.target()
+	switch {
+	case !utf8.ValidString(t):
+		return Suggestion{Why: "its name is not valid UTF-8, which a policy file (TOML) cannot hold"}
+	case strings.ContainsRune(t, utf8.RuneError):
+		// The report's JSON shows each invalid byte as U+FFFD: the name
+		// it shows may not be the name that was denied.
+		return Suggestion{Why: "its name holds U+FFFD, which may stand for bytes the report could not hold, so no exact rule can be written from it"}
+	}
+	rule, err := broker.ExactRule(b.Surface, b.Operation, t, home)
+	if err != nil {
+		return Suggestion{Why: "no rule names it exactly: " + err.Error()}
+	}
+	return Suggestion{Rule: rule, TOML: TOML(policyFile, []string{rule})}
+}
+
+// joinWhy is a reason and, if any, the decision's own rationale.
+func joinWhy(why, rationale string) string {
+	if rationale == "" {
+		return why
+	}
+	return why + ": " + rationale
+}
+
+// TOML renders rules as the [boundaries] allow list of policyFile, one
+// rule a line, after a comment that names the file. It is valid TOML,
+// and every character that does not print is escaped, so it can be
+// shown on a terminal as it is.
+func TOML(policyFile string, rules []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Add to the allow list of [boundaries] in your policy file %s\n", termfilter.Escape(policyFile))
+	b.WriteString("# (a deny or ask rule that matches the same boundary still wins):\n")
+	b.WriteString("[boundaries]\nallow = [\n")
+	for _, r := range rules {
+		b.WriteString("  " + quote(r) + ",\n")
+	}
+	b.WriteString("]\n")
+	return b.String()
+}
+
+// quote writes s as a TOML basic string, escaping the quote, the
+// backslash and every rune that does not print (controls, format
+// characters such as bidi overrides, separators, unassigned runes). s
+// must be valid UTF-8: an invalid byte would come out as U+FFFD.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			switch {
+			case unicode.IsPrint(r):
+				b.WriteRune(r)
+			case r <= 0xffff:
+				fmt.Fprintf(&b, `\u%04X`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08X`, r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
