@@ -5,6 +5,7 @@ import (
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/suggest"
 )
 
 // Report is the --report JSON (DESIGN.md §3.1): one object per run.
@@ -81,6 +82,11 @@ type Boundary struct {
 	Addresses []string `json:"addresses,omitempty"`
 	// Connections counts the connections a network allow carried.
 	Connections int `json:"connections,omitempty"`
+	// Suggestion, for a denial, is the rule a person could add to their
+	// own policy to allow it next time, or why none is offered (see
+	// suggest). It is for the person: set when the run ends, never in an
+	// event, and a front end that hands the agent the report strips it.
+	Suggestion *suggest.Suggestion `json:"suggestion,omitempty"`
 	// pending marks a network boundary whose decision has not come yet
 	// (its connection waits, or gave up waiting).
 	pending bool

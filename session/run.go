@@ -148,6 +148,9 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 	}
 	st.plan = p
 	defer st.useCache()()
+	// Deferred before the proxy's end, so it runs after it: every
+	// decision is final by then.
+	defer st.suggestRules()
 	st.rep.Reviewer = &p.reviewer
 	if e := p.spec.Egress; e != nil {
 		px, err := st.newProxy()
