@@ -53,6 +53,7 @@ Usage:
   sandboxd session status|reset ID
   sandboxd approve --session ID
   sandboxd break-glass --session ID
+  sandboxd suggest --report FILE [--policy FILE]
   sandboxd review eval [--policy FILE] [--json] CORPUS.jsonl
   sandboxd version
   sandboxd help [COMMAND [SUBCOMMAND]]
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return sessionCommand(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "approve", "break-glass":
 		return overrideCommand(args[0] == "break-glass", args[1:], getenv, stdout, stderr)
+	case "suggest":
+		return suggestCommand(args[1:], getenv, stdout, stderr)
 	case "recover":
 		return recoverCommand(args[1:], getenv, stdout, stderr)
 	case "cache":

@@ -196,6 +196,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if err == nil {
 		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader()}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+		suggestOnTerminal(rep, caller.PolicyFile(f.policy))
 	}
 	if err != nil {
 		if rep == nil {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/suggest"
+	"github.com/sandboxd/sandboxd/termfilter"
+	"golang.org/x/sys/unix"
+)
+
+const suggestUsage = `Usage: sandboxd suggest --report FILE [--policy FILE]
+
+For each boundary the report of a run (sandboxd run --report FILE) shows
+denied, prints the rule that would allow exactly that boundary next time,
+as TOML for your own policy file: --policy FILE, or the one run loads by
+default (~/.config/sandboxd/policy.toml), whose path it names. A denial no
+allow rule can lift (a hard deny, a policy deny rule, a lockdown, a
+failure) gets only why. Nothing is written: you add the rules you want.
+
+Exit status: 0 printed, 1 the report could not be read, 2 usage.
+`
+
+// maxReport bounds the report suggest reads.
+const maxReport = 64 << 20
+
+// suggestCommand is `sandboxd suggest`: the rules a person could add to
+// their own policy for a report's denials (the logic is suggest.Text).
+func suggestCommand(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sandboxd suggest", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	report := fs.String("report", "", "the report of a run (sandboxd run --report FILE)")
+	policyFile := fs.String("policy", "", "your policy file (default: ~/.config/sandboxd/policy.toml)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, suggestUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "sandboxd: %s\n%s", esc(err.Error()), suggestUsage)
+		return 2
+	}
+	if *report == "" || fs.NArg() != 0 {
+		fmt.Fprint(stderr, suggestUsage)
+		return 2
+	}
+	fail := func(msg string) int {
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
+		return 1
+	}
+	bs, err := readReport(*report)
+	if err != nil {
+		return fail(err.Error())
+	}
+	caller, err := callerOf(getenv)
+	if err != nil {
+		return fail(session.Public(err))
+	}
+	fmt.Fprint(stdout, suggest.Text(bs, caller.Home, caller.PolicyFile(*policyFile)))
+	return 0
+}
+
+// readReport reads the boundaries of a run's report.
+func readReport(file string) ([]suggest.Boundary, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("read the report: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxReport+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read the report: %w", err)
+	case len(b) > maxReport:
+		return nil, fmt.Errorf("%s is over %d MiB: not a report of sandboxd run", file, maxReport>>20)
+	}
+	var rep struct {
+		Boundaries *[]suggest.Boundary `json:"boundaries"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%s is not a report of sandboxd run: %w", file, err)
+	}
+	if rep.Boundaries == nil {
+		return nil, fmt.Errorf("%s is not a report of sandboxd run: it has no boundaries", file)
+	}
+	return *rep.Boundaries, nil
+}
+
+// suggestOnTerminal shows the person at sandboxd's terminal, once the
+// run is over, the rules that would allow what was denied: on /dev/tty,
+// never on stderr, which the agent reads and could copy into the policy
+// with its own tools. Without a terminal it shows nothing.
+func suggestOnTerminal(rep *session.Report, policyFile string) {
+	text := suggestionText(rep, policyFile)
+	if text == "" {
+		return
+	}
+	t, err := openTerminal()
+	if err != nil {
+		return
+	}
+	defer t.close()
+	unix.Write(t.wfd, []byte(text))
+}
+
+// suggestionText is the report's suggested rules as one TOML block for
+// policyFile, framed as sandboxd's own and with the terminal's line
+// ends; "" when no rule is suggested.
+func suggestionText(rep *session.Report, policyFile string) string {
+	var rules []string
+	for _, b := range rep.Boundaries {
+		if s := b.Suggestion; s != nil && s.Rule != "" && !slices.Contains(rules, s.Rule) {
+			rules = append(rules, s.Rule)
+		}
+	}
+	if len(rules) == 0 {
+		return ""
+	}
+	return "\r\n" + termfilter.FrameOn + "---- sandboxd: rules that would allow what was denied, next time ----" + termfilter.FrameOff + "\r\n" +
+		strings.ReplaceAll(suggest.TOML(policyFile, rules), "\n", "\r\n")
+}
