@@ -93,6 +93,7 @@ func TestForNames(t *testing.T) {
 		{"/srv/nb\u00a0sp", "fs write_file /srv/nb\\\u00a0sp", `"fs write_file /srv/nb\\\u00A0sp"`},
 		{"/srv/\U000e0041tag", "fs write_file /srv/\U000e0041tag", `"fs write_file /srv/\U000E0041tag"`},
 		{"/srv/~", "fs write_file /srv/~", `"fs write_file /srv/~"`},
+		{"/srv/ lead/trail ", `fs write_file /srv/\ lead/trail\ `, `"fs write_file /srv/\\ lead/trail\\ "`},
 		{"/srv/über", "fs write_file /srv/über", `"fs write_file /srv/über"`},
 		{"/home/u/~/x", "fs write_file ~/~/x", `"fs write_file ~/~/x"`},
 		{"/home/u/#x", "fs write_file ~/#x", `"fs write_file ~/#x"`},
