@@ -56,7 +56,7 @@ func TestBoundaryRulesTighten(t *testing.T) {
 }
 
 // A backslash escapes white space in a rule's path (the broker reads the
-// same fields); a rule no path could match is refused at its line.
+// same fields); a malformed pattern is refused at its line.
 func TestBoundaryRuleEscapes(t *testing.T) {
 	file := "[boundaries]\nallow = [\"fs  write_file  /tmp/my\\\\ file\\\\*\", \"fs read ~/a\\\\\\tb\"]\n"
 	p, err := Parse("p.toml", []byte(file), Default())
