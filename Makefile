@@ -9,7 +9,7 @@ TESTUSER := sandboxd-test
 BUILD_PKGS := libseccomp-dev gcc pkg-config
 TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap python3-pytest procps less make \
               curl python3-pip iproute2 util-linux openssh-server openssh-client netcat-openbsd \
-              mercurial ruby
+              mercurial ruby sqlite3 inotify-tools openssl python3-venv
 # The demo also fetches through the run's proxy.
 DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # The everyday-command corpus also runs node and npm (Debian's, unless a
