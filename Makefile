@@ -16,7 +16,7 @@ DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # node with its own npm is installed already).
 NODE_PKGS  := nodejs npm
 # Tools whose configuration files the persistence tests plant, from npm.
-NPM_TOOLS  := yarn=yarn@1.22.22
+NPM_TOOLS  := yarn=yarn@1.22.22 pnpm=pnpm@10.34.9
 
 .PHONY: demo test build deps test-deps test-user bench clean
 

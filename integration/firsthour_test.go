@@ -111,6 +111,22 @@ node -e 'console.log("X=" + require("x"))'`,
 			},
 		},
 		{
+			// pnpm's store is outside every writable root by default.
+			name:  "pnpm-install",
+			needs: func() string { return lookTool("node")() + lookTool("pnpm")() },
+			script: `set -e
+mkdir -p x app
+echo '{ "name": "x", "version": "1.0.0", "main": "index.js" }' > x/package.json
+echo 'module.exports = 7;' > x/index.js
+cd app && echo '{ "name": "app", "version": "1.0.0", "private": true, "dependencies": {"x": "file:../x"} }' > package.json
+pnpm install --reporter=silent
+node -e 'console.log("X=" + require("x"))'`,
+			check: func(t *testing.T, e *env, dir string, r result) {
+				wantOut(t, "stdout", r.stdout, "X=7")
+				wantFile(t, filepath.Join(dir, "app", "pnpm-lock.yaml"), "file:../x")
+			},
+		},
+		{
 			// A fixup squashed into the root commit: git names its
 			// built-in empty tree, which it never stores.
 			name: "git-stash-autosquash",

@@ -40,6 +40,12 @@ func toolCaches(env []string, home string) []toolCache {
 		{name: "go-mod", rel: "go-mod"},
 		{name: "npm", rel: "npm/_cacache"},
 		{name: "pip", rel: "pip"},
+		// pnpm's content-addressable store (its store-dir setting,
+		// ~/.local/share/pnpm/store by default): outside every writable
+		// root, so each install was refused. Private only: where the
+		// host's is depends on .npmrc files and pnpm's version
+		// directory, so none is shown underneath.
+		{name: "pnpm", rel: "pnpm-store", why: "pnpm's host store is not shown (private store only)"},
 	}
 	cs[0].host, cs[0].why = goBuildCache(get, goenv, home)
 	cs[1].host, cs[1].why = goModCache(get, goenv, home)
@@ -229,6 +235,12 @@ func pipCache(env []string, get func(string) string, home string) (string, strin
 
 func isNpmCacheKey(k string) bool { return strings.EqualFold(k, "npm_config_cache") }
 
+// isPnpmStoreKey: pnpm's store-dir setting from the environment, in
+// either spelling pnpm reads, any case.
+func isPnpmStoreKey(k string) bool {
+	return strings.EqualFold(k, "npm_config_store_dir") || strings.EqualFold(k, "pnpm_config_store_dir")
+}
+
 func isPipCacheKey(k string) bool {
 	return strings.HasPrefix(k, "PIP_") && strings.EqualFold(k[4:], "cache_dir")
 }
@@ -359,7 +371,7 @@ func cacheLayers(c Caller, p *plan, root string, read, deny []string) []sandbox.
 func withCacheEnv(env []string, root string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); !isNpmCacheKey(k) && !isPipCacheKey(k) {
+		if k, _, _ := strings.Cut(kv, "="); !isNpmCacheKey(k) && !isPipCacheKey(k) && !isPnpmStoreKey(k) {
 			out = append(out, kv)
 		}
 	}
@@ -369,6 +381,7 @@ func withCacheEnv(env []string, root string) []string {
 		{"GOMODCACHE", filepath.Join(root, "go-mod")},
 		{"npm_config_cache", filepath.Join(root, "npm")},
 		{"PIP_CACHE_DIR", filepath.Join(root, "pip")},
+		{"npm_config_store_dir", filepath.Join(root, "pnpm-store")},
 	} {
 		out = withEnv(out, kv[0], kv[1])
 	}

@@ -164,8 +164,10 @@ func TestLowerRules(t *testing.T) {
 
 // TestWithCacheEnv checks every spelling of a cache setting is replaced.
 func TestWithCacheEnv(t *testing.T) {
-	env := withCacheEnv([]string{"NPM_CONFIG_CACHE=/host/npm", "PIP_Cache_Dir=/host/pip", "GOCACHE=/host/go", "KEEP=1"}, "/c")
-	want := []string{"KEEP=1", "XDG_CACHE_HOME=/c/xdg", "GOCACHE=/c/go-build", "GOMODCACHE=/c/go-mod", "npm_config_cache=/c/npm", "PIP_CACHE_DIR=/c/pip"}
+	env := withCacheEnv([]string{"NPM_CONFIG_CACHE=/host/npm", "PIP_Cache_Dir=/host/pip", "GOCACHE=/host/go", "KEEP=1",
+		"NPM_CONFIG_STORE_DIR=/host/pnpm", "pnpm_config_store_dir=/host/pnpm"}, "/c")
+	want := []string{"KEEP=1", "XDG_CACHE_HOME=/c/xdg", "GOCACHE=/c/go-build", "GOMODCACHE=/c/go-mod", "npm_config_cache=/c/npm", "PIP_CACHE_DIR=/c/pip",
+		"npm_config_store_dir=/c/pnpm-store"}
 	if !slices.Equal(env, want) {
 		t.Fatalf("got %q\nwant %q", env, want)
 	}
