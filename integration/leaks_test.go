@@ -640,7 +640,7 @@ func TestLeakOutputEscaped(t *testing.T) {
 						break
 					}
 					rest = rest[i+len(frameOn):]
-					if !strings.HasPrefix(rest, frameHeader) && !strings.HasPrefix(rest, promptMarker) {
+					if !strings.HasPrefix(rest, frameHeader) && !strings.HasPrefix(rest, promptMarker) && !strings.HasPrefix(rest, suggestHeader) {
 						t.Errorf("reverse video that is not sandboxd's frame: %q", rest[:min(len(rest), 80)])
 					}
 				}
@@ -703,10 +703,12 @@ func reportNames(r result, s string) bool {
 }
 
 // frameOn and frameHeader are how sandboxd opens a question
-// (termfilter.FrameOn and review.Human's header).
+// (termfilter.FrameOn and review.Human's header); suggestHeader opens
+// the rules it shows the person once the run is over.
 const (
-	frameOn     = "\x1b[0;7m"
-	frameHeader = "---- sandboxd: permission request ----"
+	frameOn       = "\x1b[0;7m"
+	frameHeader   = "---- sandboxd: permission request ----"
+	suggestHeader = "---- sandboxd: rules that would allow what was denied, next time ----"
 )
 
 // framedTerminal is a pty that answers "n" to every question sandboxd
