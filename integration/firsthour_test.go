@@ -409,20 +409,6 @@ func realHomeEnv(t *testing.T, id identity) *env {
 	return e
 }
 
-// newEnvBare is an env with a workspace and no home yet.
-func newEnvBare(t *testing.T, id identity) *env {
-	t.Helper()
-	dir, err := os.MkdirTemp(baseDir, strings.NewReplacer("/", "-").Replace(t.Name())+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { removeAll(dir) })
-	e := &env{t: t, id: id, dir: dir, canary: "CANARY-" + randHex(8)}
-	e.ws = e.mkdir("ws", 0o755)
-	return e
-}
-
 // forFirstHour runs f per identity and home: the fresh home with the
 // copy-on-write layer (the default), the real home with
 // --no-transaction, so both workspace modes are covered.

@@ -143,7 +143,8 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func newEnv(t *testing.T, id identity) *env {
+// newEnvBare is an env with a workspace and no home yet.
+func newEnvBare(t *testing.T, id identity) *env {
 	t.Helper()
 	dir, err := os.MkdirTemp(baseDir, strings.NewReplacer("/", "-").Replace(t.Name())+"-")
 	if err != nil {
@@ -152,8 +153,14 @@ func newEnv(t *testing.T, id identity) *env {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { removeAll(dir) })
 	e := &env{t: t, id: id, dir: dir, canary: "CANARY-" + randHex(8)}
-	e.home = e.mkdir("home", 0o700)
 	e.ws = e.mkdir("ws", 0o755)
+	return e
+}
+
+func newEnv(t *testing.T, id identity) *env {
+	t.Helper()
+	e := newEnvBare(t, id)
+	e.home = e.mkdir("home", 0o700)
 	e.writeFile(filepath.Join(e.home, ".ssh", "id_rsa"), "-----BEGIN KEY-----\n"+e.canary+"\n", 0o600)
 	e.writeFile(filepath.Join(e.home, ".aws", "credentials"), "[default]\naws_secret_access_key="+e.canary+"\n", 0o600)
 	e.writeFile(filepath.Join(e.home, ".gitconfig"), "[user]\n\tname = Sandbox Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n", 0o644)
