@@ -419,6 +419,48 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 	return Decision{}, false, locked, why
 }
 
+// BeforeAllow says why the broker denies req before any allow rule is
+// consulted, or denied is false: a malformed request, a policy deny
+// rule, a hard deny (secrets, sandboxd's own state, removing / or the
+// home, persistence paths, a cloud metadata endpoint: not an address
+// that is merely not public, which a rule naming it opens), a start-up location
+// (even one an exact allow of the user's own policy would lift: a
+// person writes that rule on purpose, no tool offers it) and what no
+// grant can express. The suggester asks it so that a report's claimed
+// source is never trusted: an allow rule is offered only for what an
+// allow rule may lift.
+func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
+	if why := malformed(req); why != "" {
+		return why, true
+	}
+	for _, r := range b.cfg.Rules.Deny {
+		if r.MatchesEither(req) {
+			return "a policy deny rule matches", true
+		}
+	}
+	if hard, why := b.cfg.Hard.check(req); hard {
+		return why, true
+	}
+	if req.Surface == grants.Filesystem && !req.Operation.Reads() && b.cfg.Hard.Startup != nil {
+		for _, p := range []string{req.Path, req.ResolvedPath} {
+			if why, ok := b.cfg.Hard.Startup.Startup(p); p != "" && ok {
+				return "a start-up location: " + why, true
+			}
+		}
+	}
+	if d, ok := destOf(req); ok && req.Surface == grants.Network {
+		if eps := netdest.Metadata(d); len(eps) > 0 {
+			return metadataRefusal(d.String()+" is", eps), true
+		}
+	}
+	if b.cfg.Grantable != nil && req.Surface != grants.Command {
+		if ok, why := b.cfg.Grantable(req); !ok {
+			return "not grantable: " + why, true
+		}
+	}
+	return "", false
+}
+
 // startup refuses a change at a start-up location outside the
 // workspace, whatever a reviewer would say, unless an allow rule names
 // that very path (no glob) for the operation: the policy's allow rules
@@ -462,7 +504,7 @@ func (b *Broker) quiet(req grants.Request) (string, bool) {
 		if r.Matches(req) {
 			return q.Why, true
 		}
-		if q.parentByTool(req) {
+		if q.parentByTool(req, b.cfg.Hard.Home) {
 			return q.Why + ": a missing parent directory, created on the way by the tool itself", true
 		}
 	}
@@ -470,15 +512,16 @@ func (b *Broker) quiet(req grants.Request) (string, bool) {
 }
 
 // parentByTool reports whether req creates a directory above q's
-// pattern (an ancestor of its literal part) and every program that
-// tried is one of q's tools. Unknown programs are never quiet.
-func (q QuietRule) parentByTool(req grants.Request) bool {
-	if req.Operation != grants.OpMakeDir || len(q.Tools) == 0 || len(req.Programs) == 0 {
+// pattern (an ancestor of its literal part, below home) and every
+// program that tried is one of q's tools. Unknown programs are never
+// quiet.
+func (q QuietRule) parentByTool(req grants.Request, home string) bool {
+	if req.Operation != grants.OpMakeDir || len(q.Tools) == 0 || len(req.Programs) == 0 || home == "" || home == "/" {
 		return false
 	}
 	fixed := literalPrefix(q.Pattern)
 	for _, p := range []string{req.Path, req.ResolvedPath} {
-		if p == "" || p == "/" || !strings.HasPrefix(fixed, p+"/") {
+		if p == "" || !strings.HasPrefix(p, home+"/") || !strings.HasPrefix(fixed, p+"/") {
 			return false
 		}
 	}

@@ -108,3 +108,34 @@ func TestStartupHardDenied(t *testing.T) {
 		})
 	}
 }
+
+// BeforeAllow is what no allow rule lifts for a suggestion: a start-up
+// location even when an exact allow names it, secrets, a deny rule, a
+// metadata endpoint; not an ordinary path, nor an address that is only
+// not public (a rule naming it opens it).
+func TestBeforeAllow(t *testing.T) {
+	hard := HardDenies{Home: "/home/u", Workspace: "/home/u/proj", Startup: fakeStartup{}, Secrets: []string{"/home/u/.ssh"}}
+	rules := Rules{Allow: []Rule{mustRule(t, "fs write_file /home/u/.bashrc")}, Deny: []Rule{mustRule(t, "fs * /opt/prod/**")}}
+	b := New(Config{Hard: hard, Grants: grants.NewStore(), Rules: rules})
+	held := func(dest string) grants.Request { r := netReq(dest); r.Held = true; return r }
+	for _, tc := range []struct {
+		req    grants.Request
+		denied bool
+	}{
+		{fsReq(grants.OpWriteFile, "/home/u/.bashrc"), true},
+		{fsReq(grants.OpMakeReg, "/home/u/.config/systemd/user/x.service"), true},
+		{fsReq(grants.OpReadFile, "/home/u/.ssh/id_rsa"), true},
+		{fsReq(grants.OpWriteFile, "/opt/prod/x"), true},
+		{held("169.254.169.254:80"), true},
+		{held("metadata.google.internal:80"), true},
+		{fsReq(grants.OpWriteFile, "/home/u/notes.txt"), false},
+		{fsReq(grants.OpReadFile, "/home/u/.bashrc"), false},
+		{held("10.0.0.5:5432"), false},
+		{held("example.com:443"), false},
+	} {
+		why, denied := b.BeforeAllow(tc.req)
+		if denied != tc.denied || (denied && why == "") {
+			t.Errorf("%s %s%s: denied %v (%q), want %v", tc.req.Operation, tc.req.Path, tc.req.Destination, denied, why, tc.denied)
+		}
+	}
+}

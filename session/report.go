@@ -84,8 +84,9 @@ type Boundary struct {
 	Connections int `json:"connections,omitempty"`
 	// Suggestion, for a denial, is the rule a person could add to their
 	// own policy to allow it next time, or why none is offered (see
-	// suggest). It is for the person: set when the run ends, never in an
-	// event, and a front end that hands the agent the report strips it.
+	// suggest). It is for the person: set when the run ends, in the report
+	// file and on the person's terminal, never in an event or on the
+	// command's stderr.
 	Suggestion *suggest.Suggestion `json:"suggestion,omitempty"`
 	// pending marks a network boundary whose decision has not come yet
 	// (its connection waits, or gave up waiting).

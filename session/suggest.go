@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/broker"
@@ -22,6 +23,25 @@ func (c Caller) PolicyFile(explicit string) string {
 	return filepath.Join(c.Cwd, explicit)
 }
 
+// BeforeAllow is, for `sandboxd suggest`, what the broker of a run of c
+// in workspace (the report's) denies before any allow rule, under the
+// policy a run would load (policyFile: the explicit one, or ""). A
+// report is only a file, and a command could have written it: its
+// sources are never trusted. When the workspace is gone, the caller's
+// own is used.
+func (r *Runner) BeforeAllow(ctx context.Context, c Caller, policyFile, workspace string) (suggest.BeforeAllow, error) {
+	j := Job{Argv: []string{"true"}, Policy: policyFile, Workspace: workspace}
+	p, err := r.newPlan(ctx, c, j)
+	if err != nil && workspace != "" {
+		j.Workspace = ""
+		p, err = r.newPlan(ctx, c, j)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.broker.BeforeAllow, nil
+}
+
 // suggestRules gives each denial in the report its suggestion: the rule
 // that would allow it next time, or why there is none.
 func (st *run) suggestRules() {
@@ -33,7 +53,7 @@ func (st *run) suggestRules() {
 		if b.Decision != broker.Deny {
 			continue
 		}
-		s := suggest.For(b.suggestible(), st.caller.Home, file)
+		s := suggest.For(b.suggestible(), st.caller.Home, file, st.plan.broker.BeforeAllow)
 		b.Suggestion = &s
 	}
 }

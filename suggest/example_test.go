@@ -8,16 +8,20 @@ import (
 	"github.com/sandboxd/sandboxd/suggest"
 )
 
+// nothingBefore stands for a broker that denies nothing before its
+// allow rules (the example's denials are a reviewer's).
+func nothingBefore(grants.Request) (string, bool) { return "", false }
+
 func ExampleFor() {
 	denied := suggest.Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile,
 		Path: "/home/u/My Data/[draft].csv", Decision: broker.Deny, Source: broker.SourceNoReviewer}
-	s := suggest.For(denied, "/home/u", "/home/u/.config/sandboxd/policy.toml")
+	s := suggest.For(denied, "/home/u", "/home/u/.config/sandboxd/policy.toml", nothingBefore)
 	fmt.Println(s.Rule)
 	fmt.Print(s.TOML)
 
 	secret := suggest.Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/home/u/.ssh/id_rsa",
 		Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"}
-	fmt.Println(suggest.For(secret, "/home/u", "/home/u/.config/sandboxd/policy.toml").Why)
+	fmt.Println(suggest.For(secret, "/home/u", "/home/u/.config/sandboxd/policy.toml", nothingBefore).Why)
 	// Output:
 	// fs read_file ~/My\ Data/\[draft\].csv
 	// # Add to the allow list of [boundaries] in your policy file /home/u/.config/sandboxd/policy.toml

@@ -42,7 +42,7 @@ func FuzzSuggest(f *testing.F) {
 		}
 		src := offered[int(pick)%len(offered)]
 		b := fsDenial(ops[int(pick)%len(ops)], name, src)
-		s := For(b, home, policyFile)
+		s := For(b, home, policyFile, nothingBefore)
 		nameable := strings.HasPrefix(name, "/") && path.Clean(name) == name && utf8.ValidString(name) &&
 			!strings.ContainsRune(name, utf8.RuneError) && !strings.ContainsRune(name, 0)
 		if (s.Rule != "") != nameable {
@@ -55,7 +55,7 @@ func FuzzSuggest(f *testing.F) {
 			// The same boundary from a source no allow rule overrides.
 			b.Source = []broker.Source{broker.SourceHardDeny, broker.SourcePolicy, broker.SourceError,
 				broker.SourceCircuitBreaker, broker.SourceQuiet}[int(pick/5)%5]
-			if s := For(b, home, policyFile); s.Rule != "" || s.Why == "" {
+			if s := For(b, home, policyFile, nothingBefore); s.Rule != "" || s.Why == "" {
 				t.Fatalf("%s: %+v", b.Source, s)
 			}
 		}
@@ -64,7 +64,7 @@ func FuzzSuggest(f *testing.F) {
 			return
 		}
 		nb := netDenial(d.String(), src)
-		ns := For(nb, home, policyFile)
+		ns := For(nb, home, policyFile, nothingBefore)
 		if ns.Rule == "" {
 			t.Fatalf("destination %s: no rule: %s", d, ns.Why)
 		}

@@ -31,6 +31,13 @@ func (b Boundary) target() string {
 	return b.Path
 }
 
+// BeforeAllow says why the broker of the caller's policy denies a
+// request before any allow rule is consulted (broker.Broker.BeforeAllow).
+// The suggester asks it whatever source a report claims: a report is a
+// file a command could have written, and a rule offered for a start-up
+// location or a secret would be a way around the hard denies.
+type BeforeAllow func(grants.Request) (why string, denied bool)
+
 // Suggestion is what a person may do about one denied boundary: add Rule
 // to their policy file, or nothing, for the reason Why.
 type Suggestion struct {
@@ -48,7 +55,9 @@ type Suggestion struct {
 // For suggests the rule that would allow b next time: home is the home
 // the policy file is read with ("~" in a rule), policyFile the caller's
 // own policy file (--policy, or the default), the only one whose allow
-// rules count (a workspace's .sandboxd.toml may not add one).
+// rules count (a workspace's .sandboxd.toml may not add one), and before
+// the caller's broker's own denials before any allow rule (nil: none can
+// be checked, so no rule is offered).
 //
 // Per source: a reviewer's (the model's) or a person's denial, or one
 // nobody could review (no-reviewer), gets a rule, since allow rules are
@@ -59,7 +68,7 @@ type Suggestion struct {
 // allow rule; a lockdown skips them; an error is a failure, not a
 // judgement (a rule would not make the decision recordable); a quiet
 // write is denied on purpose. Any other source gets no rule.
-func For(b Boundary, home, policyFile string) Suggestion {
+func For(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 	if b.Decision != broker.Deny {
 		return Suggestion{Why: "it was not denied"}
 	}
@@ -86,6 +95,16 @@ func For(b Boundary, home, policyFile string) Suggestion {
 		// The report's JSON shows each invalid byte as U+FFFD: the name
 		// it shows may not be the name that was denied.
 		return Suggestion{Why: "its name holds U+FFFD, which may stand for bytes the report could not hold, so no exact rule can be written from it"}
+	}
+	if before == nil {
+		return Suggestion{Why: "sandboxd could not check it against your policy's hard denies"}
+	}
+	// A network rule is consulted where the proxy decides a destination
+	// while its connection waits (Held), which is what it would lift.
+	req := grants.Request{Surface: b.Surface, Operation: b.Operation, Path: b.Path, ResolvedPath: b.Path,
+		Destination: b.Destination, Held: b.Surface == grants.Network}
+	if why, denied := before(req); denied {
+		return Suggestion{Why: joinWhy("a hard deny, decided before any allow rule", why)}
 	}
 	rule, err := broker.ExactRule(b.Surface, b.Operation, t, home)
 	if err != nil {

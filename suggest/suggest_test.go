@@ -58,7 +58,7 @@ func TestForSources(t *testing.T) {
 		{"NUL", fsDenial(grants.OpWriteFile, "/tmp/a\x00b", broker.SourceNoReviewer), "", "not absolute and clean"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := For(tc.b, home, policyFile)
+			s := For(tc.b, home, policyFile, nothingBefore)
 			if s.Rule != tc.rule {
 				t.Fatalf("rule %q, want %q (why %q)", s.Rule, tc.rule, s.Why)
 			}
@@ -102,7 +102,7 @@ func TestForNames(t *testing.T) {
 		{"/", "fs write_file /", `"fs write_file /"`},
 	} {
 		b := fsDenial(grants.OpWriteFile, tc.path, broker.SourceNoReviewer)
-		s := For(b, home, policyFile)
+		s := For(b, home, policyFile, nothingBefore)
 		if s.Rule != tc.rule || !strings.Contains(s.TOML, "\n  "+tc.toml+",\n") {
 			t.Errorf("%q: rule %q, toml\n%s\nwant %q as %s", tc.path, s.Rule, s.TOML, tc.rule, tc.toml)
 			continue
@@ -117,7 +117,7 @@ func TestForOddHome(t *testing.T) {
 	for _, h := range []string{"/home/*", "/home/a b", `/home/a\b`, "/home/[u]", "/home/u?", "/"} {
 		p := strings.TrimSuffix(h, "/") + "/data/x"
 		b := fsDenial(grants.OpReadFile, p, broker.SourceHuman)
-		s := For(b, h, policyFile)
+		s := For(b, h, policyFile, nothingBefore)
 		if s.Rule == "" {
 			t.Fatalf("home %q: no rule: %s", h, s.Why)
 		}
@@ -156,7 +156,7 @@ func TestText(t *testing.T) {
 			Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"},
 		{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/etc/motd", Decision: broker.Allow, Source: broker.SourcePolicy},
 	}
-	got := Text(bs, home, policyFile)
+	got := Text(bs, home, policyFile, nothingBefore)
 	want := `# Add to the allow list of [boundaries] in your policy file /home/u/.config/sandboxd/policy.toml
 # (a deny or ask rule that matches the same boundary still wins):
 [boundaries]
@@ -172,13 +172,13 @@ allow = [
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 	checkTOML(t, got, []string{"fs write_file /etc/hosts", "net connect example.org:443"})
-	if got := Text(bs[3:], home, policyFile); !strings.Contains(got, "# No rule can allow what was denied.\n") {
+	if got := Text(bs[3:], home, policyFile, nothingBefore); !strings.Contains(got, "# No rule can allow what was denied.\n") {
 		t.Fatalf("only hard denies:\n%s", got)
 	}
-	if got := Text(bs[4:], home, policyFile); !strings.Contains(got, "# Nothing was denied.\n") {
+	if got := Text(bs[4:], home, policyFile, nothingBefore); !strings.Contains(got, "# Nothing was denied.\n") {
 		t.Fatalf("nothing denied:\n%s", got)
 	}
-	if got := Text(nil, home, policyFile); !strings.HasPrefix(got, "# Your policy file: "+policyFile+"\n") {
+	if got := Text(nil, home, policyFile, nothingBefore); !strings.HasPrefix(got, "# Your policy file: "+policyFile+"\n") {
 		t.Fatalf("no boundaries:\n%s", got)
 	}
 }
@@ -256,5 +256,38 @@ func checkTOML(t *testing.T, text string, rules []string) {
 		if termfilter.Escape(line) != strings.ReplaceAll(line, `\`, `\\`) {
 			t.Fatalf("line %q does not show as it is: %q", line, termfilter.Escape(line))
 		}
+	}
+}
+
+// nothingBefore stands for a broker that denies nothing before its
+// allow rules.
+func nothingBefore(grants.Request) (string, bool) { return "", false }
+
+// A report's source is never trusted: a denial the caller's broker
+// refuses before any allow rule (a start-up location, a secret) gets no
+// rule whatever source the report claims, and without the broker's
+// check no rule is offered at all.
+func TestForAsksTheBroker(t *testing.T) {
+	forged := Boundary{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: "/home/u/.bashrc",
+		Decision: broker.Deny, Source: broker.SourceReviewer}
+	var asked grants.Request
+	startup := func(req grants.Request) (string, bool) {
+		asked = req
+		return "a start-up location: bash reads it", req.Path == "/home/u/.bashrc"
+	}
+	s := For(forged, "/home/u", "/p.toml", startup)
+	if s.Rule != "" || !strings.Contains(s.Why, "start-up location") {
+		t.Errorf("a forged reviewer denial of ~/.bashrc got %+v", s)
+	}
+	if asked.Path != "/home/u/.bashrc" || asked.ResolvedPath != "/home/u/.bashrc" || asked.Operation != grants.OpWriteFile {
+		t.Errorf("the broker was asked %+v", asked)
+	}
+	other := forged
+	other.Path = "/home/u/notes.txt"
+	if s := For(other, "/home/u", "/p.toml", startup); s.Rule == "" {
+		t.Errorf("an ordinary denial got no rule: %+v", s)
+	}
+	if s := For(other, "/home/u", "/p.toml", nil); s.Rule != "" || s.Why == "" {
+		t.Errorf("without the broker's check a rule was offered: %+v", s)
 	}
 }

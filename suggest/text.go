@@ -14,7 +14,7 @@ import (
 // comments, each denied boundary no rule is offered for and why. The
 // whole text is valid TOML and safe to show on a terminal: every name in
 // a comment is escaped (termfilter.Escape), every rule quoted.
-func Text(bs []Boundary, home, policyFile string) string {
+func Text(bs []Boundary, home, policyFile string, before BeforeAllow) string {
 	var rules, none []string
 	denied := false
 	for _, b := range bs {
@@ -22,7 +22,7 @@ func Text(bs []Boundary, home, policyFile string) string {
 			continue
 		}
 		denied = true
-		s := For(b, home, policyFile)
+		s := For(b, home, policyFile, before)
 		if s.Rule != "" {
 			if !slices.Contains(rules, s.Rule) {
 				rules = append(rules, s.Rule)

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -54,7 +57,7 @@ func suggestCommand(args []string, getenv func(string) string, stdout, stderr io
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
 		return 1
 	}
-	bs, err := readReport(*report)
+	bs, ws, err := readReport(*report)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -62,34 +65,47 @@ func suggestCommand(args []string, getenv func(string) string, stdout, stderr io
 	if err != nil {
 		return fail(session.Public(err))
 	}
-	fmt.Fprint(stdout, suggest.Text(bs, caller.Home, caller.PolicyFile(*policyFile)))
+	// The hard denies are checked under the policy a run would load; a
+	// --policy file that does not exist yet (the rules are for it) is
+	// none, and the default one's deny rules count instead.
+	checkWith := *policyFile
+	if _, err := os.Stat(caller.PolicyFile(checkWith)); checkWith != "" && errors.Is(err, iofs.ErrNotExist) {
+		checkWith = ""
+	}
+	log := slog.New(slog.DiscardHandler)
+	before, err := session.New(session.Config{Log: log}).BeforeAllow(context.Background(), caller, checkWith, ws)
+	if err != nil {
+		return fail("cannot load your policy to check the report against it: " + session.Public(err))
+	}
+	fmt.Fprint(stdout, suggest.Text(bs, caller.Home, caller.PolicyFile(*policyFile), before))
 	return 0
 }
 
-// readReport reads the boundaries of a run's report.
-func readReport(file string) ([]suggest.Boundary, error) {
+// readReport reads the boundaries and the workspace of a run's report.
+func readReport(file string) ([]suggest.Boundary, string, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("read the report: %w", err)
+		return nil, "", fmt.Errorf("read the report: %w", err)
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxReport+1))
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("read the report: %w", err)
+		return nil, "", fmt.Errorf("read the report: %w", err)
 	case len(b) > maxReport:
-		return nil, fmt.Errorf("%s is over %d MiB: not a report of sandboxd run", file, maxReport>>20)
+		return nil, "", fmt.Errorf("%s is over %d MiB: not a report of sandboxd run", file, maxReport>>20)
 	}
 	var rep struct {
 		Boundaries *[]suggest.Boundary `json:"boundaries"`
+		Workspace  string              `json:"workspace"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s is not a report of sandboxd run: %w", file, err)
+		return nil, "", fmt.Errorf("%s is not a report of sandboxd run: %w", file, err)
 	}
 	if rep.Boundaries == nil {
-		return nil, fmt.Errorf("%s is not a report of sandboxd run: it has no boundaries", file)
+		return nil, "", fmt.Errorf("%s is not a report of sandboxd run: it has no boundaries", file)
 	}
-	return *rep.Boundaries, nil
+	return *rep.Boundaries, rep.Workspace, nil
 }
 
 // suggestOnTerminal shows the person at sandboxd's terminal, once the
