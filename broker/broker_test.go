@@ -657,6 +657,9 @@ func TestQuietParentByTool(t *testing.T) {
 		{mk("/home/u/.config/systemd", "/usr/bin/top"), false},
 		{mk("/home/u/.config/go/env", "/usr/local/go/bin/go"), false},
 		{mk("/home/u/.configx", "/usr/bin/top"), false},
+		// Never the home itself or above it.
+		{mk("/home/u", "/usr/bin/top"), false},
+		{mk("/home", "/usr/local/go/bin/go"), false},
 		// An entry without tools has no quiet parents.
 		{mk("/home/u/.config/configstore", "/usr/bin/node"), false},
 	} {

@@ -160,10 +160,21 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 		return Denial{}, false
 	}
 	d := Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}
-	if i.Program != "" {
+	if p.trustedProgram(i.Program) {
 		d.Programs = []string{i.Program}
 	}
 	return d, true
+}
+
+// trustedProgram reports whether exe names a program the command could
+// not have made or replaced: an absolute, clean path outside every
+// writable root, of a file that was not deleted (a memfd or a deleted
+// copy reads as "... (deleted)"). A program the command could have
+// written is unknown: whatever its name, it says nothing of which tool
+// ran.
+func (p Policy) trustedProgram(exe string) bool {
+	return exe != "" && filepath.IsAbs(exe) && filepath.Clean(exe) == exe &&
+		!strings.HasSuffix(exe, " (deleted)") && !under(exe, p.Writable)
 }
 
 // unknownIno marks an object whose existence the observer could not

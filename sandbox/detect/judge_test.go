@@ -204,3 +204,32 @@ func TestDenialsOf(t *testing.T) {
 		t.Errorf("denialsOf = %+v, other %d; want %+v, other 1", got, other, want)
 	}
 }
+
+// A denial names the program that made it only when the command could
+// not have made or replaced that program: not one under a writable
+// root, not a deleted file or a memfd.
+func TestRefusedNamesTrustedPrograms(t *testing.T) {
+	p := Policy{Writable: []string{"/w", "/tmp"}}
+	for _, tc := range []struct {
+		exe  string
+		want []string
+	}{
+		{"/usr/local/go/bin/go", []string{"/usr/local/go/bin/go"}},
+		{"/usr/bin/top", []string{"/usr/bin/top"}},
+		{"/w/bin/go", nil},
+		{"/tmp/top", nil},
+		{"/usr/bin/top (deleted)", nil},
+		{"/memfd:pkg/tool/a_b/go (deleted)", nil},
+		{"top", nil},
+		{"/usr/bin/../bin/top", nil},
+		{"", nil},
+	} {
+		d, ok := p.refused(Intent{Op: "make_dir", Path: "/home/u/.config", Program: tc.exe})
+		if !ok {
+			t.Fatalf("%s: make_dir outside the writable roots was not refused", tc.exe)
+		}
+		if !reflect.DeepEqual(d.Programs, tc.want) {
+			t.Errorf("%q: programs %q, want %q", tc.exe, d.Programs, tc.want)
+		}
+	}
+}
