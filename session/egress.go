@@ -168,8 +168,9 @@ func localAddrs() []netip.Addr {
 	return out
 }
 
-// egressDecider is the broker, seen from the proxy: every destination is
-// a held network boundary of the run, recorded once per destination.
+// egressDecider is the broker, seen from the proxy: each destination is
+// decided while its connection waits and recorded once, as a held
+// network boundary or, when the policy allowed it, under egress.allowed.
 type egressDecider struct{ st *run }
 
 func (e egressDecider) request(r netproxy.Request) grants.Request {
@@ -233,10 +234,17 @@ func (st *run) countReview(wait time.Duration) {
 // Resolved has the broker check the addresses an allowed name resolved to.
 func (e egressDecider) Resolved(ctx context.Context, r netproxy.Request, token string) netproxy.Verdict {
 	req := e.request(r)
+	start := time.Now()
 	res := e.st.plan.broker.Resolved(ctx, token, req)
-	if res.Decision.Outcome != broker.Allow {
-		e.st.noteNetwork(req, res.Decision, false)
-	} else {
+	if reviewed(res.Decision) {
+		// An ask rule naming an address sent it to a reviewer: a review,
+		// and a boundary whatever the answer.
+		e.st.countReview(time.Since(start))
+	}
+	if res.Decision.Outcome != broker.Allow || reviewed(res.Decision) {
+		e.st.noteNetwork(req, res.Decision, res.Decision.Outcome == broker.Allow)
+	}
+	if res.Decision.Outcome == broker.Allow {
 		e.st.noteAddresses(req)
 	}
 	return e.st.keepGrant(verdict(res))
@@ -286,8 +294,19 @@ func (st *run) noteNetwork(req grants.Request, d broker.Decision, granted bool) 
 		st.mu.Unlock()
 		return
 	}
-	st.dropAllowedLocked(req.Destination)
+	// A destination the policy allowed that a later decision refused
+	// (an address it resolved to) or a reviewer answered is a boundary
+	// from then on; what it carried while allowed moves with it.
+	was := st.takeAllowedLocked(req.Destination)
 	b, fresh := st.netBoundaryLocked(req.Destination)
+	if was != nil {
+		b.Connections += was.Connections
+		for _, a := range was.Addresses {
+			if !slices.Contains(b.Addresses, a) {
+				b.Addresses = append(b.Addresses, a)
+			}
+		}
+	}
 	changed := fresh || b.pending || b.Decision != d.Outcome || b.Source != d.Source
 	b.Decision, b.Source, b.Rationale, b.pending = d.Outcome, d.Source, d.Rationale, false
 	if granted && b.Grant == "" {
@@ -344,21 +363,33 @@ func (st *run) countConnection(req grants.Request) {
 }
 
 // allowedLocked lists dest as allowed by the policy, and drops the entry
-// holdNetwork made for it while its decision was pending. st.mu must be
-// held.
+// holdNetwork made for it while its decision was pending; a destination
+// that is a boundary already (refused or reviewed earlier in the run)
+// stays one. st.mu must be held.
 func (st *run) allowedLocked(dest string) {
 	st.rep.Boundaries = slices.DeleteFunc(st.rep.Boundaries, func(b Boundary) bool {
 		return b.pending && b.Held && b.Surface == grants.Network && b.Destination == dest
 	})
+	for _, b := range st.rep.Boundaries {
+		if b.Held && b.Surface == grants.Network && b.Destination == dest {
+			return
+		}
+	}
 	if st.findAllowedLocked(dest) == nil {
 		st.netAllowed = append(st.netAllowed, AllowedDest{Destination: dest})
 	}
 }
 
-// dropAllowedLocked forgets dest as allowed: a later decision refused it
-// (its addresses, say). st.mu must be held.
-func (st *run) dropAllowedLocked(dest string) {
+// takeAllowedLocked removes dest from the allowed list and returns its
+// entry (nil if it was not there). st.mu must be held.
+func (st *run) takeAllowedLocked(dest string) *AllowedDest {
+	a := st.findAllowedLocked(dest)
+	if a == nil {
+		return nil
+	}
+	was := *a
 	st.netAllowed = slices.DeleteFunc(st.netAllowed, func(a AllowedDest) bool { return a.Destination == dest })
+	return &was
 }
 
 // findAllowedLocked is dest's allowed entry, or nil. st.mu must be held.

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -260,5 +261,71 @@ func TestEgressReviewsCountReviewers(t *testing.T) {
 	}
 	if rep.Egress == nil || rep.Egress.Reviews != 2 || len(rep.Egress.Allowed) != 1 || rep.Egress.Allowed[0].Connections != 1 {
 		t.Errorf("egress: %+v", rep.Egress)
+	}
+}
+
+// A name the policy allows whose address an ask rule sends to a
+// reviewer: the reviewer's answer is a review and a boundary, never a
+// policy allow.
+func TestEgressResolvedReviewed(t *testing.T) {
+	for _, answer := range []broker.Outcome{broker.Allow, broker.Deny} {
+		t.Run(string(answer), func(t *testing.T) {
+			w := newWorld(t)
+			origin := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+			defer origin.Close()
+			_, port, _ := net.SplitHostPort(origin.Listener.Addr().String())
+			pol := fmt.Sprintf("[boundaries]\nallow = [\"net connect vm:%s\"]\nask = [\"net connect 127.0.0.1:%s\"]\n", port, port)
+			if err := os.WriteFile(filepath.Join(w.caller.Home, ".config", "sandboxd", "policy.toml"), []byte(pol), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			model := reviewerFunc(func(grants.Request) broker.Decision {
+				return broker.Decision{Outcome: answer, RiskLevel: broker.RiskLow, UserAuthorization: broker.AuthHigh, Rationale: "scripted"}
+			})
+			fake := &fakeSandbox{script: []attemptFunc{egressAttempt(t, func(c proxyClient) { c.get(t, "http://vm:"+port+"/") })}}
+			j := job(0)
+			j.Reviewers.Model = model
+			rep, err := New(Config{Sandbox: fake}).Run(context.Background(), w.caller, j, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := boundaries(rep); len(got) != 1 || !strings.Contains(got[0], string(answer)+"/reviewer") {
+				t.Errorf("boundaries %q, want vm:%s %s/reviewer", got, port, answer)
+			}
+			if rep.Egress == nil || rep.Egress.Reviews != 1 || len(rep.Egress.Allowed) != 0 {
+				t.Errorf("egress %+v: want one review and nothing listed as the policy's", rep.Egress)
+			}
+		})
+	}
+}
+
+// A destination the policy allowed that a later connection's address
+// refused becomes a boundary, and keeps what it carried while allowed.
+func TestEgressAllowedThenRefused(t *testing.T) {
+	st := &run{rep: &Report{}, ev: Discard{}, attempt: 1}
+	req := grants.Request{Surface: grants.Network, Operation: grants.OpConnect, Destination: "x.test:443", Held: true}
+	pol := broker.Decision{Outcome: broker.Allow, Source: broker.SourcePolicy}
+	st.holdNetwork(req)
+	st.noteNetwork(req, pol, true)
+	r1 := req
+	r1.Addresses = "93.184.216.34"
+	st.noteAddresses(r1)
+	st.countConnection(r1)
+	st.holdNetwork(req)
+	st.noteNetwork(req, pol, true)
+	r2 := req
+	r2.Addresses = "10.0.0.5"
+	st.noteNetwork(r2, broker.Decision{Outcome: broker.Deny, Source: broker.SourceHardDeny, Rationale: "private"}, false)
+	if len(st.netAllowed) != 0 || len(st.rep.Boundaries) != 1 {
+		t.Fatalf("allowed %+v, boundaries %+v", st.netAllowed, st.rep.Boundaries)
+	}
+	b := st.rep.Boundaries[0]
+	if b.Decision != broker.Deny || b.Connections != 1 || !slices.Contains(b.Addresses, "93.184.216.34") || b.pending {
+		t.Errorf("boundary %+v: want the refusal, with the connection and address it carried while allowed", b)
+	}
+	// A later policy allow of the same name leaves it a boundary.
+	st.holdNetwork(req)
+	st.noteNetwork(req, pol, true)
+	if len(st.netAllowed) != 0 || len(st.rep.Boundaries) != 1 {
+		t.Errorf("after another allow: allowed %+v, boundaries %+v", st.netAllowed, st.rep.Boundaries)
 	}
 }
