@@ -180,15 +180,16 @@ func dropEnv(env []string, key string) []string {
 
 // withPhoneHomeOff adds each documented switch that stops a tool's own
 // update check or usage report (policy.DefaultPhoneHomeOff), unless env
-// sets that name already: the caller's own value wins.
+// sets that name already, in any case (npm reads npm_config_* in any
+// case, the last one winning): the caller's own value wins.
 func withPhoneHomeOff(env []string) []string {
 	set := map[string]bool{}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		set[k] = true
+		set[strings.ToUpper(k)] = true
 	}
 	for _, sw := range policy.DefaultPhoneHomeOff() {
-		if !set[sw.Name] {
+		if !set[strings.ToUpper(sw.Name)] {
 			env = append(env, sw.Name+"="+sw.Value)
 		}
 	}
