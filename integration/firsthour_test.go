@@ -453,7 +453,9 @@ func TestCorpusFirstHour(t *testing.T) {
 // ~/.config on the way to their own state (top, go vet) stay quiet only
 // while no other program tries it: `mkdir -p ~/.config/systemd/user` in
 // the same run is exactly one boundary, make_dir ~/.config, hard-denied,
-// and the directory is absent afterwards; the workloads still work.
+// and the directory is absent afterwards; the workloads still work. The
+// workloads that met the other classes report exactly one real boundary
+// beside them.
 func TestCorpusFirstHourControl(t *testing.T) {
 	for _, id := range identities(t) {
 		t.Run(id.name, func(t *testing.T) {
@@ -476,6 +478,27 @@ func TestCorpusFirstHourControl(t *testing.T) {
 					}
 					if n := strings.Count(r.stderr, "sandboxd: denied make_dir "+target+"\n"); n != 1 {
 						t.Errorf("want one denial block for %s on stderr, got %d:\n%s", target, n, stderrDenials(r.stderr))
+					}
+				})
+			}
+			// Workloads whose false boundaries were other classes (npm's
+			// own connections, git's empty tree, pnpm's store) beside one
+			// real boundary, tried twice: exactly that one, denied, and
+			// the file absent.
+			for _, name := range []string{"npm-install-tarball", "git-stash-autosquash", "pnpm-install"} {
+				c := firstHourCaseNamed(name)
+				t.Run(name+"-and-one-real", func(t *testing.T) {
+					c.skipUnlessAvailable(t)
+					e := *e
+					e.t = t
+					target := filepath.Join(e.mkdir("outside", 0o755), "first-hour-"+randHex(4))
+					r, _ := e.runCase(t, c, "real", fmt.Sprintf("echo x > %s 2>/dev/null; echo x > %[1]s 2>/dev/null; ", target))
+					if _, err := os.Lstat(target); err == nil {
+						t.Errorf("%s exists after the run", target)
+					}
+					bs := corpusBoundaries(r)
+					if len(bs) != 1 || bs[0]["operation"] != "make_reg" || bs[0]["path"] != target || bs[0]["decision"] != "deny" {
+						t.Errorf("want exactly one boundary make_reg %s, denied:\n%s", target, describeBoundaries(bs))
 					}
 				})
 			}
