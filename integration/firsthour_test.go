@@ -259,10 +259,10 @@ python3 -c 'import sqlite3; c = sqlite3.connect("py.db"); c.execute("pragma jour
 			needs: lookTool("inotifywait"),
 			script: `set -e
 mkdir -p watched
-inotifywait -q -t 20 -e close_write --format '%f' watched > events.txt & w=$!
-sleep 0.5
-echo hi > watched/f.txt
-wait $w
+inotifywait -q -m -e close_write --format '%f' watched > events.txt & w=$!
+# Written until the watcher, however late it starts, has seen it.
+for i in $(seq 200); do echo hi > watched/f.txt; [ -s events.txt ] && break; sleep 0.1; done
+kill $w; wait $w 2>/dev/null || true
 python3 - <<'X'
 import ctypes, os, select
 libc = ctypes.CDLL(None, use_errno=True)
