@@ -2,7 +2,9 @@ package confine
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
@@ -36,6 +38,7 @@ func setRlimits(s *wire.SetupMsg) error {
 	// cgroup; without one it is the only bound (uid 0 in the initial user
 	// namespace ignores it, but the command never runs as that).
 	if s.Limits.Pids > 0 {
+		reserveThreads(helperThreads)
 		// With a pids cgroup the cgroup refuses a fork at the limit (and
 		// counts it in pids.events, which names the limit); the rlimit,
 		// checked first by the kernel, is then twice as loose, a bound
@@ -54,6 +57,36 @@ func setRlimits(s *wire.SetupMsg) error {
 		}
 	}
 	return nil
+}
+
+// helperThreads is how many OS threads the helper keeps for itself
+// before the process limit applies: it runs with about 9 (the locked
+// main thread in wait4, the control socket, signals, the runtime's own).
+const helperThreads = 16
+
+// reserveThreads makes the Go runtime hold at least n OS threads, idle
+// and reused, before RLIMIT_NPROC applies. The limit counts the helper's
+// threads with the command's processes (one uid), so once a fork bomb
+// has taken the rest the helper could not create a thread, and the
+// runtime aborts when pthread_create fails (seen in CI: exit 125 under a
+// bash fork bomb, as the unprivileged user without a pids cgroup). A
+// goroutine locked to its thread makes the runtime start one for it;
+// unlocked before it ends, the thread goes back to the idle list, which
+// the runtime never shrinks.
+func reserveThreads(n int) {
+	var ready, release sync.WaitGroup
+	release.Add(1)
+	for range n {
+		ready.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			ready.Done()
+			release.Wait()
+			runtime.UnlockOSThread()
+		}()
+	}
+	ready.Wait()
+	release.Done()
 }
 
 // addHelperRules grants what only the helper can name: the mounts it
