@@ -2,8 +2,10 @@ package confine
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/sandboxd/sandboxd/landlock"
@@ -38,7 +40,13 @@ func setRlimits(s *wire.SetupMsg) error {
 	// cgroup; without one it is the only bound (uid 0 in the initial user
 	// namespace ignores it, but the command never runs as that).
 	if s.Limits.Pids > 0 {
-		reserveThreads(helperThreads)
+		n := helperThreads
+		if s.LimitData && s.Limits.Memory > 0 {
+			// Each thread's stack counts against RLIMIT_DATA, which
+			// applies to the helper too: never spend the heap's room.
+			n = min(n, threadsWithin(uint64(s.Limits.Memory)))
+		}
+		reserveThreads(n)
 		// With a pids cgroup the cgroup refuses a fork at the limit (and
 		// counts it in pids.events, which names the limit); the rlimit,
 		// checked first by the kernel, is then twice as loose, a bound
@@ -63,6 +71,36 @@ func setRlimits(s *wire.SetupMsg) error {
 // before the process limit applies: it runs with about 9 (the locked
 // main thread in wait4, the control socket, signals, the runtime's own).
 const helperThreads = 16
+
+// threadsWithin is how many more threads fit in half of what a data
+// limit of limit bytes leaves the helper (its VmData now, each new
+// thread's stack as large as RLIMIT_STACK says, glibc's default): none
+// when that cannot be read.
+func threadsWithin(limit uint64) int {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	var used uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmData:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			used = kb << 10
+		}
+	}
+	var st unix.Rlimit
+	stack := uint64(8 << 20)
+	if err := unix.Getrlimit(unix.RLIMIT_STACK, &st); err == nil && st.Cur != unix.RLIM_INFINITY && st.Cur > 0 {
+		stack = st.Cur
+	}
+	if used == 0 || used >= limit {
+		return 0
+	}
+	return int((limit - used) / 2 / (stack + 1<<20))
+}
 
 // reserveThreads makes the Go runtime hold at least n OS threads, idle
 // and reused, before RLIMIT_NPROC applies. The limit counts the helper's
