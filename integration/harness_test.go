@@ -579,6 +579,40 @@ func cc(t *testing.T, dir, name, src string) string {
 	return bin
 }
 
+var int80Once struct {
+	sync.Once
+	why string
+}
+
+// noInt80 says why this kernel cannot run i386 system calls (int 0x80),
+// or "" when it can: a kernel without 32-bit emulation
+// (CONFIG_IA32_EMULATION off, or ia32_emulation=0) faults on int 0x80
+// itself, on the host, so there is nothing for the filter to stop.
+func noInt80(t *testing.T) string {
+	t.Helper()
+	int80Once.Do(func() {
+		dir, err := os.MkdirTemp(baseDir, "int80-probe-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		// i386 getpid is 20.
+		bin := cc(t, dir, "probe", "int main(void) { long r; __asm__ volatile (\"int $0x80\" : \"=a\"(r) : \"a\"(20L) : \"memory\"); return r > 0 ? 0 : 1; }\n")
+		err = exec.Command(bin).Run()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGSEGV {
+				int80Once.why = "this kernel runs without 32-bit emulation: int 0x80 faults on the host itself"
+				return
+			}
+		}
+		if err != nil {
+			t.Fatalf("the int 0x80 probe failed on the host: %v", err)
+		}
+	})
+	return int80Once.why
+}
+
 // reportString returns a top-level report field as a string.
 func (r result) reportString(key string) string {
 	v, _ := r.report[key].(string)
