@@ -59,7 +59,9 @@ func testMain(m *testing.M) int {
 	baseDir = run
 	defer os.RemoveAll(run)
 	binary = filepath.Join(run, "sandboxd")
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", binary, "../cmd/sandboxd")
+	// The failpoints tag lets the crash tests name a commit failpoint
+	// (SANDBOXD_TEST_CRASH_AT); a release build has none.
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", "failpoints", "-o", binary, "../cmd/sandboxd")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration: build:", err)

@@ -73,7 +73,7 @@ func (st *run) commitLayer(l *sandbox.Layer) (layer.Outcome, error) {
 		layer.Options{Workspace: spec.Workspace, StateDir: spec.StateDir, RunID: newID(),
 			Protected: spec.Protected, Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...),
 			Home: spec.Home, GitConfigs: spec.GitConfigs, Umask: st.caller.Umask,
-			Log: st.r.log, CrashAt: st.job.CrashAt})
+			Log: st.r.log, CrashAt: st.r.crashAt})
 }
 
 // openUpper opens the layer's upper directory, which the command may have

@@ -137,8 +137,6 @@ type Job struct {
 	Stdout, Stderr io.Writer
 	// Signals, if set, are forwarded to the command while it runs.
 	Signals <-chan os.Signal
-	// CrashAt names a commit failpoint (crash tests only).
-	CrashAt string
 }
 
 // Reviewers are the broker's reviewer slots for one job.

@@ -66,6 +66,11 @@ type Config struct {
 	// command sees them. Nil: it reads none.
 	EvidenceReader []string
 	Log            *slog.Logger
+	// CrashAt names a commit failpoint at which the process kills itself
+	// (layer.Options.CrashAt): crash tests only. It is the process's
+	// own setting, never a request's: only cmd/sandboxd built with the
+	// failpoints tag sets it.
+	CrashAt string
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -76,6 +81,7 @@ type Runner struct {
 	reserved func(netip.AddrPort) bool
 	models   ModelFactory
 	reader   []string
+	crashAt  string
 	log      *slog.Logger
 }
 
@@ -84,7 +90,7 @@ func New(cfg Config) *Runner {
 	reserved := slices.Clone(cfg.Reserved)
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
 		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models,
-		reader: slices.Clone(cfg.EvidenceReader)}
+		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt}
 	if r.sandbox == nil {
 		r.sandbox = Real{}
 	}

@@ -182,7 +182,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		Argv: argv, Command: f.command, Workspace: f.workspace, Policy: f.policy,
 		Session: f.session, Agent: "cli", Intent: f.intent, Retries: f.retries, Timeout: f.timeout, Reviewer: f.reviewer,
 		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs, CrashAt: getenv(crashEnv),
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs,
 	}
 	var rep *session.Report
 	caller, err := callerOf(getenv)
@@ -195,7 +195,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		}
 	}
 	if err == nil {
-		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader()}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
+			CrashAt: crashAt(getenv)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 		suggestOnTerminal(rep, caller.PolicyFile(f.policy))
 	}
 	if err != nil {

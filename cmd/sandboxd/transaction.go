@@ -11,10 +11,6 @@ import (
 	"github.com/sandboxd/sandboxd/session"
 )
 
-// crashEnv names a failpoint for crash tests: sandboxd kills itself with
-// SIGKILL at that point of a commit (see layer.Options.CrashAt).
-const crashEnv = "SANDBOXD_TEST_CRASH_AT"
-
 const recoverUsage = `Usage: sandboxd recover [--json]
 
 Finish, or roll back, every commit of a run's writes to its workspace

@@ -1,0 +1,19 @@
+//go:build !failpoints
+
+package main
+
+import "testing"
+
+// A release build has no failpoint: whatever the environment names,
+// sandboxd never kills itself mid-commit.
+func TestNoFailpointWithoutTag(t *testing.T) {
+	getenv := func(k string) string {
+		if k == "SANDBOXD_TEST_CRASH_AT" {
+			return "staged"
+		}
+		return ""
+	}
+	if got := crashAt(getenv); got != "" {
+		t.Fatalf("crashAt = %q in a build without the failpoints tag", got)
+	}
+}
