@@ -292,20 +292,7 @@ func TestFilterEffects(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+prog, "SANDBOXD_SECCOMP_TEST_DIR="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	var got []result
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("child output: %v\n%s", err, out)
-	}
-	if len(got) != len(probes) {
-		t.Fatalf("got %d results, want %d", len(got), len(probes))
-	}
+	got := runChild[result](t, childEnv+"="+prog, "SANDBOXD_SECCOMP_TEST_DIR="+dir)
 	for i, p := range probes {
 		r := got[i]
 		if r.Other != "" {
@@ -639,14 +626,21 @@ func runExplainChild(t *testing.T, how string) []explained {
 	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return runChild[explained](t, childEnv+"="+pf, "SANDBOXD_SECCOMP_TEST_DIR="+dir, "SANDBOXD_SECCOMP_TEST_EXPLAIN="+how)
+}
+
+// runChild runs this test binary as the filtered child with env added
+// and decodes the one result per probe it prints as JSON.
+func runChild[T any](t *testing.T, env ...string) []T {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+pf, "SANDBOXD_SECCOMP_TEST_DIR="+dir, "SANDBOXD_SECCOMP_TEST_EXPLAIN="+how)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	var got []explained
+	var got []T
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("child output: %v\n%s", err, out)
 	}
