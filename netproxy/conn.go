@@ -204,9 +204,13 @@ func (u *upstreamConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// Write counts only what was written as a tunnel: the tunnel is looked
+// up before the write, so a request head whose write returns after the
+// origin has already switched protocols is not counted as tunnel bytes.
 func (u *upstreamConn) Write(b []byte) (int, error) {
+	t := u.tun.Load()
 	n, err := u.conn.Write(b)
-	if t := u.tun.Load(); t != nil && n > 0 {
+	if t != nil && n > 0 {
 		u.s.p.stats.up.Add(int64(n))
 		t.touch()
 	}

@@ -260,9 +260,19 @@ func TestHandlerAttackUpgradeBytesCounted(t *testing.T) {
 	if _, err := io.ReadFull(br, make([]byte, len(msg))); err != nil {
 		t.Fatal(err)
 	}
-	cn := h.p.Counters()
-	if cn.BytesUp < int64(len(msg)) || cn.BytesDown < int64(len(msg)) {
-		t.Errorf("relayed %d bytes each way over a WebSocket; counters up=%d down=%d", len(msg), cn.BytesUp, cn.BytesDown)
+	// Each direction adds to its counter after its write returns, so the
+	// echo can reach the client before the upward copy has counted its
+	// last chunk: the counters must catch up, not be there already.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cn := h.p.Counters()
+		if cn.BytesUp == int64(len(msg)) && cn.BytesDown == int64(len(msg)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("relayed %d bytes each way over a WebSocket; counters up=%d down=%d", len(msg), cn.BytesUp, cn.BytesDown)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
