@@ -30,6 +30,8 @@ const (
 type Breaker struct {
 	dir string
 	now func() time.Time
+	// do does the file work (as the caller whose state it is).
+	do func(func() error) error
 }
 
 // breakerState is the file's content.
@@ -42,7 +44,17 @@ type breakerState struct {
 }
 
 // NewBreaker keeps breaker state under dir.
-func NewBreaker(dir string) *Breaker { return &Breaker{dir: dir, now: time.Now} }
+func NewBreaker(dir string) *Breaker {
+	return &Breaker{dir: dir, now: time.Now, do: func(f func() error) error { return f() }}
+}
+
+// WithActor has do do every read and write of b's state: the front end
+// makes them the caller's (package fsid), so the state is the caller's
+// own. It returns b.
+func (b *Breaker) WithActor(do func(func() error) error) *Breaker {
+	b.do = do
+	return b
+}
 
 func (b *Breaker) file(session string) string {
 	sum := sha256.Sum256([]byte(session))
@@ -50,7 +62,16 @@ func (b *Breaker) file(session string) string {
 }
 
 // update runs f on the session's state under the lock and saves it.
-func (b *Breaker) update(session string, f func(*breakerState)) (breakerState, error) {
+func (b *Breaker) update(session string, f func(*breakerState)) (st breakerState, err error) {
+	err = b.do(func() (err error) {
+		st, err = b.updateHere(session, f)
+		return err
+	})
+	return st, err
+}
+
+// updateHere is update on the calling goroutine.
+func (b *Breaker) updateHere(session string, f func(*breakerState)) (breakerState, error) {
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return breakerState{}, fmt.Errorf("broker: breaker state: %w", err)
 	}
@@ -182,7 +203,9 @@ func (b *Breaker) Adopt(session, old string) error {
 	}
 	// Adopted once: a person lifting the session's lockdown later must
 	// not see the old state come back.
-	os.Remove(b.file(old) + ".json")
-	os.Remove(b.file(old) + ".lock")
-	return nil
+	return b.do(func() error {
+		os.Remove(b.file(old) + ".json")
+		os.Remove(b.file(old) + ".lock")
+		return nil
+	})
 }

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/persist"
 	"golang.org/x/sys/unix"
 )
@@ -64,9 +65,13 @@ type Options struct {
 	// Home and GitConfigs are the caller's home and own git config files.
 	Home       string
 	GitConfigs []string
-	// Umask is the caller's: new files get no mode bits it masks.
-	Umask uint32
-	Log   *slog.Logger
+	// Caller is who the commit is for: it reads the layer, stages and
+	// writes into the workspace with the caller's file-system identity
+	// (package fsid), so the kernel decides what it may change and what
+	// it makes is the caller's; new files get no mode bits its umask
+	// masks. A root caller's files take the owners the layer recorded.
+	Caller fsid.ID
+	Log    *slog.Logger
 	// CrashAt makes the process kill itself with SIGKILL at a named point
 	// ("stage:N", "staged", "apply:N"): a failpoint for crash tests.
 	CrashAt string
@@ -160,7 +165,19 @@ type committer struct {
 // Commit applies src to the workspace. An error means the commit could
 // not be made; the journal then says whether anything was applied, and
 // recovery finishes or discards it.
-func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
+func Commit(ctx context.Context, src Source, opt Options) (out Outcome, err error) {
+	aerr := fsid.Do(opt.Caller, func() error {
+		out, err = commit(ctx, src, opt)
+		return nil
+	})
+	if aerr != nil {
+		return Outcome{}, fmt.Errorf("layer: %w", aerr)
+	}
+	return out, err
+}
+
+// commit is Commit on a thread with the caller's identity.
+func commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -174,7 +191,7 @@ func Commit(ctx context.Context, src Source, opt Options) (Outcome, error) {
 	} else if empty {
 		return Outcome{}, nil // the attempt changed nothing
 	}
-	c := &committer{src: src, opt: opt, ws: ws, since: src.Started.UnixNano(), chown: os.Geteuid() == 0, started: time.Now()}
+	c := &committer{src: src, opt: opt, ws: ws, since: src.Started.UnixNano(), chown: opt.Caller.UID == 0, started: time.Now()}
 	c.guard, err = newGuard(ws, int(src.Upper.Fd()), src, opt, c.chown)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("layer: %w", err)

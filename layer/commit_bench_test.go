@@ -27,7 +27,7 @@ func BenchmarkCommitSmallFiles(b *testing.B) {
 		f, _ := os.Open(upper)
 		b.StartTimer()
 		if _, err := Commit(context.Background(), Source{Upper: f, Started: time.Now(), HostUID: -1, HostGID: -1},
-			Options{Workspace: ws, StateDir: state, RunID: "bench"}); err != nil {
+			Options{Workspace: ws, StateDir: state, RunID: "bench", Caller: testCaller()}); err != nil {
 			b.Fatal(err)
 		}
 		f.Close()
@@ -97,7 +97,7 @@ func BenchmarkCommitGitCommit(b *testing.B) {
 		f, _ := os.Open(upper)
 		b.StartTimer()
 		if _, err := Commit(context.Background(), Source{Upper: f, Started: time.Now(), HostUID: -1, HostGID: -1},
-			Options{Workspace: ws, StateDir: state, RunID: "bench"}); err != nil {
+			Options{Workspace: ws, StateDir: state, RunID: "bench", Caller: testCaller()}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -164,7 +164,7 @@ func commitManyFiles(b *testing.B, existing bool) {
 		exec.Command("sync").Run()
 		b.StartTimer()
 		if _, err := Commit(context.Background(), Source{Upper: f, Started: time.Now(), HostUID: -1, HostGID: -1},
-			Options{Workspace: ws, StateDir: state, RunID: "bench"}); err != nil {
+			Options{Workspace: ws, StateDir: state, RunID: "bench", Caller: testCaller()}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()

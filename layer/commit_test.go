@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/fsid"
 	"golang.org/x/sys/unix"
 )
 
@@ -190,7 +191,14 @@ func (c *commitCase) commit(crashAt string) (Outcome, error) {
 	}
 	defer f.Close()
 	return Commit(context.Background(), Source{Upper: f, Started: c.started, HostUID: -1, HostGID: -1},
-		Options{Workspace: c.ws, StateDir: c.state, RunID: "testrun0123", CrashAt: crashAt})
+		Options{Workspace: c.ws, StateDir: c.state, RunID: "testrun0123", CrashAt: crashAt, Caller: testCaller()})
+}
+
+// testCaller is the test process itself, with the usual umask: the
+// caller a CLI run would describe.
+func testCaller() fsid.ID {
+	groups, _ := os.Getgroups()
+	return fsid.ID{UID: os.Geteuid(), GID: os.Getegid(), Groups: groups, Umask: 0o022}
 }
 
 // TestCommitTree: a commit leaves the workspace as the layer says, new
@@ -246,7 +254,7 @@ func TestCommitCrashAnywhere(t *testing.T) {
 		if strings.HasPrefix(at, "stage:") {
 			same(t, tree(t, c.ws), before)
 		}
-		rec, err := Recover(c.state, nil)
+		rec, err := Recover(c.state, testCaller(), nil)
 		if err != nil || len(rec) != 1 {
 			t.Fatalf("%s: recover: %v %+v", at, err, rec)
 		}

@@ -60,7 +60,7 @@ func newGuard(ws, upper int, src Source, opt Options, chown bool) (*guard, error
 	return &guard{c: persist.NewChecker(persist.Config{
 		Workspace: opt.Workspace, Final: final, Before: persist.Host{}, Names: m,
 		Unguarded: opt.Unguarded, StartRepos: repos, StartNamed: scan.Named(opt.Workspace, m), Home: opt.Home, GlobalConfigs: opt.GitConfigs,
-		Umask: opt.Umask,
+		Umask: opt.Caller.Umask,
 	})}, nil
 }
 

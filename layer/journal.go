@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/fsid"
 	"golang.org/x/sys/unix"
 )
 
@@ -184,9 +185,12 @@ type stager struct {
 	chown bool
 	// replay: recovery, where an op may have been applied before the
 	// crash.
-	replay     bool
+	replay bool
+	// caller is whose files the stager makes: its workers take on its
+	// identity, whose umask the kernel applies to what they create.
+	caller     fsid.ID
 	euid, egid int
-	umask      uint32 // the process's; noUmask when unknown
+	umask      uint32 // the caller's; noUmask when unknown
 
 	jobs    chan stageJob
 	wg      sync.WaitGroup
@@ -222,7 +226,8 @@ func (job *stageJob) done() {
 const noUmask = ^uint32(0)
 
 func newStager(j *journal, ws int, opt Options) (*stager, error) {
-	s := &stager{ws: ws, fd: -1, chown: os.Geteuid() == 0, euid: os.Geteuid(), egid: os.Getegid(), umask: processUmask()}
+	c := opt.Caller
+	s := &stager{ws: ws, fd: -1, chown: c.UID == 0, caller: c, euid: c.UID, egid: c.GID, umask: c.Umask & 0o777}
 	wst, err := lstatAt(ws, ".")
 	if err != nil {
 		return nil, fmt.Errorf("layer: workspace: %w", err)
@@ -258,23 +263,6 @@ func newStager(j *journal, ws int, opt Options) (*stager, error) {
 	return s, nil
 }
 
-// processUmask reads the process's umask without changing it (umask(2)
-// would, for every thread).
-func processUmask() uint32 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return noUmask
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-				return uint32(n) & 0o777
-			}
-		}
-	}
-	return noUmask
-}
-
 // stageWorkers is how many files are staged at once: creating a file is
 // the kernel's work, on the CPU, and the walk that plans the commit takes
 // one more; two at least, at most four (they share the directories'
@@ -299,7 +287,7 @@ func (s *stager) file(into *stageDir, name string, src int, p string, mode uint3
 		s.jobs = make(chan stageJob, 64)
 		for w := stageWorkers(); w > 0; w-- {
 			s.wg.Add(1)
-			go s.work()
+			go s.workAsCaller()
 		}
 	}
 	if into != nil {
@@ -368,6 +356,16 @@ func (s *stager) symlink(into *stageDir, name, target string, uid, gid int, st *
 }
 
 // work stages queued files until there are no more.
+// workAsCaller is work on a thread with the caller's identity; a worker
+// that cannot take it on fails the stage and only drains the queue.
+func (s *stager) workAsCaller() {
+	err := fsid.Do(s.caller, func() error { s.work(); return nil })
+	if err != nil {
+		s.fail(fmt.Errorf("stage: %w", err))
+		s.work()
+	}
+}
+
 func (s *stager) work() {
 	defer s.wg.Done()
 	buf := make([]byte, copyBuffer)
@@ -482,7 +480,22 @@ type Recovered struct {
 // Recover finishes or rolls back every interrupted commit recorded in
 // stateDir, skipping those whose process still runs. Commits of any
 // workspace are recovered.
-func Recover(stateDir string, log *slog.Logger) ([]Recovered, error) {
+//
+// It works as caller (package fsid): a journal can make it change only
+// what the caller itself may, whatever workspace the journal names.
+func Recover(stateDir string, caller fsid.ID, log *slog.Logger) (out []Recovered, err error) {
+	aerr := fsid.Do(caller, func() error {
+		out, err = recoverAll(stateDir, caller, log)
+		return nil
+	})
+	if aerr != nil {
+		return nil, fmt.Errorf("layer: recover: %w", aerr)
+	}
+	return out, err
+}
+
+// recoverAll is Recover on a thread with the caller's identity.
+func recoverAll(stateDir string, caller fsid.ID, log *slog.Logger) ([]Recovered, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -516,7 +529,7 @@ func Recover(stateDir string, log *slog.Logger) ([]Recovered, error) {
 			continue
 		}
 		j.lock = lock
-		r, err := recoverOne(j, log)
+		r, err := recoverOne(j, caller, log)
 		if err != nil {
 			r.Err = err.Error()
 			errs = append(errs, err)
@@ -539,7 +552,7 @@ func removeOrphan(dir, id string) {
 	j.close()
 }
 
-func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
+func recoverOne(j *journal, caller fsid.ID, log *slog.Logger) (Recovered, error) {
 	b, err := os.ReadFile(j.path(".journal"))
 	if errors.Is(err, os.ErrNotExist) {
 		return Recovered{RunID: j.id, Action: "gone"}, nil // finished meanwhile
@@ -571,7 +584,7 @@ func recoverOne(j *journal, log *slog.Logger) (Recovered, error) {
 		return r, nil
 	}
 	last := lastDone(j.path(".done"))
-	s := &stager{dir: j.rec.Stage, inWS: j.rec.StageInWS, ws: ws, chown: os.Geteuid() == 0, replay: true}
+	s := &stager{dir: j.rec.Stage, inWS: j.rec.StageInWS, ws: ws, chown: caller.UID == 0, caller: caller, euid: caller.UID, egid: caller.GID, umask: caller.Umask & 0o777, replay: true}
 	if s.inWS {
 		s.fd, err = openBeneath(ws, filepath.Base(s.dir), unix.O_PATH|unix.O_DIRECTORY)
 	} else {

@@ -111,6 +111,8 @@ type Store struct {
 	dir  string
 	now  func() time.Time
 	rand io.Reader
+	// do does the file work (as the caller whose state it is).
+	do func(func() error) error
 }
 
 // Option configures a Store.
@@ -123,10 +125,15 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // crypto/rand).
 func WithRandom(r io.Reader) Option { return func(s *Store) { s.rand = r } }
 
+// WithActor has do do every read and write of the store's files: the
+// front end makes them the caller's (package fsid), so the state is the
+// caller's own.
+func WithActor(do func(func() error) error) Option { return func(s *Store) { s.do = do } }
+
 // New returns a store keeping its files under dir (created 0700 when
 // first written).
 func New(dir string, opts ...Option) *Store {
-	s := &Store{dir: dir, now: time.Now, rand: rand.Reader}
+	s := &Store{dir: dir, now: time.Now, rand: rand.Reader, do: func(f func() error) error { return f() }}
 	for _, o := range opts {
 		o(s)
 	}
@@ -245,6 +252,11 @@ func (s *Store) Use(ctx context.Context, req grants.Request) (bool, error) {
 // missing directory may be created; without it a missing file is an
 // empty state and nothing is created.
 func (s *Store) update(ctx context.Context, session string, create bool, f func(*state) (bool, error)) error {
+	return s.do(func() error { return s.updateHere(ctx, session, create, f) })
+}
+
+// updateHere is update on the calling goroutine.
+func (s *Store) updateHere(ctx context.Context, session string, create bool, f func(*state) (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("overrides: %w", err)
 	}

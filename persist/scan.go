@@ -77,11 +77,14 @@ func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
 // Scanner scans workspaces.
 type Scanner struct {
 	Names *Matcher
-	// Unlock reads directories the caller owns but cannot list (a command
+	// Unlock reads directories Owner owns but cannot list (a command
 	// can lock its own): their mode is opened for the read and put back.
 	// Without it they are skipped, which is only right when nothing could
 	// have written there unseen.
 	Unlock bool
+	// Owner is the caller's uid: the only owner whose directories
+	// Unlock opens.
+	Owner int
 }
 
 // pathLimit is the longest path the scan follows; anything deeper is
@@ -121,7 +124,7 @@ func (sc Scanner) Scan(ws string, prev *Scan) (*Scan, error) {
 			s.fresh = true
 			var err error
 			info, err = readDirInfo(path, m)
-			if errors.Is(err, unix.EACCES) && sc.Unlock && int(st.Uid) == os.Geteuid() {
+			if errors.Is(err, unix.EACCES) && sc.Unlock && int(st.Uid) == sc.Owner {
 				// Locked by its owner: open it for the read, then put the
 				// mode back (that moves the ctime, so the next scan reads
 				// it again).

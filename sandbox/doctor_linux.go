@@ -30,15 +30,16 @@ type Diagnosis struct {
 	Refuses     string    `json:"refuses,omitempty"`
 }
 
-// Doctor probes the kernel and the environment the way Run would use them.
-func Doctor(stateDir string) Diagnosis {
+// Doctor probes the kernel and the environment the way Run would use them
+// for the caller uid and gid.
+func Doctor(uid, gid int, stateDir string) Diagnosis {
 	var d Diagnosis
 	add := d.add
 	var uts unix.Utsname
 	unix.Uname(&uts)
 	add("kernel", true, "%s %s", unix.ByteSliceToString(uts.Sysname[:]), unix.ByteSliceToString(uts.Release[:]))
-	root := os.Geteuid() == 0
-	add("caller", true, "uid %d%s", os.Geteuid(), map[bool]string{true: " (root: the command runs as an unprivileged host uid through a user namespace)", false: ""}[root])
+	root := uid == 0
+	add("caller", true, "uid %d%s", uid, map[bool]string{true: " (root: the command runs as an unprivileged host uid through a user namespace)", false: ""}[root])
 
 	d.checkLandlock()
 
@@ -52,7 +53,7 @@ func Doctor(stateDir string) Diagnosis {
 
 	add("audit", auditReachable(), "%s", auditDetail())
 
-	nsErr, layerErr, captureErr := probeNamespaces(root, stateDir)
+	nsErr, layerErr, captureErr := probeNamespaces(root, uid, gid, stateDir)
 	if nsErr != nil {
 		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %v", nsErr)
 	} else {
@@ -155,8 +156,7 @@ func auditDetail() string {
 // probeNamespaces starts a child in the sandbox's namespaces, which also
 // mounts a copy-on-write layer in its own mount namespace; the second
 // error is the layer's.
-func probeNamespaces(root bool, stateDir string) (nsErr, layerErr, captureErr error) {
-	uid, gid := os.Getuid(), os.Getgid()
+func probeNamespaces(root bool, uid, gid int, stateDir string) (nsErr, layerErr, captureErr error) {
 	hostUID, hostGID := uid, gid
 	if root {
 		hostUID, hostGID = defaultHostID, defaultHostID
@@ -168,7 +168,7 @@ func probeNamespaces(root bool, stateDir string) (nsErr, layerErr, captureErr er
 	// The layer is probed over a tmpfs on /tmp in the child's own mount
 	// namespace, which dies with it.
 	cmd := exec.Command("/proc/self/exe", wire.ProbeArg, "/tmp")
-	cmd.Env = []string{}
+	cmd.Env, cmd.Dir = []string{}, "/"
 	var probeOut strings.Builder
 	cmd.Stdout = &probeOut
 	cmd.SysProcAttr = &syscall.SysProcAttr{

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"os/user"
 	"path/filepath"
 	"sort"
@@ -39,7 +38,7 @@ func (r *run) foreignGroupNote(in []detect.Intent) string {
 		return ""
 	}
 	ws := r.spec.Workspace
-	own := uint32(os.Getegid())
+	own := uint32(r.spec.GID)
 	if r.root {
 		_, g := ownerOf(ws)
 		own = uint32(g)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
@@ -30,7 +31,10 @@ type helper struct {
 	sock       int
 	relays     sync.WaitGroup
 	homeMapped bool
-	started    time.Time // when the helper reported the command started
+	// groups is the caller's identity; the thread that starts the
+	// helper takes its supplementary groups.
+	groups  fsid.ID
+	started time.Time // when the helper reported the command started
 	// neverRan is set when the helper reported that the command could not
 	// be run (126, 127): no process of it existed.
 	neverRan bool
@@ -125,10 +129,15 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 // command's uid, with the capabilities it needs to set them up.
 func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	uid, gid := spec.UID, spec.GID
+	h.groups = spec.caller()
 	if !ns {
+		// The caller's ids, whoever runs sandboxd: for a process running
+		// for itself a no-op, for a root one serving another user the
+		// drop to that user (its groups come from the starting thread).
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 		return attr
 	}
-	uid, gid := os.Getuid(), os.Getgid()
 	inUID, inGID, hostUID, hostGID := uid, gid, uid, gid
 	if root {
 		hostUID, hostGID = spec.HostUID, spec.HostGID
@@ -225,8 +234,13 @@ func (h *helper) streams(spec Spec, chown bool) ([]*os.File, error) {
 			return ours, fmt.Errorf("sandbox: pipe: %w", err)
 		}
 		ours = append(ours, pw)
+		// The pipe is the command's: it may reopen it (/dev/stdout).
+		// For a process running for itself the change is none; a root
+		// one serving another caller gives it that caller.
 		if chown {
 			unix.Fchown(int(pw.Fd()), spec.HostUID, spec.HostGID)
+		} else {
+			unix.Fchown(int(pw.Fd()), spec.UID, spec.GID)
 		}
 		if i == 0 {
 			h.cmd.Stdout = pw
@@ -259,6 +273,13 @@ func (h *helper) start() error {
 		// exec, which saves the helper a call on all of its threads.
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			startErr <- fmt.Errorf("no_new_privs: %w", err)
+			return
+		}
+		// The helper's supplementary groups are the caller's (its
+		// Credential keeps the thread's): a root process's own never
+		// reach the command unless they are the caller's.
+		if err := fsid.TakeGroups(h.groups); err != nil {
+			startErr <- err
 			return
 		}
 		if err := h.cmd.Start(); err != nil {

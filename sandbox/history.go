@@ -243,7 +243,9 @@ func putBack(f string, b []byte) error {
 		return err
 	}
 	tmp.Chmod(mode &^ 0o022)
-	if os.Geteuid() == 0 && uid >= 0 {
+	if uid >= 0 {
+		// The kernel decides: a root caller gives it the owner back; any
+		// other caller may only keep it its own.
 		tmp.Chown(uid, gid)
 	}
 	if err := tmp.Close(); err != nil {

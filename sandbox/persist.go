@@ -48,6 +48,7 @@ type markID struct {
 // after the run. Paths are relative to the workspace.
 type persistPlan struct {
 	ws       string
+	uid      int // the caller's
 	m        *persist.Matcher
 	pins     []string                // directories to pin, parents first
 	readOnly []string                // existing protected files and directories
@@ -93,7 +94,7 @@ func gitNested() []string { return []string{"modules", "worktrees"} }
 func planPersistence(spec *Spec, prev *persist.Scan) (*persistPlan, error) {
 	ws := spec.Workspace
 	m := persist.NewMatcher(persist.Names(spec.Protected))
-	p := &persistPlan{ws: ws, m: m, umask: spec.Umask, history: map[string]*historySnap{},
+	p := &persistPlan{ws: ws, uid: spec.UID, m: m, umask: spec.Umask, history: map[string]*historySnap{},
 		// Change times come from a coarse clock; anything stamped in the
 		// moments before the run counts as the run's, which errs safe.
 		since: time.Now().Add(-50 * time.Millisecond).UnixNano(),
@@ -359,7 +360,7 @@ type candidate struct {
 // the command left it.
 func (p *persistPlan) sweep(quarantine string) ([]Persisted, error) {
 	const maxPasses = 8
-	scanner := persist.Scanner{Names: p.m, Unlock: true}
+	scanner := persist.Scanner{Names: p.m, Unlock: true, Owner: p.uid}
 	start := p.scan
 	cfg := p.cfg
 	// What the rules say, with the workspace as it is now and, before,
@@ -697,7 +698,7 @@ func firstLink(ws, rel string) string {
 }
 
 func rescan(p *persistPlan, after *persist.Scan) error {
-	s, err := persist.Scanner{Names: p.m, Unlock: true}.Scan(p.ws, after)
+	s, err := persist.Scanner{Names: p.m, Unlock: true, Owner: p.uid}.Scan(p.ws, after)
 	if err != nil {
 		return err
 	}

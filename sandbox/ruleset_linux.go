@@ -3,16 +3,17 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/atomicfile"
-	"github.com/sandboxd/sandboxd/publicerr"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/seccomp"
 )
 
@@ -58,12 +59,12 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 				// UDP only where netfilter drops all but the stub's: the
 				// helper falls back to the other filter when the capture
 				// fails.
-				if p.bpfNoUDP, bpfErr = cachedFilter(spec.StateDir, opts); bpfErr != nil {
+				if p.bpfNoUDP, bpfErr = cachedFilter(spec.StateDir, spec.caller(), opts); bpfErr != nil {
 					return
 				}
 				opts.UDP = true
 			}
-			p.bpf, bpfErr = cachedFilter(spec.StateDir, opts)
+			p.bpf, bpfErr = cachedFilter(spec.StateDir, spec.caller(), opts)
 		}()
 		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
 		wg.Wait()
@@ -118,20 +119,32 @@ func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, re
 }
 
 // cachedFilter returns the compiled seccomp program, compiling it once per
-// filter version into the state directory.
-func cachedFilter(stateDir string, opts seccomp.Options) ([]byte, error) {
+// filter version into the caller's state directory (read and written as
+// the caller: its own file).
+func cachedFilter(stateDir string, caller fsid.ID, opts seccomp.Options) ([]byte, error) {
 	rules := seccomp.Build(opts)
 	path := filepath.Join(stateDir, "seccomp", rules.Key()+".bpf")
-	if b, err := os.ReadFile(path); err == nil && len(b) > 0 && len(b)%8 == 0 {
-		return b, nil
+	var cached []byte
+	fsid.Do(caller, func() error {
+		b, err := os.ReadFile(path)
+		if err == nil && len(b) > 0 && len(b)%8 == 0 {
+			cached = b
+		}
+		return nil
+	})
+	if cached != nil {
+		return cached, nil
 	}
 	prog, err := seccomp.Compile(rules)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+	fsid.Do(caller, func() error {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
 		// Synced: a filter cut short by a power loss must not be loaded.
-		atomicfile.WriteFileSync(path, prog, 0o600)
-	}
+		return atomicfile.WriteFileSync(path, prog, 0o600)
+	})
 	return prog, nil
 }

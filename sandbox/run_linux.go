@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/grants"
-	"github.com/sandboxd/sandboxd/publicerr"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,8 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
@@ -110,8 +111,8 @@ func (r *run) plan() error {
 	}
 	r.sup = sup
 	r.res.LandlockABI = sup.ABI
-	r.root = os.Geteuid() == 0
 	spec := &r.spec
+	r.root = spec.UID == 0
 	if spec.HostUID == 0 {
 		spec.HostUID, spec.HostGID = defaultHostID, defaultHostID
 	}
@@ -131,14 +132,23 @@ func (r *run) plan() error {
 		return publicerr.New(fmt.Sprintf("refusing to run as host root without a user namespace (isolation %q)", spec.Isolation))
 	}
 	r.runID = newRunID()
-	if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
-		return fmt.Errorf("sandbox: state directory: %w", err)
-	}
-	// The caches must exist before the ruleset names them.
-	for _, c := range spec.Caches {
-		if err := os.MkdirAll(c, 0o700); err != nil {
-			return fmt.Errorf("sandbox: cache directory: %w", err)
+	// Made as the caller: the kernel says whether the caller may, and
+	// they are the caller's.
+	err = fsid.Do(spec.caller(), func() error {
+		if err := os.MkdirAll(spec.StateDir, 0o700); err != nil {
+			return publicerr.Wrap(fmt.Errorf("sandbox: state directory: %w", err),
+				fmt.Sprintf("sandboxd's state directory (in XDG_STATE_HOME) cannot be made by uid %d (%s)", spec.UID, errnoText(err)))
 		}
+		// The caches must exist before the ruleset names them.
+		for _, c := range spec.Caches {
+			if err := os.MkdirAll(c, 0o700); err != nil {
+				return fmt.Errorf("sandbox: cache directory: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	r.makeCgroup()
 	r.mark("cgroup")
@@ -146,15 +156,20 @@ func (r *run) plan() error {
 	r.mark("detector")
 	r.checkLayer()
 	// Granted exceptions: each object opened (or, to create, created) and
-	// checked to be the granted one before anything else uses it.
-	if r.opened, err = openExceptions(spec.Exceptions, spec.Umask); err != nil {
+	// checked to be the granted one before anything else uses it; opened
+	// as the caller, so a grant never reaches what the caller could not.
+	err = fsid.Do(spec.caller(), func() (err error) {
+		r.opened, err = openExceptions(spec.Exceptions, spec.Umask)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	r.undo = append(r.undo, func() { closeExceptions(r.opened) })
-	if err := r.copyGrants(); err != nil {
+	if err := fsid.Do(spec.caller(), r.copyGrants); err != nil {
 		return err
 	}
-	return r.makeCopies()
+	return fsid.Do(spec.caller(), r.makeCopies)
 }
 
 // copyGrants shows a copy of each file granted for writing in its place,
@@ -192,7 +207,10 @@ func (r *run) writeBackGrants() {
 		return
 	}
 	r.grantsBack = true
-	if err := writeBack(r.opened, filepath.Join(r.spec.StateDir, "grant-leftovers", r.runID)); err != nil {
+	err := fsid.Do(r.spec.caller(), func() error {
+		return writeBack(r.opened, filepath.Join(r.spec.StateDir, "grant-leftovers", r.runID))
+	})
+	if err != nil {
 		r.log.Warn("granted files", "err", err)
 		r.res.Degraded = append(r.res.Degraded, "what the command wrote to a granted file could not all be written back: "+err.Error())
 	}
@@ -261,7 +279,7 @@ func (r *run) startDetector() {
 	switch {
 	case r.spec.NoDetect:
 		r.res.Detection = Detection{Detector: "none", Why: "detection turned off"}
-	case !r.root:
+	case !auditCapable():
 		r.res.Detection = Detection{Detector: "none", Why: "kernel audit needs root (CAP_AUDIT_CONTROL, CAP_AUDIT_READ)"}
 	case !r.sup.LogFlags:
 		r.res.Detection = Detection{Detector: "none", Why: fmt.Sprintf("Landlock ABI %d cannot log denials (needs ABI 7)", r.sup.ABI)}
@@ -436,7 +454,7 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	}
 	if h.layer != nil {
 		res.Layer = &Layer{Root: h.layer, Started: time.Unix(r.started.Unix()),
-			HostUID: os.Getuid(), HostGID: os.Getgid(), UID: os.Getuid(), GID: os.Getgid()}
+			HostUID: r.spec.UID, HostGID: r.spec.GID, UID: r.spec.UID, GID: r.spec.GID}
 		if r.root {
 			res.Layer.HostUID, res.Layer.HostGID = r.spec.HostUID, r.spec.HostGID
 			res.Layer.UID, res.Layer.GID = ownerOf(r.spec.Workspace)
@@ -458,13 +476,22 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	if p := r.prepared(); p.plan != nil && !r.txn {
 		// Without a layer, persistence paths made during the run are
 		// swept out now; with one, the commit checks them.
-		done, err := p.plan.sweep(filepath.Join(r.spec.StateDir, "quarantine", r.runID))
-		res.Persistence = done
+		// As the caller: what it moves and where it moves it to are the
+		// caller's to change.
+		var saveErr error
+		err := fsid.Do(r.spec.caller(), func() error {
+			done, err := p.plan.sweep(filepath.Join(r.spec.StateDir, "quarantine", r.runID))
+			res.Persistence = done
+			if err == nil {
+				saveErr = persist.SaveScan(persist.ScanFile(r.spec.StateDir, r.spec.Workspace), p.plan.scan)
+			}
+			return err
+		})
 		if err != nil {
 			return *res, fmt.Errorf("sandbox: persistence sweep: %w", err)
 		}
-		if err := persist.SaveScan(persist.ScanFile(r.spec.StateDir, r.spec.Workspace), p.plan.scan); err != nil {
-			r.log.Warn("could not remember the workspace scan", "err", err)
+		if saveErr != nil {
+			r.log.Warn("could not remember the workspace scan", "err", saveErr)
 		}
 		r.mark("persistence swept")
 	}
@@ -500,4 +527,17 @@ func newRunID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// auditCapable reports whether this process holds the capabilities kernel
+// audit needs (the process's rights, not the caller's: a root daemon
+// reads audit for every caller's runs).
+func auditCapable() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	has := func(c int) bool { return data[c/32].Effective&(1<<(uint(c)%32)) != 0 }
+	return has(unix.CAP_AUDIT_CONTROL) && has(unix.CAP_AUDIT_READ)
 }

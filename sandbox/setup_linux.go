@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
@@ -69,13 +70,14 @@ func (r *run) sendSetup() error {
 	case r.wantNS:
 		r.cloneTrees(setup)
 	default:
-		err = r.privateTmp(setup)
+		err = fsid.Do(r.spec.caller(), func() error { return r.privateTmp(setup) })
 	}
 	if err != nil {
 		return err
 	}
 	r.mark("trees")
-	r.planCaches(setup)
+	// The caches' layers are laid out as the caller: its own files.
+	fsid.Do(r.spec.caller(), func() error { r.planCaches(setup); return nil })
 	r.mark("caches planned")
 	setup.Cgroups = len(cgFDs)
 	// The helper holds its own copies once this is sent.

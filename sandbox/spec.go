@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/sandboxd/sandboxd/fsid"
 )
 
 // Isolation says how a command was contained.
@@ -70,8 +72,18 @@ type Spec struct {
 	// the XDG one): their core.hooksPath and includes reach into
 	// every repository.
 	GitConfigs []string
+	// UID, GID and Groups are the caller's ids and supplementary groups:
+	// the command runs as them (a caller whose UID is 0 runs as HostUID
+	// through a user namespace), and what the supervisor makes, opens or
+	// writes for the run (state, caches, granted files, quarantine) it
+	// does with them (package fsid), so the kernel decides what the
+	// caller may use and what is made is the caller's. They never come
+	// from the process running sandboxd.
+	UID, GID int
+	Groups   []int
 	// Umask is the caller's: without a layer, a directory the command
-	// creates is left with no group/other write the umask masks.
+	// creates is left with no group/other write the umask masks; what the
+	// supervisor creates for the caller gets no bit it masks.
 	Umask uint32
 	// Home is the caller's home directory. When the caller is root and
 	// the command runs as an unprivileged host uid, Home is mounted
@@ -151,6 +163,11 @@ type Spec struct {
 	// daemon's client stream does when the request ends.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+}
+
+// caller is the caller's file-system identity.
+func (s *Spec) caller() fsid.ID {
+	return fsid.ID{UID: s.UID, GID: s.GID, Groups: s.Groups, Umask: s.Umask}
 }
 
 // Limits bound a run.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/cachedir"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
@@ -29,13 +30,19 @@ func (st *run) useCache() func() {
 	if len(st.plan.spec.Caches) == 0 {
 		return func() {}
 	}
-	release, err := cachedir.Use(root, st.plan.spec.Caches[0], st.plan.ws)
+	// Marked, released and pruned as the caller: its own files.
+	id := st.caller.ID()
+	var release func()
+	err := fsid.Do(id, func() (err error) {
+		release, err = cachedir.Use(root, st.plan.spec.Caches[0], st.plan.ws)
+		return err
+	})
 	if err != nil {
 		st.r.log.Debug("cache not recorded", "err", err)
 		release = func() {}
 	}
 	return func() {
-		release()
+		fsid.Do(id, func() error { release(); return nil })
 		st.pruneCaches(root)
 	}
 }
@@ -46,20 +53,26 @@ func (st *run) pruneCaches(root string) {
 	if max <= 0 {
 		return
 	}
-	stamp := filepath.Join(root, ".pruned")
-	if info, err := os.Stat(stamp); err == nil && time.Since(info.ModTime()) < pruneEvery {
-		return
-	}
-	removed, err := cachedir.Prune(root, max)
+	// As the caller: its caches, removed with its rights.
+	err := fsid.Do(st.caller.ID(), func() error {
+		stamp := filepath.Join(root, ".pruned")
+		if info, err := os.Stat(stamp); err == nil && time.Since(info.ModTime()) < pruneEvery {
+			return nil
+		}
+		removed, err := cachedir.Prune(root, max)
+		if err != nil {
+			st.r.log.Debug("cache prune", "err", err)
+		}
+		for _, e := range removed {
+			st.r.log.Debug("cache removed", "id", e.ID, "workspace", e.Workspace, "bytes", e.Size)
+		}
+		os.WriteFile(stamp, nil, 0o600)
+		now := time.Now()
+		return os.Chtimes(stamp, now, now)
+	})
 	if err != nil {
 		st.r.log.Debug("cache prune", "err", err)
 	}
-	for _, e := range removed {
-		st.r.log.Debug("cache removed", "id", e.ID, "workspace", e.Workspace, "bytes", e.Size)
-	}
-	os.WriteFile(stamp, nil, 0o600)
-	now := time.Now()
-	os.Chtimes(stamp, now, now)
 }
 
 // CacheRoot is where the caller's private caches are, one directory per

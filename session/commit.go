@@ -72,7 +72,7 @@ func (st *run) commitLayer(l *sandbox.Layer) (layer.Outcome, error) {
 		HostUID: l.HostUID, HostGID: l.HostGID, UID: l.UID, GID: l.GID},
 		layer.Options{Workspace: spec.Workspace, StateDir: spec.StateDir, RunID: newID(),
 			Protected: spec.Protected, Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...),
-			Home: spec.Home, GitConfigs: spec.GitConfigs, Umask: st.caller.Umask,
+			Home: spec.Home, GitConfigs: spec.GitConfigs, Caller: st.caller.ID(),
 			Log: st.r.log, CrashAt: st.r.crashAt})
 }
 
@@ -97,7 +97,7 @@ func openUpper(l *sandbox.Layer) (*os.File, error) {
 
 // recover finishes or rolls back commits a crash interrupted.
 func (st *run) recover() []layer.Recovered {
-	rec, err := layer.Recover(st.caller.StateDir(), st.r.log)
+	rec, err := layer.Recover(st.caller.StateDir(), st.caller.ID(), st.r.log)
 	for i := range rec {
 		st.ev.Event(Event{Kind: KindRecovered, Recovered: &rec[i]})
 	}

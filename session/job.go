@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
 
@@ -17,6 +18,10 @@ type Caller struct {
 	// UID and GID are the caller's ids. The session a request belongs to
 	// is scoped by UID, so no caller can name another user's session.
 	UID, GID int
+	// Groups are the caller's supplementary groups. Whatever sandboxd
+	// reads, writes or creates for the caller it does with these ids
+	// (package fsid): the kernel decides what the caller may use.
+	Groups []int
 	// Home is the caller's home directory (absolute).
 	Home string
 	// ConfigHome and StateHome are XDG_CONFIG_HOME and XDG_STATE_HOME
@@ -86,6 +91,11 @@ func (c Caller) Getenv(k string) string {
 		}
 	}
 	return ""
+}
+
+// ID is the caller's file-system identity.
+func (c Caller) ID() fsid.ID {
+	return fsid.ID{UID: c.UID, GID: c.GID, Groups: c.Groups, Umask: c.Umask}
 }
 
 // StateDir is sandboxd's own state directory for this caller (caches,

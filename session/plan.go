@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,12 +15,14 @@ import (
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credfile"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/overrides"
 	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // workspaceFile is the workspace-local policy, which may only tighten.
@@ -51,8 +55,23 @@ type plan struct {
 }
 
 // newPlan resolves the workspace and the policy and builds the sandbox
-// spec and the broker. Every error carries a public sentence.
-func (r *Runner) newPlan(ctx context.Context, c Caller, j Job) (*plan, error) {
+// spec and the broker. Every error carries a public sentence. It reads
+// as the caller (package fsid): the workspace, the policies, the
+// writable roots and the home are what the kernel lets the caller see.
+func (r *Runner) newPlan(ctx context.Context, c Caller, j Job) (p *plan, err error) {
+	aerr := fsid.Do(c.ID(), func() error {
+		p, err = r.newPlanAsCaller(ctx, c, j)
+		return nil
+	})
+	if aerr != nil {
+		r.log.Warn("cannot act as the caller", "uid", c.UID, "err", aerr)
+		return nil, publicerr.Wrap(aerr, fmt.Sprintf("sandboxd cannot act as uid %d here", c.UID))
+	}
+	return p, err
+}
+
+// newPlanAsCaller is newPlan on a thread with the caller's identity.
+func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, error) {
 	w, err := resolveWorkspace(j.Workspace, c)
 	if err != nil {
 		return nil, err
@@ -75,7 +94,7 @@ func (r *Runner) newPlan(ctx context.Context, c Caller, j Job) (*plan, error) {
 		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned: "+err.Error())
 	}
 	p.policy.Secrets, p.storesNote = append(p.policy.Secrets, found...), note
-	if err := checkWritable(p.policy.Writable, userPolicy); err != nil {
+	if err := checkWritable(p.policy.Writable, userPolicy, c.UID); err != nil {
 		return p, err
 	}
 	if j.RequireIsolation {
@@ -148,6 +167,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, Read: read, Deny: deny,
 		ListCarved: res.Profile != "strict", Protected: res.Protected,
 		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.StateDir(),
+		UID: c.UID, GID: c.GID, Groups: c.Groups,
 		Isolation: res.Isolation,
 		Limits: sandbox.Limits{
 			Pids: res.Limits.Pids, Memory: int64(res.Limits.Memory),
@@ -263,7 +283,8 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		},
 	}
 	if j.Session != "" {
-		cfg.Breaker = broker.NewBreaker(filepath.Join(c.StateDir(), "breaker"))
+		act := func(f func() error) error { return fsid.Do(c.ID(), f) }
+		cfg.Breaker = broker.NewBreaker(filepath.Join(c.StateDir(), "breaker")).WithActor(act)
 		// The caller's own state directory may hold the session's state
 		// under its unscoped name, from before sessions were scoped.
 		if err := cfg.Breaker.Adopt(p.session, j.Session); err != nil {
@@ -271,7 +292,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		}
 		// A person's override is for a retry in the same named session:
 		// a run without one has nothing to come back to.
-		ov := overrides.New(filepath.Join(c.StateDir(), "overrides"))
+		ov := overrides.New(filepath.Join(c.StateDir(), "overrides"), overrides.WithActor(act))
 		cfg.Overrides, cfg.ModelDenials = ov, modelDenials{ov}
 	}
 	return broker.New(cfg), nil
@@ -302,15 +323,21 @@ func logger(log *slog.Logger) *slog.Logger {
 }
 
 // checkWritable names the policy file and key of a writable root that
-// is not a directory: the sandbox could not mount or grant it.
-func checkWritable(roots []string, file string) error {
+// is not a directory the caller may write: the sandbox could not mount
+// or grant it. It runs as the caller, so the kernel answers for it.
+func checkWritable(roots []string, file string, uid int) error {
 	for _, w := range roots {
 		st, err := os.Stat(w)
 		switch {
-		case err != nil:
+		case errors.Is(err, fs.ErrNotExist):
 			return publicerr.Wrap(err, fmt.Sprintf("%s: filesystem.writable: %s does not exist (create it, or remove it from the list)", file, w))
+		case err != nil:
+			return publicerr.Wrap(err, fmt.Sprintf("%s: filesystem.writable: %s cannot be reached by uid %d", file, w, uid))
 		case !st.IsDir():
 			return publicerr.New(fmt.Sprintf("%s: filesystem.writable: %s is not a directory", file, w))
+		}
+		if err := fsid.Access(w, unix.W_OK|unix.X_OK); err != nil {
+			return publicerr.Wrap(err, fmt.Sprintf("%s: filesystem.writable: %s is not writable by uid %d", file, w, uid))
 		}
 	}
 	return nil

@@ -261,9 +261,10 @@ func refusedRoot(dir string, c Caller) string {
 	return forbiddenWorkspace(dir, c)
 }
 
-// tempDirs are the temporary directories a root may not be, resolved.
+// tempDirs are the temporary directories a root may not be, resolved:
+// the system's and the caller's TMPDIR (never sandboxd's own).
 func tempDirs(env []string) []string {
-	dirs := []string{"/tmp", "/var/tmp", "/dev/shm", os.TempDir()}
+	dirs := []string{"/tmp", "/var/tmp", "/dev/shm"}
 	if t := getEnv(env, "TMPDIR"); filepath.IsAbs(t) {
 		dirs = append(dirs, filepath.Clean(t))
 	}

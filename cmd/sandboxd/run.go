@@ -237,7 +237,14 @@ func callerOf(getenv func(string) string) (session.Caller, error) {
 			environ = append(environ, kv)
 		}
 	}
-	return session.NewCaller(os.Getuid(), os.Getgid(), environ, cwd, readUmask())
+	c, err := session.NewCaller(os.Getuid(), os.Getgid(), environ, cwd, readUmask())
+	if err != nil {
+		return c, err
+	}
+	if c.Groups, err = os.Getgroups(); err != nil {
+		return c, publicerr.Wrap(err, "sandboxd could not read its user's groups")
+	}
+	return c, nil
 }
 
 // humanReviewer fills the person's slot with the terminal: the command's
