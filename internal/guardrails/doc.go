@@ -44,6 +44,15 @@
 //     (persist.Builtin: the built-in persistence names table). A failure
 //     lists file:function:lines; an entry of longTables that names no
 //     function over the limit fails too.
+//   - the caller is the only identity (identity_test.go): no package
+//     below cmd/ reads or changes the identity or context of the process
+//     running sandboxd — its ids and groups, working directory, home,
+//     temporary directory, environment, umask, the /proc/self entries
+//     that describe it — nor starts a child that inherits its
+//     environment or working directory. Calls are matched by what
+//     go/types resolves them to, so a renamed import or a twin in
+//     syscall or x/sys/unix is caught. The exempt packages (the front
+//     ends, fsid, the helper) are listed with their reasons.
 //
 // A rule about a package that does not exist yet passes. To add a rule,
 // add an entry to importRules (or a check beside the others) in
