@@ -1,6 +1,10 @@
 package publicerr
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Error is an error whose message is safe to show. Cause, if set, is the
 // internal error it stands for: logged, never shown.
@@ -21,6 +25,13 @@ func New(msg string) error { return &Error{msg: msg} }
 // Wrap returns an error that shows msg and carries cause for the log.
 func Wrap(cause error, msg string) error { return &Error{msg: msg, cause: cause} }
 
+// Errorf is Wrap with a formatted sentence. Its arguments are shown, so
+// none may be an error or a path of sandboxd's own state: only names the
+// user gave (a workspace, a policy file) and sandboxd's own words.
+func Errorf(cause error, format string, args ...any) error {
+	return &Error{msg: fmt.Sprintf(format, args...), cause: cause}
+}
+
 // Message returns the public sentence of the outermost public error in
 // err's chain, or fallback when there is none.
 func Message(err error, fallback string) string {
@@ -35,4 +46,24 @@ func Message(err error, fallback string) string {
 func Is(err error) bool {
 	var e *Error
 	return errors.As(err, &e)
+}
+
+// Internal is err's whole text, for the log only: err.Error() with the
+// internal cause of its outermost public error after that error's
+// sentence, in brackets, and so on down the chain. err.Error() alone
+// stops at a public sentence, so logging err itself would lose the cause.
+func Internal(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	var e *Error
+	if !errors.As(err, &e) || e.cause == nil {
+		return s
+	}
+	withCause := e.msg + " [cause: " + Internal(e.cause) + "]"
+	if i := strings.Index(s, e.msg); i >= 0 {
+		return s[:i] + withCause + s[i+len(e.msg):]
+	}
+	return s + " [cause: " + Internal(e.cause) + "]"
 }

@@ -31,3 +31,34 @@ func TestPublicSentenceOnly(t *testing.T) {
 		t.Error("the cause is not reachable with errors.Is")
 	}
 }
+
+func TestInternalKeepsTheCause(t *testing.T) {
+	internal := fmt.Errorf("sandbox: socketpair: %w", fs.ErrPermission)
+	deeper := Wrap(fmt.Errorf("landlock: create ruleset: %w", fs.ErrInvalid), "the ruleset could not be made")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{internal, "sandbox: socketpair: permission denied"},
+		{New("workspace / is a system directory"), "workspace / is a system directory"},
+		{Wrap(internal, "the sandbox could not be set up"), "the sandbox could not be set up [cause: sandbox: socketpair: permission denied]"},
+		{fmt.Errorf("run: %w", Wrap(internal, "the sandbox could not be set up")), "run: the sandbox could not be set up [cause: sandbox: socketpair: permission denied]"},
+		{Wrap(deeper, "setup failed"), "setup failed [cause: the ruleset could not be made [cause: landlock: create ruleset: invalid argument]]"},
+		{Errorf(internal, "workspace %s is not readable", "/home/u/p"), "workspace /home/u/p is not readable [cause: sandbox: socketpair: permission denied]"},
+	} {
+		if got := Internal(tc.err); got != tc.want {
+			t.Errorf("Internal(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestErrorfShowsOnlyItsSentence(t *testing.T) {
+	err := Errorf(fs.ErrNotExist, "workspace %s does not exist", "/home/u/p")
+	if got := Message(err, ""); got != "workspace /home/u/p does not exist" {
+		t.Errorf("Message = %q", got)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Error("the cause is not reachable with errors.Is")
+	}
+}

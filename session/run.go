@@ -208,8 +208,10 @@ func (st *run) tellWatch() {
 func (st *run) failed(err error) (*Report, error) {
 	st.rep.ExitCode = ExitSandboxd
 	st.rep.Error = Public(err)
-	if !publicerr.Is(err) {
-		st.r.log.Debug("sandboxd failed", "err", err)
+	if internal := publicerr.Internal(err); internal != st.rep.Error {
+		// The cause the public sentence stands for, or the whole error
+		// when it has none: for -v, never for the report.
+		st.r.log.Debug("sandboxd failed", "err", internal)
 	}
 	return st.rep, err
 }
