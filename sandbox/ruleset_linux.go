@@ -82,7 +82,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, restrictNet bool) (*landlock.Ruleset, error) {
 	rs, err := landlock.New(sup, landlock.Options{RestrictNet: restrictNet})
 	if err != nil {
-		return nil, publicerr.Wrap(err, "cannot enforce the policy on this kernel: "+err.Error())
+		return nil, landlockRefused(err, sup, restrictNet)
 	}
 	var carved landlock.Access
 	if spec.ListCarved {
@@ -147,4 +147,17 @@ func cachedFilter(stateDir string, caller fsid.ID, opts seccomp.Options) ([]byte
 		return atomicfile.WriteFileSync(path, prog, 0o600)
 	})
 	return prog, nil
+}
+
+// landlockRefused gives the reason Landlock cannot be used its public
+// sentence; the cause (the errno, landlock's own text) is for the log.
+func landlockRefused(err error, sup landlock.Support, restrictNet bool) error {
+	const cannot = "cannot enforce the policy on this kernel: "
+	switch {
+	case errors.Is(err, landlock.ErrUnavailable):
+		return publicerr.Wrap(err, cannot+"it has no usable Landlock (Linux 5.13 or later with lsm=landlock is needed)")
+	case restrictNet && sup.Net == 0:
+		return publicerr.Errorf(err, cannot+"its Landlock (ABI %d) cannot restrict TCP connections (ABI 4 or later can)", sup.ABI)
+	}
+	return publicerr.Wrap(err, cannot+"the kernel refused Landlock (run with -v to log why)")
 }

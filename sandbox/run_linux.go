@@ -107,7 +107,7 @@ func (r *run) plan() error {
 	unix.ClockGettime(unix.CLOCK_REALTIME, &r.started)
 	sup, err := landlock.Probe()
 	if err != nil {
-		return publicerr.Wrap(err, "cannot enforce the policy on this kernel: "+err.Error())
+		return landlockRefused(err, landlock.Support{}, false)
 	}
 	r.sup = sup
 	r.res.LandlockABI = sup.ABI
