@@ -225,7 +225,7 @@ func (h *helper) startCommand(s *wire.SetupMsg, argv0 string) int {
 		if errors.Is(err, unix.ENOENT) {
 			code = 127
 		}
-		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
+		h.fail(code, "sandboxd: %s: cannot be executed (%v)", s.Argv[0], err)
 	}
 	h.mark("started")
 	wire.Send(h.sock, wire.Message{Kind: wire.Started, Info: &wire.StartedInfo{SetupNanos: int64(time.Since(h.start)), Phases: h.phases, TID: unix.Gettid()}})

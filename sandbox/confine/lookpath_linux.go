@@ -9,6 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// errNotExecutable is the shell's "Permission denied" for a command
+// without an execute bit, said as sandboxd says a kernel's reason: its
+// own words, the errno in parentheses.
+var errNotExecutable = errors.New("not executable (permission denied)")
+
 // lookPath resolves the command as a shell would, in the sandbox's view,
 // returning the POSIX exit status for failures (127 not found, 126 not
 // executable).
@@ -22,7 +27,7 @@ func lookPath(name string, env []string, dir string) (string, int, error) {
 			return 126, errors.New("is a directory")
 		}
 		if err := unix.Access(p, unix.X_OK); err != nil {
-			return 126, errors.New("permission denied")
+			return 126, errNotExecutable
 		}
 		return 0, nil
 	}
@@ -58,7 +63,7 @@ func lookPath(name string, env []string, dir string) (string, int, error) {
 		}
 	}
 	if notExec {
-		return "", 126, errors.New("permission denied")
+		return "", 126, errNotExecutable
 	}
 	return "", 127, errors.New("command not found")
 }
