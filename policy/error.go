@@ -2,8 +2,11 @@ package policy
 
 import "fmt"
 
-// Error describes a problem with a policy file. Its message has the form
-// "FILE:LINE: KEY: MESSAGE". Line is 0 only for problems with the file as a
+// Error describes a problem with a policy file, or with the policy a run
+// resolves from its files (File is then empty, and "policy" stands for
+// it). Its message has the form "FILE:LINE: KEY: MESSAGE", every part
+// of which is the user's own text or the policy package's words about
+// it: a front end may show it. Line is 0 only for problems with the file as a
 // whole (for example an unreadable file); Key is empty when no key applies
 // (for example a syntax error).
 type Error struct {
@@ -18,6 +21,11 @@ type Error struct {
 // Error formats the error as "FILE:LINE: KEY: MESSAGE", leaving out the line
 // when it is 0 and the key when it is empty.
 func (e *Error) Error() string {
+	if e.File == "" {
+		c := *e
+		c.File = "policy"
+		return c.Error()
+	}
 	switch {
 	case e.Line > 0 && e.Key != "":
 		return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Key, e.Msg)

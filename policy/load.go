@@ -70,12 +70,13 @@ func tightenWith(p Policy, wsPath string) (Policy, error) {
 
 // fileError wraps an error reading a whole file.
 func fileError(name string, err error) *Error {
-	msg := err.Error()
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
-		msg = pe.Err.Error()
+		// The syscall's reason, as sandboxd gives a kernel's: in
+		// parentheses after its own words.
+		return &Error{File: name, Msg: "cannot read policy file (" + sanitize(pe.Err.Error()) + ")", cause: err}
 	}
-	return &Error{File: name, Msg: "cannot read policy file: " + sanitize(msg), cause: err}
+	return &Error{File: name, Msg: "cannot read policy file: " + sanitize(err.Error()), cause: err}
 }
 
 // readUserFile reads the user policy (symbolic links are followed).

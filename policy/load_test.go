@@ -38,8 +38,8 @@ func TestLoad(t *testing.T) {
 		if !errors.As(err, &pe) || pe.File != missing || pe.Line != 0 || !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("got %v", err)
 		}
-		if !strings.HasPrefix(err.Error(), missing+": cannot read policy file: ") {
-			t.Errorf("got %q", err)
+		if want := missing + ": cannot read policy file (no such file or directory)"; err.Error() != want {
+			t.Errorf("got %q, want %q", err, want)
 		}
 	})
 

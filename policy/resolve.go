@@ -83,7 +83,7 @@ type Dirs struct {
 func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	p = p.clone()
 	if key, msg := validatePolicy(&p); msg != "" {
-		return Resolved{}, fmt.Errorf("policy: %s: %s", key, msg)
+		return Resolved{}, &Error{Key: key, Msg: msg}
 	}
 	home, configDir, stateDir, err := d.resolve()
 	if err != nil {
@@ -138,7 +138,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 // and state directories, defaulted under it when unset.
 func (d Dirs) resolve() (home, configDir, stateDir string, err error) {
 	if d.Home == "" || !filepath.IsAbs(d.Home) {
-		return "", "", "", fmt.Errorf("policy: home directory %q is not an absolute path", d.Home)
+		return "", "", "", &Error{Msg: fmt.Sprintf("home directory %q is not an absolute path", d.Home)}
 	}
 	home = filepath.Clean(d.Home)
 	configDir, stateDir = d.ConfigDir, d.StateDir
@@ -149,7 +149,7 @@ func (d Dirs) resolve() (home, configDir, stateDir string, err error) {
 		stateDir = filepath.Join(home, ".local", "state")
 	}
 	if !filepath.IsAbs(configDir) || !filepath.IsAbs(stateDir) {
-		return "", "", "", fmt.Errorf("policy: config directory %q and state directory %q must be absolute", configDir, stateDir)
+		return "", "", "", &Error{Msg: fmt.Sprintf("config directory %q and state directory %q must be absolute", configDir, stateDir)}
 	}
 	return home, configDir, stateDir, nil
 }
@@ -158,7 +158,7 @@ func (d Dirs) resolve() (home, configDir, stateDir string, err error) {
 func expandKey(key, s, home string) (string, error) {
 	x, err := expandHome(s, home)
 	if err != nil {
-		return "", fmt.Errorf("policy: %s: %w", key, err)
+		return "", &Error{Key: key, Msg: err.Error(), cause: err} // expandHome's own sentence about the value
 	}
 	return x, nil
 }
@@ -243,7 +243,7 @@ func resolveHomeAllow(specs []string, home string) ([]string, error) {
 			return nil, err
 		}
 		if !within(home, x) || x == home {
-			return nil, fmt.Errorf("policy: filesystem.home_allow: %q is not below the home directory %q", s, home)
+			return nil, &Error{Key: "filesystem.home_allow", Msg: fmt.Sprintf("%q is not below the home directory %q", s, home)}
 		}
 		allow.add(realpath(x))
 	}
@@ -257,7 +257,7 @@ func resolveProtected(specs []string) ([]string, error) {
 	for _, s := range append(DefaultProtected(), specs...) {
 		c, msg := normProtected(s)
 		if msg != "" {
-			return nil, fmt.Errorf("policy: filesystem.protected: %s", msg)
+			return nil, &Error{Key: "filesystem.protected", Msg: msg}
 		}
 		if c == ".git" {
 			continue // git directories, at any depth and name, have rules of their own

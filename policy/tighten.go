@@ -113,7 +113,7 @@ func Tighten(user Policy, ws Policy, wsName string, wsSet KeySet) (Policy, error
 func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error {
 	t := out.Type()
 	if err := checkTightenTags(t); err != nil {
-		return &Error{File: wsName, Msg: "internal error: " + err.Error()}
+		return &Error{File: wsName, Msg: "sandboxd cannot apply a workspace policy because of an internal error (run with -v to log why)", cause: err}
 	}
 	for _, lf := range leaves(t) {
 		if !wsSet.Has(lf.path) {

@@ -8,7 +8,6 @@ import (
 	"github.com/sandboxd/sandboxd/cachedir"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/policy"
-	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // The private caches on disk: a run marks its workspace's cache in use
@@ -88,7 +87,7 @@ func (c Caller) CacheSize(policyPath string) (int64, error) {
 	}
 	pol, err := policy.Load(policyPath, explicit)
 	if err != nil {
-		return 0, publicerr.Wrap(err, err.Error())
+		return 0, policyUnusable(err)
 	}
 	return int64(pol.Limits.CacheSize), nil
 }

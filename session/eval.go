@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/policy"
-	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // NoModelMessage is the sentence for a model review asked of a caller
@@ -32,11 +31,11 @@ func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error)
 	}
 	pol, err := policy.Load(userPolicy, explicit, wsPolicies...)
 	if err != nil {
-		return ModelConfig{}, false, publicerr.Wrap(err, err.Error()) // names the user's own file and key
+		return ModelConfig{}, false, policyUnusable(err)
 	}
 	res, err := pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
 	if err != nil {
-		return ModelConfig{}, false, publicerr.Wrap(err, err.Error())
+		return ModelConfig{}, false, policyUnusable(err)
 	}
 	cfg, ok = modelConfig(c, res.Review, res.EnvDeny, res.EnvAllow)
 	if !ok {

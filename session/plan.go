@@ -83,15 +83,15 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	}
 	pol, err := policy.Load(userPolicy, explicit, w.policies()...)
 	if err != nil {
-		return p, publicerr.Wrap(err, err.Error()) // names the user's own file and key
+		return p, policyUnusable(err)
 	}
 	p.policy, err = pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
 	if err != nil {
-		return p, publicerr.Wrap(err, err.Error())
+		return p, policyUnusable(err)
 	}
 	found, note, err := foundStores(ctx, c, p)
 	if err != nil {
-		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned: "+err.Error())
+		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned (run with -v to log why)")
 	}
 	p.policy.Secrets, p.storesNote = append(p.policy.Secrets, found...), note
 	if err := checkWritable(p.policy.Writable, userPolicy, c.UID); err != nil {
@@ -243,7 +243,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		for _, s := range set.in {
 			rule, err := broker.ParseRule(s, c.Home)
 			if err != nil {
-				return nil, publicerr.Wrap(err, "policy: boundaries: "+err.Error())
+				return nil, publicerr.Errorf(err, "your policy: boundaries: rule %q is not one sandboxd can apply (run with -v to log why)", s)
 			}
 			*set.out = append(*set.out, rule)
 		}
@@ -419,4 +419,19 @@ func globMatch(pattern, s string) bool {
 		s = s[i+len(mid):]
 	}
 	return len(s) >= len(last) && strings.HasSuffix(s, last)
+}
+
+// policyUnusable gives an error of loading or resolving the policy its
+// public sentence: the policy package's own, which names only the
+// user's file, line and key and its words about them, or a fixed one.
+func policyUnusable(err error) error {
+	var pe *policy.Error
+	if !errors.As(err, &pe) {
+		return publicerr.Wrap(err, "the policy could not be loaded because of an internal error (run with -v to log why)")
+	}
+	shown := *pe
+	if shown.File == "" {
+		shown.File = "your policy" // the policy resolved from the files
+	}
+	return publicerr.Wrap(err, shown.Error())
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +86,7 @@ func checkWorkspace(given string, c Caller) (ws, cwd string, err error) {
 	abs := filepath.Clean(given)
 	ws, err = filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", "", publicerr.Wrap(err, fmt.Sprintf("workspace %s: %v", given, errors.Unwrap(err)))
+		return "", "", workspaceUnusable(given, err)
 	}
 	if err := readableDir(ws, given); err != nil {
 		return "", "", err
@@ -110,14 +111,14 @@ func checkWorkspace(given string, c Caller) (ws, cwd string, err error) {
 func readableDir(ws, given string) error {
 	st, err := os.Stat(ws)
 	if err != nil {
-		return publicerr.Wrap(err, fmt.Sprintf("workspace %s: %v", given, errors.Unwrap(err)))
+		return workspaceUnusable(given, err)
 	}
 	if !st.IsDir() {
 		return publicerr.New(fmt.Sprintf("workspace %s is not a directory", given))
 	}
 	d, err := os.Open(ws)
 	if err != nil {
-		return publicerr.Wrap(err, fmt.Sprintf("workspace %s is not readable: %v", given, errors.Unwrap(err)))
+		return workspaceUnusable(given, err)
 	}
 	d.Close()
 	return nil
@@ -324,4 +325,23 @@ func workspacePolicies(ws, cwd string) []string {
 		files = append(files, filepath.Join(dir, workspaceFile))
 	}
 	return files
+}
+
+// workspaceUnusable says, in sandboxd's words, why the workspace given
+// (the caller's own name for it) cannot be resolved or opened; err, the
+// syscall's, is the cause for the log.
+func workspaceUnusable(given string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return publicerr.Errorf(err, "workspace %s does not exist", given)
+	case errors.Is(err, unix.ENOTDIR):
+		return publicerr.Errorf(err, "workspace %s does not exist (a part of its path is not a directory)", given)
+	case errors.Is(err, fs.ErrPermission):
+		return publicerr.Errorf(err, "workspace %s is not readable by you (permission denied)", given)
+	}
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return publicerr.Errorf(err, "workspace %s cannot be opened (%v)", given, errno)
+	}
+	return publicerr.Errorf(err, "workspace %s cannot be opened (run with -v to log why)", given)
 }
