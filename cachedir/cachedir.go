@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/sandboxd/sandboxd/publicerr"
 	"strings"
 	"time"
 
@@ -216,12 +218,12 @@ func Remove(root string, ids []string) ([]Entry, error) {
 			return removed, err
 		}
 		if !ok {
-			return removed, fmt.Errorf("cachedir: %s is in use by a run", e.ID)
+			return removed, publicerr.New(fmt.Sprintf("cache %s is in use by a run; it, and any cache not listed as removed, is kept", e.ID))
 		}
 		removed = append(removed, e)
 	}
 	for id := range want {
-		return removed, fmt.Errorf("cachedir: no cache %q", id)
+		return removed, publicerr.New(fmt.Sprintf("there is no cache %q (sandboxd cache list shows them)", id))
 	}
 	return removed, nil
 }

@@ -474,8 +474,14 @@ type Recovered struct {
 	// Conflicts are ops skipped because the workspace changed since the
 	// commit was planned (between the crash and the recovery, say).
 	Conflicts []Conflict `json:"conflicts,omitempty"`
-	Err       string     `json:"error,omitempty"`
+	// Err is RecoverFailed when the commit could be neither finished
+	// nor rolled back.
+	Err string `json:"error,omitempty"`
 }
+
+// RecoverFailed is a Recovered's Err, shown in reports and by `sandboxd
+// recover`: the cause (a journal's path, an errno) is in Recover's error.
+const RecoverFailed = "the interrupted commit could not be finished or rolled back; its journal is left in place for the next `sandboxd recover`"
 
 // Recover finishes or rolls back every interrupted commit recorded in
 // stateDir, skipping those whose process still runs. Commits of any
@@ -531,7 +537,7 @@ func recoverAll(stateDir string, caller fsid.ID, log *slog.Logger) ([]Recovered,
 		j.lock = lock
 		r, err := recoverOne(j, caller, log)
 		if err != nil {
-			r.Err = err.Error()
+			r.Err = RecoverFailed // the cause is in the error returned, for the caller's log
 			errs = append(errs, err)
 		}
 		j.close()

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/sandboxd/sandboxd/cachedir"
 	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -85,7 +87,14 @@ func cacheCommand(args []string, getenv func(string) string, stdout, stderr io.W
 	}
 	printCaches(stdout, verb, ents, *asJSON)
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: cache %s: %s\n", verb, esc(err.Error()))
+		// A cache's own name is the caller's; anything else about the
+		// cache root under sandboxd's state is for the log.
+		what := map[string]string{"list": "listed", "prune": "pruned"}[verb]
+		msg := publicerr.Message(err, "the caches could not all be "+what+" (the cause is logged above)")
+		if !publicerr.Is(err) {
+			slog.New(slog.NewTextHandler(stderr, nil)).Error("cache "+verb, "err", err)
+		}
+		fmt.Fprintf(stderr, "sandboxd: cache %s: %s\n", verb, esc(msg))
 		return 1
 	}
 	return 0

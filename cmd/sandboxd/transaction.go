@@ -49,7 +49,8 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sandboxd: recover: %s\n", esc(err.Error()))
+		log.Error("recover", "err", err)
+		fmt.Fprintln(stderr, "sandboxd: recover: not every interrupted commit could be finished or rolled back; each one left is kept for the next `sandboxd recover` (the cause is logged above)")
 		return 1
 	}
 	return 0
