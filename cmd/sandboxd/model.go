@@ -26,7 +26,7 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 			StructuredOutput: r.StructuredOutput, Schema: review.VerdictSchema(), Logger: log,
 		})
 		if err != nil {
-			return nil, publicerr.Wrap(err, "the model reviewer's configuration is invalid: "+err.Error())
+			return nil, publicerr.Wrap(err, "the model reviewer's configuration is invalid (check [review] in your policy; run with -v to log why)")
 		}
 		return &review.Model{
 			Client: completer{c}, Timeout: time.Duration(r.Timeout), MaxInputTokens: int(r.MaxInputTokens),

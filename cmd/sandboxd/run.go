@@ -203,6 +203,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		if rep == nil {
 			rep = &session.Report{ExitCode: exitSandboxd, Boundaries: []session.Boundary{}, Session: f.session, Command: argv}
 			rep.Error = session.Public(err)
+			log.Debug("sandboxd failed", "err", publicerr.Internal(err))
 		}
 		// Errors can carry names the command chose (a path in the layer).
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(rep.Error))
@@ -220,7 +221,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 func callerOf(getenv func(string) string) (session.Caller, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
-		return session.Caller{}, publicerr.Wrap(err, "the current directory is gone: "+err.Error())
+		return session.Caller{}, publicerr.Wrap(err, "the current directory is gone or cannot be read; change to one that exists and run it again")
 	}
 	// getenv has the last word on what describes the caller (a variable
 	// it does not set is unset, not empty).
@@ -258,7 +259,7 @@ func humanReviewer(ctx context.Context, job *session.Job, stdin io.Reader, stdou
 	if in, ok := stdin.(*os.File); ok && isTerminal(in) {
 		r, w, err := os.Pipe()
 		if err != nil {
-			return nil, publicerr.Wrap(err, "stdin relay: "+err.Error())
+			return nil, publicerr.Wrap(err, "the terminal's input could not be relayed to the command (run with -v to log why)")
 		}
 		relay := termfilter.NewInput(in, w)
 		hold.hs = append(hold.hs, relay)
@@ -318,7 +319,9 @@ func writeReport(path string, rep *session.Report, stderr io.Writer) bool {
 	// Written in place, not renamed over: the report may be a pipe or
 	// /dev/fd/N the caller reads.
 	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		fmt.Fprintf(stderr, "sandboxd: write report: %s\n", esc(err.Error()))
+		// The path is the caller's; the syscall's reason goes in
+		// parentheses, as sandboxd gives a kernel's.
+		fmt.Fprintf(stderr, "sandboxd: the report could not be written to %s%s\n", esc(path), esc(kernelReason(err)))
 		return false
 	}
 	return true
@@ -350,4 +353,14 @@ func ttyReachable() bool {
 	}
 	unix.Close(fd)
 	return true
+}
+
+// kernelReason is " (REASON)" for an error a syscall gave (its errno's
+// text, never the path or operation of Go's wrapping), else "".
+func kernelReason(err error) string {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return " (" + errno.Error() + ")"
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/suggest"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -59,7 +60,7 @@ func suggestCommand(args []string, getenv func(string) string, stdout, stderr io
 	}
 	bs, ws, err := readReport(*report)
 	if err != nil {
-		return fail(err.Error())
+		return fail(publicerr.Message(err, "the report cannot be read"))
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {
@@ -82,28 +83,35 @@ func suggestCommand(args []string, getenv func(string) string, stdout, stderr io
 }
 
 // readReport reads the boundaries and the workspace of a run's report.
+// Its errors are public: the file is the caller's, and what is wrong
+// with it is said in sandboxd's words (a syscall's reason in
+// parentheses), never in os's or encoding/json's.
 func readReport(file string) ([]suggest.Boundary, string, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, "", fmt.Errorf("read the report: %w", err)
+		return nil, "", publicerr.Errorf(err, "the report %s cannot be read%s", file, kernelReason(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxReport+1))
 	switch {
 	case err != nil:
-		return nil, "", fmt.Errorf("read the report: %w", err)
+		return nil, "", publicerr.Errorf(err, "the report %s cannot be read%s", file, kernelReason(err))
 	case len(b) > maxReport:
-		return nil, "", fmt.Errorf("%s is over %d MiB: not a report of sandboxd run", file, maxReport>>20)
+		return nil, "", publicerr.Errorf(nil, "%s is over %d MiB: not a report of sandboxd run", file, maxReport>>20)
 	}
 	var rep struct {
 		Boundaries *[]suggest.Boundary `json:"boundaries"`
 		Workspace  string              `json:"workspace"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, "", fmt.Errorf("%s is not a report of sandboxd run: %w", file, err)
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, "", publicerr.Errorf(err, "%s is not a report of sandboxd run: it is not valid JSON (at byte %d)", file, syn.Offset)
+		}
+		return nil, "", publicerr.Errorf(err, "%s is not a report of sandboxd run: its JSON does not have a report's fields and types", file)
 	}
 	if rep.Boundaries == nil {
-		return nil, "", fmt.Errorf("%s is not a report of sandboxd run: it has no boundaries", file)
+		return nil, "", publicerr.Errorf(nil, "%s is not a report of sandboxd run: it has no boundaries", file)
 	}
 	return *rep.Boundaries, rep.Workspace, nil
 }
