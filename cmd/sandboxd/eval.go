@@ -15,11 +15,13 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/review/openai"
 	"github.com/sandboxd/sandboxd/session"
@@ -143,7 +145,7 @@ func evalCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	cases, err := readCorpus(f.corpus)
 	if err != nil {
-		return fail(err.Error())
+		return fail(publicerr.Message(err, "the corpus cannot be read"))
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {
@@ -171,7 +173,7 @@ func evalCommand(ctx context.Context, args []string, getenv func(string) string,
 	defer stop()
 	results, err := reviewCases(ctx, m, rec, cases, session.Scoped(caller, "review-eval-"+evalID()))
 	if err != nil {
-		return fail(err.Error())
+		return fail(publicerr.Message(err, "review eval failed"))
 	}
 	sum := summarize(cfg.Model, results)
 	if f.json {
@@ -270,7 +272,7 @@ func reviewCases(ctx context.Context, m *review.Model, rec *recorder, cases []ev
 		d, err := m.Review(ctx, c.Request.grantsRequest(sess))
 		res := caseResult{c: c, sent: rec.sent, estimate: rec.estimate, reported: rec.reported, latency: time.Since(start)}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("review eval: interrupted after %d of %d cases", i, len(cases))
+			return nil, publicerr.Errorf(ctx.Err(), "review eval was interrupted after %d of %d cases", i, len(cases))
 		}
 		if err != nil {
 			res.fault = faultClass(err)
@@ -302,7 +304,7 @@ func faultClass(err error) string {
 func readCorpus(path string) ([]evalCase, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("corpus: %w", err)
+		return nil, publicerr.Errorf(err, "the corpus %s cannot be read%s", path, kernelReason(err))
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -316,19 +318,22 @@ func readCorpus(path string) ([]evalCase, error) {
 		}
 		c, err := parseCase(line)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %s", path, n, err)
+			return nil, publicerr.Errorf(err, "%s:%d: %s", path, n, err) // parseCase's errors are its own words about the line
 		}
 		if first, dup := names[c.Name]; dup {
-			return nil, fmt.Errorf("%s:%d: case %q is also on line %d", path, n, c.Name, first)
+			return nil, publicerr.Errorf(nil, "%s:%d: case %q is also on line %d", path, n, c.Name, first)
 		}
 		c.line, names[c.Name] = n, n
 		cases = append(cases, c)
 	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return nil, publicerr.Errorf(sc.Err(), "%s: a line is longer than %d bytes", path, maxCaseLine)
+	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, publicerr.Errorf(err, "the corpus %s cannot be read%s", path, kernelReason(err))
 	}
 	if len(cases) == 0 {
-		return nil, fmt.Errorf("%s: no cases", path)
+		return nil, publicerr.Errorf(nil, "%s: no cases", path)
 	}
 	return cases, nil
 }
@@ -340,7 +345,7 @@ func parseCase(line []byte) (evalCase, error) {
 	dec.DisallowUnknownFields()
 	var c evalCase
 	if err := dec.Decode(&c); err != nil {
-		return c, errors.New(strings.TrimPrefix(err.Error(), "json: "))
+		return c, caseJSONError(err)
 	}
 	if dec.More() {
 		return c, errors.New("more than one JSON value on the line")
@@ -536,4 +541,41 @@ func printSummary(w io.Writer, s evalSummary) {
 			fmt.Fprintf(w, "  line %d %s (%s): expected %s, got %s\n", m.Line, esc(m.Name), esc(m.Class), m.Expect, m.Got)
 		}
 	}
+}
+
+// caseJSONError says what is wrong with a corpus line that does not
+// decode, in sandboxd's words: encoding/json's own text names Go types.
+func caseJSONError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("not valid JSON (at byte %d)", syn.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Errorf("%s must be %s, not a JSON %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &typ):
+		return fmt.Errorf("a case must be %s, not a JSON %s", jsonKind(typ.Type), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the JSON value ends early")
+	}
+	// "json: unknown field \"NAME\"": the name is the line's own.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s", name)
+	}
+	return errors.New("not a JSON object of a case")
+}
+
+// jsonKind names the JSON a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }

@@ -370,6 +370,8 @@ func TestReviewEvalBadCorpus(t *testing.T) {
 		{`{"name":"b","class":"x","request":{"surface":"network","operation":"connect","destination":"x:1"},"expect":"ask"}`, `:3: expect must be allow or deny`},
 		{`{"name":"a","class":"x","request":{"surface":"network","operation":"connect","destination":"x:1"},"expect":"deny"}`, `:3: case "a" is also on line 1`},
 		{`{"name":"b"} {"name":"c"}`, `:3: more than one JSON value`},
+		{`{"name":1,"class":"x","request":{"surface":"network","operation":"connect","destination":"x:1"},"expect":"deny"}`, `:3: name must be a string, not a JSON number`},
+		{`{"name":"b",}`, `:3: not valid JSON (at byte 13)`},
 	} {
 		corpus := writeCorpus(t, home, good, "", tc.line)
 		code, _, stderr := runEval(t, getenv, "--policy", pol, corpus)
