@@ -5,14 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/suggest"
 )
@@ -26,33 +31,57 @@ func TestEventsGolden(t *testing.T) {
 		name   string
 		script func(w world) []attemptFunc
 		clock  bool
+		setup  func(t *testing.T, w world, j *Job) // changes the job or the caller's files
 	}{
 		{"retry", func(w world) []attemptFunc {
 			return []attemptFunc{denies(1, fsDenial("make_reg", w.allowed)), denies(0)}
-		}, false},
+		}, false, nil},
 		{"denied", func(w world) []attemptFunc {
 			return []attemptFunc{denies(1, fsDenial("read_file", filepath.Join(w.caller.Home, ".ssh", "id_rsa")), fsDenial("write_file", w.denied))}
-		}, false},
+		}, false, nil},
 		{"stale", func(w world) []attemptFunc {
 			return []attemptFunc{denies(1, fsDenial("make_reg", w.allowed)), func(context.Context, sandbox.Spec, During) (sandbox.Result, error) {
 				return sandbox.Result{}, fmt.Errorf("x: %w", sandbox.ErrGrantStale)
 			}}
-		}, false},
+		}, false, nil},
 		{"expired", func(w world) []attemptFunc {
 			return []attemptFunc{denies(1, fsDenial("make_reg", w.allowed))}
-		}, true},
+		}, true, nil},
 		{"quiet", func(w world) []attemptFunc {
 			tele := filepath.Join(w.caller.Home, ".config", "go", "telemetry", "local")
 			return []attemptFunc{denies(0, fsDenial("make_reg", filepath.Join(tele, "go@a.count")),
 				fsDenial("write_file", filepath.Join(tele, "go@b.count")), fsDenial("make_dir", filepath.Join(w.caller.Home, ".config", "procps")))}
-		}, false},
+		}, false, nil},
 		{"warnings", func(w world) []attemptFunc {
 			return []attemptFunc{func(context.Context, sandbox.Spec, During) (sandbox.Result, error) {
 				return sandbox.Result{ExitCode: 124, TimedOut: true, Isolation: sandbox.LandlockOnly, Degraded: []string{"no namespaces"},
 					Detection:   sandbox.Detection{Detector: "audit", Lost: 2, Why: "the kernel dropped records"},
 					Persistence: []sandbox.Persisted{{Path: ".envrc", Action: "quarantined", Why: "direnv runs it", Quarantine: "/q/.envrc"}}}, nil
 			}}
-		}, false},
+		}, false, nil},
+		// sandboxd's own failures: the report's error is a public
+		// sentence, never the internal cause (a path of sandboxd's state,
+		// a syscall's text), which is for the log.
+		{"internal failure", func(w world) []attemptFunc {
+			return []attemptFunc{func(context.Context, sandbox.Spec, During) (sandbox.Result, error) {
+				return sandbox.Result{}, fmt.Errorf("sandbox: state directory: %w", &fs.PathError{Op: "mkdir", Path: w.caller.StateDir(), Err: syscall.EACCES})
+			}}
+		}, false, nil},
+		{"missing workspace", nil, false, func(t *testing.T, w world, j *Job) {
+			j.Workspace = filepath.Join(w.ws, "missing")
+		}},
+		{"policy unreadable", nil, false, func(t *testing.T, w world, j *Job) {
+			j.Policy = filepath.Join(w.ws, "policy-dir")
+			if err := os.Mkdir(j.Policy, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"policy unresolvable", nil, false, func(t *testing.T, w world, j *Job) {
+			j.Policy = filepath.Join(w.ws, "bad.toml")
+			if err := os.WriteFile(j.Policy, []byte("[filesystem]\nwritable = [\"relative/dir\"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, sc := range scenarios {
 		w := newWorld(t)
@@ -71,7 +100,14 @@ func TestEventsGolden(t *testing.T) {
 		}
 		j := job(2)
 		j.Timeout = 3 * time.Second
-		rep, _ := New(Config{Sandbox: &fakeSandbox{script: sc.script(w)}, Grants: grants.NewStore(opts...)}).Run(context.Background(), w.caller, j, ev)
+		var script []attemptFunc
+		if sc.script != nil {
+			script = sc.script(w)
+		}
+		if sc.setup != nil {
+			sc.setup(t, w, &j)
+		}
+		rep, _ := New(Config{Sandbox: &fakeSandbox{script: script}, Grants: grants.NewStore(opts...)}).Run(context.Background(), w.caller, j, ev)
 		fmt.Fprintf(&out, "# %s\n", sc.name)
 		for _, e := range ev.events {
 			b, _ := json.Marshal(e)
@@ -112,4 +148,24 @@ func TestReportGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.Check(t, "report.golden", append(b, '\n'))
+}
+
+// A failure's public sentence is in the report; its cause, which names
+// sandboxd's state and the syscall's text, is in the log (-v) only.
+func TestFailureCauseLogged(t *testing.T) {
+	w := newWorld(t)
+	cause := fmt.Errorf("sandbox: state directory: %w", &fs.PathError{Op: "mkdir", Path: w.caller.StateDir(), Err: syscall.EACCES})
+	public := publicerr.Wrap(cause, "the sandbox could not be set up for the command (run with -v to log why)")
+	for _, err := range []error{cause, fmt.Errorf("attempt: %w", public)} {
+		var log bytes.Buffer
+		sb := &fakeSandbox{script: []attemptFunc{func(context.Context, sandbox.Spec, During) (sandbox.Result, error) { return sandbox.Result{}, err }}}
+		r := New(Config{Sandbox: sb, Grants: grants.NewStore(), Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		rep, _ := r.Run(context.Background(), w.caller, job(0), &recorder{})
+		if strings.Contains(rep.Error, w.caller.StateDir()) || strings.Contains(rep.Error, "permission denied") {
+			t.Errorf("the report's error carries the cause: %q", rep.Error)
+		}
+		if want := "mkdir " + w.caller.StateDir() + ": permission denied"; !strings.Contains(log.String(), want) {
+			t.Errorf("the log does not have the cause %q:\n%s", want, log.String())
+		}
+	}
 }
