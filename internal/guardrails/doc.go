@@ -54,6 +54,16 @@
 //     syscall or x/sys/unix is caught. The exempt packages (the front
 //     ends, fsid, the helper) are listed with their reasons.
 //
+// The rule on public text (publictext_test.go): no public sentence
+// pinned in a golden file or script under a testdata directory (a
+// report's or event's sentence fields, every line of a text golden,
+// what a .txtar script expects on stdout or stderr) carries an internal
+// error's text (an os or syscall operation before a path, an errno
+// after a colon, a library's prefix, a prefix the module's own code puts
+// before a %w) or a path of sandboxd's state. A testdata file of a kind
+// the rule does not know fails it, until it is read or listed as an
+// input.
+//
 // A rule about a package that does not exist yet passes. To add a rule,
 // add an entry to importRules (or a check beside the others) in
 // guardrails_test.go, and a case to TestRulesCatch that proves it fires.
