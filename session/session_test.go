@@ -46,6 +46,10 @@ func newWorld(t *testing.T) world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The test process is the caller, groups and all, as the CLI's is.
+	if c.Groups, err = os.Getgroups(); err != nil {
+		t.Fatal(err)
+	}
 	w.caller = c
 	return w
 }
