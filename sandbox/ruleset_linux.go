@@ -49,7 +49,12 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 			if spec.ReadOnly {
 				return // nothing can be left behind
 			}
-			p.plan, planErr = planPersistence(spec, persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
+			// As the caller: the scan reads, and unlocks, only what the
+			// caller itself may.
+			fsid.Do(spec.caller(), func() error {
+				p.plan, planErr = planPersistence(spec, persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
+				return nil
+			})
 		}()
 		go func() {
 			defer wg.Done()
