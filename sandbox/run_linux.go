@@ -190,7 +190,7 @@ func (r *run) copyGrants() error {
 		return nil
 	}
 	dir := filepath.Join(r.spec.StateDir, "copies", r.runID+"-grants")
-	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
+	r.undo = append(r.undo, func() { r.removeAsCaller(dir) })
 	if err := copyWrites(r.opened, dir); err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func (r *run) makeCopies() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("sandbox: copies: %w", err)
 	}
-	r.undo = append(r.undo, func() { os.RemoveAll(dir) })
+	r.undo = append(r.undo, func() { r.removeAsCaller(dir) })
 	for i, c := range r.spec.Copies {
 		if !filepath.IsAbs(c.Path) || filepath.Clean(c.Path) != c.Path {
 			return fmt.Errorf("sandbox: copy for %q: not an absolute, clean path", c.Path)
@@ -251,6 +251,13 @@ func (r *run) makeCopies() error {
 			Exception: Exception{Operation: grants.OpReadFile, Path: c.Path, Dev: st.Dev, Ino: st.Ino}})
 	}
 	return nil
+}
+
+// removeAsCaller removes a directory sandboxd made in the caller's state,
+// as the caller: a path the caller changed meanwhile (a symlink in its
+// place) leads nowhere the caller could not remove from itself.
+func (r *run) removeAsCaller(dir string) {
+	fsid.Do(r.spec.caller(), func() error { return os.RemoveAll(dir) })
 }
 
 // makeCgroup creates the run's cgroup, or notes what bounds the command

@@ -164,7 +164,7 @@ func (r *run) privateTmp(setup *wire.SetupMsg) error {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return fmt.Errorf("sandbox: private TMPDIR: %w", err)
 	}
-	r.undo = append(r.undo, func() { os.RemoveAll(tmp) })
+	r.undo = append(r.undo, func() { r.removeAsCaller(tmp) })
 	setup.TmpDir = tmp
 	setup.Env = setEnv(setup.Env, "TMPDIR", tmp)
 	r.res.Degraded = append(r.res.Degraded, "TMPDIR is a private directory without a size limit (no tmpfs without a mount namespace)")
