@@ -282,10 +282,22 @@ func killPid(pid int) { unix.Kill(pid, unix.SIGKILL) }
 // supervisor can see what the command was writing; stop ends the watch.
 // Not on v2 (memory.events says it after the run).
 func (c *cgroup) watchOOM(onOOM func()) (stop func(), err error) {
+	return c.watchEvent("memory.oom_control", "", onOOM)
+}
+
+// watchUsage calls f each time the v1 memory group's usage crosses
+// bytes, up or down, until stop is called.
+func (c *cgroup) watchUsage(bytes int64, f func()) (stop func(), err error) {
+	return c.watchEvent("memory.usage_in_bytes", strconv.FormatInt(bytes, 10), f)
+}
+
+// watchEvent calls f on each event of the v1 memory group's file (with
+// arg, cgroup.event_control's third field) until stop is called.
+func (c *cgroup) watchEvent(file, arg string, f func()) (stop func(), err error) {
 	if c.v2 || c.memDir == "" {
 		return nil, errors.New("cgroup: no v1 memory group")
 	}
-	ctl, err := os.Open(filepath.Join(c.memDir, "memory.oom_control"))
+	ctl, err := os.Open(filepath.Join(c.memDir, file))
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: %w", err)
 	}
@@ -295,7 +307,7 @@ func (c *cgroup) watchOOM(onOOM func()) (stop func(), err error) {
 		return nil, fmt.Errorf("cgroup: eventfd: %w", err)
 	}
 	ev := os.NewFile(uintptr(efd), "oom-eventfd")
-	reg := fmt.Sprintf("%d %d", efd, ctl.Fd())
+	reg := strings.TrimSpace(fmt.Sprintf("%d %d %s", efd, ctl.Fd(), arg))
 	if err := os.WriteFile(filepath.Join(c.memDir, "cgroup.event_control"), []byte(reg), 0); err != nil {
 		ev.Close()
 		return nil, fmt.Errorf("cgroup: event_control: %w", err)
@@ -306,7 +318,7 @@ func (c *cgroup) watchOOM(onOOM func()) (stop func(), err error) {
 			if _, err := ev.Read(b[:]); err != nil {
 				return // stopped
 			}
-			onOOM()
+			f()
 		}
 	}()
 	return func() { ev.Close() }, nil

@@ -2,8 +2,10 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,9 @@ import (
 //     layer filled to the limit leaves the helper room to end the run
 //     (its last steps allocate: the end-of-audit probe opens a file). On cgroup v1 the supervisor
 //     hears each kill (memory.oom_control's event) and notes the files
-//     the command's processes hold open for writing; on v2 the whole
+//     the command's processes hold open for writing, and those whose
+//     writers, seen as the usage crossed 1/2, 3/4 and 7/8 of the limit,
+//     are all gone by then (the victim, on a busy machine); on v2 the whole
 //     group is killed (memory.oom.group) and memory.events says so.
 //   - pids: pids.events counts the forks refused at pids.max.
 //   - the private tmpfs (/tmp, /var/tmp, /dev/shm) and the layer: full
@@ -34,10 +38,16 @@ import (
 
 // limitWatch is the memory watch of one run.
 type limitWatch struct {
-	stop func()
+	stop []func()
 	mu   sync.Mutex
 	hit  bool     // the kernel's killer ran at the memory limit
 	open []string // files open for writing then
+	// near are the files open for writing, and by which processes,
+	// whenever the usage crossed a mark on its way to the limit: the
+	// killer's victim is gone, its files closed, by the time the watch
+	// hears of the kill on a busy machine; a file whose every writer
+	// seen near the limit is gone then was being written when it hit.
+	near map[string]map[int]bool
 }
 
 // watchMemory starts the memory watch (cgroup v1 with a memory limit).
@@ -45,10 +55,16 @@ func (r *run) watchMemory() {
 	if r.cg == nil || !r.cg.memory || r.cg.v2 {
 		return
 	}
-	w := &limitWatch{}
+	w := &limitWatch{near: map[string]map[int]bool{}}
 	stop, err := r.cg.watchOOM(func() {
 		open := openForWriting(r.cg.procs())
 		w.mu.Lock()
+		for p, pids := range w.near {
+			if !slices.Contains(open, p) && allGone(pids) {
+				open = append(open, p)
+			}
+		}
+		sort.Strings(open)
 		w.hit = true
 		w.open = mergeSorted(w.open, open)
 		w.mu.Unlock()
@@ -58,9 +74,30 @@ func (r *run) watchMemory() {
 		r.log.Debug("no memory watch", "err", err)
 		return
 	}
-	w.stop = stop
+	w.stop = append(w.stop, stop)
+	// Marks at 1/2, 3/4 and 7/8 of the limit (limit - limit/k).
+	for _, k := range []int64{2, 4, 8} {
+		if r.spec.Limits.Memory <= 0 {
+			break
+		}
+		mark := r.spec.Limits.Memory - r.spec.Limits.Memory/k
+		stop, err := r.cg.watchUsage(mark, func() {
+			by := writersOf(r.cg.procs())
+			w.mu.Lock()
+			for p, pids := range by {
+				if w.near[p] == nil {
+					w.near[p] = map[int]bool{}
+				}
+				maps.Copy(w.near[p], pids)
+			}
+			w.mu.Unlock()
+		})
+		if err == nil {
+			w.stop = append(w.stop, stop)
+		}
+	}
 	r.mem = w
-	r.undo = append(r.undo, stop)
+	r.undo = append(r.undo, w.stopAll)
 	r.h.leaveMemory = func(tid int) {
 		if err := r.cg.leaveMemory(tid); err != nil {
 			r.log.Debug("helper stays in the memory group", "err", err)
@@ -84,10 +121,27 @@ func (r *run) memoryHit() (bool, []string) {
 	if r.mem == nil {
 		return hit, nil
 	}
-	r.mem.stop()
+	r.mem.stopAll()
 	r.mem.mu.Lock()
 	defer r.mem.mu.Unlock()
 	return hit || r.mem.hit, r.mem.open
+}
+
+// stopAll stops every event the watch listens to.
+func (w *limitWatch) stopAll() {
+	for _, s := range w.stop {
+		s()
+	}
+}
+
+// allGone reports whether none of pids is alive.
+func allGone(pids map[int]bool) bool {
+	for pid := range pids {
+		if unix.Kill(pid, 0) != unix.ESRCH {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeSorted merges two sorted lists without repeats.
@@ -109,7 +163,19 @@ func mergeSorted(a, b []string) []string {
 // openForWriting lists the regular files the processes pids hold open
 // for writing, by the paths their descriptors name, sorted and unique.
 func openForWriting(pids []int) []string {
-	seen := map[string]bool{}
+	by := writersOf(pids)
+	out := make([]string, 0, len(by))
+	for p := range by {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writersOf maps each regular file the processes pids hold open for
+// writing, by the path its descriptor names, to the processes that do.
+func writersOf(pids []int) map[string]map[int]bool {
+	seen := map[string]map[int]bool{}
 	for _, pid := range pids {
 		dir := fmt.Sprintf("/proc/%d/fd", pid)
 		ents, err := os.ReadDir(dir)
@@ -125,16 +191,15 @@ func openForWriting(pids []int) []string {
 				continue
 			}
 			if p, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && strings.HasPrefix(p, "/") {
-				seen[strings.TrimSuffix(p, " (deleted)")] = true
+				p = strings.TrimSuffix(p, " (deleted)")
+				if seen[p] == nil {
+					seen[p] = map[int]bool{}
+				}
+				seen[p][pid] = true
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for p := range seen {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
+	return seen
 }
 
 // writableFD reports whether descriptor fd of pid was opened for writing.
