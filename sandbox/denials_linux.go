@@ -13,7 +13,7 @@ import (
 func (r *run) collectDenials() {
 	res, h := &r.res, r.h
 	if r.det != nil {
-		res.Denials, res.Detection = r.det.Collect(h.cmd.Process.Pid, time.Second)
+		res.Denials, res.Detection = r.det.Collect(time.Second)
 		if h.neverRan && res.Detection.Lost == -1 {
 			// The helper could not start the command (126, 127), maybe
 			// before it confined itself: no domain, and nothing lost.

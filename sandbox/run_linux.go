@@ -291,7 +291,11 @@ func (r *run) startDetector() {
 	case !r.sup.LogFlags:
 		r.res.Detection = Detection{Detector: "none", Why: fmt.Sprintf("Landlock ABI %d cannot log denials (needs ABI 7)", r.sup.ABI)}
 	default:
-		det, err := detect.StartAudit(r.log)
+		hub := r.spec.Audit
+		if hub == nil {
+			hub = detect.NewHub(r.log)
+		}
+		det, err := hub.Start()
 		if err != nil {
 			r.res.Detection = Detection{Detector: "none", Why: "kernel audit unavailable: " + err.Error()}
 			return
@@ -344,6 +348,11 @@ func (r *run) start() error {
 	}
 	r.h = h
 	r.undo = append(r.undo, h.cleanup)
+	if r.det != nil {
+		// Before the helper restricts itself (it waits for the confine
+		// message): the kernel announces its domain with this pid.
+		r.det.Own(h.cmd.Process.Pid)
+	}
 	r.watchMemory()
 	return nil
 }

@@ -148,6 +148,10 @@ type Spec struct {
 	// when it exits, and its watches see none of the edits made outside.
 	// It must not block.
 	OnWatch func()
+	// Audit, if set, is the process's reader of kernel audit records,
+	// which concurrent runs share; nil: the run reads kernel audit
+	// itself, for as long as it runs.
+	Audit *AuditHub
 	// Signals, if set, are forwarded to the command's process tree while
 	// it runs; the caller decides which signals reach it (the CLI relays
 	// its own SIGINT, SIGTERM, ...; a daemon a client's request).

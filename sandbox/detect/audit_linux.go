@@ -1,12 +1,9 @@
 package detect
 
 import (
-	"errors"
-	"log/slog"
-	"sync"
+	"fmt"
 	"time"
 
-	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 )
 
@@ -17,173 +14,174 @@ import (
 // learns its domain.
 const LandlockLogFlags = 0x2 | 0x4 // LOG_NEW_EXEC_ON | LOG_SUBDOMAINS_OFF
 
-// Audit follows the kernel audit log for one run.
+// Audit follows the kernel audit log for one run: the records of its
+// helper's Landlock domain, which its Hub hands it. Start it with
+// Hub.Start, name the helper with Own, read the denials with Collect,
+// end it with Stop.
 type Audit struct {
-	holder *kaudit.Holder
-	lis    *kaudit.Listener
-	log    *slog.Logger
-	// done is closed when the reading goroutine has returned.
-	done chan struct{}
-	// changed is signalled (without blocking) after every record.
+	hub *Hub
+	// changed is signalled (without blocking) after every record or loss
+	// given to this run.
 	changed chan struct{}
-
-	// mu guards everything below.
-	mu        sync.Mutex
-	byDomain  map[string][]landlock.Record // access records, by domain
-	allocated map[int]string               // pid -> domain from "allocated" records
-	dealloc   map[string]uint64            // domain -> denials at deallocation
-	overrun   bool
-	// lostAtStart is the kernel's lost-record counter when reading began.
+	// lostAtStart is the kernel's lost-record counter when the run began.
 	lostAtStart uint32
+
+	// Guarded by hub.mu.
+	pid    int    // the helper's host pid (0: not yet known)
+	domain string // its Landlock domain ("": not announced yet)
+	// recs are the distinct access records of the domain, in the order
+	// they first came, with how often each came (index: by recordKey).
+	recs  []keptRecord
+	index map[string]int
+	// received counts every access record of the domain, probes counts
+	// the helper's among them, and dropped those not kept because recs
+	// was full.
+	received, dropped uint64
+	probes            int
+	// dealloc is the denial count of the domain's deallocation record,
+	// once it came (ended).
+	dealloc uint64
+	ended   bool
+	// lossWhy, when set, says why records of this run may have been
+	// lost without a count; orphaned, that no more will come (the
+	// reader failed).
+	lossWhy  string
+	orphaned bool
 }
 
-// StartAudit turns kernel audit on (if needed) and starts reading. It
-// fails when the caller may not (not root). Stop ends it.
-func StartAudit(log *slog.Logger) (*Audit, error) {
-	h, err := kaudit.Acquire(kaudit.DefaultDir)
-	if err != nil {
-		return nil, err
-	}
-	l, err := kaudit.Listen()
-	if err != nil {
-		h.Release()
-		return nil, err
-	}
-	st, err := kaudit.CurrentStatus()
-	if err != nil {
-		l.Close()
-		h.Release()
-		return nil, err
-	}
-	d := &Audit{holder: h, lis: l, log: log, lostAtStart: st.Lost,
-		byDomain: map[string][]landlock.Record{}, allocated: map[int]string{},
-		dealloc: map[string]uint64{}, done: make(chan struct{}), changed: make(chan struct{}, 1)}
-	go d.read()
-	return d, nil
+type keptRecord struct {
+	rec landlock.Record
+	n   int
 }
 
-func (d *Audit) read() {
-	defer close(d.done)
-	for {
-		typ, text, err := d.lis.Next()
-		if errors.Is(err, kaudit.ErrOverrun) {
-			d.mu.Lock()
-			d.overrun = true
-			d.mu.Unlock()
-			continue
-		}
-		if err != nil {
-			return
-		}
-		r, err := landlock.ParseRecord(typ, text)
-		if err != nil {
-			continue
-		}
-		d.mu.Lock()
-		switch {
-		case r.Type == landlock.AuditDomain && r.Status == "allocated":
-			d.allocated[r.Pid] = r.Domain
-		case r.Type == landlock.AuditDomain && r.Status == "deallocated":
-			d.dealloc[r.Domain] = r.Denials
-		case r.Type == landlock.AuditAccess:
-			d.byDomain[r.Domain] = append(d.byDomain[r.Domain], r)
-		}
-		d.mu.Unlock()
-		select {
-		case d.changed <- struct{}{}:
-		default:
-		}
+// Own names the run's helper by its host pid. It must be called before
+// the helper restricts itself: the kernel announces the helper's domain
+// with this pid, and the run is given that domain's records.
+func (a *Audit) Own(helperPid int) {
+	h := a.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if a.pid != 0 && h.byPid[a.pid] == a {
+		delete(h.byPid, a.pid)
+	}
+	a.pid = helperPid
+	// A pid is reused only after its process is gone: a newer helper
+	// with the same pid is the one whose domain comes next.
+	h.byPid[helperPid] = a
+}
+
+// Stop ends the run's share of the reader; the last run's Stop closes
+// it and restores kernel audit's settings.
+func (a *Audit) Stop() { a.hub.stop(a) }
+
+// addLocked keeps one access record. hub.mu is held.
+func (a *Audit) addLocked(r landlock.Record, keep int) {
+	a.received++
+	if isProbe(r) {
+		a.probes++
+	}
+	k := recordKey(r)
+	switch i, ok := a.index[k]; {
+	case ok:
+		a.recs[i].n++
+	case len(a.recs) < keep:
+		a.index[k] = len(a.recs)
+		a.recs = append(a.recs, keptRecord{rec: r, n: 1})
+	default:
+		a.dropped++
+	}
+	a.signal()
+}
+
+func (a *Audit) signal() {
+	select {
+	case a.changed <- struct{}{}:
+	default:
 	}
 }
 
-// Stop ends reading, waits for the reader, and releases kernel audit.
-func (d *Audit) Stop() {
-	d.lis.Close()
-	<-d.done
-	if err := d.holder.Release(); err != nil {
-		d.log.Warn("could not restore kernel audit settings", "err", err)
-	}
-}
-
-// Collect returns the denials of the run whose helper has host pid
-// helperPid. The helper makes one deliberate denial before the command
-// starts (it announces the domain with its pid) and one after every
-// process of the command is dead (the end marker: records are delivered
-// in the order they were logged, so all the command's records came
-// first). Losses show as an overrun of our socket or a rise in the
-// kernel's lost counter during the run (every record the kernel fails to
-// queue or send counts there), and, when the domain's deallocation record
-// has already arrived, as a denial count above what arrived. It is not
-// awaited: the kernel frees a domain tens of milliseconds after its last
+// Collect returns the run's denials. The helper makes one deliberate
+// denial before the command starts (it announces the domain with its
+// pid) and one after every process of the command is dead (the end
+// marker: records are delivered in the order they were logged, so all
+// the command's records came first). Losses show as an overrun of the
+// hub's socket while the run was live, or a rise in the kernel's lost
+// counter during the run (every record the kernel fails to queue or
+// send counts there), and, when the domain's deallocation record has
+// already arrived, as a denial count above what arrived; records the
+// run's buffer could not keep are counted exactly. It is not awaited:
+// the kernel frees a domain tens of milliseconds after its last
 // process, which would double a run's time.
-func (d *Audit) Collect(helperPid int, wait time.Duration) ([]Denial, Detection) {
+func (a *Audit) Collect(wait time.Duration) ([]Denial, Detection) {
 	det := Detection{Detector: "audit"}
-	domain := d.awaitEnd(helperPid, wait)
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if domain == "" {
+	a.awaitEnd(wait)
+	lostNow, lostErr := a.hub.lost()
+	h := a.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if a.domain == "" {
 		det.Lost = -1
 		det.Why = "the run's Landlock domain was never announced"
+		if a.lossWhy != "" {
+			det.Why += " (" + a.lossWhy + ")"
+		}
 		return nil, det
 	}
-	recs := d.byDomain[domain]
-	switch n, ok := d.dealloc[domain]; {
-	case ok && uint64(len(recs)) < n:
-		det.Lost = int(n - uint64(len(recs)))
-	case !ok && probes(recs) < 2:
+	switch {
+	case a.ended && a.received < a.dealloc:
+		det.Lost = int(a.dealloc - a.received)
+	case !a.ended && a.probes < 2:
 		det.Lost = -1
 		det.Why = "the end marker never arrived"
 	}
-	if d.overrun || d.kernelLost() {
-		det.Lost = -1
-		det.Why = "the kernel dropped audit records during the run"
+	if a.dropped > 0 {
+		if det.Lost >= 0 {
+			det.Lost += int(a.dropped)
+		}
+		det.Why = fmt.Sprintf("the run made more than %d distinct denials; %d records were counted, not kept", h.keep, a.dropped)
+	}
+	switch {
+	case a.lossWhy != "":
+		det.Lost, det.Why = -1, a.lossWhy
+	case lostErr != nil || lostNow != a.lostAtStart:
+		det.Lost, det.Why = -1, "the kernel dropped audit records during the run"
+	}
+	var recs []landlock.Record
+	for _, k := range a.recs {
+		recs = append(recs, k.rec)
 	}
 	out, other := denialsOf(recs)
+	for _, k := range a.recs {
+		// A repeated record adds its blockers that are no file or network
+		// access again, as if it had been kept.
+		if k.n > 1 {
+			_, o := denialsOf([]landlock.Record{k.rec})
+			other += (k.n - 1) * o
+		}
+	}
 	det.Other += other
 	return out, det
 }
 
-// awaitEnd waits, at most wait, until the run's records are complete: its
-// domain was deallocated with no more denials than arrived, or both of
-// the helper's probes arrived. It returns the domain ("" if it was never
-// announced).
-func (d *Audit) awaitEnd(helperPid int, wait time.Duration) string {
+// awaitEnd waits, at most wait, until the run's records are complete:
+// its domain was deallocated with no more denials than arrived, or both
+// of the helper's probes arrived, or no more records will come.
+func (a *Audit) awaitEnd(wait time.Duration) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	h := a.hub
 	for {
-		d.mu.Lock()
-		domain := d.allocated[helperPid]
-		recs := d.byDomain[domain]
-		n, ended := d.dealloc[domain]
-		d.mu.Unlock()
-		if domain != "" && ended && uint64(len(recs)) >= n {
-			return domain
-		}
-		if domain != "" && probes(recs) >= 2 {
-			return domain
+		h.mu.Lock()
+		complete := a.domain != "" && (a.ended && a.received >= a.dealloc || a.probes >= 2)
+		orphaned := a.orphaned
+		h.mu.Unlock()
+		if complete || orphaned {
+			return
 		}
 		select {
-		case <-d.changed:
+		case <-a.changed:
 		case <-deadline.C:
-			return domain
+			return
 		}
 	}
-}
-
-// probes counts the helper's deliberate denials among recs.
-func probes(recs []landlock.Record) int {
-	n := 0
-	for _, r := range recs {
-		if isProbe(r) {
-			n++
-		}
-	}
-	return n
-}
-
-// kernelLost reports whether the kernel's count of lost audit records
-// rose since the detector started.
-func (d *Audit) kernelLost() bool {
-	st, err := kaudit.CurrentStatus()
-	return err != nil || st.Lost != d.lostAtStart
 }
