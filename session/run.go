@@ -38,16 +38,26 @@ type Sandbox interface {
 type During func(ctx context.Context, d sandbox.Denial) broker.Result
 
 // Real is the kernel sandbox.
-type Real struct{}
+type Real struct {
+	// Audit is the reader of kernel audit records the runs share (nil:
+	// each run reads its own).
+	Audit *sandbox.AuditHub
+}
 
-// Run runs spec with sandbox.Run.
-func (Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Logger) (sandbox.Result, error) {
+// Run runs spec with sandbox.Run, with the shared audit reader unless
+// spec names one.
+func (r Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Logger) (sandbox.Result, error) {
+	if spec.Audit == nil {
+		spec.Audit = r.Audit
+	}
 	return sandbox.Run(ctx, spec, log)
 }
 
 // Config is what a Runner is built from.
 type Config struct {
-	// Sandbox runs attempts (nil: Real).
+	// Sandbox runs attempts (nil: Real, with one reader of kernel audit
+	// that the Runner's concurrent runs share, each given only the
+	// records of its own Landlock domain).
 	Sandbox Sandbox
 	// Grants holds issued grants (nil: a store of the Runner's own).
 	Grants *grants.Store
@@ -92,7 +102,7 @@ func New(cfg Config) *Runner {
 		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt}
 	if r.sandbox == nil {
-		r.sandbox = Real{}
+		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log)}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()
