@@ -297,3 +297,83 @@ func TestIssueUses(t *testing.T) {
 		t.Fatal("zero uses issued")
 	}
 }
+
+// A long-lived store stays bounded: Issue removes expired grants as the
+// store grows, never a live one, so the store holds at most about twice
+// the grants still live whatever was issued before.
+func TestIssuePrunesExpired(t *testing.T) {
+	// step issues n grants with ttl, then moves the clock on.
+	type step struct {
+		n            int
+		ttl, advance time.Duration
+	}
+	rounds := func(k int, st step) []step {
+		out := make([]step, k)
+		for i := range out {
+			out[i] = st
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		// maxLen bounds the store at every point; live is how many
+		// grants are unexpired after the last step, all of which must
+		// still be usable; left, if set, is the store's size then.
+		maxLen, live, left int
+	}{
+		{name: "expired grants go as new ones come",
+			steps:  []step{{1000, time.Second, 2 * time.Second}, {1000, time.Second, 2 * time.Second}, {10, time.Hour, 0}},
+			maxLen: 2 * 1000, live: 10},
+		// A minute's grants, issued every ten seconds: six rounds live
+		// while one is issued, five once the clock has moved on.
+		{name: "many small rounds", steps: rounds(500, step{20, time.Minute, 10 * time.Second}),
+			maxLen: 2 * 6 * 20, live: 5 * 20},
+		{name: "live grants are never pruned", steps: []step{{3000, time.Hour, time.Minute}},
+			maxLen: 3000, live: 3000},
+		// The 129th grant finds the store at its pruning size, the clock
+		// exactly at the others' expiry.
+		{name: "at ExpiresAt a grant is expired", steps: []step{{128, time.Minute, time.Minute}, {1, time.Hour, 0}},
+			maxLen: 128, live: 1, left: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Now()
+			s := NewStore(WithClock(func() time.Time { return now }))
+			var issued []Grant
+			peak := 0
+			for _, st := range tc.steps {
+				for range st.n {
+					g, err := s.Issue(baseRequest(), st.ttl)
+					if err != nil {
+						t.Fatal(err)
+					}
+					issued = append(issued, g)
+					peak = max(peak, s.Len())
+				}
+				now = now.Add(st.advance)
+			}
+			if peak > tc.maxLen {
+				t.Errorf("store reached %d grants, want at most %d", peak, tc.maxLen)
+			}
+			if tc.left != 0 && s.Len() != tc.left {
+				t.Errorf("%d grants in the store, want %d", s.Len(), tc.left)
+			}
+			live := 0
+			for _, g := range issued {
+				if now.Before(g.ExpiresAt) {
+					live++
+					if err := s.Consume(g.Token, baseRequest()); err != nil {
+						t.Fatalf("a live grant was lost: %v", err)
+					}
+				}
+			}
+			if live != tc.live {
+				t.Errorf("%d live grants, want %d", live, tc.live)
+			}
+			s.Prune()
+			if s.Len() != 0 {
+				t.Errorf("%d grants left after consuming the live ones and pruning", s.Len())
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +56,16 @@ type Store struct {
 	// itself leaks nothing about the token's bytes; the token is then
 	// compared in constant time.
 	grants map[[32]byte]*Grant
+	// pruneAt is the size at which Issue removes expired grants first:
+	// twice what was left after the last pruning (at least minPruneAt).
+	// A long-lived store so holds at most about twice the grants still
+	// live, with no goroutine to own, and pruning costs O(1) per grant
+	// issued.
+	pruneAt int
 }
+
+// minPruneAt is the smallest store Issue prunes.
+const minPruneAt = 64
 
 // Option configures a Store.
 type Option func(*Store)
@@ -66,7 +76,7 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 
 // NewStore returns an empty store.
 func NewStore(opts ...Option) *Store {
-	s := &Store{now: time.Now, grants: map[[32]byte]*Grant{}}
+	s := &Store{now: time.Now, grants: map[[32]byte]*Grant{}, pruneAt: minPruneAt}
 	for _, o := range opts {
 		o(s)
 	}
@@ -94,16 +104,20 @@ func (s *Store) IssueUses(req Request, ttl time.Duration, uses int) (Grant, erro
 	if _, err := rand.Read(raw[:]); err != nil {
 		return Grant{}, fmt.Errorf("grants: random token: %w", err)
 	}
+	now := s.now()
 	g := Grant{
 		Token:       tokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:]),
 		RequestHash: req.Hash(),
 		Session:     req.Session,
-		ExpiresAt:   s.now().Add(ttl),
+		ExpiresAt:   now.Add(ttl),
 		Uses:        uses,
 	}
 	key := sha256.Sum256([]byte(g.Token))
 	kept := g
 	s.mu.Lock()
+	if len(s.grants) >= s.pruneAt {
+		s.pruneLocked(now)
+	}
 	s.grants[key] = &kept
 	s.mu.Unlock()
 	return g, nil
@@ -155,11 +169,18 @@ func (s *Store) Consume(token string, req Request) error {
 	return nil
 }
 
-// Prune removes expired grants and returns how many it removed.
+// Prune removes expired grants and returns how many it removed. Issue
+// prunes as the store grows, so calling Prune is never needed to bound
+// it; an owner may, to free an idle store's memory sooner.
 func (s *Store) Prune() int {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.pruneLocked(now)
+}
+
+// pruneLocked removes the grants expired at now. s.mu is held.
+func (s *Store) pruneLocked(now time.Time) int {
 	n := 0
 	for k, g := range s.grants {
 		if !now.Before(g.ExpiresAt) {
@@ -167,6 +188,12 @@ func (s *Store) Prune() int {
 			n++
 		}
 	}
+	if n > len(s.grants) {
+		// A Go map keeps its buckets after deletes: after a burst, a
+		// fresh map gives the memory back.
+		s.grants = maps.Clone(s.grants)
+	}
+	s.pruneAt = max(minPruneAt, 2*len(s.grants))
 	return n
 }
 
