@@ -20,6 +20,9 @@
 // the stream relays, the message reader, the observer, the audit reader,
 // the preparation beside the helper's start, every timer) is stopped and
 // waited for before it returns, on every path; run_test.go checks it.
+// A shared audit reader (Spec.Audit) is the exception by design: Run
+// gives back its share, and the reader stops with the last run of the
+// process that needs it.
 //
 // The package never calls signal.Notify (the caller decides which
 // signals reach the command, through Spec.Signals; the helper is the

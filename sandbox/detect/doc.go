@@ -2,10 +2,12 @@
 // refused the command, exactly (which path and access, or which host and
 // port).
 //
-// It owns three things. Audit reads Landlock's kernel audit records for
-// one run (the helper announces its domain with a deliberate denial
-// before the command and marks the end with another after it) and counts
-// what was lost. Observer answers the seccomp user notifications of the
+// It owns three things. Hub is a process's one reader of kernel audit
+// records, and Audit is one run's share of it: the Hub gives each run
+// the Landlock records of its own domain only (the helper announces its
+// domain with a deliberate denial before the command and marks the end
+// with another after it), and each run counts what it lost, charged with
+// every loss the Hub cannot attribute to another run. Observer answers the seccomp user notifications of the
 // run's filter and names the exact path (or destination) each observed
 // call tried; observing never enforces, the kernel does, with one
 // exception: in a run with its own network namespace the observer makes
