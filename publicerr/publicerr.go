@@ -3,7 +3,9 @@ package publicerr
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 )
 
 // Error is an error whose message is safe to show. Cause, if set, is the
@@ -40,6 +42,34 @@ func Message(err error, fallback string) string {
 		return e.msg
 	}
 	return fallback
+}
+
+// Unknown is what Reason says of an error it has no words for.
+const Unknown = "an internal error"
+
+// Reason says why err happened, in words that may follow a sentence of
+// sandboxd's own in parentheses ("... cannot be read (permission
+// denied)"): the public sentence of a public error in err's chain; else
+// the OS's reason when err is a failed system call (its error number's
+// text, without the operation and path os puts before it); else
+// Unknown. The caller logs err itself when the cause matters.
+func Reason(err error) string {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return ""
+	case Is(err):
+		return Message(err, Unknown)
+	case errors.As(err, &errno):
+		return errno.Error()
+	case errors.Is(err, fs.ErrNotExist):
+		return syscall.ENOENT.Error()
+	case errors.Is(err, fs.ErrPermission):
+		return syscall.EACCES.Error()
+	case errors.Is(err, fs.ErrExist):
+		return syscall.EEXIST.Error()
+	}
+	return Unknown
 }
 
 // Is reports whether err carries a public sentence.

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -60,5 +63,25 @@ func TestErrorfShowsOnlyItsSentence(t *testing.T) {
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Error("the cause is not reachable with errors.Is")
+	}
+}
+
+func TestReasonIsTheOSsWordsOrSandboxds(t *testing.T) {
+	_, openErr := os.Open(filepath.Join(t.TempDir(), "missing"))
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{openErr, "no such file or directory"},
+		{fmt.Errorf("layer: stage %s: %w", "/home/u/.local/state/sandboxd/txn/1.stage", syscall.EACCES), "permission denied"},
+		{fmt.Errorf("cgroup: %w", &fs.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/x", Err: syscall.EROFS}), "read-only file system"},
+		{fmt.Errorf("wrapped: %w", fs.ErrNotExist), "no such file or directory"},
+		{Wrap(syscall.EPERM, "the pids controller is not delegated"), "the pids controller is not delegated"},
+		{errors.New("kaudit: netlink message cut short"), Unknown},
+	} {
+		if got := Reason(tc.err); got != tc.want {
+			t.Errorf("Reason(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
