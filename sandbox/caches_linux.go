@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -71,7 +72,7 @@ func (r *run) planCache(l CacheLayer, dirs []string, setup *wire.SetupMsg) (*wir
 	if err != nil {
 		r.log.Debug("cache layer", "name", l.Name, "err", err)
 		if lower != "" {
-			return nil, "cannot prepare the private layer: " + reason(err)
+			return nil, "cannot prepare the private layer (" + publicerr.Reason(err) + ")"
 		}
 		return nil, why
 	}
@@ -233,15 +234,6 @@ func migrate(rootFD int, rel string, layerFD int) error {
 		}
 	}
 	return nil
-}
-
-// reason is an error's errno text, or the error.
-func reason(err error) string {
-	var errno unix.Errno
-	if errors.As(err, &errno) {
-		return errno.Error()
-	}
-	return err.Error()
 }
 
 func dirOrDot(parent string) string {

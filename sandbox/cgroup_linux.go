@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +79,7 @@ func probeCgroups() cgroupInfo {
 		return info
 	}
 	if err := writable(info.PidsDir); err != nil {
-		info.Reason = fmt.Sprintf("cannot create a group under %s: %v", info.PidsDir, err)
+		info.Reason = fmt.Sprintf("cannot create a group under %s (%s)", info.PidsDir, publicerr.Reason(err))
 		info.PidsDir = ""
 	}
 	if info.MemoryDir != "" && writable(info.MemoryDir) != nil {
@@ -141,7 +142,7 @@ func cgroupMounts() map[string]string {
 // newCgroup creates the run's group(s) and sets the limits.
 func newCgroup(info cgroupInfo, name string, lim Limits) (*cgroup, error) {
 	if info.PidsDir == "" {
-		return nil, errors.New(info.Reason)
+		return nil, publicerr.New(info.Reason)
 	}
 	c := &cgroup{v2: info.V2}
 	mk := func(parent string) (string, error) {
@@ -154,13 +155,13 @@ func newCgroup(info cgroupInfo, name string, lim Limits) (*cgroup, error) {
 	}
 	dir, err := mk(info.PidsDir)
 	if err != nil {
-		return nil, fmt.Errorf("cgroup: %w", err)
+		return nil, publicerr.Errorf(fmt.Errorf("cgroup: %w", err), "cannot create the run's group under %s (%s)", info.PidsDir, publicerr.Reason(err))
 	}
 	c.pidsDir = dir
 	if lim.Pids > 0 {
 		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(lim.Pids, 10)), 0); err != nil {
 			c.remove()
-			return nil, fmt.Errorf("cgroup: pids.max: %w", err)
+			return nil, publicerr.Errorf(fmt.Errorf("cgroup: pids.max: %w", err), "cannot set the run's group's pids.max (%s)", publicerr.Reason(err))
 		}
 		c.pids = true
 	}

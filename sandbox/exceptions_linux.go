@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -285,35 +286,84 @@ func digest(p string) ([sha256.Size]byte, error) {
 // stay; only a content change moves its times), when it differs. It
 // runs once every process of the run is gone. A copy the command did
 // not write goes nowhere; one whose file was replaced or removed on the
-// host during the run is kept in keep (named in the error) rather than
-// written into a file nobody sees any more.
-func writeBack(es []openedException, keep string) error {
+// host during the run is kept below keepRel in the state directory
+// stateDir rather than written into a file nobody sees any more.
+//
+// The error joins one public error per file that was not written back:
+// its sentence names the granted file and, where it is kept, the copy
+// relative to the state directory; its cause is for the log.
+func writeBack(es []openedException, stateDir, keepRel string) error {
 	var errs []error
 	for i, o := range es {
 		if o.host == nil {
 			continue
 		}
-		if err := writeBackOne(o, filepath.Join(keep, fmt.Sprintf("%s-%d", filepath.Base(o.Path), i))); err != nil {
-			errs = append(errs, fmt.Errorf("sandbox: grant for %s: write back: %w", o.Path, err))
+		kept := filepath.Join(keepRel, fmt.Sprintf("%s-%d", filepath.Base(o.Path), i))
+		if err := writeBackOne(o, filepath.Join(stateDir, kept), kept); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func writeBackOne(o openedException, keep string) error {
+// writeBackOne is writeBack for one copy, kept at keep (keepRel relative
+// to the state directory) when its file is gone.
+func writeBackOne(o openedException, keep, keepRel string) error {
+	cause := func(err error) error { return fmt.Errorf("sandbox: grant for %s: write back: %w", o.Path, err) }
+	err := writeBackContent(o)
+	if err == nil {
+		return nil
+	}
+	var gone *goneError
+	if !errors.As(err, &gone) {
+		return publicerr.Errorf(cause(err), "what the command wrote to the granted file %s could not be written back (%s)", o.Path, publicerr.Reason(err))
+	}
+	if mkErr := os.MkdirAll(filepath.Dir(keep), 0o700); mkErr != nil {
+		return publicerr.Errorf(cause(fmt.Errorf("%w; keep the command's content: %w", err, mkErr)),
+			"%s; what the command wrote to it could not be kept (%s)", gone.public(o.Path), publicerr.Reason(mkErr))
+	}
+	if mvErr := os.Rename(o.source, keep); mvErr != nil {
+		return publicerr.Errorf(cause(fmt.Errorf("%w; keep the command's content: %w", err, mvErr)),
+			"%s; what the command wrote to it could not be kept (%s)", gone.public(o.Path), publicerr.Reason(mvErr))
+	}
+	return publicerr.Errorf(cause(fmt.Errorf("%w: the command's content is kept in %s", err, keep)),
+		"%s; what the command wrote to it is kept in sandboxd's state directory, as %s", gone.public(o.Path), keepRel)
+}
+
+// goneError: the granted file is no longer the one the command was
+// given.
+type goneError struct {
+	replaced bool
+	err      error // why it could not be opened, when it is gone
+}
+
+func (e *goneError) Error() string {
+	if e.replaced {
+		return "the file was replaced on the host during the run"
+	}
+	return fmt.Sprintf("the file was removed or replaced on the host during the run (%v)", e.err)
+}
+
+func (e *goneError) Unwrap() error { return e.err }
+
+// public is the error's sentence for the granted file path.
+func (e *goneError) public(path string) string {
+	if e.replaced {
+		return "the granted file " + path + " was replaced on the host during the run"
+	}
+	return "the granted file " + path + " was removed or replaced on the host during the run (" + publicerr.Reason(e.err) + ")"
+}
+
+// writeBackContent writes the copy's content into the granted file, or
+// returns a *goneError when that file is gone.
+func writeBackContent(o openedException) error {
 	if sum, err := digest(o.source); err != nil {
 		return err
 	} else if sum == o.copied {
 		return nil // the command did not write it
 	}
 	if err := stillThere(o); err != nil {
-		if mkErr := os.MkdirAll(filepath.Dir(keep), 0o700); mkErr != nil {
-			return fmt.Errorf("%w; and the command's content could not be kept: %v", err, mkErr)
-		}
-		if mvErr := os.Rename(o.source, keep); mvErr != nil {
-			return fmt.Errorf("%w; and the command's content could not be kept: %v", err, mvErr)
-		}
-		return fmt.Errorf("%w: the command's content is kept in %s", err, keep)
+		return err
 	}
 	now, err := os.Open(o.source)
 	if err != nil {
@@ -336,7 +386,7 @@ func writeBackOne(o openedException, keep string) error {
 	// a byte of the file changed, not halfway through it.
 	if err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_KEEP_SIZE, 0, st.Size()); err != nil && st.Size() > 0 &&
 		!errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
-		return fmt.Errorf("the file was left as it was: %w", err)
+		return fmt.Errorf("the file was left as it was: %w", err) // ENOSPC says it
 	}
 	if _, err := now.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -353,7 +403,7 @@ func stillThere(o openedException) error {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, o.Path, &how)
 	if err != nil {
-		return fmt.Errorf("the file was removed or replaced on the host during the run (%v)", err)
+		return &goneError{err: err}
 	}
 	defer unix.Close(fd)
 	var now, held unix.Stat_t
@@ -364,7 +414,7 @@ func stillThere(o openedException) error {
 		return err
 	}
 	if now.Dev != held.Dev || now.Ino != held.Ino {
-		return errors.New("the file was replaced on the host during the run")
+		return &goneError{replaced: true}
 	}
 	return nil
 }

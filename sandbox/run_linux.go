@@ -208,11 +208,19 @@ func (r *run) writeBackGrants() {
 	}
 	r.grantsBack = true
 	err := fsid.Do(r.spec.caller(), func() error {
-		return writeBack(r.opened, filepath.Join(r.spec.StateDir, "grant-leftovers", r.runID))
+		return writeBack(r.opened, r.spec.StateDir, filepath.Join("grant-leftovers", r.runID))
 	})
-	if err != nil {
-		r.log.Warn("granted files", "err", err)
-		r.res.Degraded = append(r.res.Degraded, "what the command wrote to a granted file could not all be written back: "+err.Error())
+	if err == nil {
+		return
+	}
+	r.log.Warn("granted files", "err", publicerr.Internal(err))
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		r.res.Degraded = append(r.res.Degraded, publicerr.Message(e,
+			"what the command wrote to a granted file could not all be written back ("+publicerr.Reason(e)+")"))
 	}
 }
 
@@ -275,7 +283,8 @@ func (r *run) makeCgroup() {
 		}
 	} else {
 		r.res.Containment = "RLIMIT_NPROC"
-		r.res.Degraded = append(r.res.Degraded, "no pids cgroup ("+err.Error()+"); processes are bounded by RLIMIT_NPROC only")
+		r.log.Info("no pids cgroup", "err", publicerr.Internal(err))
+		r.res.Degraded = append(r.res.Degraded, "no pids cgroup ("+publicerr.Reason(err)+"); processes are bounded by RLIMIT_NPROC only")
 	}
 	r.sizeTmpfs()
 }
@@ -297,7 +306,8 @@ func (r *run) startDetector() {
 		}
 		det, err := hub.Start()
 		if err != nil {
-			r.res.Detection = Detection{Detector: "none", Why: "kernel audit unavailable: " + err.Error()}
+			r.log.Info("kernel audit unavailable", "err", err)
+			r.res.Detection = Detection{Detector: "none", Why: "kernel audit unavailable (" + publicerr.Reason(err) + ")"}
 			return
 		}
 		r.det = det
@@ -315,7 +325,8 @@ func (r *run) checkLayer() {
 	if sub, err := mountsBelow(r.spec.Workspace); err != nil || len(sub) > 0 {
 		r.noLayer = fmt.Sprintf("the workspace contains other mounts (%s), which a copy-on-write layer cannot show", strings.Join(sub, ", "))
 		if err != nil {
-			r.noLayer = "cannot list the mounts inside the workspace: " + err.Error()
+			r.log.Warn("mounts inside the workspace", "err", err)
+			r.noLayer = "cannot list the mounts inside the workspace (" + publicerr.Reason(err) + ")"
 		}
 		r.spec.Transaction = false
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
@@ -127,7 +128,8 @@ func (r *run) mapTrees(setup *wire.SetupMsg) ([]int, error) {
 			// The home is a convenience (reading ~/.gitconfig,
 			// module caches); without it the command reads only
 			// what other users may read there.
-			r.res.Degraded = append(r.res.Degraded, "home directory not mapped for reading: "+err.Error())
+			r.log.Warn("home directory not mapped", "err", err)
+			r.res.Degraded = append(r.res.Degraded, "home directory not mapped for reading ("+publicerr.Reason(err)+")")
 			continue
 		}
 		if err != nil {

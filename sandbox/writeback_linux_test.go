@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // TestWriteBack: a copy's content goes back into its file in place
@@ -43,7 +45,7 @@ func TestWriteBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			es := []openedException{{Exception: Exception{Path: host}, source: src, host: h}, {source: src}, {}}
-			if err := writeBack(es, t.TempDir()); err != nil {
+			if err := writeBack(es, t.TempDir(), "leftovers"); err != nil {
 				t.Fatal(err)
 			}
 			h.Close()
@@ -77,7 +79,7 @@ func TestWriteBackLeavesTheHostsOwn(t *testing.T) {
 	os.WriteFile(host, []byte("edited on the host\n"), 0o644)
 	h, _ := os.Open(host)
 	defer h.Close()
-	if err := writeBack([]openedException{{Exception: Exception{Path: host}, source: src, host: h, copied: sum}}, t.TempDir()); err != nil {
+	if err := writeBack([]openedException{{Exception: Exception{Path: host}, source: src, host: h, copied: sum}}, t.TempDir(), "leftovers"); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(host); string(b) != "edited on the host\n" {
@@ -87,10 +89,16 @@ func TestWriteBackLeavesTheHostsOwn(t *testing.T) {
 	os.WriteFile(src, []byte("the command's\n"), 0o666)
 	os.Rename(host, host+".old")
 	os.WriteFile(host, []byte("a new file\n"), 0o644)
-	keep := t.TempDir()
-	err = writeBack([]openedException{{Exception: Exception{Path: host}, source: src, host: h, copied: sum}}, keep)
-	if err == nil || !strings.Contains(err.Error(), "replaced") || !strings.Contains(err.Error(), keep) {
-		t.Fatalf("a replaced file: err %v", err)
+	state := t.TempDir()
+	keep := filepath.Join(state, "leftovers")
+	err = writeBack([]openedException{{Exception: Exception{Path: host}, source: src, host: h, copied: sum}}, state, "leftovers")
+	if err == nil || !strings.Contains(err.Error(), "replaced") || !strings.Contains(publicerr.Internal(err), keep) {
+		t.Fatalf("a replaced file: err %v", publicerr.Internal(err))
+	}
+	// The report names the kept copy relative to the state directory:
+	// its absolute path is sandboxd's state, for the log.
+	if want := "the granted file " + host + " was replaced on the host during the run; what the command wrote to it is kept in sandboxd's state directory, as leftovers/host-0"; err.Error() != want {
+		t.Errorf("a replaced file: the public sentence is\n%q, want\n%q", err.Error(), want)
 	}
 	if b, _ := os.ReadFile(host); string(b) != "a new file\n" {
 		t.Errorf("the new file was written: %q", b)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // Hub is a process's one reader of kernel audit records. Every reader
@@ -262,7 +263,7 @@ func (h *Hub) read(src source, done chan struct{}) {
 			for _, a := range live {
 				a.orphaned = true
 			}
-			h.loseLocked(live, "the kernel audit reader failed: "+err.Error())
+			h.loseLocked(live, "the kernel audit reader failed ("+publicerr.Reason(err)+")")
 			h.mu.Unlock()
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,10 +212,15 @@ func TestHubLosses(t *testing.T) {
 		{name: "second domain for the helper", announceB: true, act: func(h *Hub, k *fakeKernel) {
 			k.send(allocated("a9", 10))
 		}, wantA: -1, whyA: "second"},
+		// The reader's error is logged; the reason has its errno only.
 		{name: "reader failed", announceB: true, act: func(h *Hub, k *fakeKernel) {
-			k.recs <- fakeRec{err: errors.New("boom")}
+			k.recs <- fakeRec{err: fmt.Errorf("kaudit: receive: %w", syscall.EIO)}
 			<-h.done
-		}, wantA: -1, wantB: -1, whyA: "boom"},
+		}, wantA: -1, wantB: -1, whyA: "the kernel audit reader failed (input/output error)"},
+		{name: "reader failed, no errno", announceB: true, act: func(h *Hub, k *fakeKernel) {
+			k.recs <- fakeRec{err: errors.New("kaudit: boom")}
+			<-h.done
+		}, wantA: -1, wantB: -1, whyA: "the kernel audit reader failed (an internal error)"},
 		{name: "buffer full: counted exactly", announceB: true, keep: 4, act: func(h *Hub, k *fakeKernel) {
 			// a1 holds its probe and two reads; one more fits.
 			k.send(read("a1", "/3"), read("a1", "/4"), read("a1", "/5"), read("a1", "/3"))
