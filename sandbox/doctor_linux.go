@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
@@ -44,7 +46,7 @@ func Doctor(uid, gid int, stateDir string) Diagnosis {
 	d.checkLandlock()
 
 	if _, err := seccomp.Compile(seccomp.Build(seccomp.Options{})); err != nil {
-		add("seccomp", false, "%v", err)
+		add("seccomp", false, "the system call filter cannot be compiled (%s)", publicerr.Reason(err))
 		d.Refuses = "the system call filter cannot be built"
 	} else {
 		actions, _ := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
@@ -55,7 +57,7 @@ func Doctor(uid, gid int, stateDir string) Diagnosis {
 
 	nsErr, layerErr, captureErr := probeNamespaces(root, uid, gid, stateDir)
 	if nsErr != nil {
-		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %v", nsErr)
+		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %s", publicerr.Message(nsErr, "a process cannot be started in them ("+publicerr.Reason(nsErr)+")"))
 	} else {
 		add("namespaces", true, "user, mount, pid, network, IPC and UTS namespaces work")
 		if root {
@@ -112,7 +114,11 @@ func (d *Diagnosis) add(name string, ok bool, format string, args ...any) {
 func (d *Diagnosis) checkLandlock() {
 	sup, err := landlock.Probe()
 	if err != nil {
-		d.add("landlock", false, "%v", err)
+		why := "the kernel's Landlock ABI cannot be read (" + publicerr.Reason(err) + ")"
+		if errors.Is(err, landlock.ErrUnavailable) {
+			why = "not supported by this kernel (needs Linux 5.13+ with lsm=landlock)"
+		}
+		d.add("landlock", false, "%s", why)
 		d.Refuses = "Landlock is unavailable; sandboxd cannot enforce its policy on this kernel"
 		return
 	}
@@ -199,10 +205,10 @@ func probeNamespaces(root bool, uid, gid int, stateDir string) (nsErr, layerErr,
 			lines = append(lines, "the probe said nothing")
 		}
 		if msg := strings.TrimSpace(lines[0]); layerErr == nil && msg != "ok" {
-			layerErr = fmt.Errorf("%s", strings.TrimPrefix(msg, "sandbox: "))
+			layerErr = publicerr.New(msg)
 		}
 		if msg := strings.TrimSpace(lines[1]); msg != "ok" {
-			captureErr = fmt.Errorf("%s", msg)
+			captureErr = publicerr.New(msg)
 		}
 	}()
 	if !root {
@@ -210,12 +216,12 @@ func probeNamespaces(root bool, uid, gid int, stateDir string) (nsErr, layerErr,
 	}
 	userns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", cmd.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return fmt.Errorf("open user namespace: %w", err), nil, nil
+		return publicerr.Errorf(err, "the probe's user namespace cannot be opened (%s)", publicerr.Reason(err)), nil, nil
 	}
 	defer unix.Close(userns)
 	fd, err := idmappedTree(dir, userns, true)
 	if err != nil {
-		return fmt.Errorf("id-mapped mount: %w", err), nil, nil
+		return publicerr.Errorf(err, "an id-mapped mount of the state directory cannot be made (%s)", publicerr.Reason(err)), nil, nil
 	}
 	unix.Close(fd)
 	return nil, nil, nil

@@ -91,7 +91,10 @@ func (e *egress) capture(m wire.Message, fds []int) {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-		why := m.Error
+		if m.Error != "" {
+			e.log.Warn("capture", "err", m.Error)
+		}
+		why := m.Why
 		if why == "" {
 			why = "no capture sockets"
 		}

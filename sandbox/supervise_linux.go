@@ -132,6 +132,11 @@ func (w *watch) note(m wire.Message) {
 			w.h.exitLimits = m.Limits
 		}
 	case wire.Caches:
+		for _, o := range m.Caches {
+			if o.Cause != "" {
+				w.log.Warn("private cache", "why", o.Why, "err", o.Cause)
+			}
+		}
 		w.h.caches.note(m)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -43,33 +44,46 @@ func mountCaches(s *wire.SetupMsg, sock int) error {
 func mountCache(m *wire.CacheMount, tmpSize int64) (wire.CacheOutcome, error) {
 	rootFD, err := unix.Open(m.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return wire.CacheOutcome{Why: "private cache: " + err.Error()}, nil
+		return refused("the private cache's root cannot be opened", err), nil
 	}
 	defer unix.Close(rootFD)
 	dirFD, err := openIn(rootFD, m.Dir, unix.O_PATH|unix.O_DIRECTORY, true)
 	if err != nil {
-		return wire.CacheOutcome{Why: "private cache " + m.Dir + ": " + err.Error()}, nil
+		return refused("the private cache cannot be opened", err), nil
 	}
 	defer unix.Close(dirFD)
 	l, err := openLayer(rootFD, m, tmpSize)
 	if err != nil {
-		return wire.CacheOutcome{Why: "private layer: " + err.Error()}, nil
+		return refused("the private layer cannot be opened", err), nil
 	}
 	defer l.close()
-	why := ""
+	var o wire.CacheOutcome
 	if m.Lower != "" {
-		if why, err = overlayCache(m, dirFD, l); err != nil || why == "" {
+		if o, err = overlayCache(m, dirFD, l); err != nil || o.Why == "" {
 			return wire.CacheOutcome{Mounted: "overlay"}, err
 		}
-		why = "the kernel refused the overlay: " + why
+		o.Why = "the kernel refused the overlay: " + o.Why
 	}
 	if m.Ephemeral {
-		return wire.CacheOutcome{Why: why}, nil
+		return o, nil
 	}
 	if err := bindUpper(l.upper, dirFD); err != nil {
-		return wire.CacheOutcome{Why: strings.TrimPrefix(why+"; ", "; ") + err.Error()}, nil
+		b := refused("the private layer cannot be bound on the cache", err)
+		if o.Why != "" {
+			b.Why, b.Cause = o.Why+"; "+b.Why, o.Cause+"; "+b.Cause
+		}
+		return b, nil
 	}
-	return wire.CacheOutcome{Mounted: "bind", Why: why}, nil
+	o.Mounted = "bind"
+	return o, nil
+}
+
+// refused is a cache's outcome when what failed for err: what, in
+// sandboxd's words, with the OS's reason; err's text is the cause, for
+// the supervisor's log. The report shows Why, and never names the
+// private cache's directories, which are sandboxd's state.
+func refused(what string, err error) wire.CacheOutcome {
+	return wire.CacheOutcome{Why: what + " (" + publicerr.Reason(err) + ")", Cause: err.Error()}
 }
 
 // layerDirs are a cache's upper and work directories, open.
@@ -178,33 +192,35 @@ func ephemeralFS(size int64) (int, error) {
 }
 
 // overlayCache mounts the overlay on dirFD and hides the secrets in it.
-// A refusal by the kernel is a reason (the caller falls back); an error
-// means a secret may show and the overlay could not be removed.
-func overlayCache(m *wire.CacheMount, dirFD int, l *layerDirs) (string, error) {
+// A refusal by the kernel is an outcome with a reason (the caller falls
+// back); an error means a secret may show and the overlay could not be
+// removed.
+func overlayCache(m *wire.CacheMount, dirFD int, l *layerDirs) (wire.CacheOutcome, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	lower, err := unix.Openat2(unix.AT_FDCWD, m.Lower, &how)
 	if err != nil {
-		return "host cache " + m.Lower + ": " + err.Error(), nil
+		// The host cache is the user's: its path may be shown.
+		return refused("the host cache "+m.Lower+" cannot be opened", err), nil
 	}
 	defer unix.Close(lower)
 	om, err := cacheOverlay(lower, l)
 	if err != nil {
-		return err.Error(), nil
+		return refused("the overlay cannot be made", err), nil
 	}
 	defer unix.Close(om)
 	if err := unix.MoveMount(om, "", dirFD, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
-		return "attach: " + err.Error(), nil
+		return refused("the overlay cannot be attached", err), nil
 	}
 	if err := maskAll(om, m.Masks); err != nil {
 		// Nothing of the command runs yet: taking the overlay away
 		// (with its masks) leaves the private layer alone.
 		if uerr := unix.Unmount(fdPath(om), unix.MNT_DETACH); uerr != nil {
-			return "", fmt.Errorf("cache %s: hide a secret: %v; remove the overlay: %w", m.Name, err, uerr)
+			return wire.CacheOutcome{}, fmt.Errorf("cache %s: hide a secret: %v; remove the overlay: %w", m.Name, err, uerr)
 		}
-		return "hide a secret: " + err.Error(), nil
+		return refused("a secret below the host cache cannot be hidden in it", err), nil
 	}
-	return "", nil
+	return wire.CacheOutcome{}, nil
 }
 
 // cacheOverlay creates the overlay, detached. userxattr: it belongs to

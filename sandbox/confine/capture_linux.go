@@ -8,6 +8,7 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -42,7 +43,8 @@ const stubPort = 53
 func (h *helper) capture(port uint16) {
 	fds, err := installCapture(port)
 	if err != nil {
-		wire.Send(h.sock, wire.Message{Kind: wire.Capture, Error: err.Error()})
+		wire.Send(h.sock, wire.Message{Kind: wire.Capture, Error: err.Error(),
+			Why: "the capture could not be installed in the sandbox's network namespace (" + publicerr.Reason(err) + ")"})
 		h.mark("capture failed")
 		return
 	}

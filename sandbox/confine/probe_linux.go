@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -18,25 +19,28 @@ func IsProbe(args []string) bool { return len(args) > 1 && args[1] == wire.Probe
 // it waits until stdin closes and exits. (An overlay cannot take a
 // lower layer with mounts locked below it, such as "/" in a new user
 // namespace; the sandbox's workspace is a tree it attached itself.)
+//
+// Each line is a sentence of doctor's report, in sandboxd's words with the
+// OS's reason: doctor has no log to hold an internal error's text.
 func ProbeMain() {
 	msg := "ok"
 	if len(os.Args) < 3 {
 		msg = "no directory to probe"
 	} else if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		msg = "make / private: " + err.Error()
+		msg = "/ cannot be made private in a new mount namespace (" + publicerr.Reason(err) + ")"
 	} else if err := unix.Mount("tmpfs", os.Args[2], "tmpfs", 0, "size=64k"); err != nil {
-		msg = "mount a tmpfs to cover: " + err.Error()
+		msg = "a tmpfs cannot be mounted in a new mount namespace (" + publicerr.Reason(err) + ")"
 	} else if fd, err := mountLayer(os.Args[2], 1<<20); err != nil {
-		msg = err.Error()
+		msg = "an overlay over a size-limited tmpfs cannot be mounted in the sandbox's user namespace (" + publicerr.Reason(err) + ")"
 	} else {
 		unix.Close(fd)
 	}
 	fmt.Println(msg)
 	capture := "ok"
 	if err := loopbackUp(); err != nil {
-		capture = err.Error()
+		capture = "the loopback cannot be brought up in a new network namespace (" + publicerr.Reason(err) + ")"
 	} else if fds, err := installCapture(40000); err != nil {
-		capture = err.Error()
+		capture = "nf_tables TPROXY cannot be installed in a new network namespace (" + publicerr.Reason(err) + ")"
 	} else {
 		for _, fd := range fds {
 			unix.Close(fd)

@@ -63,15 +63,20 @@ const (
 
 // Message is one packet.
 type Message struct {
-	Kind    Kind         `json:"kind"`
-	Setup   *SetupMsg    `json:"setup,omitempty"`
-	Confine *ConfineMsg  `json:"confine,omitempty"`
-	Error   string       `json:"error,omitempty"`
-	Code    int          `json:"code,omitempty"` // exit status for Exit and Error
-	Sig     int          `json:"sig,omitempty"`
-	Info    *StartedInfo `json:"info,omitempty"`
-	Family  int          `json:"family,omitempty"` // Socket: AF_INET or AF_INET6
-	Seq     uint64       `json:"seq,omitempty"`    // Socket: matches an answer to its request
+	Kind    Kind        `json:"kind"`
+	Setup   *SetupMsg   `json:"setup,omitempty"`
+	Confine *ConfineMsg `json:"confine,omitempty"`
+	// Error is an internal error's text, for the supervisor's log (and,
+	// for Error, its own error).
+	Error string `json:"error,omitempty"`
+	// Why (Capture) says why there is no capture, in sandboxd's words:
+	// the report shows it, never Error.
+	Why    string       `json:"why,omitempty"`
+	Code   int          `json:"code,omitempty"` // exit status for Exit and Error
+	Sig    int          `json:"sig,omitempty"`
+	Info   *StartedInfo `json:"info,omitempty"`
+	Family int          `json:"family,omitempty"` // Socket: AF_INET or AF_INET6
+	Seq    uint64       `json:"seq,omitempty"`    // Socket: matches an answer to its request
 	// Caches: one outcome per SetupMsg.Caches entry, in order.
 	Caches []CacheOutcome `json:"caches,omitempty"`
 	// Limits (Exit): what the helper saw the command run into: "tmp",
@@ -180,8 +185,11 @@ type CacheMount struct {
 type CacheOutcome struct {
 	// Mounted is "overlay", "bind" or "" (Dir is used as it is).
 	Mounted string `json:"mounted,omitempty"`
-	// Why says why an overlay was not mounted.
+	// Why says why an overlay was not mounted, in sandboxd's words (the
+	// report shows it).
 	Why string `json:"why,omitempty"`
+	// Cause is the error behind Why, for the supervisor's log.
+	Cause string `json:"cause,omitempty"`
 }
 
 // Limits bound a run; the same fields as sandbox.Limits, which converts
