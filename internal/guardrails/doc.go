@@ -62,7 +62,8 @@
 // after a colon, a library's prefix, a prefix the module's own code puts
 // before a %w) or a path of sandboxd's state. A testdata file of a kind
 // the rule does not know fails it, until it is read or listed as an
-// input.
+// input. The marks themselves are internal/publictext's, which packages'
+// tests also hold the reasons they build from real failures to.
 //
 // A rule about a package that does not exist yet passes. To add a rule,
 // add an entry to importRules (or a check beside the others) in

@@ -4,19 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/sandboxd/sandboxd/internal/publictext"
 )
 
 // sentenceKeys are the JSON fields of a golden (a report, an event) that
@@ -141,122 +137,13 @@ func scriptSentences(rel string, b []byte) []publicSentence {
 	return out
 }
 
-// goErrorText are the marks of an error's own text: an os or syscall
-// operation before a path or descriptor, an errno glued on with a
-// colon, a library's prefix. sandboxd says a syscall's reason in words
-// of its own, or in parentheses after them, never like this.
-var goErrorText = []*regexp.Regexp{
-	regexp.MustCompile(`\b(open|openat|stat|lstat|fstatat|read|write|mkdir|mkdirat|remove|unlinkat|rename|renameat|readlink|readlinkat|chmod|chown|symlink|link|close|seek|sync|truncate|mount|unmount|pivot_root|socket|bind|listen|accept|connect|fcntl|ioctl) (/|\||\$[A-Z])`),
-	regexp.MustCompile(`\b(read|write) \|\d`),
-	regexp.MustCompile(`: (no such file or directory|permission denied|operation not permitted|file exists|not a directory|is a directory|directory not empty|bad file descriptor|invalid argument|too many open files|input/output error|read-only file system|resource temporarily unavailable|broken pipe|connection refused|no space left on device|too many levels of symbolic links|file name too long|text file busy|exec format error|device or resource busy)`),
-	// A library's prefix starts the text or follows a space: "x.toml: "
-	// is a file of the user's.
-	regexp.MustCompile(`(^|[\s(])(json|toml|yaml|strconv\.[A-Za-z]+|exec|flate|gzip|x509|tls|http|bufio\.Scanner): `),
-	regexp.MustCompile(`fork/exec |dial (tcp|udp|unix)|context deadline exceeded|context canceled|cannot unmarshal|Go struct field|unexpected end of JSON input|invalid character '|i/o timeout|use of closed network connection`),
-}
-
-// stateText are the marks of a path under sandboxd's own state (STATE
-// is $XDG_STATE_HOME/sandboxd, ~/.local/state/sandboxd by default: the
-// journals and staging of commits (txn), the private caches (cache),
-// the quarantine, the model reviewer's meters) and data directory. A
-// report's "quarantine" field names where a moved file of the user's is
-// kept, on purpose; it is not a sentence.
-var stateText = []*regexp.Regexp{
-	regexp.MustCompile(`/\.local/(state|share)/sandboxd\b`),
-	regexp.MustCompile(`/sandboxd/(txn|cache|quarantine|review|grants|sessions)/`),
-	regexp.MustCompile(`\.(journal|stage|done|lock|use)\b`),
-}
-
-// ownErrorPrefixes are the prefixes the module's production code puts
-// before a wrapped error (fmt.Errorf("landlock: ...%w", ...)): the name
-// of the package or step that failed. "sandboxd" is not one of them:
-// every line sandboxd's CLI writes starts with it.
-func ownErrorPrefixes(root string) ([]string, error) {
-	set := map[string]bool{}
-	prefix := regexp.MustCompile(`^([a-z][a-z0-9]*): `)
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if d.Name() == ".git" || d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Errorf" {
-				return true
-			}
-			lit, ok := call.Args[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil || !strings.Contains(s, "%w") {
-				return true
-			}
-			if m := prefix.FindStringSubmatch(s); m != nil && m[1] != "sandboxd" {
-				set[m[1]] = true
-			}
-			return true
-		})
-		return nil
-	})
-	var out []string
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out, err
-}
-
-// publicTextProblems lists what is wrong with one sentence: each mark
-// of an internal error's text or of sandboxd's state in it. A sentence
-// starting "sandboxd: " is a CLI line; the rest is checked.
-func publicTextProblems(s string, prefixes []string) []string {
-	s = strings.TrimPrefix(strings.TrimSpace(s), "sandboxd: ")
-	var out []string
-	for _, re := range goErrorText {
-		if m := re.FindString(s); m != "" {
-			out = append(out, fmt.Sprintf("Go error text %q", m))
-		}
-	}
-	for _, re := range stateText {
-		if m := re.FindString(s); m != "" {
-			out = append(out, fmt.Sprintf("sandboxd's state %q", m))
-		}
-	}
-	for _, p := range prefixes {
-		// A package's prefix starts an error's text, or follows the
-		// prefix of the error that wraps it.
-		if strings.HasPrefix(s, p+": ") || strings.Contains(s, ": "+p+": ") {
-			out = append(out, fmt.Sprintf("the error prefix %q", p+": "))
-		}
-	}
-	return out
-}
-
 // TestPublicTextCarriesNoInternalText: no public sentence pinned in a
 // golden file or script (what a report, an event, sandboxd's stderr or
 // the reviewer's prompt says) carries an internal error's text or a
 // path of sandboxd's state. The cause of a failure goes to the log.
 func TestPublicTextCarriesNoInternalText(t *testing.T) {
 	root := moduleRoot(t)
-	prefixes, err := ownErrorPrefixes(root)
+	prefixes, err := publictext.OwnErrorPrefixes(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +180,7 @@ func TestPublicTextCarriesNoInternalText(t *testing.T) {
 		files++
 		sentences += len(ss)
 		for _, s := range ss {
-			for _, problem := range publicTextProblems(s.text, prefixes) {
+			for _, problem := range publictext.Problems(s.text, prefixes) {
 				t.Errorf("%s: %s in the public sentence %q", s.where, problem, s.text)
 			}
 		}
@@ -315,43 +202,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// TestPublicTextCatches: each mark the guardrail knows fires on the
-// kind of sentence it is for, and not on sandboxd's own words.
-func TestPublicTextCatches(t *testing.T) {
-	prefixes := []string{"landlock", "sandbox", "layer"}
-	for _, bad := range []string{
-		"sandboxd: read the report: open /tmp/r.json: no such file or directory",
-		"cannot enforce the policy on this kernel: landlock: not supported by this kernel",
-		"sandboxd: sandbox: state directory: mkdir /home/u/.local/state/sandboxd: permission denied",
-		"the interrupted commit failed: layer: recover 0123: unreadable journal",
-		"stdin relay: read |0: bad file descriptor",
-		"x.json is not a report: json: cannot unmarshal string into Go struct field",
-		"the model could not be reached: dial tcp 10.0.0.1:443: i/o timeout",
-		"not committed: cannot be reached in the workspace: /home/u/.local/state/sandboxd/txn/0123.stage/x",
-		"private cache /home/u/.local/state/sandboxd/cache/ab12: lstat failed",
-		"corpus: strconv.Atoi: parsing \"x\": invalid syntax",
-		"fork/exec /bin/x: exec format error",
-		"the policy could not be read: toml: expected a table",
-	} {
-		if len(publicTextProblems(bad, prefixes)) == 0 {
-			t.Errorf("not caught: %q", bad)
-		}
-	}
-	for _, good := range []string{
-		"sandboxd: workspace /home/u/missing does not exist",
-		"sandboxd: the report could not be written to /tmp/x/r.json (no such file or directory)",
-		"sandboxd: /tmp/x/notexec.sh: not executable (permission denied)",
-		"namespaces are unavailable here (operation not permitted)",
-		"sandboxd: denied write_file /etc/x",
-		"/home/u/.config/sandboxd/policy.toml:2: limits.pids: must not be negative (got -1)",
-		"your policy: boundaries: rule \"fs x\" is not one sandboxd can apply (run with -v to log why)",
-		"sandboxd's own configuration and state are never opened to a sandboxed command",
-		"sandboxd: /tmp/x/no-such-policy.toml: cannot read policy file (no such file or directory)",
-	} {
-		if p := publicTextProblems(good, prefixes); len(p) != 0 {
-			t.Errorf("%q flagged: %q", good, p)
-		}
-	}
 }
