@@ -507,7 +507,7 @@ func (c *Checker) stateFile(gd, rest string, k Change, what string, risk func([]
 	case File:
 		b, err := c.cfg.Final.ReadFile(c.abs(p), gitfileLimit)
 		if err != nil {
-			return Verdict{Refuse, "cannot read " + p + ": " + err.Error()}
+			return Verdict{Refuse, "cannot read " + p + " (" + reason(err) + ")"}
 		}
 		if why, bad := risk(b); bad {
 			return Verdict{Refuse, why}
@@ -586,11 +586,11 @@ func (c *Checker) configChange(p string, k Change, gd string) Verdict {
 	}
 	b, err := c.cfg.Final.ReadFile(p, gitconfig.MaxSize+1)
 	if err != nil {
-		return Verdict{Refuse, "cannot read " + rel + ": " + err.Error()}
+		return Verdict{Refuse, "cannot read " + rel + " (" + reason(err) + ")"}
 	}
 	now, err := gitconfig.Parse(b)
 	if err != nil {
-		return Verdict{Refuse, "git config " + rel + " cannot be parsed (" + err.Error() + ")"}
+		return Verdict{Refuse, "git config " + rel + " cannot be parsed (" + reason(err) + ")"}
 	}
 	var before []gitconfig.Entry
 	if old, err := c.cfg.Before.ReadFile(p, gitconfig.MaxSize); err == nil {

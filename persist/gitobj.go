@@ -228,12 +228,12 @@ func (s *store) readLoose(p string) (string, []byte, error) {
 	}
 	zr, err := zlib.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return "", nil, err
+		return "", nil, inflateError(err)
 	}
 	defer zr.Close()
 	data, err := io.ReadAll(io.LimitReader(zr, maxObject+64))
 	if err != nil {
-		return "", nil, err
+		return "", nil, inflateError(err)
 	}
 	head, rest, ok := bytes.Cut(data, []byte{0})
 	if !ok {
@@ -349,12 +349,12 @@ func (s *store) packEntryUncached(f OpenFile, pk *pack, off uint64, depth int) (
 	}
 	zr, err := zlib.NewReader(io.NewSectionReader(f, int64(off)+int64(i), f.Size()-int64(off)-int64(i)))
 	if err != nil {
-		return "", nil, err
+		return "", nil, inflateError(err)
 	}
 	defer zr.Close()
 	data, err := io.ReadAll(io.LimitReader(zr, int64(size)+1))
 	if err != nil {
-		return "", nil, err
+		return "", nil, inflateError(err)
 	}
 	if uint64(len(data)) != size {
 		return "", nil, errors.New("pack entry size mismatch")

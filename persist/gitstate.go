@@ -83,7 +83,7 @@ func stateRisk(dir, file string, content []byte) (string, bool) {
 	case file == "opts":
 		ents, err := gitconfig.Parse(content)
 		if err != nil {
-			return dir + "/opts cannot be parsed (" + err.Error() + ")", true
+			return dir + "/opts cannot be parsed (" + reason(err) + ")", true
 		}
 		for _, e := range ents {
 			if e.Section == "options" && e.Key == "strategy" && customStrategy(e.Value) {

@@ -170,11 +170,11 @@ func (h *historyCheck) refusedOutright(before, final FS) string {
 func (h *historyCheck) refTips(before, final FS) (head, why string) {
 	oldRefs, err := h.refs(before)
 	if err != nil {
-		return "", err.Error()
+		return "", reason(err)
 	}
 	newRefs, err := h.refs(final)
 	if err != nil {
-		return "", err.Error()
+		return "", reason(err)
 	}
 	head = oldRefs["HEAD"]
 	for name, id := range newRefs {
@@ -332,7 +332,7 @@ func (h *historyCheck) refs(view FS) (map[string]string, error) {
 	// refuses the repository's symlinks anyway, and walking it would read
 	// whatever tree it names.
 	if st, err := view.Lstat(h.common + "/refs"); err == nil && !st.IsDir() {
-		return nil, fmt.Errorf("%s/refs is not a directory", h.common)
+		return nil, fmt.Errorf("%s/refs is not a directory", h.c.relName(h.common))
 	}
 	raw := map[string]string{}
 	if b, err := readFollow(view, h.common+"/packed-refs", 1<<30); err == nil {
@@ -524,7 +524,7 @@ func (h *historyCheck) treeOf(first, second *store, id string) (string, string) 
 }
 
 func (h *historyCheck) unreadable(id string, err error) string {
-	return "git history the command wrote names the object " + id + ", which sandboxd cannot read (" + err.Error() + ")"
+	return "git history the command wrote names the object " + id + ", which sandboxd cannot read (" + reason(err) + ")"
 }
 
 func header(body []byte, key string) string {
@@ -708,7 +708,7 @@ func (h *historyCheck) settingsEntry(abs, rel, mode, id string) string {
 	var cur []byte
 	if st, err := view.Lstat(abs); err == nil && st.IsRegular() {
 		if cur, err = view.ReadFile(abs, maxSettings+1); err != nil {
-			return written + " (cannot read " + rel + ": " + err.Error() + ")"
+			return written + "; " + rel + " cannot be read (" + reason(err) + ")"
 		}
 	}
 	if why, bad := h.c.settingsAdded(rel, n, cur, blob); bad {
@@ -769,7 +769,7 @@ func (h *historyCheck) index(before, after string) string {
 	old, _ := parseIndex([]byte(before), h.rawLen)
 	now, err := parseIndex([]byte(after), h.rawLen)
 	if err != nil {
-		return "the index the command wrote " + err.Error() + ", which sandboxd cannot check"
+		return "the index the command wrote " + reason(err) + ", which sandboxd cannot check"
 	}
 	for p, e := range now {
 		if old[p] == e {

@@ -184,7 +184,7 @@ func (c *Checker) submoduleTree(u *unit) (string, string) {
 	b, _ := c.cfg.Final.ReadFile(u.gitDir+"/config", gitconfig.MaxSize)
 	ents, err := gitconfig.Parse(b)
 	if err != nil {
-		return "", name + "/config cannot be parsed (" + err.Error() + ")"
+		return "", name + "/config cannot be parsed (" + reason(err) + ")"
 	}
 	worktree := ""
 	for _, e := range ents {
@@ -209,7 +209,7 @@ func (c *Checker) submoduleTree(u *unit) (string, string) {
 func (c *Checker) declares(u *unit) string {
 	ents, err := c.gitmodules(c.cfg.Final, u.superTree)
 	if err != nil {
-		return c.relName(u.superTree+"/.gitmodules") + " cannot be read: " + err.Error()
+		return c.relName(u.superTree+"/.gitmodules") + " cannot be read (" + reason(err) + ")"
 	}
 	var paths []string
 	for _, e := range ents {

@@ -84,7 +84,7 @@ func (c *Checker) settingsChange(rel string, k Change, n Name, at int) Verdict {
 	}
 	b, err := c.cfg.Final.ReadFile(c.abs(rel), maxSettings+1)
 	if err != nil {
-		return Verdict{Refuse, "cannot read " + rel + ": " + err.Error()}
+		return Verdict{Refuse, "cannot read " + rel + " (" + reason(err) + ")"}
 	}
 	var before []byte
 	if st, err := c.cfg.Before.Lstat(c.abs(rel)); err == nil && st.IsRegular() {
@@ -107,7 +107,7 @@ func (c *Checker) settingsAdded(rel string, n Name, before, now []byte) (string,
 	env := settingsEnv{c: c, dir: filepath.Dir(c.abs(rel))}
 	got, err := n.Settings(now, env)
 	if err != nil {
-		return rel + " cannot be read as " + n.Tool + " reads it (" + err.Error() + "): " + n.Why(), true
+		return rel + " cannot be read as " + n.Tool + " reads it (" + reason(err) + "): " + n.Why(), true
 	}
 	had := map[string]bool{}
 	if before != nil && len(before) <= maxSettings {

@@ -24,7 +24,7 @@ type tomlLeaf struct {
 func tomlLeaves(b []byte) ([]tomlLeaf, error) {
 	var doc map[string]any
 	if err := toml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("not TOML sandboxd can read: %w", err)
+		return nil, syntaxError("TOML", err)
 	}
 	var out []tomlLeaf
 	var walk func(path []string, v any)

@@ -42,7 +42,7 @@ func yamlTopKeys(b []byte) ([]yamlTop, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil // empty: no settings
 		}
-		return nil, fmt.Errorf("not YAML sandboxd can read: %w", err)
+		return nil, syntaxError("YAML", err)
 	}
 	var more yaml.Node
 	if err := dec.Decode(&more); !errors.Is(err, io.EOF) {
