@@ -277,13 +277,31 @@ func (b *Broker) checkResolved(req grants.Request) Decision {
 	return Decision{Outcome: Allow, RiskLevel: RiskLow, Rationale: "the addresses it resolved to may be reached", Source: SourceGrant}
 }
 
+// consumeWhy says why a grant did not apply, in the audit record's
+// words: the store's errors carry its package's prefix.
+func consumeWhy(err error) string {
+	switch {
+	case errors.Is(err, grants.ErrMalformed):
+		return "the grant's token is malformed"
+	case errors.Is(err, grants.ErrUnknown):
+		return "the grant is unknown or already used"
+	case errors.Is(err, grants.ErrExpired):
+		return "the grant has expired"
+	case errors.Is(err, grants.ErrSession):
+		return "the grant is for another session"
+	case errors.Is(err, grants.ErrMismatch):
+		return "the grant is for another request"
+	}
+	return "the grant could not be used (" + publicerr.Reason(err) + ")"
+}
+
 // Consume uses a grant for req, the request as it is now (the retry's),
 // and records the outcome. An error means the grant does not apply.
 func (b *Broker) Consume(ctx context.Context, token string, req grants.Request) error {
 	err := b.cfg.Grants.Consume(token, req)
 	ev := AuditEvent{Kind: AuditGrantConsumed, Request: req, RequestHash: req.Hash()}
 	if err != nil {
-		ev.Kind, ev.Why = AuditGrantRejected, err.Error()
+		ev.Kind, ev.Why = AuditGrantRejected, consumeWhy(err)
 	}
 	if aerr := b.record(ctx, ev); aerr != nil && err == nil {
 		return fmt.Errorf("broker: %w", errUnrecorded)

@@ -409,6 +409,10 @@ func TestAuditorHook(t *testing.T) {
 	if err := b.Consume(context.Background(), g.Token, req); err == nil || aud.events[len(aud.events)-1].Kind != AuditGrantRejected {
 		t.Fatalf("replay: %v, last event %s", err, aud.events[len(aud.events)-1].Kind)
 	}
+	// The record says why in sandboxd's words, not the store's error.
+	if why := aud.events[len(aud.events)-1].Why; why != "the grant is unknown or already used" {
+		t.Errorf("replay: the record's why is %q", why)
+	}
 	aud.fail[AuditGrantConsumed] = true
 	g = b.Decide(context.Background(), req).Grant
 	if err := b.Consume(context.Background(), g.Token, req); err == nil {
