@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ import (
 func applyOp(ws int, s *stager, o *op, check bool, out *Outcome, runID string) error {
 	err := applyOne(ws, s, o, check, out, runID)
 	if err != nil && stateError(err) {
-		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "the workspace no longer allows it (" + err.Error() + "); not committed"})
+		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "the workspace no longer allows it (" + publicerr.Reason(err) + "); not committed"})
 		return nil
 	}
 	return err
@@ -125,7 +126,7 @@ func parentGone(err error, o *op, out *Outcome) error {
 	if unreachable(err) {
 		// The way there changed under the commit (a directory became a
 		// symlink or a mount, or went away): nothing is written there.
-		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "its directory in the workspace is no longer a plain directory below the workspace (" + err.Error() + "); not committed"})
+		out.Conflicts = append(out.Conflicts, Conflict{Path: o.Path, Why: "its directory in the workspace is no longer a plain directory below the workspace (" + publicerr.Reason(err) + "); not committed"})
 		return nil
 	}
 	return err

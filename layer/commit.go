@@ -30,6 +30,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )
 
@@ -435,7 +436,7 @@ func (c *committer) whiteout(p string) {
 	}
 	exp, _, err := c.current(p)
 	if err != nil {
-		c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
+		c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace (" + publicerr.Reason(err) + ")"})
 		return
 	}
 	if exp.Absent {
@@ -472,7 +473,7 @@ func (c *committer) dir(ctx context.Context, parent int, name, p string, st *uni
 		var exp *expect
 		exp, wst, err = c.current(p)
 		if err != nil {
-			c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace: " + err.Error()})
+			c.out.Refused = append(c.out.Refused, Refused{p, "cannot be reached in the workspace (" + publicerr.Reason(err) + ")"})
 			return nil
 		}
 		if wst != nil && fileType(wst) != unix.S_IFDIR {
@@ -663,7 +664,7 @@ func (c *committer) file(parent int, name, p string, st *unix.Statx_t, into *sta
 func (c *committer) replaceable(p string) (*expect, *unix.Statx_t, bool) {
 	exp, wst, err := c.current(p)
 	if err != nil {
-		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "cannot be reached in the workspace: " + err.Error()})
+		c.out.Conflicts = append(c.out.Conflicts, Conflict{Path: p, Why: "cannot be reached in the workspace (" + publicerr.Reason(err) + ")"})
 		return nil, nil, false
 	}
 	if wst == nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/internal/publictext"
 	"golang.org/x/sys/unix"
 )
 
@@ -329,6 +330,14 @@ func TestCommitDeepNewTree(t *testing.T) {
 	}
 	if len(out.Refused) != 1 || !strings.Contains(out.Refused[0].Why, "cannot be reached in the workspace") {
 		t.Fatalf("refused %+v", out.Refused)
+	}
+	// The reason is the report's: the errno in sandboxd's words, never
+	// the layer's path or an error's text.
+	if want := "cannot be reached in the workspace (file name too long)"; out.Refused[0].Why != want {
+		t.Errorf("the reason is %q, want %q", out.Refused[0].Why, want)
+	}
+	if p := publictext.Problems(out.Refused[0].Why, nil); len(p) != 0 {
+		t.Errorf("the reason %q has %q", out.Refused[0].Why, p)
 	}
 	depth := strings.Count(out.Refused[0].Path, "/")
 	if p := filepath.Join(c.ws, strings.Repeat(name+"/", depth)); len(p) < 4096 {
