@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )
 
@@ -392,7 +393,7 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
-			s.note(fmt.Sprintf("not scanned: %s: %v", p, err))
+			s.note(fmt.Sprintf("not scanned: %s (%s)", p, publicerr.Reason(err)))
 			rec.Settled = false
 		}
 		return rec // nothing the caller, and so the command, can list
