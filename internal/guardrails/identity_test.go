@@ -51,10 +51,11 @@ import (
 // identity or context, and why.
 func identityExempt() map[string]string {
 	return map[string]string{
-		"cmd/...":         "the front ends: they describe their own user as the caller",
-		"bench/...":       "benchmark programs, front ends like cmd/",
-		"fsid":            "takes on a caller's identity for file-system work, and compares the thread's groups with the caller's to know whether it must",
-		"sandbox/confine": "the helper: a process of its own inside one run, started with the caller's ids; its identity and /proc/self are the run's",
+		"cmd/...":          "the front ends: they describe their own user as the caller",
+		"bench/...":        "benchmark programs, front ends like cmd/",
+		"internal/cmd/...": "the repository's own tools (make test's go test runner), front ends like cmd/",
+		"fsid":             "takes on a caller's identity for file-system work, and compares the thread's groups with the caller's to know whether it must",
+		"sandbox/confine":  "the helper: a process of its own inside one run, started with the caller's ids; its identity and /proc/self are the run's",
 	}
 }
 
