@@ -1,6 +1,7 @@
 # sandboxd: two commands for a fresh Debian/Ubuntu machine with Go.
 #   make demo   builds sandboxd and shows a sandboxed command hitting its boundaries
-#   make test   runs every test (as root it also runs them as an unprivileged user)
+#   make test   runs every test (as root it also runs them as an unprivileged user),
+#               keeps go test's JSON events in bin/test.json and ends with the ten slowest
 
 GO       ?= go
 BIN      := bin/sandboxd
@@ -15,6 +16,9 @@ DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # The everyday-command corpus also runs node and npm (Debian's, unless a
 # node with its own npm is installed already).
 NODE_PKGS  := nodejs npm
+# go test's flags for `make test`: vet ran just before (a superset of the
+# checks go test would run again).
+TESTFLAGS := -count=1 -timeout 25m -vet=off
 # Tools whose configuration files the persistence tests plant, from npm.
 NPM_TOOLS  := yarn=yarn@1.22.22 pnpm=pnpm@10.34.9
 
@@ -30,7 +34,9 @@ demo: build
 test: test-deps test-user
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 25m ./...
+	@mkdir -p bin
+	$(GO) build -o bin/testreport ./internal/cmd/testreport
+	./bin/testreport -go $(GO) -json bin/test.json -- $(TESTFLAGS) ./...
 
 bench: test-deps build
 	$(GO) run ./bench/launch -n 200
