@@ -11,6 +11,7 @@ import (
 // workspace lands, a write outside does not, and the report says how the
 // command was contained.
 func TestWriteInsideAndOutside(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		target := e.outside("victim.txt", "original\n")
 		check := fileUnchanged(t, target)
@@ -39,6 +40,7 @@ func TestWriteInsideAndOutside(t *testing.T) {
 // workspace below the host's /tmp (behind a directory only its owner can
 // search, as mktemp makes them) is still the real one.
 func TestWorkspaceUnderTmp(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		base, err := os.MkdirTemp("/tmp", "sandboxd-it-")
 		if err != nil {
@@ -65,6 +67,7 @@ func TestWorkspaceUnderTmp(t *testing.T) {
 // TestHomeUnderTmp: a HOME below the host's /tmp must not make its
 // secrets readable through the rule that opens the sandbox's private /tmp.
 func TestHomeUnderTmp(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		base, err := os.MkdirTemp("/tmp", "sandboxd-it-home-")
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 // records report it; unprivileged, observed opens judged against the
 // policy do, and the report says which detector ran.
 func TestBoundarySecretRead(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		secret := filepath.Join(e.home, ".ssh", "id_rsa")
 		r := e.sh("cat ~/.ssh/id_rsa; cat ~/.ssh/id_rsa; head -c1 ~/.ssh/id_rsa; echo END")
@@ -51,6 +52,7 @@ func TestBoundarySecretRead(t *testing.T) {
 // TestBoundaryNothingDenied: a run that crosses nothing reports nothing
 // (the run's own probes of its audit domain are not boundaries).
 func TestBoundaryNothingDenied(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		r := e.sh(`echo hi > f && cat f && mkdir -p d && mv f d/ && chmod 600 d/f && python3 -c '
 import socket, threading
@@ -71,6 +73,7 @@ c = socket.create_connection(s.getsockname()); print(c.recv(1))
 // as before (the secret stays unread, the outside file unchanged), and
 // nothing is reported, reviewed or retried.
 func TestBoundaryDetectOff(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outside := filepath.Join(e.home, "outside.txt")
 		if err := os.WriteFile(outside, []byte("before\n"), 0o644); err != nil {
@@ -98,6 +101,7 @@ func TestBoundaryDetectOff(t *testing.T) {
 // its exact surface, operation and path or destination, as root and as
 // an unprivileged user, and nothing the workspace allows is reported.
 func TestBoundaryExact(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outside := e.outside("o.txt", "x\n")
 		exec := e.mkdir("tools", 0o755)
@@ -170,6 +174,7 @@ func keys(m map[string]map[string]any) []string {
 // TestBoundaryTenThousandDenials: every one of 10 000 distinct denied
 // reads in one run is reported, or the report says how many were lost.
 func TestBoundaryTenThousandDenials(t *testing.T) {
+	// Serial: ten thousand denials fill the kernel audit backlog other runs' detection reads.
 	forEach(t, func(t *testing.T, e *env) {
 		dir := filepath.Join(e.home, ".ssh", "many")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -214,6 +219,7 @@ print("DENIED", n)
 // TestBoundaryExecDenied: running a program from a denied tree is reported
 // as an execute boundary with its path, by either detector.
 func TestBoundaryExecDenied(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		tool := filepath.Join(e.home, ".ssh", "tool")
 		b, err := os.ReadFile("/bin/true")

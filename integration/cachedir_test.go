@@ -34,6 +34,7 @@ func diskUsage(t *testing.T, dir string) int64 {
 // workspace of each cache, and `prune --all` removes every cache but one a
 // run is using.
 func TestCacheSizeLimit(t *testing.T) {
+	// Serial: it lists the caches while another run is in its few seconds of use.
 	forEach(t, func(t *testing.T, e *env) {
 		pol := writePolicy(t, e, "cache.toml", "[limits]\ncache_size = \"16MiB\"\n")
 		e.sandboxdOpts(runOpts{}, "run", "--policy", pol, "-c", `mkdir -p "$GOCACHE/junk" && head -c 104857600 /dev/urandom > "$GOCACHE/junk/big" && echo wrote`).mustSucceed(t)

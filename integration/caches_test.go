@@ -163,7 +163,9 @@ var compiled = regexp.MustCompile(`/compile .* -p (\S+) `)
 // TestCacheGoBuild: the first sandboxed build in a new workspace uses the
 // host's warm build and module caches, and changes neither.
 func TestCacheGoBuild(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
+		defer heavyBuild()() // Go builds in a cold cache
 		proxy := e.goModule(t)
 		// Warm the host's caches as the user would: a build of this
 		// module on the host (GONOSUMDB only here, for the test's own
@@ -207,6 +209,7 @@ func TestCacheGoBuild(t *testing.T) {
 // policy says so) stays unreadable at its private-cache path, and a
 // host cache that is a secret is not a lower layer at all.
 func TestCacheSecretMasked(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		goCache := filepath.Join(e.home, ".cache", "go-build")
 		e.writeFile(filepath.Join(goCache, "ok.txt"), "visible\n", 0o644)
@@ -245,6 +248,7 @@ echo done`)
 // TestCacheNpmOffline: `npm ci --offline` installs from the host's npm
 // cache inside; ~/.npm stays as it was.
 func TestCacheNpmOffline(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		pkg := e.mkdir("pkg", 0o755)
 		e.writeFile(filepath.Join(pkg, "package.json"), `{"name":"sbx-cache-probe","version":"1.0.0","main":"index.js"}`, 0o644)
@@ -277,6 +281,7 @@ func TestCacheNpmOffline(t *testing.T) {
 // the private layer once; a run while another holds the layer gets the
 // host cache with writes it drops.
 func TestCacheLayout(t *testing.T) {
+	// Serial: its second run must find the first still holding the layer's lock, a window of seconds.
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.home, ".cache", "pip", "host.txt"), "from host\n", 0o644)
 		old := filepath.Join(e.privateCache(), "pip")

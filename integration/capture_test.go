@@ -65,6 +65,7 @@ func capCompile(t *testing.T, e *env) string {
 // are refused (with a boundary) for an unlisted and a denied name, which
 // the DNS server the proxy asks never hears of.
 func TestCaptureTools(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	egNeed(t, "node")
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
@@ -143,6 +144,7 @@ for h, p in (('allowed.test', @OK@), ('unlisted.test', @OTHER@), ('denied.test',
 // DNS server the proxy would ask gets no query at all, and a datagram to
 // it (or anywhere but the stub) is refused.
 func TestCaptureStubResolver(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs("10.9.9.9"), true })
 		udp := udpListener(t)
@@ -239,6 +241,7 @@ for case, dest in (('proxydns', ('@HOST@', @PORT@)), ('udp', ('@UHOST@', @UPORT@
 // address is refused (the origin gets nothing) and reported, and the
 // report says capture is off.
 func TestCaptureOff(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, priv+":0", false, nil)
@@ -273,6 +276,7 @@ except OSError as e:
 // never sees loopback: the run's own) — with one decision per
 // destination, and the host's servers get nothing.
 func TestCaptureSameDecision(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, priv+":0", false, nil)
@@ -374,6 +378,7 @@ except OSError as e:
 // host is refused (400) while the first one was served; the origin gets
 // only the requests that were decided for it, with their own Host.
 func TestCaptureHTTP80(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	egNeed(t, "curl")
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {

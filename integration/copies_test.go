@@ -12,6 +12,7 @@ import (
 // route to it, not in sandboxd's copy under its state; and the original
 // is unchanged.
 func TestNpmrcCopy(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		npmrc := filepath.Join(e.home, ".npmrc")
 		e.writeFile(npmrc, "fund=false\n//registry.npmjs.org/:_authToken="+e.canary+"\nproxy=http://u:"+e.canary+"@p:3128\nsave-exact=true\n", 0o600)

@@ -543,16 +543,32 @@ func corpusCaseNamed(name string) corpusCase {
 }
 
 var corpusEnvs struct {
-	sync.Mutex
-	m map[string]*env
+	sync.Mutex // guards m and inUse
+	m          map[string]*env
+	// inUse is held, per identity, by the test using its corpus env:
+	// the corpus tests share the identity's one workspace (and its
+	// caches and layer), so they take turns with it.
+	inUse map[string]*sync.Mutex
 }
 
 // corpusEnv is the identity's corpus world (home with the harness's
 // canary secrets and a settings-only ~/.npmrc, one workspace), shared by
 // the corpus tests so that caches stay warm. It lives under the run's
-// base directory, which TestMain removes.
+// base directory, which TestMain removes. t has it to itself until t
+// ends: another test asking for the same identity's waits.
 func corpusEnv(t *testing.T, id identity) *env {
 	t.Helper()
+	corpusEnvs.Lock()
+	if corpusEnvs.inUse == nil {
+		corpusEnvs.inUse = map[string]*sync.Mutex{}
+	}
+	if corpusEnvs.inUse[id.name] == nil {
+		corpusEnvs.inUse[id.name] = &sync.Mutex{}
+	}
+	inUse := corpusEnvs.inUse[id.name]
+	corpusEnvs.Unlock()
+	inUse.Lock()
+	t.Cleanup(inUse.Unlock)
 	corpusEnvs.Lock()
 	defer corpusEnvs.Unlock()
 	if e := corpusEnvs.m[id.name]; e != nil {
@@ -593,13 +609,14 @@ func corpusEnv(t *testing.T, id identity) *env {
 }
 
 // forCorpus runs f for each workspace mode and identity, with the
-// identity's shared corpus env.
+// identity's shared corpus env; the identities of a mode run in parallel.
 func forCorpus(t *testing.T, f func(t *testing.T, e *env, mode string)) {
 	t.Helper()
 	for _, mode := range []string{"layer", "direct"} {
 		t.Run(mode, func(t *testing.T) {
 			for _, id := range identities(t) {
 				t.Run(id.name, func(t *testing.T) {
+					t.Parallel()
 					e := corpusEnv(t, id)
 					if mode == "direct" {
 						e.runArgs = []string{"--no-transaction"}
@@ -627,6 +644,10 @@ func (e *env) runCase(t *testing.T, c corpusCase, tag, prefix string, flags ...s
 	timeout := c.timeout
 	if timeout == 0 {
 		timeout = 60 * time.Second
+	}
+	if timeout > 60*time.Second {
+		// A case given more time is a heavy toolchain run.
+		defer heavyBuild()()
 	}
 	r := e.corpusRun(dir, timeout, args...)
 	if r.code != 0 {
@@ -794,6 +815,7 @@ func (c corpusCase) skipUnlessAvailable(t *testing.T) {
 // TestCorpusQuiet: every everyday command does what it does bare and
 // reports zero boundaries, as root and unprivileged, in both modes.
 func TestCorpusQuiet(t *testing.T) {
+	t.Parallel()
 	forCorpus(t, func(t *testing.T, e *env, mode string) {
 		for _, c := range corpusCases() {
 			t.Run(c.name, func(t *testing.T) {
@@ -814,6 +836,7 @@ func TestCorpusQuiet(t *testing.T) {
 // denied; the file is absent afterwards and the key's canary is
 // nowhere, and the command still does what it does.
 func TestCorpusOneRealBoundary(t *testing.T) {
+	t.Parallel()
 	cases := []string{"go-build", "npm-test", "python-multiprocessing", "git", "make-cc", "dev-server", "dev-stdout", "mkdir-p-existing"}
 	forCorpus(t, func(t *testing.T, e *env, mode string) {
 		for i, name := range cases {
@@ -872,9 +895,11 @@ func TestCorpusOneRealBoundary(t *testing.T) {
 // round still does what it does, and a real boundary after the ten
 // rounds is still decided by the policy, not by a lockdown.
 func TestCorpusSessionNotLocked(t *testing.T) {
+	t.Parallel()
 	subset := []string{"go-build", "npm-test", "git", "make-cc", "dev-server", "top", "dev-stdout", "mkdir-p-existing", "less"}
 	for _, id := range identities(t) {
 		t.Run(id.name, func(t *testing.T) {
+			t.Parallel()
 			e := corpusEnv(t, id)
 			session := "corpus-" + randHex(6)
 			seen := map[string]int{}

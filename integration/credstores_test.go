@@ -38,6 +38,7 @@ func privateKeyPEM(t *testing.T, canary string) string {
 // boundary; a mixed config (gradle.properties) is read as a copy
 // without its credentials.
 func TestCredentialStoresByClass(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		// XDG_CONFIG_HOME in a directory whose name says nothing (no
 		// leading dot): only the variable makes it tools' state.
@@ -151,6 +152,7 @@ func TestCredentialStoresByClass(t *testing.T) {
 // ~/.config/git and ~/.cargo readable, but not the credential stores
 // inside them.
 func TestCredentialStoresStrictHomeAllow(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.home, ".config", "git", "config"), "[core]\n\tpager = cat\n", 0o644)
 		e.writeFile(filepath.Join(e.home, ".config", "git", "credentials"), "https://u:"+e.canary+"@h\n", 0o600)

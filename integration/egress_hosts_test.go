@@ -17,6 +17,7 @@ import (
 // address it got. sandboxd runs in a mount namespace of the test's own
 // with its /etc/hosts bound over the host's.
 func TestEgressHostsFileLoopback(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a mount namespace with its own /etc/hosts")
 	}

@@ -20,6 +20,7 @@ import (
 // whole, whichever order the answer lists them in: neither address (the
 // two origins share a port) is dialled.
 func TestEgressMixedAnswers(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
 		op, ol := egSharedPort(t, priv)
@@ -72,6 +73,7 @@ func egSharedPort(t *testing.T, priv string) (op, ol *egOrigin) {
 // but no address: an IP literal on loopback, and a name resolving to
 // loopback, stay refused.
 func TestEgressAnyNameOpensNoAddress(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs("127.0.0.1"), true })
@@ -95,6 +97,7 @@ echo END
 // TestEgressMetadataNames: cloud metadata names are refused even when a
 // rule allows them and the address they resolve to, and never looked up.
 func TestEgressMetadataNames(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs("127.0.0.1"), true })
@@ -130,6 +133,7 @@ func TestEgressMetadataNames(t *testing.T) {
 // are 400 and reach nothing, though the origin they might mean is
 // allowed.
 func TestEgressMalformedTargets(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		r, cases := egRawRun(t, e, a, "P = "+a.port+`
@@ -165,6 +169,7 @@ raw('good', get('http://' + A + '/'))
 // TestEgressDefaultPorts: a host rule without a port covers ports 80
 // and 443 only.
 func TestEgressDefaultPorts(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs("127.0.0.1"), true })
@@ -187,6 +192,7 @@ func TestEgressDefaultPorts(t *testing.T) {
 // connection to an asked destination is its own question: three
 // connections, three questions, and the one refused is not served.
 func TestEgressConnectionScope(t *testing.T) {
+	// Serial: a human reviewer on a terminal, with a fixed wait.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		tm := egNewTerminal(t, e, func(n int) string {
@@ -216,6 +222,7 @@ func TestEgressConnectionScope(t *testing.T) {
 // TestEgressHoldTimeout: a connection whose review nobody answers is
 // refused when hold_timeout passes, reaches nothing, and the run ends.
 func TestEgressHoldTimeout(t *testing.T) {
+	// Serial: it times how long the run takes after its command ended.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		tm := egNewTerminal(t, e, func(int) string { return "" })
@@ -253,6 +260,7 @@ func TestEgressHoldTimeout(t *testing.T) {
 // prompt, 20 served — and a refusal is kept for the run: five more
 // connections to a refused destination are refused without asking.
 func TestEgressAskShared(t *testing.T) {
+	// Serial: the person's answer comes a fixed time after the question, while 20 connections wait.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		d := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -288,6 +296,7 @@ echo END`, a.addr, d.addr))
 // CONNECT, while the connection is held for review, reach the origin
 // once, after the allow, and only then.
 func TestEgressEarlyBytesWhileHeld(t *testing.T) {
+	// Serial: the person's answer comes a fixed time after the question.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		tm := egNewTerminal(t, e, func(int) string {
@@ -331,6 +340,7 @@ print('BODY', b.decode(errors='replace').strip())
 // nor needs a retry: the run has one attempt and its exit status is the
 // command's own.
 func TestEgressNetworkDenyNoRetry(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		r := e.sh(fmt.Sprintf("curl -s -m 10 -o /dev/null -w 'CODE %%{http_code}\\n' http://%s/; echo END; exit 7", o.addr))
@@ -351,6 +361,7 @@ func TestEgressNetworkDenyNoRetry(t *testing.T) {
 // 127.0.0.1 for the decision, but must not dial only 127.0.0.1 (its
 // inside dial tries both families).
 func TestEgressHostLoopbackIPv6Only(t *testing.T) {
+	t.Parallel()
 	if ln, err := net.Listen("tcp6", "[::1]:0"); err != nil {
 		t.Skipf("no IPv6 loopback: %v", err)
 	} else {
@@ -373,6 +384,7 @@ func TestEgressHostLoopbackIPv6Only(t *testing.T) {
 // listens on: otherwise the command can map the host's loopback
 // services (it is cut off from) through the proxy's answers.
 func TestEgressNoHostPortOracle(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		ln, err := net.Listen("tcp4", "127.0.0.1:0")

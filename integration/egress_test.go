@@ -32,6 +32,7 @@ var egLoopbackExtra = []string{"127.0.0.1", "LOCALHOST", "localhost.", "foo.loca
 // CONNECT requests (which curl would normalise) — and nothing reaches
 // the host's servers on 127.0.0.1 and ::1.
 func TestEgressLoopbackSpellings(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o4 := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		origins := []*egOrigin{o4}
@@ -102,6 +103,7 @@ func egLine(s, prefix string) string {
 // lookup — plain HTTP and through a CONNECT tunnel — and the host's
 // server on 127.0.0.1 gets nothing.
 func TestEgressNameToLoopback(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		dns := egNewDNS(t, func(name string, n int) ([]netip.Addr, bool) {
@@ -132,6 +134,7 @@ func TestEgressNameToLoopback(t *testing.T) {
 // requests to the name — plain and tunnelled — still reach only the
 // first address's server.
 func TestEgressRebinding(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
 		var op, ol *egOrigin
@@ -176,6 +179,7 @@ func TestEgressRebinding(t *testing.T) {
 // rule covers, are refused before any lookup: the DNS server (which would
 // resolve them to an allowed origin) is never asked about them.
 func TestEgressDeniedNameNotResolved(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs("127.0.0.1"), true })
@@ -218,6 +222,7 @@ func (d *egDNS) askedAny(name string) bool {
 // else, although the DNS server resolves every name to the allowed
 // origin's address (which a rule names).
 func TestEgressWildcardTraps(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		o := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		dns := egNewDNS(t, func(string, int) ([]netip.Addr, bool) { return egAddrs("127.0.0.1"), true })
@@ -292,6 +297,7 @@ func egPyVars(a, u *egOrigin) string {
 // userinfo, so these are raw requests), including the classic
 // "allowed@unlisted" confusion.
 func TestEgressUserinfo(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		u := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -314,6 +320,7 @@ raw('connect', 'CONNECT allowed@' + A + ' HTTP/1.1\r\nHost: ' + A + '\r\n' + AUT
 // Host header naming another destination is 400, and neither origin
 // gets anything.
 func TestEgressHostMismatch(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		u := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -337,6 +344,7 @@ raw('http10', 'GET http://' + A + '/ HTTP/1.0\r\nHost: ' + U + '\r\n' + AUTH + '
 // unlisted origin on the same connection (sent after the first answer,
 // or pipelined with it) is 403 and never reaches it.
 func TestEgressKeepAliveSecondRequest(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		u := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -392,6 +400,7 @@ s.close()
 // allowed origin never sees the hidden request's path, and the unlisted
 // origin gets nothing.
 func TestEgressSmuggling(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		u := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -433,6 +442,7 @@ raw('cl-plus', post('Content-Length: +%d\r\n' % len(hidden), hidden))
 // TestEgressOversized: an oversized request line, header or header
 // block is refused with a 4xx before any decision or dial.
 func TestEgressOversized(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		u := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -460,6 +470,7 @@ raw('connect-header', 'CONNECT ' + A + ' HTTP/1.1\r\nHost: ' + A + '\r\n' + AUTH
 // stop a normal request, plain or tunnelled, to the allowed origin in
 // the same run, and none of them reaches it.
 func TestEgressSlowloris(t *testing.T) {
+	// Serial: it depends on the proxy's read deadlines.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		r, _ := egRawRun(t, e, a, fmt.Sprintf(`
@@ -499,6 +510,7 @@ for s in held:
 // 407 (with a Proxy-Authenticate challenge) and reaches nothing, while
 // the same request with it is served.
 func TestEgress407(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		r, cases := egRawRun(t, e, a, fmt.Sprintf(`
@@ -541,6 +553,7 @@ raw('good', get(AUTH))
 // connection to an origin an allow rule names reaches nothing. Only the
 // unprivileged identity may run landlock-only (root is refused).
 func TestEgressLandlockOnly(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		if e.id.root() {
 			t.Skip("root refuses isolation = \"landlock-only\" (TestProcLandlockOnly covers it)")
@@ -569,6 +582,7 @@ func TestEgressLandlockOnly(t *testing.T) {
 // an ask rule covers cost one question to the person (run-scoped grant),
 // all 50 reach the origin, and the report counts 50 connections.
 func TestEgressAskOnceFor50(t *testing.T) {
+	// Serial: it reads the terminal's transcript a fixed time after the run.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		tm := egNewTerminal(t, e, func(int) string { return "y" })
@@ -601,6 +615,7 @@ func TestEgressAskOnceFor50(t *testing.T) {
 // fetches the allowed origin every 50 ms: no request reaches the origin
 // after the kill, and no process of the command survives it.
 func TestEgressKillSandboxd(t *testing.T) {
+	// Serial: it times how fast the command's tree is gone after sandboxd is killed.
 	forEach(t, func(t *testing.T, e *env) {
 		a := egNewOrigin(t, "127.0.0.1:0", false, nil)
 		pol := egPolicy(t, e, []string{"127.0.0.1:" + a.port}, nil, nil, "")

@@ -29,6 +29,7 @@ import (
 // the origin's certificate is verified end to end, so the proxy does not
 // intercept TLS).
 func TestEgressCurl(t *testing.T) {
+	t.Parallel()
 	egNeed(t, "curl")
 	forEach(t, func(t *testing.T, e *env) {
 		oh := egNewOrigin(t, "127.0.0.1:0", false, nil)
@@ -111,6 +112,7 @@ func (g *egGitServer) commit(t *testing.T, name, content string) {
 // with git's CA file from the caller's environment; the cloned and the
 // fetched files are in the workspace afterwards.
 func TestEgressGit(t *testing.T) {
+	t.Parallel()
 	egNeed(t, "git")
 	forEach(t, func(t *testing.T, e *env) {
 		g := egNewGitServer(t, e)
@@ -159,6 +161,7 @@ func TestEgressGit(t *testing.T) {
 // proxy's http.proxy entry must not leave git with a count naming a key
 // that is not there.
 func TestEgressGitCallerConfigCount(t *testing.T) {
+	t.Parallel()
 	egNeed(t, "git")
 	forEach(t, func(t *testing.T, e *env) {
 		g := egNewGitServer(t, e)
@@ -177,6 +180,7 @@ func TestEgressGitCallerConfigCount(t *testing.T) {
 // host) from a registry the test serves over plain HTTP, with a fresh
 // cache: the package lands in the workspace's node_modules.
 func TestEgressNpm(t *testing.T) {
+	t.Parallel()
 	egNeed(t, "npm", "node")
 	forEach(t, func(t *testing.T, e *env) {
 		name := "egress-npm-" + randHex(3)
@@ -269,6 +273,7 @@ func egWheel(t *testing.T, name, value string) []byte {
 // test serves, of a wheel built by hand: the module lands in the
 // workspace.
 func TestEgressPip(t *testing.T) {
+	t.Parallel()
 	egNeed(t, "python3")
 	if err := exec.Command("/usr/bin/env", "PATH="+egPath, "python3", "-m", "pip", "--version").Run(); err != nil {
 		t.Skipf("pip is not installed for python3: %v", err)
@@ -331,6 +336,7 @@ func egModZip(t *testing.T, path, version string, files map[string]string) []byt
 // it creates (Go's HTTP client never proxies loopback addresses), allowed
 // by a rule naming that address and port.
 func TestEgressGoModDownload(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	egNeed(t, "go")
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
@@ -383,6 +389,7 @@ func TestEgressGoModDownload(t *testing.T) {
 // the content comes from it (not from the host's server on the same
 // port), and no boundary is recorded for it.
 func TestEgressDevServerInside(t *testing.T) {
+	t.Parallel()
 	egNeed(t, "curl", "python3")
 	forEach(t, func(t *testing.T, e *env) {
 		host := egNewOrigin(t, "127.0.0.1:0", false, nil)

@@ -411,13 +411,16 @@ func realHomeEnv(t *testing.T, id identity) *env {
 
 // forFirstHour runs f per identity and home: the fresh home with the
 // copy-on-write layer (the default), the real home with
-// --no-transaction, so both workspace modes are covered.
+// --no-transaction, so both workspace modes are covered. The four share
+// nothing (each identity has its own real home) and run in parallel.
 func forFirstHour(t *testing.T, f func(t *testing.T, e *env)) {
 	t.Helper()
 	for _, home := range []string{"fresh", "real"} {
 		t.Run(home, func(t *testing.T) {
+			t.Parallel()
 			for _, id := range identities(t) {
 				t.Run(id.name, func(t *testing.T) {
+					t.Parallel()
 					var e *env
 					if home == "fresh" {
 						e = freshHomeEnv(t, id)
@@ -436,6 +439,7 @@ func forFirstHour(t *testing.T, f func(t *testing.T, e *env)) {
 // zero boundaries, in a fresh home and in the real one, as root and as
 // the unprivileged user.
 func TestCorpusFirstHour(t *testing.T) {
+	t.Parallel()
 	forFirstHour(t, func(t *testing.T, e *env) {
 		for _, c := range firstHourCases() {
 			t.Run(c.name, func(t *testing.T) {
@@ -457,8 +461,10 @@ func TestCorpusFirstHour(t *testing.T) {
 // workloads that met the other classes report exactly one real boundary
 // beside them.
 func TestCorpusFirstHourControl(t *testing.T) {
+	t.Parallel()
 	for _, id := range identities(t) {
 		t.Run(id.name, func(t *testing.T) {
+			t.Parallel()
 			e := freshHomeEnv(t, id)
 			for _, name := range []string{"top", "go-vet"} {
 				c := firstHourCaseNamed(name)

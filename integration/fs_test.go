@@ -34,6 +34,7 @@ type fsCase struct {
 // TestFSWriteOutsideWorkspace: writes, truncation, removal, renames and
 // creation outside the workspace leave the outside tree as it was.
 func TestFSWriteOutsideWorkspace(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"redirect", `echo evil > OUT`},
 		{"append", `echo evil >> OUT`},
@@ -72,6 +73,7 @@ func TestFSWriteOutsideWorkspace(t *testing.T) {
 // TestFSReadSecrets: the canary secrets in HOME are read by no means,
 // neither into the output nor into a file left in the workspace.
 func TestFSReadSecrets(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"cat", `cat SSH AWS`},
 		{"cat-tilde", `cat ~/.ssh/id_rsa ~/.aws/credentials`},
@@ -109,6 +111,7 @@ func TestFSReadSecrets(t *testing.T) {
 // host root: a 0600 root file outside both workspace and HOME stays
 // unreadable.
 func TestFSRootOnlyFileOutside(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"cat", `cat SECRET`},
 		{"cp", `cp SECRET WS/copy; cat WS/copy`},
@@ -139,6 +142,7 @@ func TestFSRootOnlyFileOutside(t *testing.T) {
 // TestFSMetadataOutside: chmod, utime, chown and xattr changes outside the
 // workspace (Landlock does not cover them; the read-only mounts must).
 func TestFSMetadataOutside(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"chmod-600", `chmod 600 TARGET`},
 		{"chmod-777", `chmod 777 TARGET`},
@@ -176,6 +180,7 @@ func TestFSMetadataOutside(t *testing.T) {
 // TestFSRootOnlySetuidOutside: a root caller's command cannot make a
 // root-owned file outside the workspace setuid.
 func TestFSRootOnlySetuidOutside(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"chmod-u+s", `chmod u+s TARGET`},
 		{"chmod-4755", `chmod 4755 TARGET`},
@@ -209,6 +214,7 @@ func TestFSRootOnlySetuidOutside(t *testing.T) {
 // setuid bit or a file capability set inside would be a setuid-root or
 // capable binary on the host. None may survive.
 func TestFSNoPrivilegeBitsInWorkspace(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"chmod-4755", `cp /bin/true f; chmod 4755 f`},
 		{"chmod-u+s", `cp /bin/true f; chmod u+s f`},
@@ -308,6 +314,7 @@ int main(int argc, char **argv) {
 // TestFSNoPrivilegeBitsRawSyscalls: the same as above through the system
 // call entry points a filter keyed on the common calls could miss.
 func TestFSNoPrivilegeBitsRawSyscalls(t *testing.T) {
+	t.Parallel()
 	binDir, err := os.MkdirTemp(baseDir, "privbin-")
 	if err != nil {
 		t.Fatal(err)
@@ -331,6 +338,7 @@ func TestFSNoPrivilegeBitsRawSyscalls(t *testing.T) {
 // TestFSEscapes: symlinks, hardlinks and /proc root links do not lead
 // out of the sandbox.
 func TestFSEscapes(t *testing.T) {
+	t.Parallel()
 	cases := []fsCase{
 		{"symlink-write", `ln -s OUT WS/link; echo evil > WS/link`},
 		{"symlink-append", `ln -s OUT WS/link; echo evil >> WS/link`},
@@ -374,6 +382,7 @@ const evilHook = `printf '#!/bin/sh\ntouch MARK\n'`
 // Afterwards the host runs git (status, commit, checkout) in the
 // workspace as the caller: nothing planted may run.
 func TestFSPersistenceExisting(t *testing.T) {
+	t.Parallel()
 	type existingCase struct {
 		name   string
 		nested bool // the host also makes a nested repository sub/.git
@@ -498,6 +507,7 @@ os.chmod(".git/hooks/pre-commit", 0o755)'`, nil},
 // TestFSPersistenceNew: persistence paths the command creates do not
 // remain in the workspace after the run.
 func TestFSPersistenceNew(t *testing.T) {
+	t.Parallel()
 	type newCase struct {
 		name   string
 		fresh  bool // no repository on the host before the run
@@ -610,6 +620,7 @@ func TestFSPersistenceNew(t *testing.T) {
 // TestFSPersistenceExistingFiles: persistence files that already exist
 // are read-only during the run.
 func TestFSPersistenceExistingFiles(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, file, script string
 	}{
@@ -643,6 +654,7 @@ func TestFSPersistenceExistingFiles(t *testing.T) {
 // Landlock ruleset was once built concurrently with the creation of the
 // cache directory it names, and about one first run in twenty failed.)
 func TestFSFirstRunStarts(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		for i := 0; i < 15; i++ {
 			home := e.mkdir(fmt.Sprintf("home-%d", i), 0o700)
@@ -660,6 +672,7 @@ func TestFSFirstRunStarts(t *testing.T) {
 // TestFSGitPositive: ordinary git work in the workspace still works, in
 // both transaction modes.
 func TestFSGitPositive(t *testing.T) {
+	t.Parallel()
 	t.Run("commit-in-existing-repo", func(t *testing.T) {
 		forModes(t, func(t *testing.T, e *env, _ bool) {
 			e.hostRepo(t, ".")
@@ -701,6 +714,7 @@ func TestFSGitPositive(t *testing.T) {
 // TestFSPrivateTmp: /tmp (and /var/tmp, /dev/shm) inside are not the
 // host's, in either direction.
 func TestFSPrivateTmp(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
 		t.Run("write-stays-inside"+strings.ReplaceAll(dir, "/", "-"), func(t *testing.T) {
 			forEach(t, func(t *testing.T, e *env) {

@@ -20,6 +20,7 @@ import (
 // which need CAP_DAC_READ_SEARCH in the initial user namespace): the
 // run's git configuration sends such a clone through file:// instead.
 func TestGitCloneInWorkspace(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, _ bool) {
 		e.hostRepo(t, "")
 		e.writeFile(filepath.Join(e.ws, "sub", "keep"), "x\n", 0o644)

@@ -74,6 +74,7 @@ func listOf(r result, key string) []map[string]any {
 // committed whole: the host's git lists it (not prunable), its checkout is
 // clean, the repository is sound.
 func TestGitFlowWorktreeAdd(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, ".")
 		r := e.run(t, `git worktree add -q wt2 && cd wt2 && echo b > b && git add b && git commit -qm b`)
@@ -107,6 +108,7 @@ func TestGitFlowWorktreeAdd(t *testing.T) {
 // gitlink with its .gitmodules, the submodule's git directory, its
 // checkout), and the host's git sees a sound, clean superproject.
 func TestGitFlowSubmoduleAdd(t *testing.T) {
+	t.Parallel()
 	for _, where := range []string{"inside", "outside"} {
 		t.Run(where, func(t *testing.T) {
 			forModes(t, func(t *testing.T, e *env, layer bool) {
@@ -154,6 +156,7 @@ func TestGitFlowSubmoduleAdd(t *testing.T) {
 // names a transport helper, a hook in its git directory) is refused whole:
 // the host's repository is as it was, and nothing planted runs.
 func TestGitFlowRollback(t *testing.T) {
+	t.Parallel()
 	const add = `git submodule add -q UPSTREAM sub && `
 	cases := []struct{ name, script string }{
 		{"worktree-gitdir-outside", `git worktree add -q wt2 && echo /nonexistent/wt2/.git > .git/worktrees/wt2/gitdir`},

@@ -104,6 +104,7 @@ func noBoundaries(t *testing.T, r result) {
 // nothing about it becomes writable: a commit fails and leaves the
 // repository as it was.
 func TestGitOutsideOwnRepo(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		repo := e.outsideRepo(t, "mine", e.id.uid, e.id.gid)
 		if out, err := e.gitOut(repo, "log", "--oneline"); err != nil {
@@ -136,6 +137,7 @@ func TestGitOutsideOwnRepo(t *testing.T) {
 // caller's environment does not make root's sandboxed git trust that
 // user (sandboxd sets its own).
 func TestGitOutsideOtherOwner(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("making a repository of another user needs root")
 	}
@@ -176,6 +178,7 @@ func TestGitOutsideOtherOwner(t *testing.T) {
 // files stay unwritable whatever their mode, and what the command creates
 // is root's on the host.
 func TestGitOutsideRootSecrets(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("root callers only")
 	}

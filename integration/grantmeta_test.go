@@ -39,6 +39,7 @@ func metaOf(t *testing.T, p string) fileMeta {
 // whatever chmod, touch and setfattr the command tries; a created file
 // gets the caller's umask; each such attempt is a boundary, not granted.
 func TestGrantChangesContentOnly(t *testing.T) {
+	// Serial: it looks at the host's files in the seconds the command is still running.
 	forEach(t, func(t *testing.T, e *env) {
 		e.runArgs = []string{"--no-transaction"} // the marker below must reach the host while the command runs
 		m := newFakeModel(t, func(string) (string, string, string, string) {

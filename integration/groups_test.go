@@ -19,6 +19,7 @@ const foreignGID = 50
 // in the workspace still commit, and (unprivileged) --no-transaction
 // writes the file.
 func TestLayerForeignGroup(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		f := filepath.Join(e.ws, "shared", "notes.txt")
 		e.writeFile(f, "before\n", 0o664)

@@ -615,6 +615,20 @@ func noInt80(t *testing.T) string {
 	return int80Once.why
 }
 
+// heavyBuilds admits one heavy toolchain run at a time (a Go build, vet
+// or race test in a cold cache, a venv and its pip): each takes all the
+// CPU there is, and the time limits of those runs were set for running
+// one at a time. The parallel tests run beside it; the other heavy ones
+// wait their turn before their sandboxd starts, which their time limit
+// does not count.
+var heavyBuilds = make(chan struct{}, 1)
+
+// heavyBuild waits for the heavy slot and returns its release.
+func heavyBuild() (release func()) {
+	heavyBuilds <- struct{}{}
+	return func() { <-heavyBuilds }
+}
+
 // reportString returns a top-level report field as a string.
 func (r result) reportString(key string) string {
 	v, _ := r.report[key].(string)

@@ -13,6 +13,7 @@ import (
 // .`, `git stash pop` or `git reset --hard` would write it, and the next
 // commit would run it.
 func TestLeakThroughHistory(t *testing.T) {
+	t.Parallel()
 	hook := `printf '#!/bin/sh\ntouch MARK\n'`
 	cases := []struct {
 		name, script string
@@ -58,6 +59,7 @@ func TestLeakThroughHistory(t *testing.T) {
 // any branch later without a run; it is not left, and the repository
 // still works.
 func TestLeakRefsThroughLink(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, ".")
 		r := e.run(t, `C=$(dirname "$XDG_CACHE_HOME") && cp -a .git/refs "$C/refs" && rm -rf .git/refs && ln -s "$C/refs" .git/refs && git log -1 --format=%s`)
@@ -88,6 +90,7 @@ const plantEnvrc = `B=$(` + historyPayload + ` | git hash-object -w --stdin) && 
 // ends with the host user restoring what git holds (checkout, reset,
 // worktree add); the planted .envrc must not appear with the payload.
 func TestLeakHistoryVariants(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		setup   func(t *testing.T, e *env)
@@ -195,6 +198,7 @@ func TestLeakHistoryVariants(t *testing.T) {
 // through a link the command made (a reflog hard-linked to a pack file
 // must not truncate the pack).
 func TestLeakHistoryRestoreNoWriteThrough(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, ".")
 		e.hostGit(t, "gc", "-q")
@@ -221,6 +225,7 @@ func TestLeakHistoryRestoreNoWriteThrough(t *testing.T) {
 // TestHistoryEverydayGit: ordinary history work is kept whole: gc packs
 // refs and objects, a stash round trip, a branch and a tag.
 func TestHistoryEverydayGit(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, ".")
 		e.writeFile(filepath.Join(e.ws, ".envrc"), "export A=1\n", 0o644)

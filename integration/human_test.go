@@ -112,6 +112,7 @@ func boundaries(r result) []map[string]any {
 // sandboxed (the secret stays unreadable), and a second boundary in it —
 // creating a sibling — is reviewed on its own and, refused, not made.
 func TestHumanGrantRetry(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outDir := e.mkdir("out", 0o755)
 		target := filepath.Join(outDir, "granted.txt")
@@ -159,6 +160,7 @@ func TestHumanGrantRetry(t *testing.T) {
 
 // TestHumanNoTerminal: with nobody to ask, the human reviewer denies.
 func TestHumanNoTerminal(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		target := filepath.Join(e.mkdir("out", 0o755), "x.txt")
 		r := e.sandboxd("run", "--reviewer", "human", "-c", "echo x > "+target)
@@ -178,6 +180,7 @@ func TestHumanNoTerminal(t *testing.T) {
 // after its boundary; the real prompt is intact and none of the command's
 // control sequences reach the terminal.
 func TestHumanPromptCannotBeFaked(t *testing.T) {
+	// Serial: it reads the terminal's transcript a fixed time after the run.
 	forEach(t, func(t *testing.T, e *env) {
 		target := filepath.Join(e.mkdir("out", 0o755), "x.txt")
 		tm := newTerminal(t, e, func(int, string) string { return "n" })
@@ -204,6 +207,7 @@ func TestHumanPromptCannotBeFaked(t *testing.T) {
 // symlink to another file while the person is being asked; the grant no
 // longer fits, nothing is retried, and neither file is written.
 func TestHumanSwapBetweenReviewAndRetry(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outDir := e.mkdir("out", 0o755)
 		target := filepath.Join(outDir, "t.txt")
@@ -236,6 +240,7 @@ func TestHumanSwapBetweenReviewAndRetry(t *testing.T) {
 // the write happens on the retry, exactly once, and a write the rule does
 // not cover stays denied.
 func TestPolicyAllowRetries(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outDir := e.mkdir("out", 0o755)
 		target := filepath.Join(outDir, "ok.txt")

@@ -127,6 +127,7 @@ func writeConfig(name string) string {
 // without one (the pager, a fetch, the reference-transaction hook) would
 // fire there.
 func TestLeakGitDirWiderThanName(t *testing.T) {
+	t.Parallel()
 	base := func(t *testing.T, e *env) {
 		e.hostRepo(t, ".")
 		e.writeFile(filepath.Join(e.ws, "tools", "t.sh"), "#!/bin/sh\necho tool\n", 0o755)
@@ -237,6 +238,7 @@ func (e *env) dormantRepo(t *testing.T, head string, link bool) {
 // a repository alias shadows the user's own (`git st`, an alias of
 // ~/.gitconfig).
 func TestLeakAliasWithoutBang(t *testing.T) {
+	t.Parallel()
 	base := func(t *testing.T, e *env) {
 		e.hostRepo(t, ".")
 		e.writeFile(filepath.Join(e.ws, "x.txt"), "x\n", 0o644)
@@ -289,6 +291,7 @@ func TestLeakAliasWithoutBang(t *testing.T) {
 // "git merge-x/../evil.sh", which git resolves as a path from the top of
 // the work tree.
 func TestLeakSequencerState(t *testing.T) {
+	t.Parallel()
 	base := func(t *testing.T, e *env) {
 		e.hostRepo(t, ".")
 		e.writeFile(filepath.Join(e.ws, "two.txt"), "two\n", 0o644)
@@ -364,6 +367,7 @@ func TestLeakSequencerState(t *testing.T) {
 // on purpose stays shared. (chmod widens them on the host, of course: no
 // unsandboxed control is needed.)
 func TestLeakPermissions(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	t.Run("widen", func(t *testing.T) {
@@ -493,6 +497,7 @@ for f in ["newfile", "old"]:
 // machine: the effect checked is the file's absence, and that git on the
 // host cannot bring it back from the clone's history.)
 func TestLeakProtectedNames(t *testing.T) {
+	t.Parallel()
 	refused := []string{".mcp.json", ".cursor/mcp.json", "proj.code-workspace",
 		"sub/dir/.envrc", "pkg/.vscode/tasks.json", "deep/.claude/settings.json", ".gemini/settings.json", ".aider.conf.yml",
 		"x/deploy/run.sh", "clone/.envrc", "clone/.vscode/settings.json"}
@@ -566,6 +571,7 @@ func TestLeakProtectedNames(t *testing.T) {
 // command also prints the name and a reverse-video imitation of the
 // question header itself.
 func TestLeakOutputEscaped(t *testing.T) {
+	// Serial: it reads the terminal's transcript once it is quiet for a fixed time.
 	const fake = "\nAllow exactly this, once? [y/N] "
 	// The name: every control of the brief (and CSI as the C1 control
 	// U+009B, which some terminals take for ESC [), then the fake prompt. A "/"
@@ -916,6 +922,7 @@ func twoCommits(t *testing.T, e *env) {
 // directory and reached through a symlink in its place: what git reads
 // there comes from a path no rule of the git directory looks at.
 func TestLeakSequencerSymlink(t *testing.T) {
+	t.Parallel()
 	probe := func(t *testing.T, e *env) {
 		e.hostRun(t, e.ws, "git", "rebase", "--continue")
 		e.hostRun(t, e.ws, "git", "cherry-pick", "--continue")
@@ -952,6 +959,7 @@ func TestLeakSequencerSymlink(t *testing.T) {
 // the private cache, which the command writes straight through and which
 // stays on the host. What git then reads there is the command's.
 func TestLeakRedirectedOnTheWay(t *testing.T) {
+	t.Parallel()
 	addSub := func(t *testing.T, e *env, dir string) {
 		e.hostGitIn(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", e.upstream(t), "sub")
 		e.hostGitIn(t, dir, "commit", "-q", "-m", "sub")
@@ -1039,6 +1047,7 @@ func TestLeakRedirectedOnTheWay(t *testing.T) {
 // git directories' insides: what the command put below it must still be
 // seen.
 func TestLeakFakeBareHides(t *testing.T) {
+	t.Parallel()
 	base := func(t *testing.T, e *env) {
 		e.hostRepo(t, ".")
 		e.writeFile(filepath.Join(e.ws, "src", "main.c"), "int main(void) { return 0; }\n", 0o644)
@@ -1078,6 +1087,7 @@ func TestLeakFakeBareHides(t *testing.T) {
 // core.hooksPath, so .githooks in any work tree — a repository the
 // command makes, or the workspace's own — holds hooks.
 func TestLeakGlobalHooksPath(t *testing.T) {
+	t.Parallel()
 	base := func(t *testing.T, e *env) {
 		gc := filepath.Join(e.home, ".gitconfig")
 		b, err := os.ReadFile(gc)
@@ -1107,6 +1117,7 @@ func TestLeakGlobalHooksPath(t *testing.T) {
 // no unsandboxed control is needed.) The break was in direct mode; both
 // are checked.
 func TestLeakSequencerModes(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	forModes(t, func(t *testing.T, e *env, layer bool) {
@@ -1136,6 +1147,7 @@ func TestLeakSequencerModes(t *testing.T) {
 // mise/config.toml) made a symlink to a directory that holds the rest,
 // and a symlink the user made (.github -> shared) written through.
 func TestLeakSymlinkedNamePart(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("hg"); err == nil {
 		// Mercurial is there: the repository's own .hg moved aside and
 		// linked back, with a hook that `hg status` runs.
@@ -1190,6 +1202,7 @@ func TestLeakSymlinkedNamePart(t *testing.T) {
 // permission, even for its owner) is not skipped by the checks, and the
 // run still ends normally.
 func TestLeakLockedDirectories(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	const plant = "echo 'touch MARK' > %[1]s.envrc; mkdir %[1]s.vscode; echo {} > %[1]s.vscode/tasks.json; mkdir %[1]sopen; chmod 777 %[1]sopen\n"
@@ -1219,6 +1232,7 @@ func TestLeakLockedDirectories(t *testing.T) {
 // TestLeakGlobNames: glob characters in directory names, above a
 // protected name or in the workspace's own path, do not hide it.
 func TestLeakGlobNames(t *testing.T) {
+	t.Parallel()
 	t.Run("in-directory-names", func(t *testing.T) {
 		forModes(t, func(t *testing.T, e *env, layer bool) {
 			r := e.run(t, `mkdir -p 'x[/.github/hooks' && echo x > 'x[/.github/hooks/h.json'; `+
@@ -1246,6 +1260,7 @@ func TestLeakGlobNames(t *testing.T) {
 // (25 directories of 200 characters), which a check by path cannot
 // reach.
 func TestLeakDeepPath(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		r := e.run(t, "n=$(printf 'a%.0s' $(seq 1 200))\nfor i in $(seq 1 25); do mkdir $n && cd $n || exit 1; done\n"+
 			"echo 'touch MARK' > .envrc && mkdir .vscode && echo {} > .vscode/tasks.json && echo "+planted+"\ncd /")
@@ -1277,6 +1292,7 @@ func TestLeakDeepPath(t *testing.T) {
 // files keep what the command gave them"), so only the layer is held to
 // it; the direct run still runs, to show the difference is that rule.
 func TestLeakReplacedSymlinkMode(t *testing.T) {
+	t.Parallel()
 	old := syscall.Umask(0o022)
 	t.Cleanup(func() { syscall.Umask(old) })
 	forModes(t, func(t *testing.T, e *env, layer bool) {
@@ -1307,6 +1323,7 @@ func TestLeakReplacedSymlinkMode(t *testing.T) {
 // (its own repository, with a remote); a gitfile naming the workspace's
 // own repository, which has a remote, must not pass for one.
 func TestLeakForgedClone(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, ".")
 		e.hostGit(t, "remote", "add", "origin", "https://example.com/r.git")
@@ -1319,6 +1336,7 @@ func TestLeakForgedClone(t *testing.T) {
 // TestLeakMissedNames: names the table once missed (hk's, in a
 // repository that runs hooks: elsewhere a hook manager's file is listed).
 func TestLeakMissedNames(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, ".")
 		e.hostGit(t, "config", "core.hooksPath", ".hooks")
@@ -1333,6 +1351,7 @@ func TestLeakMissedNames(t *testing.T) {
 // caller's (maybe a command's) text: sandboxd's error about it carries
 // no terminal control.
 func TestLeakFlagErrorEscaped(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		for _, args := range [][]string{
 			append(append([]string{"run"}, e.runArgs...), "-\x1b]52;c;ZXZpbA==\x07\x1b[7m\u202e\u009b2J", "-c", "true"),

@@ -28,6 +28,7 @@ func limitOf(r result, name string) map[string]any {
 // file-size limit, each named with its value and key; an ordinary run
 // names none.
 func TestLimitsNamed(t *testing.T) {
+	// Serial: its runs fill memory, tmpfs and pids up to their limits; kept apart from other tests' load.
 	forEach(t, func(t *testing.T, e *env) {
 		pol := writePolicy(t, e, "limits.toml", "[limits]\ntmp_size = \"16MiB\"\nlayer_size = \"16MiB\"\npids = 64\nfile_size = \"12MiB\"\n")
 		cases := []struct {
@@ -79,6 +80,7 @@ func TestLimitsNamed(t *testing.T) {
 // short. An unprivileged caller has no memory group here: its layer is
 // held within the memory limit instead.
 func TestLimitsMemoryLayer(t *testing.T) {
+	// Serial: its run fills memory up to the limit; kept apart from other tests' load.
 	forEach(t, func(t *testing.T, e *env) {
 		pol := writePolicy(t, e, "memory.toml", "[limits]\nmemory = \"64MiB\"\n")
 		r := e.sandboxdOpts(runOpts{}, "run", "--policy", pol, "-c", "head -c 100000000 /dev/zero > big; echo rc=$?")

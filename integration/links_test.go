@@ -13,6 +13,7 @@ import (
 // workspace directory it replaced by a symlink in its layer, or through a
 // dangling symlink it creates a file by.
 func TestBoundaryThroughLinks(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		out := filepath.Dir(e.outside("a.txt", "a\n"))
 		for _, f := range []string{"b.txt", "c.txt"} {

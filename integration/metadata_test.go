@@ -54,6 +54,7 @@ threading.Event().wait()
 // log every connection, and only the control address, which a rule names
 // like the others, may appear there.
 func TestEgressMetadataClass(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a network namespace with the metadata addresses bound")
 	}

@@ -32,6 +32,7 @@ import (
 // connect and then resets it, so the command sees a reset or an end and
 // never a byte from the host.
 func TestNetTCPToHost(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		l4 := tcpListener(t, "tcp", "127.0.0.1:0")
 		targets := []*listener{l4}
@@ -86,6 +87,7 @@ for host, port in @TARGETS@:
 // resolver, and netfilter refuses every other datagram (EPERM);
 // otherwise seccomp refuses the socket (EACCES).
 func TestNetUDPToHost(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		l := udpListener(t)
 		host, port := netSplitAddr(t, l.addr)
@@ -126,6 +128,7 @@ attempt('stream-udp', socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_UDP, ad
 // TestNetMPTCP: Multipath TCP (protocol 262), which Landlock's TCP rules do
 // not cover, cannot reach a host listener.
 func TestNetMPTCP(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		l := tcpListener(t, "tcp", "127.0.0.1:0")
 		host, port := netSplitAddr(t, l.addr)
@@ -159,6 +162,7 @@ for fam, host in [(socket.AF_INET, '@HOST@'), (socket.AF_INET6, '::ffff:@HOST@')
 // TestNetTCPFastOpen: data in the SYN (MSG_FASTOPEN, TCP_FASTOPEN_CONNECT)
 // is refused and reaches nothing.
 func TestNetTCPFastOpen(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		l := tcpListener(t, "tcp", "127.0.0.1:0")
 		host, port := netSplitAddr(t, l.addr)
@@ -214,6 +218,7 @@ except OSError as e:
 // otherwise connect to, an abstract one, and a socket in
 // $XDG_RUNTIME_DIR receive nothing; /run and $XDG_RUNTIME_DIR look empty.
 func TestNetHostUnixSockets(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		sockDir := e.mkdir("sock", 0o777)
 		path := filepath.Join(sockDir, "host.sock")
@@ -293,6 +298,7 @@ echo END
 // TestNetLoopbackInside is the positive control: a server on the
 // sandbox's own loopback is reachable from a client in the same command.
 func TestNetLoopbackInside(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		nonce := "NONCE-" + randHex(6)
 		r := e.sh(`rm -f .port
@@ -333,6 +339,7 @@ print('reply', c.recv(100).decode())
 // clone(CLONE_NEW*) are refused, and the command stays in its namespaces
 // with its uid.
 func TestNetNoNewNamespaces(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		r := e.sh(`before=$(id -u); userns=$(readlink /proc/self/ns/user); netns=$(readlink /proc/$$/ns/net)
 unshare -Ur sh -c 'echo IN_NEW_USERNS $(id -u)' 2>/dev/null || echo "unshare -Ur failed"
@@ -388,6 +395,7 @@ echo END
 // ptrace and namespace-creating clone fail with the filter's errno, and
 // none of them yields a descriptor or a child.
 func TestNetRefusedSyscalls(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		bin := cc(t, e.dir, "refused", netRefusedSrc)
 		r := e.sh(bin + "; echo END")
@@ -428,6 +436,7 @@ func TestNetRefusedSyscalls(t *testing.T) {
 // listener receives nothing. A run on the host proves the program works.
 // An x32 socket call is killed the same way.
 func TestNetInt80Socketcall(t *testing.T) {
+	// Serial: it waits a fixed time for a host-side effect.
 	bin := cc(t, t.TempDir(), "int80", netInt80Src)
 	control := udpListener(t)
 	_, cport := netSplitAddr(t, control.addr)
@@ -494,6 +503,7 @@ func TestNetInt80Socketcall(t *testing.T) {
 // request's upper bits set, or after making the terminal its controlling
 // terminal; also when the terminal is sandboxd's own controlling terminal.
 func TestNetTIOCSTI(t *testing.T) {
+	// Serial: it writes to the terminal at fixed times during the run.
 	for _, ctty := range []bool{false, true} {
 		name := "inherited"
 		if ctty {
@@ -588,6 +598,7 @@ os.waitpid(pid, 0)
 // outside the workspace whose name and content carry the canary) is not
 // readable inside.
 func TestNetInheritedFD(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		p := e.outside("leak-"+e.canary+".txt", "secret "+e.canary+"\n")
 		f, err := os.Open(p)
@@ -609,6 +620,7 @@ echo END`)
 // the caller) keeps its environment secret and survives kill and ptrace
 // from inside.
 func TestNetOtherProcesses(t *testing.T) {
+	// Serial: it starts host processes and signals them at fixed times.
 	forEach(t, func(t *testing.T, e *env) {
 		victims := []*exec.Cmd{victim(t, e.canary)}
 		if !e.id.root() {
@@ -926,6 +938,7 @@ int main(void) {
 // (connect(AF_UNSPEC), then connect elsewhere), nor used to send a
 // datagram anywhere.
 func TestNetStdinSocket(t *testing.T) {
+	// Serial: its run ends by --timeout, which it measures against.
 	forEach(t, func(t *testing.T, e *env) {
 		target := tcpListener(t, "tcp", "127.0.0.1:0")
 		udpTarget := udpListener(t)

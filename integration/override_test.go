@@ -90,6 +90,7 @@ func (c *overrideCase) person(t *testing.T, cmd string, answer func(n int, promp
 // lands without the model being asked, the next run is denied again, and
 // the same denial is never approved twice.
 func TestOverrideApproveOnce(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		c := newOverrideCase(t, e, "medium", "not part of the task")
 		c.mustBeDenied(t, c.run())
@@ -120,6 +121,7 @@ func TestOverrideApproveOnce(t *testing.T) {
 // command's stdin), the state is unreadable from inside, and no override
 // appears: the denied write stays denied.
 func TestOverrideRefusedInsideSandbox(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		c := newOverrideCase(t, e, "medium", "not part of the task")
 		c.mustBeDenied(t, c.run())
@@ -154,6 +156,7 @@ cat %[3]s >/dev/null 2>&1 && echo READABLE`, binary, c.session, c.file())
 // request's fingerprint, refuses a wrong phrase, and with the phrase
 // typed back allows exactly one retry.
 func TestOverrideBreakGlass(t *testing.T) {
+	t.Parallel()
 	phrase := regexp.MustCompile(`To confirm, type:  (BREAK-GLASS [A-Z0-9]{8})\r*\n`)
 	forEach(t, func(t *testing.T, e *env) {
 		c := newOverrideCase(t, e, "critical", "writes where nothing should")

@@ -9,6 +9,7 @@ import (
 // TestPolicyStrictProfile: the strict profile denies $HOME except its
 // allow list, and hides the listing of $HOME too.
 func TestPolicyStrictProfile(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.home, "notes.txt"), e.canary+"\n", 0o644)
 		e.writeFile(filepath.Join(e.home, "tools", "bin", "tool"), "TOOL-OK\n", 0o644)
@@ -44,6 +45,7 @@ func TestPolicyStrictProfile(t *testing.T) {
 // TestPolicyWorkspaceTightens: a workspace .sandboxd.toml can add a
 // secret, and the added secret is enforced.
 func TestPolicyWorkspaceTightens(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.home, "project-token"), e.canary+"\n", 0o644)
 		e.writeFile(filepath.Join(e.ws, ".sandboxd.toml"), "[filesystem]\nsecrets = [\"~/project-token\"]\n", 0o644)

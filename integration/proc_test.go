@@ -24,6 +24,7 @@ import (
 // is gone once sandboxd returns, and sandboxd returns once the foreground
 // command has ended (the test-side guard is far below the sleeps).
 func TestProcNoSurvivors(t *testing.T) {
+	// Serial: it looks for the command's processes host-wide, with a deadline.
 	cases := []struct {
 		name   string
 		script func(arg string) string
@@ -72,6 +73,7 @@ os.execvp("sleep", ["sleep", "` + a + `"])
 // TestProcTimeout: --timeout ends the command and everything it started
 // with exit 124, even when the command ignores SIGTERM.
 func TestProcTimeout(t *testing.T) {
+	// Serial: it measures --timeout and looks for survivors host-wide, with a deadline.
 	forEach(t, func(t *testing.T, e *env) {
 		cases := []struct {
 			name   string
@@ -115,6 +117,7 @@ func TestProcTimeout(t *testing.T) {
 // TestProcForkBomb: a fork bomb under `[limits] pids = 64` is bounded
 // inside, leaves nothing behind and does not starve the host.
 func TestProcForkBomb(t *testing.T) {
+	// Serial: a fork bomb under --timeout, then survivors host-wide, with a deadline.
 	forEach(t, func(t *testing.T, e *env) {
 		pol := writePolicy(t, e, "policy.toml", "[limits]\npids = 64\n")
 
@@ -197,6 +200,7 @@ print("spawned=%d failed=%d procs=%d" % (ok, fail, procs), flush=True)
 // a signal, 126/127 for a command that cannot be run, and the report
 // agrees.
 func TestProcExitStatus(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		t.Run("exit-3", func(t *testing.T) {
 			r := e.sh("echo before > before; exit 3; echo after > after")
@@ -258,6 +262,7 @@ func TestProcExitStatus(t *testing.T) {
 // directory nor the workspace's private cache directory exists), succeeds,
 // every time.
 func TestProcFirstRunFreshWorkspace(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		for i := 0; i < 20; i++ {
 			ws := e.mkdir(fmt.Sprintf("fresh-%02d", i), 0o755)
@@ -277,6 +282,7 @@ func TestProcFirstRunFreshWorkspace(t *testing.T) {
 // TestCLIBadInput: every kind of bad input exits 125 with one line on
 // stderr, and the command never runs.
 func TestCLIBadInput(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		token := "RAN-" + randHex(6)
 		marker := filepath.Join(e.ws, "marker-"+randHex(4))
@@ -361,6 +367,7 @@ func TestCLIBadInput(t *testing.T) {
 // TestProcEnvScrub: secrets in the caller's environment do not reach the
 // command; harmless variables do; [env] allow lets one through.
 func TestProcEnvScrub(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		canary := "CANARY-" + randHex(8)
 		vars := []string{
@@ -407,6 +414,7 @@ func TestProcEnvScrub(t *testing.T) {
 // a seccomp filter, no core dumps, only the standard descriptors, and the
 // expected identity.
 func TestProcPrivileges(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		// Descriptors beyond 0-2 given to sandboxd must not reach the command.
 		extra, err := os.Open(e.home)
@@ -471,6 +479,7 @@ echo owned > owned-file`
 
 // TestProcPositiveControls: ordinary development work succeeds inside.
 func TestProcPositiveControls(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		t.Run("python", func(t *testing.T) {
 			r := e.sh("python3 -c 'print(6*7)' > answer; cat answer")
@@ -507,6 +516,7 @@ t.join()
 			}
 		})
 		t.Run("go-build-twice", func(t *testing.T) {
+			defer heavyBuild()() // the first build is in a cold cache
 			word := "built-" + randHex(4)
 			e.writeFile(filepath.Join(e.ws, "go.mod"), "module example.com/app\n\ngo 1.21\n", 0o644)
 			e.writeFile(filepath.Join(e.ws, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\""+word+"\") }\n", 0o644)
@@ -547,6 +557,7 @@ t.join()
 // caller's command without namespaces but still confined, and is refused
 // for root and with --require-isolation.
 func TestProcLandlockOnly(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		pol := writePolicy(t, e, "landlock-only.toml", "isolation = \"landlock-only\"\n")
 		token := "RAN-" + randHex(6)
@@ -624,6 +635,7 @@ except OSError as e:
 // TestCLIDoctor: doctor reports the landlock and namespace checks in text
 // and in JSON.
 func TestCLIDoctor(t *testing.T) {
+	// Serial: doctor reports machine-wide state (kernel audit) that other runs change.
 	forEach(t, func(t *testing.T, e *env) {
 		r := e.sandboxd("doctor")
 		if r.code != 0 && r.code != 1 {
@@ -788,6 +800,7 @@ func countFiles(dir string) int {
 // up), and a second SIGINT, or a SIGTERM after the SIGINT, kills its
 // whole tree at once: sandboxd returns and nothing survives.
 func TestProcInterruptTwice(t *testing.T) {
+	// Serial: it signals sandboxd at fixed times and times its return.
 	forEach(t, func(t *testing.T, e *env) {
 		for _, second := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 			t.Run(second.String(), func(t *testing.T) {

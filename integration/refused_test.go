@@ -30,6 +30,7 @@ var refusedHints = map[string]string{
 // with a count under refused, not as a boundary. A command that
 // succeeds is not told, only reported, and an everyday one neither.
 func TestRefusedByDesign(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"ip", "hostname", "unshare", "python3"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (iproute2, hostname, util-linux, python3): %v", tool, err)

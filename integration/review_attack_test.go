@@ -16,6 +16,7 @@ func denyAll(string) (string, string, string, string) {
 // credential store, run by the command, must not make sandboxd's script
 // inspection read the target as the caller and send it to the model.
 func TestAttackReviewSymlinkedScriptLeaksSecret(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, denyAll)
 		pol := modelPolicy(t, e, m, "")
@@ -39,6 +40,7 @@ func TestAttackReviewSymlinkedScriptLeaksSecret(t *testing.T) {
 // never read for evidence either (the reviewer's check once compared
 // prefixes only).
 func TestAttackReviewGlobSecretInspected(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, denyAll)
 		vault := filepath.Join(e.home, "vault")
@@ -95,6 +97,7 @@ func workspaceCap(t *testing.T, control bool) {
 // An API key and base URL in the environment with no model named send
 // nothing, in auto and model modes.
 func TestAttackKeyAloneSendsNothing(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, denyAll)
 		target := filepath.Join(e.mkdir("out", 0o755), "x.txt")

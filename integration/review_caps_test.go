@@ -17,6 +17,7 @@ import (
 // report, nothing refused reaches the model, and the refused writes do
 // not land.
 func TestModelCapsPerSession(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, func(string) (string, string, string, string) {
 			return "allow", "low", "medium", "a file the task writes"

@@ -77,6 +77,7 @@ func modelPolicy(t *testing.T, e *env, m *fakeModel, extra string) string {
 // content is never sent; and canaries in the environment, the command
 // and a URL never reach the model's endpoint.
 func TestModelReviewerEndToEnd(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, func(body string) (string, string, string, string) {
 			if strings.Contains(body, "read_file") {
@@ -144,6 +145,7 @@ curl -s -o /dev/null -w 'HTTP %%{http_code}\n' 'http://127.0.0.1:%s/path?token=%
 // deny with source error (the reviewer failed, not denied); the write
 // does not land.
 func TestModelReviewerFailsClosed(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, func(string) (string, string, string, string) {
 			return "allow", "critical", "high", "inconsistent on purpose"

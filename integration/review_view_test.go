@@ -18,6 +18,7 @@ import (
 // canary of the first kind reaches the model's endpoint, each is named
 // with why it was not read, and the workspace script is shown.
 func TestModelSeesOnlyWhatTheCommandSees(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, denyAll)
 		pol := modelPolicy(t, e, m, "profile = \"strict\"\n")
@@ -104,6 +105,7 @@ func TestModelSeesOnlyWhatTheCommandSees(t *testing.T) {
 // text, in a script the command runs, and in the .env file that script
 // sources. The names stay, and so does what is not a secret's value.
 func TestModelNeverSeesAssignedSecrets(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, denyAll)
 		pol := modelPolicy(t, e, m, "")

@@ -13,6 +13,7 @@ import (
 // with a terminal of its own and a "y"; the person at a terminal can, and
 // the next decision is a real one again.
 func TestSessionReset(t *testing.T) {
+	// Serial: the person's answer comes a fixed time after the question.
 	forEach(t, func(t *testing.T, e *env) {
 		sess := "reset-" + randHex(4)
 		r := e.sandboxd("run", "--session", sess, "-c", "echo x > /etc/sbx-a; echo x > /etc/sbx-b; echo x > /etc/sbx-c; echo x > /etc/sbx-d")

@@ -111,6 +111,7 @@ func (s *capSSHD) sshOpts() string {
 // refused (with a boundary) for an unlisted name, which the DNS server
 // the proxy asks never hears of.
 func TestSOCKSTools(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	egNeed(t, "nc.openbsd")
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
@@ -156,6 +157,7 @@ echo END
 // TestCaptureSSH: with capture, plain ssh (no ProxyCommand, no proxy
 // variable) reaches an allowed name: its connect is captured and decided.
 func TestCaptureSSH(t *testing.T) {
+	// Serial: it uses the shared test address 10.254.254.1, whose interface the test that made it removes.
 	priv := egPrivateAddr(t)
 	forEach(t, func(t *testing.T, e *env) {
 		sshd := capNewSSHD(t, e, priv)

@@ -19,6 +19,7 @@ import (
 // policy may allow one start-up file by its exact path; a workspace
 // policy may not.
 func TestStartupHardDenied(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		m := newFakeModel(t, func(string) (string, string, string, string) {
 			return "allow", "low", "high", "the user asked for it"

@@ -14,6 +14,7 @@ import (
 // the command's stderr; that rule, as the policy file, allows the same
 // write in the next run, without a person, and nothing next to it.
 func TestSuggestedRuleAllows(t *testing.T) {
+	// Serial: it waits a fixed time for the terminal to show the suggestion.
 	forEach(t, func(t *testing.T, e *env) {
 		outDir := e.mkdir("out", 0o755)
 		target := filepath.Join(outDir, `my "file" *.txt`)

@@ -104,6 +104,7 @@ func toolCases() []toolCase {
 // sandboxed command planted in their configuration, and ordinary edits
 // to the same files are committed.
 func TestToolConfigsRunNothing(t *testing.T) {
+	t.Parallel()
 	cases := toolCases()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		var script strings.Builder
@@ -185,6 +186,7 @@ func (e *env) hostTool2(t *testing.T, dir, stdin string, args ...string) {
 // the caller: it is per-user, so the unprivileged half checks only that
 // the files were refused).
 func TestToolchainConfigsRunNothing(t *testing.T) {
+	// Serial: it runs root's own cargo in root's real home.
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		mark := filepath.Join(e.home, "pwned-rust")
 		stub := fmt.Sprintf("mkdir -p tc/bin && printf '#!/bin/sh\\ntouch %s\\n' > tc/bin/cargo && cp tc/bin/cargo tc/bin/rustc && chmod +x tc/bin/*", mark)
@@ -249,6 +251,7 @@ func rustupCargo(e *env) (string, []string) {
 // protected name there does not keep it: the sweep gives the owner the
 // permission back for the move, and puts the mode back.
 func TestSweepReachesLockedDirectories(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.runArgs = []string{"--no-transaction"}
 		r := e.run(t, "mkdir -p sub/deep && echo '!import os' > .pdbrc && echo 'script-shell=/tmp/x' > sub/.npmrc && echo '!x' > sub/deep/.pdbrc"+

@@ -52,6 +52,7 @@ func readFile(t *testing.T, p string) string {
 // untouched workspace: exactly one commit, the appended line once, and
 // the outside write done.
 func TestTxnRetryRunsOnce(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.hostRepo(t, ".")
 		e.writeFile(filepath.Join(e.ws, "log.txt"), "start\n", 0o644)
@@ -92,6 +93,7 @@ func TestTxnRetryRunsOnce(t *testing.T) {
 // TestTxnDiscardedAttemptLeavesNoTrace: the first attempt removes src and
 // is retried; the retry starts with src in place and keeps it.
 func TestTxnDiscardedAttemptLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.ws, "src", "main.go"), "package main\n", 0o644)
 		e.writeFile(filepath.Join(e.ws, "src", "lib", "lib.go"), "package lib\n", 0o644)
@@ -118,6 +120,7 @@ func TestTxnDiscardedAttemptLeavesNoTrace(t *testing.T) {
 // TestTxnCommitShapes: whiteouts, opaque directories, replaced types,
 // renames, modes and times are committed as the command left them.
 func TestTxnCommitShapes(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		w := func(rel, content string) { e.writeFile(filepath.Join(e.ws, rel), content, 0o644) }
 		w("gone.txt", "x\n")
@@ -232,6 +235,7 @@ func tree(t *testing.T, root string) map[string]string {
 // or the workspace are never followed by the commit; fifos, setuid bits
 // and device nodes are not committed.
 func TestTxnCommitNeverEscapes(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outDir := e.mkdir("outside", 0o755)
 		outFile := e.outside("victim.txt", "original\n")
@@ -285,6 +289,7 @@ func TestTxnCommitNeverEscapes(t *testing.T) {
 // directory it writes into is replaced on the host by a symlink to a
 // directory outside; the commit does not write through it.
 func TestTxnCommitRefusesThroughSwappedDir(t *testing.T) {
+	// Serial: the test swaps a directory 0.7 s into the run, which must still be running then.
 	forEach(t, func(t *testing.T, e *env) {
 		outDir := e.mkdir("outside", 0o755)
 		e.writeFile(filepath.Join(e.ws, "d", "a"), "a\n", 0o644)
@@ -310,6 +315,7 @@ func TestTxnCommitRefusesThroughSwappedDir(t *testing.T) {
 // host while it ran: the host's version stays, the command's is saved
 // beside it, and the report says so. An untouched outside edit stays.
 func TestTxnConflict(t *testing.T) {
+	// Serial: the test edits files 0.7 s into the run, which must still be running then.
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.ws, "both.txt"), "original\n", 0o644)
 		e.writeFile(filepath.Join(e.ws, "host-only.txt"), "original\n", 0o644)
@@ -347,6 +353,7 @@ func TestTxnConflict(t *testing.T) {
 // TestTxnGitConfigParsed: an ordinary git config change is committed; one
 // that adds a program to run is not, however the command wrote it.
 func TestTxnGitConfigParsed(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.hostRepo(t, ".")
 		e.hostRepo(t, "sub")
@@ -377,6 +384,7 @@ func TestTxnGitConfigParsed(t *testing.T) {
 // TestTxnLayerSize: a write beyond the layer's size fails inside with
 // ENOSPC; what fit is committed.
 func TestTxnLayerSize(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		pol := filepath.Join(e.mkdir("policy", 0o755), "p.toml")
 		e.writeFile(pol, "[limits]\nlayer_size = \"4MiB\"\n", 0o644)
@@ -397,6 +405,7 @@ func TestTxnLayerSize(t *testing.T) {
 // TestTxnNoTransaction: --no-transaction writes straight through (a
 // retry then repeats the first attempt's effects) and the report says so.
 func TestTxnNoTransaction(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		target := filepath.Join(e.mkdir("out", 0o755), "ok.txt")
 		pol := filepath.Join(e.mkdir("policy", 0o755), "p.toml")
@@ -417,6 +426,7 @@ func TestTxnNoTransaction(t *testing.T) {
 // untouched; after that, recovery (`sandboxd recover`, or the next
 // `sandboxd run`) completes the commit. It is never half-committed.
 func TestTxnCrashDuringCommit(t *testing.T) {
+	t.Parallel()
 	script := `for i in 1 2 3 4 5 6 7 8 9 10; do echo new$i > new$i.txt; done; mkdir -p dir/sub && echo deep > dir/sub/f; rm old.txt; echo changed >> keep.txt`
 	setup := func(e *env) map[string]string {
 		e.writeFile(filepath.Join(e.ws, "old.txt"), "old\n", 0o644)
@@ -497,6 +507,7 @@ func TestTxnCrashDuringCommit(t *testing.T) {
 // workspace, so such a workspace is written straight through, and the
 // report says why.
 func TestTxnWorkspaceWithMounts(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs in the workspace needs root")
 	}
@@ -523,6 +534,7 @@ func TestTxnWorkspaceWithMounts(t *testing.T) {
 // `sandboxd recover` the workspace is exactly as before the run or
 // exactly as the command left it.
 func TestTxnKilledFromOutside(t *testing.T) {
+	// Serial: it kills sandboxd at random times within a window of milliseconds.
 	for _, phase := range []struct{ name, glob string }{{"staging", "*.journal"}, {"applying", "*.done"}} {
 		t.Run(phase.name, func(t *testing.T) { killedFromOutside(t, phase.glob) })
 	}
@@ -583,6 +595,7 @@ func killedFromOutside(t *testing.T, glob string) {
 // must not cross mounts) and nothing of the staging is left after the
 // commit, or after a crash and recovery.
 func TestTxnStateOnAnotherMount(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		state, err := os.MkdirTemp("/dev/shm", "sandboxd-it-state-")
 		if err != nil {
@@ -616,6 +629,7 @@ func TestTxnStateOnAnotherMount(t *testing.T) {
 // crash and the recovery keeps that edit (the commit's version is saved
 // beside it), and recovery says so.
 func TestTxnRecoveryKeepsLaterEdits(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		p := filepath.Join(e.ws, "keep.txt")
 		e.writeFile(p, "keep\n", 0o644)
@@ -647,6 +661,7 @@ func TestTxnRecoveryKeepsLaterEdits(t *testing.T) {
 // truncations, mode changes and type changes leave the same tree whether written through the layer and
 // committed, or written straight to the workspace (--no-transaction).
 func TestTxnCommitMatchesDirect(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		for seed := uint64(1); seed <= seeds(); seed++ {
 			rng := mrand.New(mrand.NewPCG(seed, 42))

@@ -36,6 +36,7 @@ func hostUnixListener(t *testing.T, e *env, path string) *listener {
 // nothing; each connect fails with EACCES and is reported as a
 // resolve_unix boundary; the command's own sockets work beside them.
 func TestUnixHost(t *testing.T) {
+	// Serial: a host program makes a socket 0.7 s into the run, which must still be running then.
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		daemonDir := e.mkdir("daemon", 0o755)
 		hosts := map[string]string{
@@ -144,6 +145,7 @@ print('END')
 // start method, which talk over unix sockets the run makes, work, and
 // report no boundary.
 func TestUnixPythonMultiprocessing(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		// A file, not a pipe: forkserver's workers import the main module.
 		e.writeFile(filepath.Join(e.ws, "mp.py"), `
@@ -174,6 +176,7 @@ if __name__ == '__main__':
 // in its temporary directory and talks to it (unittest, as a project's
 // own suite would) passes with no boundary.
 func TestUnixTestSuiteServer(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.ws, "test_echo.py"), `
 import os, socketserver, tempfile, threading, unittest, socket
@@ -216,6 +219,7 @@ if __name__ == '__main__':
 // socket or socketpair), since one would send to any pathname in sendto
 // or sendmsg; a host datagram socket receives nothing.
 func TestUnixDatagramRefused(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		path := filepath.Join(e.home, "dgram.sock")
 		l := netUnixgramListener(t, path)
@@ -252,6 +256,7 @@ print('END')
 // end with the run: sandboxd returns once the command exits, and a
 // blocking connect to a full backlog still completes when room is made.
 func TestUnixConnectsEndWithRun(t *testing.T) {
+	// Serial: it times how long sandboxd takes to return.
 	forEach(t, func(t *testing.T, e *env) {
 		start := time.Now()
 		r := e.sandboxdOpts(runOpts{timeout: 30 * time.Second}, "run", "-c", netPy(`

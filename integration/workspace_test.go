@@ -12,6 +12,7 @@ import (
 // command's working directory stays where the caller was, so git works
 // there as it does on the host, and its commit lands whole.
 func TestWorkspaceFromSubdirectory(t *testing.T) {
+	t.Parallel()
 	forModes(t, func(t *testing.T, e *env, layer bool) {
 		e.hostRepo(t, "")
 		sub := filepath.Join(e.ws, "pkg", "sub")
@@ -47,6 +48,7 @@ func TestWorkspaceFromSubdirectory(t *testing.T) {
 // directory, or belongs to someone else, is not taken as the workspace:
 // the current directory is, as before, and the report says why.
 func TestWorkspaceRootRefused(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		t.Run("home", func(t *testing.T) {
 			e.hostGitIn(t, e.home, "init", "-q")
@@ -91,6 +93,7 @@ func TestWorkspaceRootRefused(t *testing.T) {
 // .sandboxd.toml above the working directory makes the workspace, and
 // the .sandboxd.toml files above it tighten the policy too.
 func TestWorkspacePolicyDirectory(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		e.writeFile(filepath.Join(e.ws, ".sandboxd.toml"), "[filesystem]\nsecrets = [\"~/private-notes\"]\n", 0o644)
 		e.writeFile(filepath.Join(e.ws, "a", ".sandboxd.toml"), "[limits]\npids = 1000\n", 0o644)
@@ -119,6 +122,7 @@ func TestWorkspacePolicyDirectory(t *testing.T) {
 // writes go straight to the workspace. A workspace may not set that
 // entry.
 func TestWatcherTold(t *testing.T) {
+	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		watch := e.outside("watch.py", "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"+
 			"for _ in range(2):\n    fd = libc.inotify_init1(0)\n    assert fd >= 0 and libc.inotify_add_watch(fd, b'.', 2) > 0\n"+
