@@ -17,8 +17,9 @@ DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # node with its own npm is installed already).
 NODE_PKGS  := nodejs npm
 # go test's flags for `make test`: vet ran just before (a superset of the
-# checks go test would run again).
-TESTFLAGS := -count=1 -timeout 25m -vet=off
+# checks go test would run again); -parallel 8 lets the integration
+# tests that wait on processes and timers overlap on a 2-core machine.
+TESTFLAGS := -count=1 -timeout 25m -vet=off -parallel 8
 # Tools whose configuration files the persistence tests plant, from npm.
 NPM_TOOLS  := yarn=yarn@1.22.22 pnpm=pnpm@10.34.9
 
