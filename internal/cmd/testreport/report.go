@@ -12,6 +12,7 @@ import (
 
 // event is one line of `go test -json` (see `go doc test2json`).
 type event struct {
+	Time       time.Time
 	Action     string
 	Package    string
 	Test       string
@@ -26,8 +27,12 @@ type testKey struct{ pkg, test string }
 // result is one finished test.
 type result struct {
 	testKey
-	action  string // pass, fail or skip
-	elapsed time.Duration
+	action string // pass, fail or skip
+	// took is the test's wall time from its start, or from its resumption
+	// if it was paused by t.Parallel, to its result: go test's own elapsed
+	// time leaves out the parallel subtests a test waits for, and would
+	// call a tree of them 0s.
+	took time.Duration
 }
 
 // report turns the event stream into go test's plain output: a test's
@@ -37,11 +42,16 @@ type report struct {
 	w       io.Writer
 	held    map[testKey][]string // output of tests without a result yet
 	started map[string][]string  // each package's tests, in order of their first event
+	// since is when each running test started, or resumed after its
+	// t.Parallel pause; paused holds the tests in that pause.
+	since   map[testKey]time.Time
+	paused  map[testKey]bool
 	results []result
 }
 
 func newReport(w io.Writer) *report {
-	return &report{w: w, held: map[testKey][]string{}, started: map[string][]string{}}
+	return &report{w: w, held: map[testKey][]string{}, started: map[string][]string{},
+		since: map[testKey]time.Time{}, paused: map[testKey]bool{}}
 }
 
 // read handles every line of r until its end. A line that is not an
@@ -83,6 +93,16 @@ func (r *report) handle(e event) {
 	case e.Test == "" && e.Action == "fail":
 		r.flush(e.Package)
 	case e.Test == "":
+	case e.Action == "run":
+		r.since[testKey{e.Package, e.Test}] = e.Time
+	case e.Action == "pause":
+		r.paused[testKey{e.Package, e.Test}] = true
+	case e.Action == "cont":
+		k := testKey{e.Package, e.Test}
+		if r.paused[k] {
+			r.since[k] = e.Time
+			delete(r.paused, k)
+		}
 	case e.Action == "output":
 		k := testKey{e.Package, e.Test}
 		if _, ok := r.held[k]; !ok {
@@ -97,7 +117,12 @@ func (r *report) handle(e event) {
 		}
 	case e.Action == "pass" || e.Action == "skip" || e.Action == "fail":
 		k := testKey{e.Package, e.Test}
-		r.results = append(r.results, result{k, e.Action, time.Duration(e.Elapsed * float64(time.Second))})
+		took := time.Duration(e.Elapsed * float64(time.Second))
+		if since, ok := r.since[k]; ok && !since.IsZero() && !e.Time.IsZero() {
+			took = max(took, e.Time.Sub(since))
+		}
+		delete(r.since, k)
+		r.results = append(r.results, result{k, e.Action, took})
 		out := r.held[k]
 		delete(r.held, k)
 		if e.Action != "fail" {
@@ -127,7 +152,7 @@ func (r *report) flush(pkg string) {
 	delete(r.started, pkg)
 }
 
-// writeSlowest names the n slowest top-level tests with their times.
+// writeSlowest names the n slowest top-level tests with their wall times.
 func (r *report) writeSlowest(n int) {
 	var top []result
 	for _, res := range r.results {
@@ -138,20 +163,20 @@ func (r *report) writeSlowest(n int) {
 	if n <= 0 || len(top) == 0 {
 		return
 	}
-	slices.SortStableFunc(top, func(a, b result) int { return int(b.elapsed - a.elapsed) })
+	slices.SortStableFunc(top, func(a, b result) int { return int(b.took - a.took) })
 	top = top[:min(n, len(top))]
 	// Times right-aligned, names in a column of their own.
 	timeW, nameW := 0, 0
 	for _, res := range top {
-		timeW = max(timeW, len(fmt.Sprintf("%.1f", res.elapsed.Seconds())))
+		timeW = max(timeW, len(fmt.Sprintf("%.1f", res.took.Seconds())))
 		nameW = max(nameW, len(res.test))
 	}
-	fmt.Fprintf(r.w, "\nthe %d slowest tests:\n", len(top))
+	fmt.Fprintf(r.w, "\nthe %d slowest tests, by wall time:\n", len(top))
 	for _, res := range top {
 		note := ""
 		if res.action != "pass" {
 			note = "  (" + res.action + ")"
 		}
-		fmt.Fprintf(r.w, "  %*.1fs  %-*s  %s%s\n", timeW, res.elapsed.Seconds(), nameW, res.test, res.pkg, note)
+		fmt.Fprintf(r.w, "  %*.1fs  %-*s  %s%s\n", timeW, res.took.Seconds(), nameW, res.test, res.pkg, note)
 	}
 }

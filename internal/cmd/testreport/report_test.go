@@ -56,7 +56,7 @@ const want = `ok  	ex/a	0.6s
 panic: test timed out after 25m0s
 FAIL	ex/b	1500.0s
 
-the 3 slowest tests:
+the 3 slowest tests, by wall time:
   12.0s  TestTree     ex/b  (fail)
    0.5s  TestQuick    ex/a
    0.0s  TestSkipped  ex/b  (skip)
@@ -74,7 +74,7 @@ func TestReport(t *testing.T) {
 	}
 	out.Reset()
 	r.writeSlowest(1)
-	if got := out.String(); got != "\nthe 1 slowest tests:\n  12.0s  TestTree  ex/b  (fail)\n" {
+	if got := out.String(); got != "\nthe 1 slowest tests, by wall time:\n  12.0s  TestTree  ex/b  (fail)\n" {
 		t.Fatalf("slowest 1: got\n%s", got)
 	}
 }
@@ -107,5 +107,33 @@ func TestRunExitStatus(t *testing.T) {
 	}
 	if b, err := os.ReadFile(events); err != nil || string(b) != stream {
 		t.Fatalf("the kept events differ from go test's: %v\n%s", err, b)
+	}
+}
+
+// TestSlowestParallelTree: a parallel test's time is its wall time from
+// its resumption to its result, subtests included, where go test says
+// 0s for a test whose subtests are parallel.
+func TestSlowestParallelTree(t *testing.T) {
+	const tree = `{"Time":"2026-01-01T10:00:00Z","Action":"run","Package":"ex/c","Test":"TestTree"}
+{"Time":"2026-01-01T10:00:00Z","Action":"pause","Package":"ex/c","Test":"TestTree"}
+{"Time":"2026-01-01T10:00:01Z","Action":"run","Package":"ex/c","Test":"TestSerial"}
+{"Time":"2026-01-01T10:01:41Z","Action":"pass","Package":"ex/c","Test":"TestSerial","Elapsed":100}
+{"Time":"2026-01-01T10:01:41Z","Action":"cont","Package":"ex/c","Test":"TestTree"}
+{"Time":"2026-01-01T10:01:41Z","Action":"run","Package":"ex/c","Test":"TestTree/a"}
+{"Time":"2026-01-01T10:01:41Z","Action":"pause","Package":"ex/c","Test":"TestTree/a"}
+{"Time":"2026-01-01T10:01:41Z","Action":"cont","Package":"ex/c","Test":"TestTree/a"}
+{"Time":"2026-01-01T10:01:45Z","Action":"cont","Package":"ex/c","Test":"TestTree/a"}
+{"Time":"2026-01-01T10:04:11Z","Action":"pass","Package":"ex/c","Test":"TestTree/a","Elapsed":150}
+{"Time":"2026-01-01T10:04:11Z","Action":"pass","Package":"ex/c","Test":"TestTree","Elapsed":0}
+`
+	var out bytes.Buffer
+	r := newReport(&out)
+	if err := r.read(strings.NewReader(tree)); err != nil {
+		t.Fatal(err)
+	}
+	r.writeSlowest(10)
+	want := "\nthe 2 slowest tests, by wall time:\n  150.0s  TestTree    ex/c\n  100.0s  TestSerial  ex/c\n"
+	if got := out.String(); got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
 }
