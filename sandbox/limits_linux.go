@@ -48,6 +48,9 @@ type limitWatch struct {
 	// hears of the kill on a busy machine; a file whose every writer
 	// seen near the limit is gone then was being written when it hit.
 	near map[string]map[int]bool
+	// stopped: the watch has ended; a mark set after it is removed at
+	// once. Guarded by mu, as are stop and near.
+	stopped bool
 }
 
 // watchMemory starts the memory watch (cgroup v1 with a memory limit).
@@ -75,26 +78,11 @@ func (r *run) watchMemory() {
 		return
 	}
 	w.stop = append(w.stop, stop)
-	// Marks at 1/2, 3/4 and 7/8 of the limit (limit - limit/k).
-	for _, k := range []int64{2, 4, 8} {
-		if r.spec.Limits.Memory <= 0 {
-			break
-		}
-		mark := r.spec.Limits.Memory - r.spec.Limits.Memory/k
-		stop, err := r.cg.watchUsage(mark, func() {
-			by := writersOf(r.cg.procs())
-			w.mu.Lock()
-			for p, pids := range by {
-				if w.near[p] == nil {
-					w.near[p] = map[int]bool{}
-				}
-				maps.Copy(w.near[p], pids)
-			}
-			w.mu.Unlock()
-		})
-		if err == nil {
-			w.stop = append(w.stop, stop)
-		}
+	// Marks at 1/2, 3/4 and 7/8 of the limit (limit - limit/k), set from
+	// a goroutine: the kernel waits for an RCU grace period to register
+	// each (~10 ms), which the launch must not.
+	if r.spec.Limits.Memory > 0 {
+		go w.watchMarks(r.cg, r.spec.Limits.Memory)
 	}
 	r.mem = w
 	r.undo = append(r.undo, w.stopAll)
@@ -127,9 +115,45 @@ func (r *run) memoryHit() (bool, []string) {
 	return hit || r.mem.hit, r.mem.open
 }
 
-// stopAll stops every event the watch listens to.
+// watchMarks listens to the usage crossing each mark on the way to
+// limit, noting the writers then, until the watch stops.
+func (w *limitWatch) watchMarks(cg *cgroup, limit int64) {
+	for _, k := range []int64{2, 4, 8} {
+		stop, err := cg.watchUsage(limit-limit/k, func() {
+			by := writersOf(cg.procs())
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for p, pids := range by {
+				if w.near[p] == nil {
+					w.near[p] = map[int]bool{}
+				}
+				maps.Copy(w.near[p], pids)
+			}
+		})
+		if err != nil {
+			continue
+		}
+		w.mu.Lock()
+		stopped := w.stopped
+		if !stopped {
+			w.stop = append(w.stop, stop)
+		}
+		w.mu.Unlock()
+		if stopped {
+			stop()
+			return
+		}
+	}
+}
+
+// stopAll stops every event the watch listens to, and the marks still
+// being set.
 func (w *limitWatch) stopAll() {
-	for _, s := range w.stop {
+	w.mu.Lock()
+	stops := w.stop
+	w.stop, w.stopped = nil, true
+	w.mu.Unlock()
+	for _, s := range stops {
 		s()
 	}
 }
