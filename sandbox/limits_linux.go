@@ -28,8 +28,8 @@ import (
 //     (its last steps allocate: the end-of-audit probe opens a file). On cgroup v1 the supervisor
 //     hears each kill (memory.oom_control's event) and notes the files
 //     the command's processes hold open for writing, and those whose
-//     writers, seen as the usage crossed 1/2, 3/4 and 7/8 of the limit,
-//     are all gone by then (the victim, on a busy machine); on v2 the whole
+//     writers, seen as the usage crossed half the limit, are all gone
+//     by then (the victim, on a busy machine); on v2 the whole
 //     group is killed (memory.oom.group) and memory.events says so.
 //   - pids: pids.events counts the forks refused at pids.max.
 //   - the private tmpfs (/tmp, /var/tmp, /dev/shm) and the layer: full
@@ -48,9 +48,9 @@ type limitWatch struct {
 	// hears of the kill on a busy machine; a file whose every writer
 	// seen near the limit is gone then was being written when it hit.
 	near map[string]map[int]bool
-	// stopped: the watch has ended; a mark set after it is removed at
-	// once. Guarded by mu, as are stop and near.
-	stopped bool
+	// marked is closed once the usage mark is set, or could not be.
+	// mu guards stop and near.
+	marked chan struct{}
 }
 
 // watchMemory starts the memory watch (cgroup v1 with a memory limit).
@@ -78,11 +78,14 @@ func (r *run) watchMemory() {
 		return
 	}
 	w.stop = append(w.stop, stop)
-	// Marks at 1/2, 3/4 and 7/8 of the limit (limit - limit/k), set from
-	// a goroutine: the kernel waits for an RCU grace period to register
-	// each (~10 ms), which the launch must not.
+	// A mark at half the limit, set from a goroutine: the kernel waits
+	// for an RCU grace period to register it (~10 ms), which the launch
+	// must not.
+	w.marked = make(chan struct{})
 	if r.spec.Limits.Memory > 0 {
-		go w.watchMarks(r.cg, r.spec.Limits.Memory)
+		go w.watchMark(r.cg, r.spec.Limits.Memory/2)
+	} else {
+		close(w.marked)
 	}
 	r.mem = w
 	r.undo = append(r.undo, w.stopAll)
@@ -115,47 +118,47 @@ func (r *run) memoryHit() (bool, []string) {
 	return hit || r.mem.hit, r.mem.open
 }
 
-// watchMarks listens to the usage crossing each mark on the way to
-// limit, noting the writers then, until the watch stops.
-func (w *limitWatch) watchMarks(cg *cgroup, limit int64) {
-	for _, k := range []int64{2, 4, 8} {
-		stop, err := cg.watchUsage(limit-limit/k, func() {
-			by := writersOf(cg.procs())
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			for p, pids := range by {
-				if w.near[p] == nil {
-					w.near[p] = map[int]bool{}
-				}
-				maps.Copy(w.near[p], pids)
-			}
-		})
-		if err != nil {
-			continue
-		}
+// watchMark listens to the usage crossing mark, noting the writers
+// then, until the watch stops.
+func (w *limitWatch) watchMark(cg *cgroup, mark int64) {
+	defer close(w.marked)
+	stop, err := cg.watchUsage(mark, func() {
+		by := writersOf(cg.procs())
 		w.mu.Lock()
-		stopped := w.stopped
-		if !stopped {
-			w.stop = append(w.stop, stop)
+		defer w.mu.Unlock()
+		for p, pids := range by {
+			if w.near[p] == nil {
+				w.near[p] = map[int]bool{}
+			}
+			maps.Copy(w.near[p], pids)
 		}
-		w.mu.Unlock()
-		if stopped {
-			stop()
-			return
-		}
+	})
+	if err != nil {
+		return
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stop = append(w.stop, stop)
 }
 
-// stopAll stops every event the watch listens to, and the marks still
-// being set.
+// stopAll stops every event the watch listens to, once the mark is set
+// (or failed), closing them together: each close, too, waits for a
+// grace period.
 func (w *limitWatch) stopAll() {
+	<-w.marked
 	w.mu.Lock()
 	stops := w.stop
-	w.stop, w.stopped = nil, true
+	w.stop = nil
 	w.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, s := range stops {
-		s()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s()
+		}()
 	}
+	wg.Wait()
 }
 
 // allGone reports whether none of pids is alive.
