@@ -18,7 +18,8 @@ import (
 
 // capCProgram resolves argv[1] with getaddrinfo, connects to argv[2] on
 // it and prints the first line of what an HTTP/1.0 GET of argv[3] gets.
-const capCProgram = `#include <netdb.h>
+const capCProgram = `#include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,7 +30,7 @@ int main(int argc, char **argv) {
 	int rc = getaddrinfo(argv[1], argv[2], &hints, &res);
 	if (rc != 0) { printf("C %s getaddrinfo %s\n", argv[1], gai_strerror(rc)); return 0; }
 	int fd = socket(res->ai_family, SOCK_STREAM, 0);
-	if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) { printf("C %s connect failed\n", argv[1]); return 0; }
+	if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) { printf("C %s connect failed: %s (family %d)\n", argv[1], strerror(errno), res->ai_family); return 0; }
 	char req[512];
 	snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s:%s\r\n\r\n", argv[3], argv[1], argv[2]);
 	write(fd, req, strlen(req));
