@@ -158,18 +158,18 @@ func (r *run) plan() error {
 	// Granted exceptions: each object opened (or, to create, created) and
 	// checked to be the granted one before anything else uses it; opened
 	// as the caller, so a grant never reaches what the caller could not.
-	err = fsid.Do(spec.caller(), func() (err error) {
+	// One thread for the three: each Do is a thread made and ended.
+	return fsid.Do(spec.caller(), func() (err error) {
 		r.opened, err = openExceptions(spec.Exceptions, spec.Umask)
-		return err
+		if err != nil {
+			return err
+		}
+		r.undo = append(r.undo, func() { closeExceptions(r.opened) })
+		if err := r.copyGrants(); err != nil {
+			return err
+		}
+		return r.makeCopies()
 	})
-	if err != nil {
-		return err
-	}
-	r.undo = append(r.undo, func() { closeExceptions(r.opened) })
-	if err := fsid.Do(spec.caller(), r.copyGrants); err != nil {
-		return err
-	}
-	return fsid.Do(spec.caller(), r.makeCopies)
 }
 
 // copyGrants shows a copy of each file granted for writing in its place,
