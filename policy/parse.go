@@ -45,6 +45,7 @@ func ParseWithKeys(name string, data []byte, base Policy) (Policy, KeySet, error
 	outV := reflect.ValueOf(&out).Elem()
 	keys := KeySet{m: map[string]keyPos{}}
 	var errs []*Error
+	rules := validators()
 	for _, lf := range leaves(pt) {
 		src := mirror.Elem().FieldByIndex(lf.index)
 		if src.IsNil() {
@@ -57,7 +58,7 @@ func ParseWithKeys(name string, data []byte, base Policy) (Policy, KeySet, error
 			errs = append(errs, &Error{File: name, Line: pos.line, Key: lf.path, Msg: msg})
 			continue
 		}
-		if elem, msg := validateLeaf(lf.path, dst); msg != "" {
+		if elem, msg := validateLeaf(rules, lf.path, dst); msg != "" {
 			errs = append(errs, &Error{File: name, Line: pos.elemLine(elem), Key: lf.path, Msg: msg})
 		}
 	}

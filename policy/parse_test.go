@@ -307,18 +307,6 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-// Every key of the schema must have a validation rule; a new key without
-// one would be rejected at load time.
-func TestEveryKeyHasValidator(t *testing.T) {
-	var p Policy
-	v := reflect.ValueOf(&p).Elem()
-	for _, lf := range leaves(policyType()) {
-		if _, msg := validateLeaf(lf.path, v.FieldByIndex(lf.index)); strings.HasPrefix(msg, "internal error") {
-			t.Errorf("key %s has no validation rule in validateLeaf", lf.path)
-		}
-	}
-}
-
 func TestDuplicateKeyInTable(t *testing.T) {
 	for doc, prefix := range map[string]string{
 		"[limits]\npids = 20\npids = 30\n":             "d.toml:3: limits.pids: ",

@@ -16,95 +16,85 @@ import (
 	"github.com/sandboxd/sandboxd/ruletext"
 )
 
-// validateLeaf checks (and normalizes in place) the value v of the key path.
-// It returns "" when the value is valid; otherwise the message and the index
+// validator checks (and normalizes in place) the value v of one key. It
+// returns "" when the value is valid; otherwise the message and the index
 // of the offending array element (-1 when the whole value is at fault).
-// Every key of the schema must be handled here: an unknown key fails closed.
-func validateLeaf(path string, v reflect.Value) (int, string) {
-	switch path {
-	case "profile":
-		return -1, checkEnum(v.String(), ProfileDefault, ProfileStrict)
-	case "isolation":
-		return -1, checkEnum(v.String(), IsolationAuto, IsolationNamespaces, IsolationLandlockOnly)
-	case "filesystem.writable", "filesystem.home_allow":
-		return checkList(v, normPathSpec)
-	case "filesystem.secrets":
-		return checkList(v, normSecret)
-	case "filesystem.allow_secrets":
-		return checkList(v, normAllowSecret)
-	case "filesystem.protected":
-		return checkList(v, normProtected)
-	case "env.allow", "env.deny":
-		return checkList(v, normEnvPattern)
-	case "boundaries.allow", "boundaries.ask", "boundaries.deny":
-		return checkList(v, normRule)
-	case "quiet.deny":
-		return checkList(v, normQuiet)
-	case "transaction.no_transaction":
-		return checkList(v, normCommandPattern)
-	case "limits.pids":
-		if n := v.Int(); n < MinPids {
-			return -1, fmt.Sprintf("must be at least %d (got %d)", MinPids, n)
-		}
-		return -1, ""
-	case "limits.memory":
-		return -1, checkMinSize(v, MinMemory)
-	case "limits.file_size":
-		return -1, checkMinSize(v, MinFileSize)
-	case "limits.tmp_size":
-		return -1, checkMinSize(v, MinTmpSize)
-	case "limits.layer_size":
-		return -1, checkMinSize(v, MinLayerSize)
-	case "limits.cache_size":
-		return -1, checkMinSize(v, MinCacheSize)
-	case "network.grant_scope":
-		return -1, checkEnum(v.String(), ScopeRun, ScopeConnection)
-	case "network.hold_timeout":
-		if d := time.Duration(v.Int()); d < time.Second || d > time.Hour {
-			return -1, fmt.Sprintf("must be between 1s and 1h (got %v)", d)
-		}
-		return -1, ""
-	case "network.max_connections":
-		if n := v.Int(); n < 16 || n > 65536 {
-			return -1, fmt.Sprintf("must be between 16 and 65536 (got %d)", n)
-		}
-		return -1, ""
-	case "network.max_destinations":
-		return -1, checkRange(v.Int(), 16, 1<<20)
-	case "network.resolver":
-		return -1, checkResolver(v.String())
-	case "network.capture":
-		return -1, "" // a bool: any value is valid
-	case "review.enabled", "review.model", "review.api_key_env":
-		return -1, checkReviewName(path, v)
-	case "review.base_url":
-		return -1, checkBaseURL(v.String())
-	case "review.timeout":
-		if d := time.Duration(v.Int()); d < time.Second || d > 10*time.Minute {
-			return -1, fmt.Sprintf("must be between 1s and 10m (got %v)", d)
-		}
-		return -1, ""
-	case "review.max_output_tokens":
-		return -1, checkRange(v.Int(), 64, 8192)
-	case "review.max_input_tokens":
-		return -1, checkRange(v.Int(), 2048, 32768)
-	case "review.reasoning_effort":
-		return -1, checkEnum(v.String(), "", "low", "medium", "high")
-	case "review.structured_output":
-		return -1, checkEnum(v.String(), StructuredAuto, StructuredJSONSchema, StructuredJSONObject)
-	case "review.max_calls_per_session", "review.max_calls_per_hour", "review.max_tokens_per_session", "review.max_tokens_per_hour",
-		"review.max_user_calls_per_hour", "review.max_user_tokens_per_hour":
-		return -1, checkRange(v.Int(), 0, 1<<40)
+type validator func(v reflect.Value) (int, string)
+
+// validators returns the validator of every key of the schema, by dotted
+// key. TestValidatorsMatchSchema proves that every key of the schema has
+// one and that every key here is in the schema. (Built by a function:
+// policy keeps no package-level variables.)
+func validators() map[string]validator {
+	anyValue := whole(func(reflect.Value) string { return "" }) // a bool
+	ceiling := intRange(0, 1<<40)
+	return map[string]validator{
+		"profile":   enum(ProfileDefault, ProfileStrict),
+		"isolation": enum(IsolationAuto, IsolationNamespaces, IsolationLandlockOnly),
+
+		"filesystem.writable":        list(normPathSpec),
+		"filesystem.home_allow":      list(normPathSpec),
+		"filesystem.secrets":         list(normSecret),
+		"filesystem.allow_secrets":   list(normAllowSecret),
+		"filesystem.protected":       list(normProtected),
+		"env.allow":                  list(normEnvPattern),
+		"env.deny":                   list(normEnvPattern),
+		"boundaries.allow":           list(normRule),
+		"boundaries.ask":             list(normRule),
+		"boundaries.deny":            list(normRule),
+		"quiet.deny":                 list(normQuiet),
+		"transaction.no_transaction": list(normCommandPattern),
+
+		"limits.pids":       whole(checkPids),
+		"limits.memory":     minSize(MinMemory),
+		"limits.file_size":  minSize(MinFileSize),
+		"limits.tmp_size":   minSize(MinTmpSize),
+		"limits.layer_size": minSize(MinLayerSize),
+		"limits.cache_size": minSize(MinCacheSize),
+
+		"network.grant_scope":      enum(ScopeRun, ScopeConnection),
+		"network.hold_timeout":     durationRange(time.Second, time.Hour),
+		"network.max_connections":  intRange(16, 65536),
+		"network.max_destinations": intRange(16, 1<<20),
+		"network.resolver":         text(checkResolver),
+		"network.capture":          anyValue,
+
+		"review.enabled":           anyValue,
+		"review.model":             text(checkModelName),
+		"review.api_key_env":       text(checkVarName),
+		"review.base_url":          text(checkBaseURL),
+		"review.timeout":           durationRange(time.Second, 10*time.Minute),
+		"review.max_output_tokens": intRange(64, 8192),
+		"review.max_input_tokens":  intRange(2048, 32768),
+		"review.reasoning_effort":  enum("", "low", "medium", "high"),
+		"review.structured_output": enum(StructuredAuto, StructuredJSONSchema, StructuredJSONObject),
+
+		"review.max_calls_per_session":    ceiling,
+		"review.max_calls_per_hour":       ceiling,
+		"review.max_tokens_per_session":   ceiling,
+		"review.max_tokens_per_hour":      ceiling,
+		"review.max_user_calls_per_hour":  ceiling,
+		"review.max_user_tokens_per_hour": ceiling,
 	}
-	return -1, "internal error: no validation rule for this key"
+}
+
+// validateLeaf checks (and normalizes in place) the value v of the key
+// path with its validator among rules. A key without one fails closed.
+func validateLeaf(rules map[string]validator, path string, v reflect.Value) (int, string) {
+	check, ok := rules[path]
+	if !ok {
+		return -1, "internal error: no validation rule for this key"
+	}
+	return check(v)
 }
 
 // validatePolicy checks every key of p (normalizing p in place) and returns
 // the first problem as (key, message).
 func validatePolicy(p *Policy) (string, string) {
+	rules := validators()
 	v := reflect.ValueOf(p).Elem()
 	for _, lf := range leaves(policyType()) {
-		if elem, msg := validateLeaf(lf.path, v.FieldByIndex(lf.index)); msg != "" {
+		if elem, msg := validateLeaf(rules, lf.path, v.FieldByIndex(lf.index)); msg != "" {
 			if elem >= 0 {
 				msg = fmt.Sprintf("entry %d: %s", elem+1, msg)
 			}
@@ -112,6 +102,67 @@ func validatePolicy(p *Policy) (string, string) {
 		}
 	}
 	return "", ""
+}
+
+// whole is the validator of a value checked as a whole by check.
+func whole(check func(v reflect.Value) string) validator {
+	return func(v reflect.Value) (int, string) { return -1, check(v) }
+}
+
+// list is the validator of an array of strings, each normalized by norm
+// (see checkList).
+func list(norm func(string) (string, string)) validator {
+	return func(v reflect.Value) (int, string) { return checkList(v, norm) }
+}
+
+// text is the validator of a string checked as a whole by check.
+func text(check func(s string) string) validator {
+	return whole(func(v reflect.Value) string { return check(v.String()) })
+}
+
+// enum is the validator of a string that must be one of allowed.
+func enum(allowed ...string) validator {
+	return text(func(s string) string { return checkEnum(s, allowed...) })
+}
+
+// intRange is the validator of an integer in [lo, hi].
+func intRange(lo, hi int64) validator {
+	return whole(func(v reflect.Value) string { return checkRange(v.Int(), lo, hi) })
+}
+
+// minSize is the validator of a size of at least lowest.
+func minSize(lowest Size) validator {
+	return whole(func(v reflect.Value) string { return checkMinSize(v, lowest) })
+}
+
+// durationRange is the validator of a duration in [lo, hi].
+func durationRange(lo, hi time.Duration) validator {
+	return whole(func(v reflect.Value) string {
+		if d := time.Duration(v.Int()); d < lo || d > hi {
+			return fmt.Sprintf("must be between %s and %s (got %v)", boundText(lo), boundText(hi), d)
+		}
+		return ""
+	})
+}
+
+// boundText writes a duration's bound as people write it ("1h", not
+// time.Duration's "1h0m0s").
+func boundText(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// checkPids says what is wrong with a limits.pids below MinPids.
+func checkPids(v reflect.Value) string {
+	if n := v.Int(); n < MinPids {
+		return fmt.Sprintf("must be at least %d (got %d)", MinPids, n)
+	}
+	return ""
 }
 
 // checkRange says what is wrong with n outside [lo, hi].
@@ -122,19 +173,22 @@ func checkRange(n, lo, hi int64) string {
 	return ""
 }
 
-// checkReviewName checks the reviewer's model name and key variable:
-// printable, no spaces (a variable name: letters, digits, '_').
-func checkReviewName(path string, v reflect.Value) string {
-	if v.Kind() == reflect.Bool {
-		return ""
-	}
-	s := v.String()
+// checkModelName checks the reviewer's model name: printable, no
+// spaces.
+func checkModelName(s string) string {
 	for _, c := range s {
-		ok := c > ' ' && c < 0x7f
-		if path == "review.api_key_env" {
-			ok = c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+		if c <= ' ' || c >= 0x7f {
+			return fmt.Sprintf("invalid value %q", s)
 		}
-		if !ok {
+	}
+	return ""
+}
+
+// checkVarName checks the name of the variable holding the reviewer's
+// key: letters, digits and '_'.
+func checkVarName(s string) string {
+	for _, c := range s {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') {
 			return fmt.Sprintf("invalid value %q", s)
 		}
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -147,5 +148,32 @@ deny = ["~/.cache//x/**"]
 	want := `["~/a/b" "/x/y"] ["~/k/*.pem"] ["~"] ["tools/hooks"] ["fs read /etc/hosts"] ["~/.cache/x/**"]`
 	if got != want {
 		t.Errorf("normalized:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestValidatorsMatchSchema: every key of the schema has a validator (a
+// key without one is rejected at load time), and every validator's key
+// is a key of the schema (a validator for a key that was renamed or
+// removed would silently check nothing).
+func TestValidatorsMatchSchema(t *testing.T) {
+	rules := validators()
+	schema := map[string]bool{}
+	for _, lf := range leaves(policyType()) {
+		schema[lf.path] = true
+		if rules[lf.path] == nil {
+			t.Errorf("key %s has no validator in validators()", lf.path)
+		}
+	}
+	for _, key := range sortedKeys(rules) {
+		if !schema[key] {
+			t.Errorf("validators() has a validator for %s, which is not a key of the schema", key)
+		}
+	}
+	if len(schema) < 40 {
+		t.Errorf("the schema has %d keys: leaves() no longer walks it", len(schema))
+	}
+	var p Policy
+	if _, msg := validateLeaf(rules, "no.such_key", reflect.ValueOf(&p).Elem()); !strings.HasPrefix(msg, "internal error") {
+		t.Errorf("a key without a validator passed: %q", msg)
 	}
 }
