@@ -204,11 +204,8 @@ func (w *watch) result() (code, sig int, timedOut bool, err error) {
 }
 
 // readMessages reads the helper's messages until its end of the socket
-// closes, then closes the channel. Descriptors are taken as they arrive:
-// the seccomp listener starts the observer at once (the helper and the
-// command stop in every observed call until it answers), the layer is
-// kept for the caller, the proxy's listener is served at once and the
-// helper's sockets go to the request waiting for them.
+// closes, then closes the channel. Descriptors are taken as they arrive
+// (take), before the message is passed on.
 func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 	msgs := make(chan wire.Message, 4)
 	go func() {
@@ -216,46 +213,92 @@ func (h *helper) readMessages(log *slog.Logger) chan wire.Message {
 		rcv := wire.NewReceiver(h.sock)
 		for {
 			m, fds, err := rcv.Recv()
-			if err == nil && m.Kind == wire.Diag && len(fds) == 1 && h.diag == nil {
-				h.diag, fds = detect.NewDiag(fds[0]), fds[1:]
-				if h.egress != nil {
-					h.egress.diag.Store(h.diag)
-				}
-			}
-			if err == nil && m.Kind == wire.Listener && len(fds) == 1 && h.obs == nil {
-				// The helper sends the namespace's sock_diag socket first
-				// (without it, no pathname unix socket is reached).
-				h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, h.connects, h.onWatch, log)
-				fds = fds[1:]
-			}
-			if err == nil && m.Kind == wire.Layer && len(fds) == 1 && h.layer == nil {
-				h.layer = os.NewFile(uintptr(fds[0]), "layer")
-				fds = fds[1:]
-			}
-			if err == nil && h.egress != nil {
-				switch {
-				case m.Kind == wire.Egress && len(fds) >= 1:
-					h.egress.listen(fds[0], h.egress.spec.Serve, "proxy")
-					if len(fds) == 2 && h.egress.spec.SOCKS != nil {
-						h.egress.listen(fds[1], h.egress.spec.SOCKS, "socks")
-						fds = fds[1:]
-					}
-					fds = fds[1:]
-				case m.Kind == wire.Socket:
-					fds = h.egress.answer(m, fds)
-				case m.Kind == wire.Capture:
-					h.egress.capture(m, fds)
-					fds = nil
-				}
-			}
-			closeAll(fds)
 			if err != nil {
+				closeAll(fds)
 				return
 			}
+			closeAll(h.take(m, fds, log))
 			msgs <- m
 		}
 	}()
 	return msgs
+}
+
+// take hands the descriptors attached to m to their owner, by m's kind,
+// and returns those nobody took, to be closed: the seccomp listener
+// starts the observer at once (the helper and the command stop in every
+// observed call until it answers), the layer is kept for the caller, the
+// proxy's listener is served at once and the helper's sockets go to the
+// request waiting for them.
+func (h *helper) take(m wire.Message, fds []int, log *slog.Logger) []int {
+	switch m.Kind {
+	case wire.Diag:
+		return h.takeDiag(fds)
+	case wire.Listener:
+		return h.takeListener(fds, log)
+	case wire.Layer:
+		return h.takeLayer(fds)
+	case wire.Egress:
+		return h.takeEgress(fds)
+	case wire.Socket:
+		if h.egress != nil {
+			return h.egress.answer(m, fds)
+		}
+	case wire.Capture:
+		if h.egress != nil {
+			h.egress.capture(m, fds)
+			return nil
+		}
+	}
+	return fds
+}
+
+// takeDiag keeps the network namespace's sock_diag socket, for the
+// observer and the proxy.
+func (h *helper) takeDiag(fds []int) []int {
+	if len(fds) != 1 || h.diag != nil {
+		return fds
+	}
+	h.diag = detect.NewDiag(fds[0])
+	if h.egress != nil {
+		h.egress.diag.Store(h.diag)
+	}
+	return nil
+}
+
+// takeListener starts the observer on the seccomp notification
+// descriptor. The helper sends the namespace's sock_diag socket first
+// (without it, no pathname unix socket is reached).
+func (h *helper) takeListener(fds []int, log *slog.Logger) []int {
+	if len(fds) != 1 || h.obs != nil {
+		return fds
+	}
+	h.obs = detect.StartObserver(fds[0], h.cmd.Process.Pid, h.shared, h.diag, h.connects, h.onWatch, log)
+	return nil
+}
+
+// takeLayer keeps the copy-on-write layer's file system for the caller.
+func (h *helper) takeLayer(fds []int) []int {
+	if len(fds) != 1 || h.layer != nil {
+		return fds
+	}
+	h.layer = os.NewFile(uintptr(fds[0]), "layer")
+	return nil
+}
+
+// takeEgress serves the proxy's listening socket and, when the run has
+// a SOCKS5 endpoint and the helper sent its socket too, that one.
+func (h *helper) takeEgress(fds []int) []int {
+	if h.egress == nil || len(fds) == 0 {
+		return fds
+	}
+	h.egress.listen(fds[0], h.egress.spec.Serve, "proxy")
+	fds = fds[1:]
+	if len(fds) == 1 && h.egress.spec.SOCKS != nil {
+		h.egress.listen(fds[0], h.egress.spec.SOCKS, "socks")
+		fds = fds[1:]
+	}
+	return fds
 }
 
 // drain returns c, or a closed channel when c is nil.
