@@ -309,7 +309,7 @@ func DefaultSecrets(root bool) []string {
 			s.add(d)
 		}
 	}
-	s.add("~/.config/sandboxd", "~/.local/state/sandboxd", "~/.local/share/sandboxd")
+	s.add(ownDirs()...)
 	if root {
 		s.add(rootSecrets()...)
 	}
@@ -337,16 +337,17 @@ func rootSecrets() []string {
 	}
 }
 
+// ownDirs are sandboxd's own configuration, state and data directories
+// where XDG puts them by default (a caller's XDG variables may move them:
+// then both places are denied).
+func ownDirs() []string {
+	return []string{"~/.config/sandboxd", "~/.local/state/sandboxd", "~/.local/share/sandboxd"}
+}
+
 // selfSecrets returns the built-in secret entries that protect sandboxd's
 // own configuration and state; allow_secrets may not drop them.
 func selfSecrets() []string {
-	return []string{
-		"~/.config/sandboxd",
-		"~/.local/state/sandboxd",
-		"~/.local/share/sandboxd",
-		"/etc/sandboxd",
-		"/var/lib/sandboxd",
-	}
+	return append(ownDirs(), "/etc/sandboxd", "/var/lib/sandboxd")
 }
 
 // DefaultHomeAllow returns the strict profile's built-in list of paths under

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/ruletext"
+	"github.com/sandboxd/sandboxd/statedir"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,12 +202,8 @@ func secretSpecs(p Policy, d Dirs, home, configDir, stateDir string) []string {
 		}
 	}
 	secrets = append(secrets, p.Filesystem.Secrets...)
-	secrets = append(secrets,
-		"~/.config/sandboxd", "~/.local/state/sandboxd", "~/.local/share/sandboxd",
-		filepath.Join(configDir, "sandboxd"),
-		filepath.Join(stateDir, "sandboxd"),
-	)
-	return secrets
+	secrets = append(secrets, ownDirs()...)
+	return append(secrets, statedir.For(configDir, stateDir).Own()...)
 }
 
 // resolveSecrets expands each secret and lists, after it, its

@@ -354,7 +354,7 @@ func cacheLayers(c Caller, p *plan, root string, read, deny []string) []sandbox.
 	get := lookup(c.Env)
 	xdg, _ := userCacheDir(get, c.Home)
 	lr := lowerRules{read: read, deny: deny, secrets: p.policy.Secrets, home: c.Home, xdgCache: xdg,
-		apart: append([]string{p.ws, root, c.StateDir(), c.ConfigDir(), c.RuntimeDir}, p.policy.Writable...)}
+		apart: append([]string{p.ws, root, c.Layout().State, c.Layout().Config, c.RuntimeDir}, p.policy.Writable...)}
 	var out []sandbox.CacheLayer
 	for _, tc := range toolCaches(c.Env, c.Home) {
 		l := sandbox.CacheLayer{Name: tc.name, Dir: filepath.Join(root, tc.rel), Why: tc.why}

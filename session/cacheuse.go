@@ -19,13 +19,10 @@ import (
 // pruneEvery is how often, at most, a run measures the caches.
 const pruneEvery = 10 * time.Minute
 
-// cacheRoot is where every workspace's private caches are.
-func (c Caller) cacheRoot() string { return filepath.Join(c.StateDir(), "cache") }
-
 // useCache marks the run's cache in use; the returned function releases
 // it and prunes.
 func (st *run) useCache() func() {
-	root := st.caller.cacheRoot()
+	root := st.caller.Layout().Caches()
 	if len(st.plan.spec.Caches) == 0 {
 		return func() {}
 	}
@@ -74,16 +71,12 @@ func (st *run) pruneCaches(root string) {
 	}
 }
 
-// CacheRoot is where the caller's private caches are, one directory per
-// workspace (for `sandboxd cache`).
-func (c Caller) CacheRoot() string { return c.cacheRoot() }
-
 // CacheSize is limits.cache_size of the caller's own policy (policyPath,
 // or the default file when empty).
 func (c Caller) CacheSize(policyPath string) (int64, error) {
 	explicit := policyPath != ""
 	if !explicit {
-		policyPath = filepath.Join(c.ConfigDir(), "policy.toml")
+		policyPath = c.Layout().Policy()
 	}
 	pol, err := policy.Load(policyPath, explicit)
 	if err != nil {

@@ -97,7 +97,7 @@ func openUpper(l *sandbox.Layer) (*os.File, error) {
 
 // recover finishes or rolls back commits a crash interrupted.
 func (st *run) recover() []layer.Recovered {
-	rec, err := layer.Recover(st.caller.StateDir(), st.caller.ID(), st.r.log)
+	rec, err := layer.Recover(st.caller.Layout().State, st.caller.ID(), st.r.log)
 	for i := range rec {
 		st.ev.Event(Event{Kind: KindRecovered, Recovered: &rec[i]})
 	}

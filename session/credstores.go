@@ -11,10 +11,6 @@ import (
 	"github.com/sandboxd/sandboxd/policy"
 )
 
-// credIndex is the credential scan's index in the caller's state
-// directory.
-const credIndex = "credstores.index"
-
 // foundStores returns the credential stores the name class finds in the
 // caller's home and XDG directories that the run must deny besides the
 // policy's secrets: not in the workspace (the project's own files), not
@@ -46,7 +42,7 @@ func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note s
 		CacheDirs: []string{cache, def(".cache")},
 		Covered:   covered,
 		Skip:      depTrees(c),
-		Index:     filepath.Join(c.StateDir(), credIndex),
+		Index:     c.Layout().CredIndex(),
 	}
 	res, err := credstore.Scan(ctx, cfg)
 	if err != nil {

@@ -252,8 +252,8 @@ func TestCrossUserRecover(t *testing.T) {
 	x := newCrossUser(t)
 	alice := x.caller(t, []int{aliceID})
 	before := snapshot(t, x.bob)
-	txn := layer.Where(alice.StateDir())
-	for _, d := range []string{filepath.Dir(alice.StateHome), alice.StateHome, alice.StateDir(), txn, filepath.Join(txn, "forged.stage")} {
+	txn := layer.Where(alice.Layout().State)
+	for _, d := range []string{filepath.Dir(alice.StateHome), alice.StateHome, alice.Layout().State, txn, filepath.Join(txn, "forged.stage")} {
 		os.MkdirAll(d, 0o700)
 		os.Chown(d, aliceID, aliceID)
 	}
@@ -269,7 +269,7 @@ func TestCrossUserRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chown(journal, aliceID, aliceID)
-	out, err := layer.Recover(alice.StateDir(), alice.ID(), nil)
+	out, err := layer.Recover(alice.Layout().State, alice.ID(), nil)
 	t.Logf("recovered %+v, err %v", out, err)
 	if after := snapshot(t, x.bob); after != before {
 		t.Fatalf("recovery for alice changed bob's files:\nbefore:\n%s\nafter:\n%s", before, after)
@@ -348,7 +348,7 @@ func TestCrossUserOwnFiles(t *testing.T) {
 	if err != nil || rep.ExitCode != 0 {
 		t.Errorf("alice's shared group did not reach the command: exit %d, err %v: %s", rep.ExitCode, err, out)
 	}
-	filepath.WalkDir(alice.StateDir(), func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(alice.Layout().State, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}

@@ -1,8 +1,6 @@
 package session
 
 import (
-	"path/filepath"
-
 	"github.com/sandboxd/sandboxd/policy"
 )
 
@@ -23,7 +21,7 @@ const NoModelMessage = "--reviewer model: no model is configured (set [review] m
 func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error) {
 	userPolicy, explicit := policyPath, policyPath != ""
 	if !explicit {
-		userPolicy = filepath.Join(c.ConfigDir(), "policy.toml")
+		userPolicy = c.Layout().Policy()
 	}
 	var wsPolicies []string
 	if w, err := resolveWorkspace("", c); err == nil {
@@ -41,7 +39,7 @@ func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error)
 	if !ok {
 		return ModelConfig{}, false, nil
 	}
-	cfg.StateDir = c.StateDir()
-	cfg.Denied = append(append([]string(nil), res.Secrets...), c.ConfigDir(), c.StateDir())
+	cfg.StateDir = c.Layout().State
+	cfg.Denied = append(append([]string(nil), res.Secrets...), c.Layout().Own()...)
 	return cfg, true, nil
 }

@@ -64,7 +64,7 @@ func TestEventsGolden(t *testing.T) {
 		// a syscall's text), which is for the log.
 		{"internal failure", func(w world) []attemptFunc {
 			return []attemptFunc{func(context.Context, sandbox.Spec, During) (sandbox.Result, error) {
-				return sandbox.Result{}, fmt.Errorf("sandbox: state directory: %w", &fs.PathError{Op: "mkdir", Path: w.caller.StateDir(), Err: syscall.EACCES})
+				return sandbox.Result{}, fmt.Errorf("sandbox: state directory: %w", &fs.PathError{Op: "mkdir", Path: w.caller.Layout().State, Err: syscall.EACCES})
 			}}
 		}, false, nil},
 		{"missing workspace", nil, false, func(t *testing.T, w world, j *Job) {
@@ -154,17 +154,17 @@ func TestReportGolden(t *testing.T) {
 // sandboxd's state and the syscall's text, is in the log (-v) only.
 func TestFailureCauseLogged(t *testing.T) {
 	w := newWorld(t)
-	cause := fmt.Errorf("sandbox: state directory: %w", &fs.PathError{Op: "mkdir", Path: w.caller.StateDir(), Err: syscall.EACCES})
+	cause := fmt.Errorf("sandbox: state directory: %w", &fs.PathError{Op: "mkdir", Path: w.caller.Layout().State, Err: syscall.EACCES})
 	public := publicerr.Wrap(cause, "the sandbox could not be set up for the command (run with -v to log why)")
 	for _, err := range []error{cause, fmt.Errorf("attempt: %w", public)} {
 		var log bytes.Buffer
 		sb := &fakeSandbox{script: []attemptFunc{func(context.Context, sandbox.Spec, During) (sandbox.Result, error) { return sandbox.Result{}, err }}}
 		r := New(Config{Sandbox: sb, Grants: grants.NewStore(), Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		rep, _ := r.Run(context.Background(), w.caller, job(0), &recorder{})
-		if strings.Contains(rep.Error, w.caller.StateDir()) || strings.Contains(rep.Error, "permission denied") {
+		if strings.Contains(rep.Error, w.caller.Layout().State) || strings.Contains(rep.Error, "permission denied") {
 			t.Errorf("the report's error carries the cause: %q", rep.Error)
 		}
-		if want := "mkdir " + w.caller.StateDir() + ": permission denied"; !strings.Contains(log.String(), want) {
+		if want := "mkdir " + w.caller.Layout().State + ": permission denied"; !strings.Contains(log.String(), want) {
 			t.Errorf("the log does not have the cause %q:\n%s", want, log.String())
 		}
 	}

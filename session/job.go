@@ -10,6 +10,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/statedir"
 )
 
 // Caller is who asks for a run, as the front end authenticated it: the
@@ -98,12 +99,10 @@ func (c Caller) ID() fsid.ID {
 	return fsid.ID{UID: c.UID, GID: c.GID, Groups: c.Groups, Umask: c.Umask}
 }
 
-// StateDir is sandboxd's own state directory for this caller (caches,
-// grants' breaker, quarantine, journals); never readable from inside.
-func (c Caller) StateDir() string { return filepath.Join(c.StateHome, "sandboxd") }
-
-// ConfigDir is sandboxd's own configuration directory for this caller.
-func (c Caller) ConfigDir() string { return filepath.Join(c.ConfigHome, "sandboxd") }
+// Layout is where sandboxd keeps this caller's configuration and state
+// (caches, breaker, overrides, quarantine, journals); never readable
+// from inside.
+func (c Caller) Layout() statedir.Layout { return statedir.For(c.ConfigHome, c.StateHome) }
 
 // Job is one command to run.
 type Job struct {

@@ -2,8 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -79,7 +77,7 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	p := &plan{ws: w.root, cwd: w.cwd, wsFrom: w.from, wsNote: w.note, command: j.commandString(), session: scopedSession(c, j.Session)}
 	userPolicy, explicit := j.Policy, j.Policy != ""
 	if !explicit {
-		userPolicy = filepath.Join(c.ConfigDir(), "policy.toml")
+		userPolicy = c.Layout().Policy()
 	}
 	pol, err := policy.Load(userPolicy, explicit, w.policies()...)
 	if err != nil {
@@ -130,8 +128,7 @@ func scopedSession(c Caller, name string) string {
 // buildSpec turns the resolved policy into a sandbox.Spec.
 func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	res := p.policy
-	sum := sha256.Sum256([]byte(p.ws))
-	cache := filepath.Join(c.StateDir(), "cache", hex.EncodeToString(sum[:8]))
+	cache := c.Layout().Cache(p.ws)
 	environ, _ := policy.FilterEnv(c.Env, res.EnvAllow, res.EnvDeny)
 	environ = dropGitConfigEnv(environ)
 	// The reviewer's key never enters the sandbox, whatever its name and
@@ -166,7 +163,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
 		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, Read: read, Deny: deny,
 		ListCarved: res.Profile != "strict", Protected: res.Protected,
-		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.StateDir(),
+		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.Layout().State,
 		UID: c.UID, GID: c.GID, Groups: c.Groups,
 		Isolation: res.Isolation,
 		Limits: sandbox.Limits{
@@ -257,7 +254,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Quiet: quiet,
 		Hard: broker.HardDenies{
 			Secrets:   p.policy.Secrets,
-			Own:       []string{c.ConfigDir(), c.StateDir(), filepath.Join(c.Home, ".local", "share", "sandboxd")},
+			Own:       append(c.Layout().Own(), filepath.Join(c.Home, ".local", "share", "sandboxd")),
 			Home:      c.Home,
 			Workspace: p.ws,
 			Local:     localAddrCheck(),
@@ -284,7 +281,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 	}
 	if j.Session != "" {
 		act := func(f func() error) error { return fsid.Do(c.ID(), f) }
-		cfg.Breaker = broker.NewBreaker(filepath.Join(c.StateDir(), "breaker")).WithActor(act)
+		cfg.Breaker = broker.NewBreaker(c.Layout().Breaker()).WithActor(act)
 		// The caller's own state directory may hold the session's state
 		// under its unscoped name, from before sessions were scoped.
 		if err := cfg.Breaker.Adopt(p.session, j.Session); err != nil {
@@ -292,7 +289,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		}
 		// A person's override is for a retry in the same named session:
 		// a run without one has nothing to come back to.
-		ov := overrides.New(filepath.Join(c.StateDir(), "overrides"), overrides.WithActor(act))
+		ov := overrides.New(c.Layout().Overrides(), overrides.WithActor(act))
 		cfg.Overrides, cfg.ModelDenials = ov, modelDenials{ov}
 	}
 	return broker.New(cfg), nil

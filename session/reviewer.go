@@ -157,8 +157,8 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	if r.models == nil {
 		return nil, nil, info, publicerr.New("this front end cannot reach a model reviewer")
 	}
-	cfg.Session, cfg.StateDir = p.session, c.StateDir()
-	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.ConfigDir(), c.StateDir())
+	cfg.Session, cfg.StateDir = p.session, c.Layout().State
+	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.Layout().Own()...)
 	cfg.Earlier, cfg.Recent = j.Earlier, j.Recent
 	cfg.OpenView = r.viewOpener(p.spec)
 	m, err := r.models(cfg)

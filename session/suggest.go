@@ -16,7 +16,7 @@ import (
 func (c Caller) PolicyFile(explicit string) string {
 	switch {
 	case explicit == "":
-		return filepath.Join(c.ConfigDir(), "policy.toml")
+		return c.Layout().Policy()
 	case filepath.IsAbs(explicit):
 		return filepath.Clean(explicit)
 	}

@@ -150,7 +150,7 @@ func forbiddenWorkspace(ws string, c Caller) string {
 			return "a parent of your home directory"
 		}
 	}
-	for _, own := range []string{c.ConfigDir(), c.StateDir()} {
+	for _, own := range c.Layout().Own() {
 		if ws == own || strings.HasPrefix(own, ws+"/") || strings.HasPrefix(ws, own+"/") {
 			return "sandboxd's own configuration or state"
 		}

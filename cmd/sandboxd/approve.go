@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -78,7 +77,7 @@ func overrideCommand(breakGlass bool, args []string, getenv func(string) string,
 	if err != nil {
 		return fail(session.Public(err))
 	}
-	store := overrides.New(filepath.Join(caller.StateDir(), "overrides"))
+	store := overrides.New(caller.Layout().Overrides())
 	id := session.Scoped(caller, *sess)
 	denials, err := store.Denials(id)
 	if err != nil {

@@ -69,7 +69,7 @@ func cacheCommand(args []string, getenv func(string) string, stdout, stderr io.W
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd
 	}
-	root := caller.CacheRoot()
+	root := caller.Layout().Caches()
 	var ents []cachedir.Entry
 	switch {
 	case verb == "list":

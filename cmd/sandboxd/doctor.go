@@ -33,7 +33,7 @@ func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd
 	}
-	d := sandbox.Doctor(caller.UID, caller.GID, caller.StateDir())
+	d := sandbox.Doctor(caller.UID, caller.GID, caller.Layout().State)
 	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")
 		fmt.Fprintln(stdout, string(b))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/review"
@@ -55,7 +54,7 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 	}
 	name := fs.Arg(0)
 	id := session.Scoped(caller, name)
-	br := broker.NewBreaker(filepath.Join(caller.StateDir(), "breaker"))
+	br := broker.NewBreaker(caller.Layout().Breaker())
 	if err := br.Adopt(id, name); err != nil {
 		return fail("the session's state cannot be read here")
 	}

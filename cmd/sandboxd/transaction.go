@@ -33,7 +33,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 		return exitSandboxd
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rec, err := layer.Recover(caller.StateDir(), caller.ID(), log)
+	rec, err := layer.Recover(caller.Layout().State, caller.ID(), log)
 	if *asJSON {
 		b, _ := json.MarshalIndent(struct {
 			Recovered []layer.Recovered `json:"recovered"`

@@ -140,6 +140,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },
 		},
 		{
+			name:   "statedir imports nothing of ours",
+			from:   ours("statedir"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("statedir")(p) },
+		},
+		{
 			name:   "netproxy imports nothing of ours but netdest (no rules, grants, policy or sandbox)",
 			from:   ours("netproxy"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("netproxy", "netdest")(p) },
@@ -463,6 +468,7 @@ func TestRulesCatch(t *testing.T) {
 	add(m("policy"), "github.com/seccomp/libseccomp-golang")
 	add(m("ruletext"), m("grants"))
 	add(m("suggest"), m("session"))
+	add(m("statedir"), m("publicerr"))
 	add("github.com/seccomp/libseccomp-golang")
 
 	var got []string
@@ -481,6 +487,7 @@ func TestRulesCatch(t *testing.T) {
 		`"atomicfile imports nothing of ours": atomicfile → grants`,
 		`"ruletext imports nothing of ours": ruletext → grants`,
 		`"suggest never imports session, sandbox or review (the report and the audit log both call it)": suggest → session`,
+		`"statedir imports nothing of ours": statedir → publicerr`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,

@@ -1,0 +1,50 @@
+package statedir
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"path/filepath"
+)
+
+// name is the directory sandboxd keeps in each XDG home.
+const name = "sandboxd"
+
+// Layout is where sandboxd keeps what it keeps for one caller.
+type Layout struct {
+	// Config is sandboxd's configuration directory (CONFIG).
+	Config string
+	// State is sandboxd's state directory (STATE).
+	State string
+}
+
+// For is the layout under the caller's configuration and state homes
+// (XDG_CONFIG_HOME and XDG_STATE_HOME, or their defaults).
+func For(configHome, stateHome string) Layout {
+	return Layout{Config: filepath.Join(configHome, name), State: filepath.Join(stateHome, name)}
+}
+
+// Own lists both directories: what no command may read or write.
+func (l Layout) Own() []string { return []string{l.Config, l.State} }
+
+// Policy is the caller's own policy file.
+func (l Layout) Policy() string { return filepath.Join(l.Config, "policy.toml") }
+
+// Caches is the directory holding every workspace's private caches, one
+// directory each (package cachedir).
+func (l Layout) Caches() string { return filepath.Join(l.State, "cache") }
+
+// Cache is the private caches' directory of workspace (an absolute,
+// clean path): below Caches, named by a digest of the path.
+func (l Layout) Cache(workspace string) string {
+	sum := sha256.Sum256([]byte(workspace))
+	return filepath.Join(l.Caches(), hex.EncodeToString(sum[:8]))
+}
+
+// Breaker is the circuit breaker's directory (broker.NewBreaker).
+func (l Layout) Breaker() string { return filepath.Join(l.State, "breaker") }
+
+// Overrides is the directory of a person's overrides (overrides.New).
+func (l Layout) Overrides() string { return filepath.Join(l.State, "overrides") }
+
+// CredIndex is the credential scan's index (credstore.ScanConfig.Index).
+func (l Layout) CredIndex() string { return filepath.Join(l.State, "credstores.index") }

@@ -1,0 +1,27 @@
+package statedir
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLayout pins the names on disk: a caller's state from an earlier
+// version must still be found (a breaker's count, a person's override).
+func TestLayout(t *testing.T) {
+	l := For("/h/.config", "/h/.local/state")
+	for _, c := range [][2]string{
+		{l.Config, "/h/.config/sandboxd"},
+		{l.State, "/h/.local/state/sandboxd"},
+		{l.Policy(), "/h/.config/sandboxd/policy.toml"},
+		{l.Caches(), "/h/.local/state/sandboxd/cache"},
+		{l.Cache("/home/u/project"), "/h/.local/state/sandboxd/cache/4eb6cd28fb98b739"},
+		{l.Breaker(), "/h/.local/state/sandboxd/breaker"},
+		{l.Overrides(), "/h/.local/state/sandboxd/overrides"},
+		{l.CredIndex(), "/h/.local/state/sandboxd/credstores.index"},
+		{strings.Join(l.Own(), " "), "/h/.config/sandboxd /h/.local/state/sandboxd"},
+	} {
+		if got, want := c[0], c[1]; got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+}
