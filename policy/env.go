@@ -2,7 +2,8 @@ package policy
 
 import (
 	"sort"
-	"strings"
+
+	"github.com/sandboxd/sandboxd/envlist"
 )
 
 // FilterEnv returns environ (KEY=VALUE strings) without the entries whose
@@ -15,7 +16,7 @@ import (
 func FilterEnv(environ []string, allow, deny []string) (kept []string, dropped []string) {
 	var gone orderedSet
 	for _, kv := range environ {
-		key, _, _ := strings.Cut(kv, "=")
+		key := envlist.Key(kv)
 		if matchAny(deny, key) && !matchAny(allow, key) {
 			gone.add(key)
 			continue

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"strconv"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/envlist"
 )
 
 // layerGitConfig is git configuration a run behind the copy-on-write
@@ -36,9 +38,9 @@ func addGitConfig(env []string, entries [][2]string) []string {
 		}
 	}
 	for _, e := range entries {
-		env = setEnv(env, "GIT_CONFIG_KEY_"+strconv.Itoa(n), e[0])
-		env = setEnv(env, "GIT_CONFIG_VALUE_"+strconv.Itoa(n), e[1])
+		env = envlist.Set(env, "GIT_CONFIG_KEY_"+strconv.Itoa(n), e[0])
+		env = envlist.Set(env, "GIT_CONFIG_VALUE_"+strconv.Itoa(n), e[1])
 		n++
 	}
-	return setEnv(env, "GIT_CONFIG_COUNT", strconv.Itoa(n))
+	return envlist.Set(env, "GIT_CONFIG_COUNT", strconv.Itoa(n))
 }

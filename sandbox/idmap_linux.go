@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sandboxd/sandboxd/envlist"
 )
 
 // maxID is the highest id a user namespace can map: (uid_t)-1 is never
@@ -127,12 +129,10 @@ func rootUIDMap(inUID, hostUID int) (m []syscall.SysProcIDMap, sudo int) {
 // the workspace are rewrites of .git/index the command never asked for.
 func (h *helper) gitEnv(env []string) []string {
 	if h != nil && h.sudoUID >= 0 {
-		env = setEnv(env, "SUDO_UID", strconv.Itoa(h.sudoUID))
+		env = envlist.Set(env, "SUDO_UID", strconv.Itoa(h.sudoUID))
 	}
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "GIT_OPTIONAL_LOCKS=") {
-			return env
-		}
+	if _, ok := envlist.Lookup(env, "GIT_OPTIONAL_LOCKS"); ok {
+		return env
 	}
-	return setEnv(env, "GIT_OPTIONAL_LOCKS", "0")
+	return envlist.Set(env, "GIT_OPTIONAL_LOCKS", "0")
 }

@@ -539,17 +539,6 @@ func ownerOf(p string) (int, int) {
 	return int(st.Uid), int(st.Gid)
 }
 
-func setEnv(env []string, key, val string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if len(kv) > len(key) && kv[:len(key)+1] == key+"=" {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, key+"="+val)
-}
-
 func newRunID() string {
 	var b [8]byte
 	rand.Read(b[:])

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
@@ -56,7 +57,7 @@ func (r *run) sendSetup() error {
 		setup.SOCKS = e.SOCKS != nil
 		for _, kv := range e.Env {
 			if k, v, ok := strings.Cut(kv, "="); ok {
-				setup.Env = setEnv(setup.Env, k, v)
+				setup.Env = envlist.Set(setup.Env, k, v)
 			}
 		}
 	}
@@ -168,7 +169,7 @@ func (r *run) privateTmp(setup *wire.SetupMsg) error {
 	}
 	r.undo = append(r.undo, func() { r.removeAsCaller(tmp) })
 	setup.TmpDir = tmp
-	setup.Env = setEnv(setup.Env, "TMPDIR", tmp)
+	setup.Env = envlist.Set(setup.Env, "TMPDIR", tmp)
 	r.res.Degraded = append(r.res.Degraded, "TMPDIR is a private directory without a size limit (no tmpfs without a mount namespace)")
 	return nil
 }

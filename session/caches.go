@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
 
@@ -60,14 +61,7 @@ func toolCaches(env []string, home string) []toolCache {
 
 // lookup returns the value of the last entry of key in env.
 func lookup(env []string) func(string) string {
-	return func(key string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	return func(key string) string { return envlist.Get(env, key) }
 }
 
 // goEnvFile is the go command's env file (GOENV), as cmd/go finds it:
@@ -369,12 +363,7 @@ func cacheLayers(c Caller, p *plan, root string, read, deny []string) []sandbox.
 // withCacheEnv points each tool at its private cache under root, and
 // drops the spellings of the same settings the tools also read.
 func withCacheEnv(env []string, root string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); !isNpmCacheKey(k) && !isPipCacheKey(k) && !isPnpmStoreKey(k) {
-			out = append(out, kv)
-		}
-	}
+	out := envlist.DropFunc(env, func(k string) bool { return isNpmCacheKey(k) || isPipCacheKey(k) || isPnpmStoreKey(k) })
 	for _, kv := range [][2]string{
 		{"XDG_CACHE_HOME", filepath.Join(root, "xdg")},
 		{"GOCACHE", filepath.Join(root, "go-build")},
@@ -383,7 +372,7 @@ func withCacheEnv(env []string, root string) []string {
 		{"PIP_CACHE_DIR", filepath.Join(root, "pip")},
 		{"npm_config_store_dir", filepath.Join(root, "pnpm-store")},
 	} {
-		out = withEnv(out, kv[0], kv[1])
+		out = envlist.Set(out, kv[0], kv[1])
 	}
 	return out
 }

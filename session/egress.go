@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/policy"
@@ -90,10 +91,8 @@ func (e egressPlan) env() []string {
 // with capture its connects are decided anyway.
 func (e egressPlan) envFor(environ []string) []string {
 	env := e.env()
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GIT_SSH_COMMAND=") {
-			return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GIT_SSH_COMMAND=") })
-		}
+	if _, ok := envlist.Lookup(environ, "GIT_SSH_COMMAND"); ok {
+		return envlist.Drop(env, "GIT_SSH_COMMAND")
 	}
 	return env
 }
@@ -104,15 +103,9 @@ func (e egressPlan) envFor(environ []string) []string {
 // it cannot satisfy, and the values can carry credentials
 // (http.extraHeader).
 func dropGitConfigEnv(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "GIT_CONFIG_COUNT" || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
+	return envlist.DropFunc(env, func(k string) bool {
+		return k == "GIT_CONFIG_COUNT" || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_")
+	})
 }
 
 // netLimits are the proxy's limits from the policy.

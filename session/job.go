@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/statedir"
@@ -47,14 +48,7 @@ type Caller struct {
 // NewCaller describes a caller from its ids, environment, working
 // directory and umask, deriving the rest as a login shell would.
 func NewCaller(uid, gid int, env []string, cwd string, umask uint32) (Caller, error) {
-	get := func(k string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := func(k string) string { return envlist.Get(env, k) }
 	c := Caller{UID: uid, GID: gid, Env: env, Cwd: cwd, Umask: umask, RuntimeDir: get("XDG_RUNTIME_DIR")}
 	home := get("HOME")
 	if home == "" || !filepath.IsAbs(home) {
@@ -85,14 +79,7 @@ func NewCaller(uid, gid int, env []string, cwd string, umask uint32) (Caller, er
 
 // Getenv is the caller's value of the environment variable k ("" when
 // unset).
-func (c Caller) Getenv(k string) string {
-	for i := len(c.Env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(c.Env[i], k+"="); ok {
-			return v
-		}
-	}
-	return ""
-}
+func (c Caller) Getenv(k string) string { return envlist.Get(c.Env, k) }
 
 // ID is the caller's file-system identity.
 func (c Caller) ID() fsid.ID {

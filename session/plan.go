@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credfile"
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/overrides"
@@ -133,9 +134,9 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	environ = dropGitConfigEnv(environ)
 	// The reviewer's key never enters the sandbox, whatever its name and
 	// whatever [env] allow says.
-	environ = dropEnv(environ, reviewKeyEnv(res.Review))
-	environ = withEnv(environ, "TMPDIR", "/tmp")
-	environ = withEnv(environ, "SANDBOXD", "1")
+	environ = envlist.Drop(environ, reviewKeyEnv(res.Review))
+	environ = envlist.Set(environ, "TMPDIR", "/tmp")
+	environ = envlist.Set(environ, "SANDBOXD", "1")
 	environ = withCacheEnv(environ, cache)
 	environ = withPhoneHomeOff(environ)
 	read := []string{"/"}
@@ -184,17 +185,6 @@ func reviewKeyEnv(r policy.Review) string {
 	return "OPENAI_API_KEY"
 }
 
-// dropEnv removes every entry of key.
-func dropEnv(env []string, key string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); k != key {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
 // withPhoneHomeOff adds each documented switch that stops a tool's own
 // update check or usage report (policy.DefaultPhoneHomeOff), unless env
 // sets that name already, in any case (npm reads npm_config_* in any
@@ -202,8 +192,7 @@ func dropEnv(env []string, key string) []string {
 func withPhoneHomeOff(env []string) []string {
 	set := map[string]bool{}
 	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		set[strings.ToUpper(k)] = true
+		set[strings.ToUpper(envlist.Key(kv))] = true
 	}
 	for _, sw := range policy.DefaultPhoneHomeOff() {
 		if !set[strings.ToUpper(sw.Name)] {
@@ -211,17 +200,6 @@ func withPhoneHomeOff(env []string) []string {
 		}
 	}
 	return env
-}
-
-func withEnv(env []string, key, val string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if strings.HasPrefix(kv, key+"=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, key+"="+val)
 }
 
 // newBroker builds the decision pipeline for this run: policy rules and

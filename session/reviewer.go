@@ -85,14 +85,7 @@ func (st *run) noteReviewer() {
 // modelConfig resolves the model reviewer's configuration for caller:
 // ok is false when no model is named (an API key alone sends nothing).
 func modelConfig(c Caller, rev policy.Review, envDeny, envAllow []string) (ModelConfig, bool) {
-	get := func(k string) string {
-		for i := len(c.Env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(c.Env[i], k+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
+	get := c.Getenv
 	cfg := ModelConfig{BaseURL: rev.BaseURL, Model: rev.Model, Review: rev}
 	if cfg.Model == "" {
 		cfg.Model = get("SANDBOXD_MODEL")

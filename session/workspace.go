@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
@@ -266,7 +267,7 @@ func refusedRoot(dir string, c Caller) string {
 // the system's and the caller's TMPDIR (never sandboxd's own).
 func tempDirs(env []string) []string {
 	dirs := []string{"/tmp", "/var/tmp", "/dev/shm"}
-	if t := getEnv(env, "TMPDIR"); filepath.IsAbs(t) {
+	if t := envlist.Get(env, "TMPDIR"); filepath.IsAbs(t) {
 		dirs = append(dirs, filepath.Clean(t))
 	}
 	out := dirs
@@ -282,7 +283,7 @@ func tempDirs(env []string) []string {
 // than these (they are not examined themselves).
 func ceilingDirs(env []string) map[string]bool {
 	out := map[string]bool{}
-	for _, d := range strings.Split(getEnv(env, "GIT_CEILING_DIRECTORIES"), ":") {
+	for _, d := range strings.Split(envlist.Get(env, "GIT_CEILING_DIRECTORIES"), ":") {
 		if !filepath.IsAbs(d) {
 			continue
 		}
@@ -298,16 +299,6 @@ func ceilingDirs(env []string) map[string]bool {
 func hasWorkspacePolicy(dir string) bool {
 	st, err := os.Lstat(filepath.Join(dir, workspaceFile))
 	return err == nil && st.Mode().IsRegular()
-}
-
-// getEnv is the last value of key in env.
-func getEnv(env []string, key string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // workspacePolicies are the workspace policy files a run applies, each

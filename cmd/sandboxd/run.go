@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
@@ -234,7 +235,7 @@ func callerOf(getenv func(string) string) (session.Caller, error) {
 		}
 	}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); !described[k] {
+		if !described[envlist.Key(kv)] {
 			environ = append(environ, kv)
 		}
 	}

@@ -16,8 +16,9 @@
 //   - netproxy never imports broker or review; it imports nothing of
 //     ours but netdest, which imports nothing of ours.
 //   - ruletext (a rule's text: fields, escapes, path patterns) imports
-//     nothing of ours, nor does statedir (where sandboxd keeps a
-//     caller's configuration and state).
+//     nothing of ours, nor do statedir (where sandboxd keeps a caller's
+//     configuration and state) and envlist (reading and editing
+//     KEY=VALUE environment lists).
 //   - suggest never imports session, sandbox or review: the report and
 //     the audit log both call it.
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,

@@ -145,6 +145,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("statedir")(p) },
 		},
 		{
+			name:   "envlist imports nothing of ours",
+			from:   ours("envlist"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("envlist")(p) },
+		},
+		{
 			name:   "netproxy imports nothing of ours but netdest (no rules, grants, policy or sandbox)",
 			from:   ours("netproxy"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("netproxy", "netdest")(p) },
@@ -469,6 +474,7 @@ func TestRulesCatch(t *testing.T) {
 	add(m("ruletext"), m("grants"))
 	add(m("suggest"), m("session"))
 	add(m("statedir"), m("publicerr"))
+	add(m("envlist"), m("statedir"))
 	add("github.com/seccomp/libseccomp-golang")
 
 	var got []string
@@ -488,6 +494,7 @@ func TestRulesCatch(t *testing.T) {
 		`"ruletext imports nothing of ours": ruletext → grants`,
 		`"suggest never imports session, sandbox or review (the report and the audit log both call it)": suggest → session`,
 		`"statedir imports nothing of ours": statedir → publicerr`,
+		`"envlist imports nothing of ours": envlist → statedir`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/envlist"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,10 +41,8 @@ func lookPath(name string, env []string, dir string) (string, int, error) {
 		return p, code, err
 	}
 	path := "/usr/local/bin:/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
+	if v, ok := envlist.Lookup(env, "PATH"); ok {
+		path = v
 	}
 	notExec := false
 	for _, d := range filepath.SplitList(path) {
