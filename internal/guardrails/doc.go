@@ -10,9 +10,11 @@
 //
 //   - broker never imports sandbox or anything under it, landlock,
 //     seccomp, kaudit, layer, netproxy (nor go-landlock or
-//     libseccomp-golang), net/http or another HTTP client.
-//   - grants imports no package of ours outside grants/, and atomicfile
-//     none outside atomicfile/.
+//     libseccomp-golang), net/http or another HTTP client; nor
+//     overrides or review, whose interfaces it declares.
+//   - grants imports no package of ours outside grants/, atomicfile
+//     none outside atomicfile/, evidence none outside evidence/, and
+//     overrides none but grants and atomicfile.
 //   - netproxy never imports broker or review; it imports nothing of
 //     ours but netdest, which imports nothing of ours.
 //   - ruletext (a rule's text: fields, escapes, path patterns) imports
@@ -24,6 +26,10 @@
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
 //     persist and netproxy never import broker, review, session or
 //     openai-go.
+//   - the supervisor side (sandbox, sandbox/detect and
+//     sandbox/internal/wire; not the helper, sandbox/confine) never
+//     imports the helper, broker, review, session, netproxy, openai-go
+//     or net/http.
 //   - policy never imports broker, review, netproxy, landlock, seccomp
 //     (ours or the libraries under them) or openai-go.
 //   - at most one package of ours imports openai-go directly, and it is
@@ -37,6 +43,15 @@
 //     transitive dependencies of sandbox, session or broker, nor those
 //     packages themselves, may (signals belong to the process, and the
 //     helper is the only package that is a process of its own).
+//   - the supervisor side's code (supervisor_test.go), in every file but
+//     tests whatever its build tags, imports none of what the rule
+//     above forbids it, and never refers to signal.Notify,
+//     NotifyContext, Ignore or Reset, to os.Getenv, LookupEnv, Environ,
+//     Getwd or Chdir, to os.Stdin, Stdout or Stderr, or to grants'
+//     NewStore, Store, Grant or Request: the caller decides which
+//     signals reach the command and describes the context, the
+//     command's streams come in the Spec, and the sandbox uses only the
+//     boundary vocabulary of grants.
 //   - no package of ours has an init function (test files included).
 //   - policy keeps no package-level variables.
 //   - no function or method of production code (every .go file of the

@@ -21,15 +21,17 @@ const module = "github.com/sandboxd/sandboxd"
 
 // pkg is the part of `go list -json` the rules read.
 type pkg struct {
-	ImportPath   string
-	Dir          string
-	Standard     bool
-	GoFiles      []string
-	CgoFiles     []string
-	TestGoFiles  []string
-	XTestGoFiles []string
-	Imports      []string
-	Error        *struct{ Err string }
+	ImportPath     string
+	Name           string
+	Dir            string
+	Standard       bool
+	GoFiles        []string
+	CgoFiles       []string
+	IgnoredGoFiles []string
+	TestGoFiles    []string
+	XTestGoFiles   []string
+	Imports        []string
+	Error          *struct{ Err string }
 }
 
 // graph is every package of the module and everything they import.
@@ -58,6 +60,19 @@ func ours(rel ...string) matcher {
 		abs[i] = module + "/" + r
 	}
 	return within(abs...)
+}
+
+// exactly matches our packages at each path relative to the module, and
+// not those under them.
+func exactly(rel ...string) matcher {
+	return func(p string) bool {
+		for _, r := range rel {
+			if p == module+"/"+r {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 func anyOf(ms ...matcher) matcher {
@@ -163,6 +178,11 @@ func importRules() []importRule {
 			name:   "enforcement packages never import broker, review, session or openai-go",
 			from:   ours("landlock", "seccomp", "kaudit", "sandbox", "layer", "persist", "netproxy"),
 			forbid: anyOf(ours("broker", "review", "session"), openai),
+		},
+		{
+			name:   supervisorRule,
+			from:   exactly(supervisorPkgs()...),
+			forbid: supervisorForbidden,
 		},
 		{
 			name:   "policy never imports broker, review, netproxy, landlock, seccomp or openai-go",
@@ -463,8 +483,9 @@ func TestRulesCatch(t *testing.T) {
 	add(m("netproxy"), m("session"))
 	add(m("session"), m("broker"), m("sandbox"))
 	add(m("sandbox"), m("sandbox/internal/wire"), m("landlock"))
-	add(m("sandbox/internal/wire"))
+	add(m("sandbox/internal/wire"), "net/http")
 	add(m("sandbox/confine"), m("sandbox/internal/wire"))
+	add(m("sandbox/detect"), m("sandbox/confine"))
 	add(m("landlock"), m("cmd/internal/flags"))
 	add(m("cmd/internal/flags"))
 	add(m("cmd/sandboxd"), m("cmd/internal/flags"), m("session"))
@@ -499,6 +520,8 @@ func TestRulesCatch(t *testing.T) {
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,
 		`"no package of ours imports cmd/...": landlock → cmd/internal/flags`,
+		supervisorRule + `": sandbox/detect → sandbox/confine`,
+		supervisorRule + `": sandbox → sandbox/internal/wire → net/http`,
 		`under review/": layer → github.com/openai/openai-go/v3/option`,
 		`under review/": 2 packages import it: layer, review/openai`,
 		`may not call signal.Notify": sandbox → sandbox/internal/wire calls it at wire.go:10:2`,
@@ -507,7 +530,8 @@ func TestRulesCatch(t *testing.T) {
 			t.Errorf("no violation %s\ngot:\n%s", want, all)
 		}
 	}
-	for _, bad := range []string{"confine calls", "cmd/sandboxd calls", "cmd/sandboxd → cmd/internal/flags", `under review/": review/openai`} {
+	for _, bad := range []string{"confine calls", "cmd/sandboxd calls", "cmd/sandboxd → cmd/internal/flags", `under review/": review/openai`,
+		supervisorRule + `": sandbox/confine`} {
 		if strings.Contains(all+"\n", bad) {
 			t.Errorf("a violation that is allowed (%s):\n%s", bad, all)
 		}
