@@ -40,5 +40,5 @@
 // is removed on every error; only a crash between its creation and the
 // rename leaves it behind, and RemoveLeftovers removes such files.
 //
-// This package imports nothing of sandboxd's, so every package may use it.
+// Of sandboxd's packages it imports none, so every package may use it.
 package atomicfile

@@ -5,5 +5,5 @@
 // every comment, and every entry that names or carries a credential is
 // left out.
 //
-// It imports nothing of sandboxd's own.
+// Of sandboxd's packages it imports none.
 package credfile

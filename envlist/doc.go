@@ -7,6 +7,6 @@
 // entry of its name, so a command sees one value whatever reads it.
 //
 // It edits lists, never the environment of the process running
-// sandboxd, and imports nothing of ours (internal/guardrails checks
-// it).
+// sandboxd. Of sandboxd's packages it imports none (internal/guardrails
+// checks it).
 package envlist

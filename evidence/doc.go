@@ -15,5 +15,5 @@
 // anything is allocated, every reply is checked against what was asked,
 // and an unexpected one ends the session.
 //
-// The package imports nothing of sandboxd's own.
+// Of sandboxd's packages it imports none.
 package evidence

@@ -17,5 +17,6 @@
 //
 // The package owns the process's own identity: it is the one place
 // below cmd/ that compares a caller's ids with the thread's
-// (internal/guardrails enforces it).
+// (internal/guardrails enforces it). Of sandboxd's packages it imports
+// none.
 package fsid

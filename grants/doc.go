@@ -11,6 +11,6 @@
 // number of racing consumers exactly one wins. A consume attempt that
 // presents a real token for another request burns the grant.
 //
-// The package knows nothing of Landlock, the proxy or reviewers; it must
-// never import landlock, sandbox, netproxy, review or openai-go.
+// The package knows nothing of Landlock, the proxy or reviewers. Of
+// sandboxd's packages it imports none.
 package grants

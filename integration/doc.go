@@ -17,4 +17,7 @@
 // it; heavy toolchain runs (cold-cache Go builds, go test -race, a venv)
 // take turns through heavyBuild, since their time limits were set for
 // running one at a time.
+//
+// Of sandboxd's packages it imports none, and neither do its tests: they
+// know sandboxd only as a binary.
 package integration

@@ -15,5 +15,6 @@
 // is enabled keep syscall auditing until they exit, and without an audit
 // daemon the kernel writes records to its log (rate-limited).
 //
-// This package knows nothing of sandboxes or reviewers.
+// This package knows nothing of sandboxes or reviewers. Of sandboxd's
+// packages it imports only atomicfile.
 package kaudit

@@ -8,5 +8,5 @@
 //
 // It is pure: no lookups, no sockets, no policy. The proxy (netproxy)
 // normalises with it, the broker matches rules and applies the hard
-// denies with it. It imports nothing of sandboxd's.
+// denies with it. Of sandboxd's packages it imports none.
 package netdest

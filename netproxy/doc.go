@@ -10,9 +10,10 @@
 // way in goes through (Proxy.decide), the pinned
 // dial and the byte relay, the refusal responses and the counters. It
 // asks a Decider (decider.go) and knows nothing of rules, reviewers,
-// models or grant storage: it never imports broker, review, grants,
-// policy or openai-go. session adapts the broker to Decider. netdest is
-// the one home of what a destination is; this package only calls it.
+// models or grant storage. Of sandboxd's packages it imports only
+// netdest: the one home of what a destination is, which this package
+// only calls. It must never import broker, review/..., grants, policy or
+// openai-go. session adapts the broker to Decider.
 //
 // # The way in
 //

@@ -16,6 +16,7 @@
 // atomicfile, so two racing consumers of one override see exactly one
 // win. A damaged file fails closed: nothing is used or issued from it.
 //
-// It imports grants and atomicfile only; the broker declares the
-// interfaces it consumes and never imports this package.
+// Of sandboxd's packages it imports only atomicfile and grants. The
+// broker declares the interfaces it consumes and does not import this
+// package (internal/guardrails checks it).
 package overrides

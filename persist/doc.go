@@ -23,8 +23,9 @@
 //     broker refuses before any reviewer (startup.go).
 //
 // Rules read the tree through FS: the host's, or the workspace as a
-// commit would leave it. The package imports only the standard library,
-// golang.org/x/sys, gitconfig, and go-toml and go.yaml.in/yaml (to read
-// tools' settings); it must never import sandbox, layer, broker, review
-// or anything that runs git.
+// commit would leave it. Of sandboxd's packages it imports only
+// atomicfile, gitconfig and publicerr; of others, the standard library,
+// golang.org/x/sys, and go-toml and go.yaml.in/yaml (to read tools'
+// settings). It never runs git, and must never import sandbox/...,
+// review/..., layer or broker.
 package persist

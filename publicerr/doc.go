@@ -5,5 +5,5 @@
 // a rationale, a stderr line or the report: only a public sentence does,
 // and the cause goes to the log.
 //
-// It imports nothing of sandboxd's own.
+// Of sandboxd's packages it imports none.
 package publicerr

@@ -11,5 +11,5 @@
 // name. The broker parses and matches rules with it; the policy checks
 // them with it; a suggested rule is written with it.
 //
-// It imports nothing of sandboxd's.
+// Of sandboxd's packages it imports none.
 package ruletext

@@ -30,10 +30,15 @@
 // sandboxd's own environment or working directory (everything comes in
 // through the Spec), and never writes to os.Stdout or os.Stderr (the
 // command's streams and the cannot-run line go to Spec.Stdout and
-// Spec.Stderr; diagnostics to the *slog.Logger). It never imports the
-// helper (confine), broker, review, session, netproxy, openai-go,
-// net/http or any other HTTP client; of grants it uses only the boundary
-// vocabulary (Surface, Operation: denials and exceptions are named in
-// it), never the store or a request. deps_test.go enforces what a test
-// can see of that.
+// Spec.Stderr; diagnostics to the *slog.Logger).
+//
+// Of sandboxd's packages it imports only atomicfile, envlist, fsid,
+// gitconfig, grants, kaudit, landlock, persist, publicerr, sandbox/detect,
+// sandbox/internal/wire, seccomp and termfilter. It must never import
+// sandbox/confine (the helper, a process of its own), broker,
+// review/..., session, netproxy, openai-go or an HTTP client. Of grants
+// it uses only the boundary vocabulary (Surface, Operation: denials and
+// exceptions are named in it), never the store or a request.
+// internal/guardrails checks all of this, and what the package's code
+// refers to (supervisor_test.go).
 package sandbox

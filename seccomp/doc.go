@@ -36,5 +36,6 @@
 // [Refused] tells the supervisor the class and the errno to fail it with,
 // so the command sees no difference.
 //
-// This package must never import broker, review, netproxy or openai-go.
+// Of sandboxd's packages it imports none. It must never import broker,
+// review/..., netproxy or openai-go.
 package seccomp

@@ -20,5 +20,5 @@
 // Both directories are sandboxd's own: every command is denied them
 // (policy's secrets, the broker's hard denies).
 //
-// It imports nothing of ours (internal/guardrails checks it).
+// Of sandboxd's packages it imports none (internal/guardrails checks it).
 package statedir

@@ -16,4 +16,8 @@
 // policy. Rules are shown to a person (their terminal, the report,
 // `sandboxd suggest`), never on the command's stderr, which the agent
 // reads and could copy into the policy with its own file tools.
+//
+// Of sandboxd's packages it imports only broker, grants and termfilter.
+// The report and the audit log both call it: it must never import
+// session, sandbox/... or review/....
 package suggest

@@ -1,5 +1,3 @@
-// Package golden compares test output with files under testdata, and
-// rewrites them when the tests run with -update. Only tests import it.
 package golden
 
 import (

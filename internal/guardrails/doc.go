@@ -82,6 +82,26 @@
 // input. The marks themselves are internal/publictext's, which packages'
 // tests also hold the reasons they build from real failures to.
 //
+// The rule on the packages' doc.go files (docs_test.go): every package
+// of ours but a main program has a doc.go whose package comment says,
+// once, which packages of ours its production files import directly, in
+// a sentence the test reads and compares with the graph: "Of sandboxd's
+// packages it imports" then "none", or "only" and the list ("only
+// atomicfile, gitconfig and publicerr."; the list ends at ".", ";" or
+// ":", and a remark in parentheses is no item). It may also say, in
+// sentences where "must never import" is followed by a list, what the
+// package must never import, directly or not; the test checks each like
+// an import rule. There a package of ours is named relative to the
+// module ("X/..." for X and everything under it), another by its import
+// path, and openai-go, go-landlock, libseccomp-golang and "an HTTP
+// client" as the import rules mean them. Any other "never import(s)",
+// "imports nothing", "imports only" or "imports none" in a doc.go is a
+// claim the test cannot check, and fails it (this package's doc.go
+// excepted: it states the other packages' rules).
+//
+// Of sandboxd's packages it imports none (its tests import
+// internal/publictext).
+//
 // A rule about a package that does not exist yet passes. To add a rule,
 // add an entry to importRules (or a check beside the others) in
 // guardrails_test.go, and a case to TestRulesCatch that proves it fires.

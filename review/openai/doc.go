@@ -20,4 +20,6 @@
 //     another origin, or log the API key or a prompt (debug logs carry the
 //     fault class and HTTP status only);
 //   - import any other package of sandboxd's.
+//
+// Of sandboxd's packages it imports none.
 package openai

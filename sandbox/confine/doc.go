@@ -20,9 +20,12 @@
 // of its own and exits with the command, so it may change process-wide
 // state (threads, signals, credentials) the supervisor never may.
 //
-// It imports landlock, seccomp and wire, and never package sandbox (the
-// supervisor), detect, or anything of the broker, grants, review,
-// session or network proxy. cmd/sandboxd dispatches to IsHelper/Main and
+// Of sandboxd's packages it imports only envlist, landlock, publicerr,
+// sandbox/detect, sandbox/internal/wire and seccomp. Of detect it uses
+// OpenDiag alone: the sock_diag socket must be opened inside the run's
+// network namespace, so the helper opens it and hands it over. It must
+// never import sandbox (the supervisor), broker, review/..., session or
+// netproxy. cmd/sandboxd dispatches to IsHelper/Main and
 // IsProbe/ProbeMain first thing; a test binary that calls sandbox.Run
 // must do the same in its TestMain.
 package confine

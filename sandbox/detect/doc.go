@@ -21,7 +21,10 @@
 // observed intents the sandbox refused, which records are boundaries and
 // which noise, and when two denials are the same one.
 //
-// It is used by the supervisor (package sandbox) and imports only
-// kaudit, landlock and seccomp: never the helper (confine), the broker,
-// grants, review, session or any network client.
+// It is used by the supervisor (package sandbox), and by the helper for
+// OpenDiag alone. Of sandboxd's packages it imports only grants, kaudit,
+// landlock, netdest, publicerr and seccomp; of grants it uses only the
+// boundary vocabulary (Surface, Operation), never the store or a
+// request. It must never import sandbox/confine, broker, review/...,
+// session, netproxy, openai-go or an HTTP client.
 package detect

@@ -1,4 +1,3 @@
-// Package scratch makes the benchmarks' throw-away workspaces.
 package scratch
 
 import (

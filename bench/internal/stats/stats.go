@@ -1,4 +1,3 @@
-// Package stats holds the order statistics the benchmarks report.
 package stats
 
 import (

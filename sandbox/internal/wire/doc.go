@@ -6,6 +6,7 @@
 // and the few rules both sides apply the same way: which of the helper's
 // own tmpfs a path lies in, and which mount a granted file gets.
 //
-// It imports only the standard library and golang.org/x/sys/unix, so
-// that neither side depends on the other.
+// Of sandboxd's packages it imports none, and of others only the
+// standard library and golang.org/x/sys/unix, so that neither side
+// depends on the other.
 package wire

@@ -1,0 +1,3 @@
+// Package stats holds the order statistics the benchmarks report.
+// Of sandboxd's packages it imports none.
+package stats
