@@ -63,6 +63,12 @@ type Prompt struct {
 // the latest intent) does not fit max_input_tokens: nothing is sent.
 var ErrBudget = errors.New("review: the request does not fit the reviewer's input budget")
 
+// EstimateTokens is the estimate the input budget counts for these
+// messages: for a prompt's System and User, exactly its Tokens. A
+// front end that only sees what a Completer is sent (review eval) uses
+// it to report prompt sizes the way the budget saw them.
+func EstimateTokens(messages ...string) int { return estimateTokens(messages...) }
+
 // estimateTokens over-counts on purpose: a token is rarely shorter than
 // three bytes of English, JSON or paths, so bytes/3 plus a per-message
 // overhead keeps real counts under the estimate.
