@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Breaker thresholds (DESIGN via the seeds: 3 consecutive or 10 of the
-// last 50 decisions denied).
+// Breaker thresholds (docs/ARCHITECTURE.md §3.6): 3 consecutive or 10 of
+// the last 50 decisions denied.
 const (
 	breakerConsecutive = 3
 	breakerWindow      = 50

@@ -677,8 +677,9 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	return consistent(d, SourceHuman)
 }
 
-// consistent applies DESIGN.md §3.3 to a reviewer's answer: the model
-// never grants directly, and an allow must be consistent.
+// consistent applies the consistency rules (docs/ARCHITECTURE.md §3.6)
+// to a reviewer's answer: the model never grants directly, and an allow
+// must be consistent.
 func consistent(d Decision, src Source) Decision {
 	// Who decided is the slot that was asked, whatever the answer says:
 	// a model cannot pass for a person. Only a deny may say that nobody

@@ -2,11 +2,12 @@
 // > allow), deterministic hard denies, what the sandbox can grant
 // exactly, then the reviewer slots in a fixed order (the model; a person
 // when the model is absent or failed, or the session is locked down, and
-// a person is reachable; otherwise deny), then the consistency rules of
-// DESIGN.md §3.3. Every decision and grant event goes through an auditor
-// hook before it takes effect; an allow gets an exact one-use grant. A
-// per-session circuit breaker turns repeated denials into a lockdown that
-// only a person lifts.
+// a person is reachable; otherwise deny), then the consistency rules
+// (docs/ARCHITECTURE.md §3.6). Every decision and grant event goes
+// through an auditor hook before it takes effect; an allow gets an exact
+// grant (§3.5 there: one use for a filesystem retry). A per-session
+// circuit breaker turns repeated denials into a lockdown that only a
+// person lifts.
 //
 // The broker does not own the attempt loop (package session does) and
 // declares the small interfaces it consumes (Reviewer, Person, Auditor,

@@ -56,7 +56,7 @@ func (a Authorization) valid() bool {
 	return false
 }
 
-// Source says who decided (DESIGN.md §3.1).
+// Source says who decided (docs/ARCHITECTURE.md §3.6).
 type Source string
 
 // Sources.
@@ -74,7 +74,7 @@ const (
 	SourceQuiet Source = "quiet"
 )
 
-// Decision is the answer to one request (DESIGN.md §3.3).
+// Decision is the answer to one request (docs/ARCHITECTURE.md §3.6).
 type Decision struct {
 	Outcome           Outcome       `json:"outcome"`
 	RiskLevel         Risk          `json:"risk_level,omitempty"`

@@ -1,5 +1,5 @@
 // Package grants issues and consumes exact, expiring, one-use permissions
-// for boundary requests (DESIGN.md §3.2).
+// for boundary requests (docs/ARCHITECTURE.md §3.4, §3.5).
 //
 // A Request is hashed over a canonical, length-prefixed encoding of every
 // field that stays the same between an attempt and its retry, so a grant

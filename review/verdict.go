@@ -33,7 +33,8 @@ const (
 var ErrVerdict = errors.New("review: invalid verdict")
 
 // ErrInconsistent is wrapped by the errors of Consistent (and wraps
-// ErrVerdict): the verdict is well formed but breaks DESIGN.md §3.3.
+// ErrVerdict): the verdict is well formed but breaks the consistency
+// rules (docs/ARCHITECTURE.md §3.6).
 var ErrInconsistent = fmt.Errorf("%w: inconsistent", ErrVerdict)
 
 // invalidVerdict is the decision ParseVerdict returns with every error, so
@@ -143,9 +144,9 @@ func bidiControl(c rune) bool {
 	return false
 }
 
-// Consistent applies the consistency rules of DESIGN.md §3.3 to a
-// reviewer's verdict: no allow at critical risk, and an allow at high risk
-// needs medium or high user authorization. A deny is always consistent:
+// Consistent applies the consistency rules (docs/ARCHITECTURE.md §3.6) to
+// a reviewer's verdict: no allow at critical risk, and an allow at high
+// risk needs medium or high user authorization. A deny is always consistent:
 // refusing never widens what a command may do. The broker applies the
 // same rules again; this copy lets ParseVerdict refuse such an answer as
 // an error (source error) rather than pass it on.

@@ -127,7 +127,7 @@ func normalize(b []byte, w world) []byte {
 	return []byte(s)
 }
 
-// The report JSON contract (DESIGN.md §3.1), every field filled.
+// The report JSON contract (docs/ARCHITECTURE.md §3.3), every field filled.
 func TestReportGolden(t *testing.T) {
 	rep := Report{
 		ExitCode: 1, Attempts: 2, LandlockABI: 7, NetworkMode: "netns", Isolation: "namespaces",

@@ -8,7 +8,7 @@ import (
 	"github.com/sandboxd/sandboxd/suggest"
 )
 
-// Report is the --report JSON (DESIGN.md §3.1): one object per run.
+// Report is the --report JSON (docs/ARCHITECTURE.md §3.3): one object per run.
 type Report struct {
 	ExitCode    int                 `json:"exit_code"`
 	Attempts    int                 `json:"attempts"`

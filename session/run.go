@@ -22,7 +22,7 @@ import (
 )
 
 // ExitSandboxd is the exit status when sandboxd itself failed
-// (DESIGN.md §3.1); 124, 126 and 127 come from the sandbox.
+// (docs/ARCHITECTURE.md §3.1); 124, 126 and 127 come from the sandbox.
 const ExitSandboxd = 125
 
 // Sandbox runs one attempt. during decides a boundary met while the

@@ -21,8 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// exitSandboxd is the status when sandboxd itself fails (DESIGN.md
-// §3.1); 124, 126 and 127 come from the sandbox.
+// exitSandboxd is the status when sandboxd itself fails
+// (docs/ARCHITECTURE.md §3.1); 124, 126 and 127 come from the sandbox.
 const exitSandboxd = session.ExitSandboxd
 
 // runFlags are the flags of `sandboxd run`.

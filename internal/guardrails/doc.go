@@ -1,7 +1,7 @@
 // Package guardrails holds no code: its tests enforce, over the whole
-// module, the package rules DESIGN.md §2 and the packages' doc.go files
-// state, so that a change that breaks one fails `go test ./...` with the
-// rule's name and the import chain that breaks it.
+// module, the package rules docs/ARCHITECTURE.md §2 and the packages'
+// doc.go files state, so that a change that breaks one fails `go test
+// ./...` with the rule's name and the import chain that breaks it.
 //
 // The import rules are transitive (an import through another package of
 // ours, or through the standard library, counts), read from
