@@ -98,18 +98,8 @@ func (p *Proxy) serveCaptured(s *serveState, cc *clientConn, web *connQueue) {
 		return
 	}
 	defer cc.Close()
-	pm, ref := p.decide(s.ctx, s, cc, ViaCapture, dest)
-	if ref != nil {
-		p.stats.count(ref.decision + "/" + ref.source)
-		reset(cc)
-		return
-	}
-	defer pm.release()
-	up, err := p.dialPermit(s.ctx, pm, "tcp", pm.dest.String())
-	if err != nil {
-		ref := p.dialRefusal(pm, err)
-		p.stats.count(ref.decision + "/" + ref.source)
-		reset(cc)
+	up := p.open(s.ctx, cc, ViaCapture, dest, func(*refusal, bool) { reset(cc) })
+	if up == nil {
 		return
 	}
 	tunnelBoth(cc, nil, up)

@@ -8,7 +8,7 @@ import (
 )
 
 // Via says how a request came into the proxy. Every way in goes
-// through the same decision (Proxy.decide).
+// through the same decision (Proxy.decide, from Proxy.open).
 type Via string
 
 // Ways in.

@@ -6,9 +6,11 @@
 // # What it owns
 //
 // The listener side (authentication, request parsing, limits), the
-// stub resolver and the captured connections, the decision step every
-// way in goes through (Proxy.decide), the pinned
-// dial and the byte relay, the refusal responses and the counters. It
+// stub resolver and the captured connections, the one path every way
+// in goes through (Proxy.open: decide, count, dial through the permit,
+// refuse in the way in's own words; plain HTTP takes its decision half,
+// Proxy.permitFor), the pinned dial and the byte relay, the refusal
+// responses and the counters. It
 // asks a Decider (decider.go) and knows nothing of rules, reviewers,
 // models or grant storage. Of sandboxd's packages it imports only
 // netdest: the one home of what a destination is, which this package
@@ -35,7 +37,7 @@
 // anything but 127/8 and ::1, which hands the SYN to one transparent
 // listener per family (the proxy's port + 1); the accepted socket's
 // local address is where the command connected. ServeCapture decides
-// it like a CONNECT to that destination (decide, with ViaCapture),
+// it like a CONNECT to that destination (open, with ViaCapture),
 // dials through the permit and relays it as a tunnel; a refusal resets
 // the connection, since a raw connection has nowhere to put a reason.
 // Alternatives measured (the capture probe, 2 vCPU, p50 of a new
@@ -54,10 +56,12 @@
 //
 // ServeSOCKS serves the run's SOCKS5 endpoint (port + 2 inside):
 // CONNECT only, IPv4, IPv6 or a name, which the proxy resolves after an
-// allow (socks5h), decided by the same decide as a CONNECT. It takes no
-// authentication, since only the run can reach it and OpenBSD nc -X 5
-// offers none; a client offering only username/password must give the
-// run's credential. A refusal is reply 2 (not allowed by ruleset).
+// allow (socks5h), decided and dialled by the same open as a CONNECT.
+// It takes no authentication, since only the run can reach it and
+// OpenBSD nc -X 5 offers none; a client offering only username/password
+// must give the run's credential. A refusal is reply 2 (not allowed by
+// ruleset); an allowed destination that cannot be reached, 5 or 4
+// (socksAnswer).
 //
 // Names: ServeDNS is the run's resolver (127.0.0.1:53 inside). It gives
 // each valid host name an address of its own from 198.18.0.0/15 for the

@@ -46,19 +46,12 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := workContext(r)
 	defer cancel()
 	dest, ref := p.admit(ctx, r)
-	var pm *permit
-	cc := clientOf(r.Context())
-	if ref == nil {
-		pm, ref = p.decide(ctx, cc.s, cc, ViaConnect, dest)
-	}
 	if ref != nil {
 		p.writeRefusal(w, r, ref)
 		return
 	}
-	defer pm.release()
-	up, err := p.dialPermit(ctx, pm, "tcp", pm.dest.String())
-	if err != nil {
-		p.writeRefusal(w, r, p.dialRefusal(pm, err))
+	up := p.open(ctx, clientOf(r.Context()), ViaConnect, dest, httpAnswer(w, r))
+	if up == nil {
 		return
 	}
 	hj, ok := w.(http.Hijacker)
@@ -136,10 +129,9 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 // forward decides one admitted plain-HTTP request for dest and forwards
 // it through its permit.
 func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Request, dest netdest.Dest, via Via) {
-	cc := clientOf(r.Context())
-	pm, ref := p.decide(ctx, cc.s, cc, via, dest)
-	if ref != nil {
-		p.writeRefusal(w, r, ref)
+	tell := httpAnswer(w, r)
+	pm := p.permitFor(ctx, clientOf(r.Context()), via, dest, tell)
+	if pm == nil {
 		return
 	}
 	defer pm.release()
@@ -156,7 +148,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 	resp, err := p.tr.RoundTrip(out)
 	if err != nil {
-		p.writeRefusal(w, r, p.dialRefusal(pm, err))
+		p.refuse(p.dialRefusal(pm, err), true, tell)
 		return
 	}
 	defer resp.Body.Close()
@@ -260,12 +252,20 @@ func (p *Proxy) relayUpgrade(w http.ResponseWriter, resp *http.Response, pm *per
 	wg.Wait()
 }
 
-// writeRefusal answers r with a refusal through the server.
+// writeRefusal counts a refusal and answers r with it through the server.
 func (p *Proxy) writeRefusal(w http.ResponseWriter, r *http.Request, ref *refusal) {
-	resp := p.response(r, ref)
-	for k, v := range resp.Header {
-		w.Header()[k] = v
+	p.refuse(ref, false, httpAnswer(w, r))
+}
+
+// httpAnswer is the HTTP ways' answer: the refusal's response, written
+// through the server.
+func httpAnswer(w http.ResponseWriter, r *http.Request) answer {
+	return func(ref *refusal, _ bool) {
+		resp := ref.response(r)
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
 	}
-	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
 }

@@ -124,9 +124,8 @@ func (r *refusal) body() string {
 	return fmt.Sprintf("sandboxd denied the connection to %s.\n%s\n%s\n", r.dest, r.line, retryLine)
 }
 
-// response builds the refusal's HTTP response and counts it.
-func (p *Proxy) response(req *http.Request, r *refusal) *http.Response {
-	p.stats.count(r.decision + "/" + r.source)
+// response builds the refusal's HTTP response (refuse counts it).
+func (r *refusal) response(req *http.Request) *http.Response {
 	body := r.body()
 	if !utf8.ValidString(body) {
 		body = strings.ToValidUTF8(body, "?")

@@ -83,24 +83,8 @@ func (p *Proxy) serveSOCKS(s *serveState, cc *clientConn) {
 		_ = socksReply(cc, req.rep)
 		return
 	}
-	pm, ref := p.decide(s.ctx, s, cc, ViaSOCKS, req.dest)
-	if ref != nil {
-		p.stats.count(ref.decision + "/" + ref.source)
-		_ = socksReply(cc, socksNotAllowed)
-		return
-	}
-	defer pm.release()
-	up, err := p.dialPermit(s.ctx, pm, "tcp", pm.dest.String())
-	if err != nil {
-		ref := p.dialRefusal(pm, err)
-		p.stats.count(ref.decision + "/" + ref.source)
-		code := byte(socksRefused)
-		if ref.decision == "deny" {
-			code = socksNotAllowed
-		} else if ref.source != "unreachable" {
-			code = socksHostUnreach
-		}
-		_ = socksReply(cc, code)
+	up := p.open(s.ctx, cc, ViaSOCKS, req.dest, socksAnswer(cc))
+	if up == nil {
 		return
 	}
 	if err := socksReply(cc, socksOK); err != nil {
@@ -252,6 +236,23 @@ func readSOCKSRequest(r io.Reader) (socksRequest, error) {
 	}
 	req.dest = d
 	return req, nil
+}
+
+// socksAnswer is SOCKS5's answer to a refusal: not allowed (2) for a
+// refused decision or a denied dial; for an allowed destination whose
+// dial failed, connection refused (5) when it was unreachable, host
+// unreachable (4) otherwise.
+func socksAnswer(w io.Writer) answer {
+	return func(ref *refusal, dialled bool) {
+		code := byte(socksNotAllowed)
+		if dialled && ref.decision != "deny" {
+			code = socksHostUnreach
+			if ref.source == "unreachable" {
+				code = socksRefused
+			}
+		}
+		_ = socksReply(w, code)
+	}
 }
 
 // socksReply answers a request; the bound address is not the command's
