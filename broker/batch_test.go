@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 )
 
@@ -43,11 +44,11 @@ func TestDecideEach(t *testing.T) {
 		Hard: HardDenies{Secrets: []string{"/home/u/.ssh"}}})
 	var reqs []grants.Request
 	for i := range 6 {
-		r := fsReq(grants.OpWriteFile, fmt.Sprintf("/opt/out-%d", i))
+		r := fsReq(boundary.OpWriteFile, fmt.Sprintf("/opt/out-%d", i))
 		r.Session = "s-batch"
 		reqs = append(reqs, r)
 	}
-	secret := fsReq(grants.OpReadFile, "/home/u/.ssh/id_rsa")
+	secret := fsReq(boundary.OpReadFile, "/home/u/.ssh/id_rsa")
 	secret.Session = "s-batch"
 	reqs = append(reqs, secret)
 	res := b.DecideEach(context.Background(), reqs, nil)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -166,7 +167,7 @@ func (b *Broker) count(req grants.Request, res Result, count bool) Result {
 		// only keep it locked.
 		count = false
 	}
-	if res.Decision.Outcome == Allow && req.Surface == grants.Network && req.Addresses == "" && !isIPDest(req) {
+	if res.Decision.Outcome == Allow && req.Surface == boundary.Network && req.Addresses == "" && !isIPDest(req) {
 		// A name allowed before its lookup is not final: Resolved
 		// counts what its addresses come to.
 		count = false
@@ -200,7 +201,7 @@ func (b *Broker) settle(ctx context.Context, req grants.Request, d Decision) Res
 		}
 		return Result{Decision: deny(SourceError, "the decision could not be recorded, so nothing is allowed")}
 	}
-	if d.Outcome != Allow || req.Surface == grants.Command {
+	if d.Outcome != Allow || req.Surface == boundary.Command {
 		return Result{Decision: d}
 	}
 	g, err := b.issue(req)
@@ -219,7 +220,7 @@ func (b *Broker) settle(ctx context.Context, req grants.Request, d Decision) Res
 // lookup of an allowed name (Resolved exchanges it), the configured
 // uses for a network destination whose addresses are known.
 func (b *Broker) issue(req grants.Request) (grants.Grant, error) {
-	if req.Surface != grants.Network {
+	if req.Surface != boundary.Network {
 		return b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
 	}
 	if req.Addresses == "" && !isIPDest(req) {
@@ -260,7 +261,7 @@ func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request)
 
 // checkResolved decides a name's resolved addresses.
 func (b *Broker) checkResolved(req grants.Request) Decision {
-	if req.Surface != grants.Network || req.Addresses == "" {
+	if req.Surface != boundary.Network || req.Addresses == "" {
 		return deny(SourceError, "incomplete request")
 	}
 	if why := malformed(req); why != "" {
@@ -337,13 +338,13 @@ func malformed(req grants.Request) string {
 		return "unknown surface"
 	case !req.Operation.Of(req.Surface):
 		return "unknown operation for its surface"
-	case req.Surface == grants.Filesystem && (!cleanAbs(req.Path) || !cleanAbs(req.ResolvedPath)):
+	case req.Surface == boundary.Filesystem && (!cleanAbs(req.Path) || !cleanAbs(req.ResolvedPath)):
 		return "a filesystem request needs absolute, clean paths"
-	case req.Surface == grants.Filesystem && req.ResolvedPath == "" && req.Path == "",
-		req.Surface == grants.Network && req.Destination == "",
-		req.Surface == grants.Command && req.Command == "":
+	case req.Surface == boundary.Filesystem && req.ResolvedPath == "" && req.Path == "",
+		req.Surface == boundary.Network && req.Destination == "",
+		req.Surface == boundary.Command && req.Command == "":
 		return "incomplete request"
-	case req.Surface == grants.Network:
+	case req.Surface == boundary.Network:
 		return malformedNetwork(req)
 	}
 	return ""
@@ -417,7 +418,7 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 	if why, ok := b.quiet(req); ok {
 		return deny(SourceQuiet, why), true, false, ""
 	}
-	if b.cfg.Grantable != nil && req.Surface != grants.Command {
+	if b.cfg.Grantable != nil && req.Surface != boundary.Command {
 		if ok, why := b.cfg.Grantable(req); !ok {
 			return deny(SourceHardDeny, "not grantable: "+why), true, false, ""
 		}
@@ -459,19 +460,19 @@ func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 	if hard, why := b.cfg.Hard.check(req); hard {
 		return why, true
 	}
-	if req.Surface == grants.Filesystem && !req.Operation.Reads() && b.cfg.Hard.Startup != nil {
+	if req.Surface == boundary.Filesystem && !req.Operation.Reads() && b.cfg.Hard.Startup != nil {
 		for _, p := range []string{req.Path, req.ResolvedPath} {
 			if why, ok := b.cfg.Hard.Startup.Startup(p); p != "" && ok {
 				return "a start-up location: " + why, true
 			}
 		}
 	}
-	if d, ok := destOf(req); ok && req.Surface == grants.Network {
+	if d, ok := destOf(req); ok && req.Surface == boundary.Network {
 		if eps := netdest.Metadata(d); len(eps) > 0 {
 			return metadataRefusal(d.String()+" is", eps), true
 		}
 	}
-	if b.cfg.Grantable != nil && req.Surface != grants.Command {
+	if b.cfg.Grantable != nil && req.Surface != boundary.Command {
 		if ok, why := b.cfg.Grantable(req); !ok {
 			return "not grantable: " + why, true
 		}
@@ -484,7 +485,7 @@ func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 // that very path (no glob) for the operation: the policy's allow rules
 // are the user's own (a workspace policy may only narrow them).
 func (b *Broker) startup(req grants.Request) (string, bool) {
-	if req.Surface != grants.Filesystem || req.Operation.Reads() || b.cfg.Hard.Startup == nil {
+	if req.Surface != boundary.Filesystem || req.Operation.Reads() || b.cfg.Hard.Startup == nil {
 		return "", false
 	}
 	for _, p := range []string{req.Path, req.ResolvedPath} {
@@ -514,11 +515,11 @@ func (b *Broker) namedByAllow(req grants.Request, p string) bool {
 
 // quiet reports whether req writes tool state on the quiet list.
 func (b *Broker) quiet(req grants.Request) (string, bool) {
-	if req.Surface != grants.Filesystem || req.Operation.Reads() {
+	if req.Surface != boundary.Filesystem || req.Operation.Reads() {
 		return "", false
 	}
 	for _, q := range b.cfg.Quiet {
-		r := Rule{Surface: grants.Filesystem, Operation: "*", Target: q.Pattern}
+		r := Rule{Surface: boundary.Filesystem, Operation: "*", Target: q.Pattern}
 		if r.Matches(req) {
 			return q.Why, true
 		}
@@ -534,7 +535,7 @@ func (b *Broker) quiet(req grants.Request) (string, bool) {
 // program that tried is one of q's tools. Unknown programs are never
 // quiet.
 func (q QuietRule) parentByTool(req grants.Request, home string) bool {
-	if req.Operation != grants.OpMakeDir || len(q.Tools) == 0 || len(req.Programs) == 0 || home == "" || home == "/" {
+	if req.Operation != boundary.OpMakeDir || len(q.Tools) == 0 || len(req.Programs) == 0 || home == "" || home == "/" {
 		return false
 	}
 	fixed := literalPrefix(q.Pattern)
@@ -706,10 +707,10 @@ func consistent(d Decision, src Source) Decision {
 }
 
 func (h HardDenies) check(req grants.Request) (bool, string) {
-	if req.Surface == grants.Network {
+	if req.Surface == boundary.Network {
 		return false, "" // Broker.checkNetwork: it needs the rules
 	}
-	if req.Operation == grants.OpResolveUnix {
+	if req.Operation == boundary.OpResolveUnix {
 		return true, "host unix sockets (ssh-agent, gpg-agent, docker, D-Bus, editors' and sandboxd's own) are never reachable from inside; only sockets the command creates in its run are"
 	}
 	for _, p := range []string{req.Path, req.ResolvedPath} {
@@ -727,7 +728,7 @@ func (h HardDenies) check(req grants.Request) (bool, string) {
 				return true, "sandboxd's own configuration and state are never opened to a sandboxed command"
 			}
 		}
-		if (req.Operation == grants.OpRemoveDir || req.Operation == grants.OpRemoveFile) && (p == "/" || (h.Home != "" && p == filepath.Clean(h.Home))) {
+		if (req.Operation == boundary.OpRemoveDir || req.Operation == boundary.OpRemoveFile) && (p == "/" || (h.Home != "" && p == filepath.Clean(h.Home))) {
 			return true, "removing / or the home directory is refused"
 		}
 		if h.persistence(p, req.Operation) {
@@ -765,7 +766,7 @@ func within(p, dir string) bool {
 // bound read-only (and directories pinned on the way to them), and refusals
 // at commit ("persist"), so any refused write there is one, under whatever
 // name git or a tool uses it.
-func (h HardDenies) persistence(p string, op grants.Operation) bool {
+func (h HardDenies) persistence(p string, op boundary.Operation) bool {
 	if op.Reads() || h.Workspace == "" {
 		return false
 	}

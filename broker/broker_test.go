@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"golang.org/x/sys/unix"
 )
@@ -35,13 +36,13 @@ type fakeHuman struct {
 
 func (h *fakeHuman) Reachable() (bool, string) { return !h.away, "nobody at the terminal" }
 
-func fsReq(op grants.Operation, path string) grants.Request {
-	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: grants.Filesystem,
+func fsReq(op boundary.Operation, path string) grants.Request {
+	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: boundary.Filesystem,
 		Operation: op, Path: path, ResolvedPath: path}
 }
 
 func netReq(dest string) grants.Request {
-	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: grants.Network, Operation: "connect", Destination: dest}
+	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: boundary.Network, Operation: "connect", Destination: dest}
 }
 
 func mustRule(t *testing.T, s string) Rule {
@@ -87,11 +88,11 @@ func TestPipeline(t *testing.T) {
 		{"no risk level", Rules{}, &fakeReviewer{d: Decision{Outcome: Allow}}, fsReq("write_file", "/opt/x"), Deny, SourceReviewer},
 		{"reviewer error", Rules{}, &fakeReviewer{err: errors.New("timeout")}, fsReq("write_file", "/opt/x"), Deny, SourceError},
 		{"unknown surface", Rules{}, allowAll, grants.Request{Session: "s", Surface: "dbus", Operation: "call", Path: "/x"}, Deny, SourceError},
-		{"incomplete", Rules{}, allowAll, grants.Request{Session: "s", Surface: grants.Filesystem, Operation: "read_file"}, Deny, SourceError},
+		{"incomplete", Rules{}, allowAll, grants.Request{Session: "s", Surface: boundary.Filesystem, Operation: "read_file"}, Deny, SourceError},
 		{"symlinked name cannot carry an allow", Rules{Allow: []Rule{mustRule(t, "fs read /data/**")}}, nil,
-			grants.Request{Session: "s", Surface: grants.Filesystem, Operation: "read_file", Path: "/data/link", ResolvedPath: "/etc/shadow"}, Deny, SourceNoReviewer},
+			grants.Request{Session: "s", Surface: boundary.Filesystem, Operation: "read_file", Path: "/data/link", ResolvedPath: "/etc/shadow"}, Deny, SourceNoReviewer},
 		{"deny on either name", Rules{Deny: []Rule{mustRule(t, "fs read /etc/**")}}, allowAll,
-			grants.Request{Session: "s", Surface: grants.Filesystem, Operation: "read_file", Path: "/data/link", ResolvedPath: "/etc/shadow"}, Deny, SourcePolicy},
+			grants.Request{Session: "s", Surface: boundary.Filesystem, Operation: "read_file", Path: "/data/link", ResolvedPath: "/etc/shadow"}, Deny, SourcePolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := grants.NewStore()
@@ -210,12 +211,12 @@ func TestParseRuleEscapes(t *testing.T) {
 			continue
 		}
 		for _, n := range tc.yes {
-			if !r.Matches(fsReq(grants.OpReadFile, n)) {
+			if !r.Matches(fsReq(boundary.OpReadFile, n)) {
 				t.Errorf("%q (home %q) does not match %q", tc.rule, tc.home, n)
 			}
 		}
 		for _, n := range tc.no {
-			if r.Matches(fsReq(grants.OpReadFile, n)) || r.MatchesEither(fsReq(grants.OpReadFile, n)) {
+			if r.Matches(fsReq(boundary.OpReadFile, n)) || r.MatchesEither(fsReq(boundary.OpReadFile, n)) {
 				t.Errorf("%q (home %q) matches %q", tc.rule, tc.home, n)
 			}
 		}
@@ -229,19 +230,19 @@ func TestParseRuleEscapes(t *testing.T) {
 
 func TestExactRule(t *testing.T) {
 	for _, tc := range []struct {
-		surface grants.Surface
-		op      grants.Operation
+		surface boundary.Surface
+		op      boundary.Operation
 		target  string
 		want    string
 	}{
-		{grants.Filesystem, grants.OpWriteFile, "/etc/hosts", "fs write_file /etc/hosts"},
-		{grants.Filesystem, grants.OpReadFile, "/home/u/my data/*.csv", `fs read_file ~/my\ data/\*.csv`},
-		{grants.Filesystem, grants.OpReadFile, "/home/u", "fs read_file /home/u"},
-		{grants.Filesystem, grants.OpReadFile, "/home/user/x", "fs read_file /home/user/x"},
-		{grants.Filesystem, grants.OpMakeReg, "/tmp/a\nb", "fs make_reg /tmp/a\\\nb"},
-		{grants.Network, grants.OpConnect, "example.org:443", "net connect example.org:443"},
-		{grants.Network, grants.OpConnect, "[2001:db8::1]:8443", "net connect [2001:db8::1]:8443"},
-		{grants.Network, grants.OpConnect, "10.0.0.1:5432", "net connect 10.0.0.1:5432"},
+		{boundary.Filesystem, boundary.OpWriteFile, "/etc/hosts", "fs write_file /etc/hosts"},
+		{boundary.Filesystem, boundary.OpReadFile, "/home/u/my data/*.csv", `fs read_file ~/my\ data/\*.csv`},
+		{boundary.Filesystem, boundary.OpReadFile, "/home/u", "fs read_file /home/u"},
+		{boundary.Filesystem, boundary.OpReadFile, "/home/user/x", "fs read_file /home/user/x"},
+		{boundary.Filesystem, boundary.OpMakeReg, "/tmp/a\nb", "fs make_reg /tmp/a\\\nb"},
+		{boundary.Network, boundary.OpConnect, "example.org:443", "net connect example.org:443"},
+		{boundary.Network, boundary.OpConnect, "[2001:db8::1]:8443", "net connect [2001:db8::1]:8443"},
+		{boundary.Network, boundary.OpConnect, "10.0.0.1:5432", "net connect 10.0.0.1:5432"},
 	} {
 		got, err := ExactRule(tc.surface, tc.op, tc.target, "/home/u")
 		if err != nil || got != tc.want {
@@ -254,7 +255,7 @@ func TestExactRule(t *testing.T) {
 			continue
 		}
 		req := fsReq(tc.op, tc.target)
-		if tc.surface == grants.Network {
+		if tc.surface == boundary.Network {
 			req = netReq(tc.target)
 		}
 		if !r.Matches(req) {
@@ -262,18 +263,18 @@ func TestExactRule(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		surface grants.Surface
-		op      grants.Operation
+		surface boundary.Surface
+		op      boundary.Operation
 		target  string
 	}{
-		{grants.Filesystem, grants.OpWriteFile, "etc/hosts"},
-		{grants.Filesystem, grants.OpWriteFile, "/etc/../hosts"},
-		{grants.Filesystem, grants.OpWriteFile, "/etc/"},
-		{grants.Filesystem, grants.OpConnect, "/etc/hosts"},
-		{grants.Network, grants.OpConnect, "Example.org:443"},
-		{grants.Network, grants.OpConnect, "example.org"},
-		{grants.Network, grants.OpConnect, "[::1]:80"},
-		{grants.Command, grants.OpRun, "ls"},
+		{boundary.Filesystem, boundary.OpWriteFile, "etc/hosts"},
+		{boundary.Filesystem, boundary.OpWriteFile, "/etc/../hosts"},
+		{boundary.Filesystem, boundary.OpWriteFile, "/etc/"},
+		{boundary.Filesystem, boundary.OpConnect, "/etc/hosts"},
+		{boundary.Network, boundary.OpConnect, "Example.org:443"},
+		{boundary.Network, boundary.OpConnect, "example.org"},
+		{boundary.Network, boundary.OpConnect, "[::1]:80"},
+		{boundary.Command, boundary.OpRun, "ls"},
 	} {
 		if got, err := ExactRule(tc.surface, tc.op, tc.target, "/home/u"); err == nil {
 			t.Errorf("ExactRule(%s %s %q) = %q, want an error", tc.surface, tc.op, tc.target, got)
@@ -425,14 +426,14 @@ func TestCommandSurface(t *testing.T) {
 	store := grants.NewStore()
 	h := &fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Allow}}}
 	b := New(Config{Grants: store, Person: h})
-	res := b.Decide(context.Background(), grants.Request{Session: "s", Surface: grants.Command, Operation: grants.OpRun, Command: "rm -rf build"})
+	res := b.Decide(context.Background(), grants.Request{Session: "s", Surface: boundary.Command, Operation: boundary.OpRun, Command: "rm -rf build"})
 	if res.Decision.Outcome != Allow || res.Grant != nil || store.Len() != 0 {
 		t.Fatalf("command: %+v grant %v", res.Decision, res.Grant)
 	}
 	for _, bad := range []grants.Request{
-		{Session: "s", Surface: grants.Command, Operation: grants.OpRun},
-		{Session: "s", Surface: grants.Command, Operation: grants.OpReadFile, Command: "x"},
-		{Session: "s", Surface: grants.Filesystem, Operation: grants.OpRun, Path: "/x"},
+		{Session: "s", Surface: boundary.Command, Operation: boundary.OpRun},
+		{Session: "s", Surface: boundary.Command, Operation: boundary.OpReadFile, Command: "x"},
+		{Session: "s", Surface: boundary.Filesystem, Operation: boundary.OpRun, Path: "/x"},
 	} {
 		if d := b.Decide(context.Background(), bad).Decision; d.Outcome != Deny || d.Source != SourceError {
 			t.Errorf("%+v: %+v", bad, d)
@@ -453,7 +454,7 @@ func TestReviewerAnswersValidated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := grants.NewStore()
-			res := New(Config{Grants: store, Model: &fakeReviewer{d: tc.d}}).Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x"))
+			res := New(Config{Grants: store, Model: &fakeReviewer{d: tc.d}}).Decide(context.Background(), fsReq(boundary.OpWriteFile, "/opt/x"))
 			if res.Decision.Outcome != Deny || res.Decision.Source != SourceReviewer || store.Len() != 0 {
 				t.Fatalf("got %+v, %d grants", res.Decision, store.Len())
 			}
@@ -467,7 +468,7 @@ func TestUncleanPathsMalformed(t *testing.T) {
 	b := New(Config{Grants: grants.NewStore(), Rules: Rules{Allow: []Rule{mustRule(t, "fs * /**")}},
 		Hard: HardDenies{Secrets: []string{"/home/u/.ssh"}}})
 	for _, p := range []string{"home/u/.ssh/id_rsa", "/w/../etc/passwd", "/home/u//.ssh/id_rsa", "/etc/x/", "./x"} {
-		if d := b.Decide(context.Background(), fsReq(grants.OpReadFile, p)).Decision; d.Outcome != Deny || d.Source != SourceError {
+		if d := b.Decide(context.Background(), fsReq(boundary.OpReadFile, p)).Decision; d.Outcome != Deny || d.Source != SourceError {
 			t.Errorf("%q: %+v", p, d)
 		}
 	}
@@ -483,7 +484,7 @@ func TestBreakerFailuresDeny(t *testing.T) {
 		st := br.file("s") + ".json"
 		os.MkdirAll(filepath.Join(st, "x"), 0o755) // a directory where the state file goes
 		store := grants.NewStore()
-		d := New(Config{Grants: store, Breaker: br, Rules: allow}).Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x")).Decision
+		d := New(Config{Grants: store, Breaker: br, Rules: allow}).Decide(context.Background(), fsReq(boundary.OpWriteFile, "/opt/x")).Decision
 		if d.Outcome != Deny || d.Source != SourceError || store.Len() != 0 {
 			t.Fatalf("got %+v with %d grants", d, store.Len())
 		}
@@ -496,7 +497,7 @@ func TestBreakerFailuresDeny(t *testing.T) {
 		}
 		immutable(t, dir)
 		store := grants.NewStore()
-		d := New(Config{Grants: store, Breaker: br, Rules: allow}).Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x")).Decision
+		d := New(Config{Grants: store, Breaker: br, Rules: allow}).Decide(context.Background(), fsReq(boundary.OpWriteFile, "/opt/x")).Decision
 		if d.Outcome != Deny || d.Source != SourceError || store.Len() != 0 {
 			t.Fatalf("got %+v with %d grants", d, store.Len())
 		}
@@ -556,7 +557,7 @@ func TestPersonAskedOneAtATime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.Decide(context.Background(), fsReq(grants.OpWriteFile, fmt.Sprintf("/opt/%d", i)))
+			b.Decide(context.Background(), fsReq(boundary.OpWriteFile, fmt.Sprintf("/opt/%d", i)))
 		}()
 	}
 	wg.Wait()
@@ -601,12 +602,12 @@ func TestQuiet(t *testing.T) {
 		req    grants.Request
 		source Source
 	}{
-		{fsReq(grants.OpMakeReg, "/home/u/.config/go/telemetry/local/go@x.count"), SourceQuiet},
-		{fsReq(grants.OpMakeDir, "/home/u/.config/go/telemetry"), SourceQuiet},
-		{fsReq(grants.OpReadFile, "/home/u/.config/go/telemetry/mode"), SourceReviewer},
-		{fsReq(grants.OpWriteFile, "/home/u/.ssh/authorized_keys"), SourceHardDeny},
-		{fsReq(grants.OpWriteFile, "/home/u/.local/state/sandboxd/breaker/x"), SourceHardDeny},
-		{fsReq(grants.OpMakeReg, "/w/.git/hooks/pre-commit"), SourceHardDeny},
+		{fsReq(boundary.OpMakeReg, "/home/u/.config/go/telemetry/local/go@x.count"), SourceQuiet},
+		{fsReq(boundary.OpMakeDir, "/home/u/.config/go/telemetry"), SourceQuiet},
+		{fsReq(boundary.OpReadFile, "/home/u/.config/go/telemetry/mode"), SourceReviewer},
+		{fsReq(boundary.OpWriteFile, "/home/u/.ssh/authorized_keys"), SourceHardDeny},
+		{fsReq(boundary.OpWriteFile, "/home/u/.local/state/sandboxd/breaker/x"), SourceHardDeny},
+		{fsReq(boundary.OpMakeReg, "/w/.git/hooks/pre-commit"), SourceHardDeny},
 	} {
 		d := b.Decide(context.Background(), tc.req).Decision
 		if d.Source != tc.source || (tc.source != SourceReviewer && d.Outcome != Deny) {
@@ -616,7 +617,7 @@ func TestQuiet(t *testing.T) {
 	br = NewBreaker(t.TempDir())
 	b = New(Config{Grants: grants.NewStore(), Hard: h, Quiet: quiet, Breaker: br})
 	for i := 0; i < 10; i++ {
-		b.Decide(context.Background(), fsReq(grants.OpMakeReg, "/home/u/.config/go/telemetry/local/c.count"))
+		b.Decide(context.Background(), fsReq(boundary.OpMakeReg, "/home/u/.config/go/telemetry/local/c.count"))
 	}
 	if locked, _, _ := br.Locked("s"); locked {
 		t.Fatal("quiet denials locked the session")
@@ -633,11 +634,11 @@ func TestQuietParentByTool(t *testing.T) {
 		{"/home/u/.config/configstore/update-notifier-*", "npm's update notifier", nil},
 	}
 	grantable := func(req grants.Request) (bool, string) {
-		return req.Operation != grants.OpMakeDir, "more than one object"
+		return req.Operation != boundary.OpMakeDir, "more than one object"
 	}
 	b := New(Config{Grants: grants.NewStore(), Hard: HardDenies{Home: "/home/u", Workspace: "/w"}, Quiet: quiet, Grantable: grantable})
 	mk := func(p string, programs ...string) grants.Request {
-		r := fsReq(grants.OpMakeDir, p)
+		r := fsReq(boundary.OpMakeDir, p)
 		r.Programs = programs
 		return r
 	}
@@ -673,7 +674,7 @@ func TestQuietParentByTool(t *testing.T) {
 		}
 	}
 	// Only make_dir: the tool writing a file there is a boundary.
-	r := fsReq(grants.OpMakeReg, "/home/u/.config")
+	r := fsReq(boundary.OpMakeReg, "/home/u/.config")
 	r.Programs = []string{"/usr/bin/top"}
 	if d := b.Decide(context.Background(), r).Decision; d.Source == SourceQuiet {
 		t.Errorf("make_reg by top was quiet: %+v", d)
@@ -684,9 +685,9 @@ func TestQuietParentByTool(t *testing.T) {
 func TestDecideAgainNotCounted(t *testing.T) {
 	br := NewBreaker(t.TempDir())
 	b := New(Config{Grants: grants.NewStore(), Breaker: br})
-	b.Decide(context.Background(), fsReq(grants.OpWriteFile, "/opt/x"))
+	b.Decide(context.Background(), fsReq(boundary.OpWriteFile, "/opt/x"))
 	for i := 0; i < 5; i++ {
-		b.DecideAgain(context.Background(), fsReq(grants.OpWriteFile, "/opt/x"))
+		b.DecideAgain(context.Background(), fsReq(boundary.OpWriteFile, "/opt/x"))
 	}
 	if locked, _, _ := br.Locked("s"); locked {
 		t.Fatal("one boundary decided again locked the session")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 )
 
@@ -22,13 +23,13 @@ func TestHardDeniesBeforeModel(t *testing.T) {
 		name string
 		req  grants.Request
 	}{
-		{"secret read", fsReq(grants.OpReadFile, "/home/u/.ssh/id_ed25519")},
-		{"secret write", fsReq(grants.OpWriteFile, "/home/u/.aws/credentials")},
-		{"own policy", fsReq(grants.OpWriteFile, "/home/u/.config/sandboxd/policy.toml")},
-		{"own state", fsReq(grants.OpReadFile, "/home/u/.local/state/sandboxd/breaker/x")},
-		{"remove home", fsReq(grants.OpRemoveDir, "/home/u")},
-		{"remove root", fsReq(grants.OpRemoveDir, "/")},
-		{"git hook", fsReq(grants.OpMakeReg, "/home/u/proj/.git/hooks/pre-commit")},
+		{"secret read", fsReq(boundary.OpReadFile, "/home/u/.ssh/id_ed25519")},
+		{"secret write", fsReq(boundary.OpWriteFile, "/home/u/.aws/credentials")},
+		{"own policy", fsReq(boundary.OpWriteFile, "/home/u/.config/sandboxd/policy.toml")},
+		{"own state", fsReq(boundary.OpReadFile, "/home/u/.local/state/sandboxd/breaker/x")},
+		{"remove home", fsReq(boundary.OpRemoveDir, "/home/u")},
+		{"remove root", fsReq(boundary.OpRemoveDir, "/")},
+		{"git hook", fsReq(boundary.OpMakeReg, "/home/u/proj/.git/hooks/pre-commit")},
 		{"metadata by address", heldReq("169.254.169.254:80", "")},
 		{"metadata by name", heldReq("metadata.google.internal:80", "")},
 		{"loopback unnamed", heldReq("127.0.0.1:6379", "")},
@@ -69,7 +70,7 @@ func (fakeStartup) Startup(p string) (string, bool) {
 // reads are not the guard's business.
 func TestStartupHardDenied(t *testing.T) {
 	hard := HardDenies{Home: "/home/u", Workspace: "/home/u/proj", Startup: fakeStartup{}}
-	link := fsReq(grants.OpWriteFile, "/home/u/notes")
+	link := fsReq(boundary.OpWriteFile, "/home/u/notes")
 	link.ResolvedPath = "/home/u/.bashrc"
 	for _, tc := range []struct {
 		name  string
@@ -78,18 +79,18 @@ func TestStartupHardDenied(t *testing.T) {
 		want  Outcome
 		src   Source
 	}{
-		{"write", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs * /**"}, Deny, SourceHardDeny},
-		{"create a unit", fsReq(grants.OpMakeReg, "/home/u/.config/systemd/user/x.service"), []string{"fs write /home/u/**"}, Deny, SourceHardDeny},
-		{"remove", fsReq(grants.OpRemoveFile, "/home/u/.bashrc"), nil, Deny, SourceHardDeny},
+		{"write", fsReq(boundary.OpWriteFile, "/home/u/.bashrc"), []string{"fs * /**"}, Deny, SourceHardDeny},
+		{"create a unit", fsReq(boundary.OpMakeReg, "/home/u/.config/systemd/user/x.service"), []string{"fs write /home/u/**"}, Deny, SourceHardDeny},
+		{"remove", fsReq(boundary.OpRemoveFile, "/home/u/.bashrc"), nil, Deny, SourceHardDeny},
 		{"through a symlink", link, []string{"fs write_file /home/u/notes"}, Deny, SourceHardDeny},
-		{"named exactly", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Allow, SourcePolicy},
-		{"named for another operation", fsReq(grants.OpTruncate, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Deny, SourceHardDeny},
-		{"a glob is not a name", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bash?c"}, Deny, SourceHardDeny},
-		{"named with escapes", fsReq(grants.OpWriteFile, "/home/u/.bashrc/a b*"), []string{`fs write_file ~/.bashrc/a\ b\*`}, Allow, SourcePolicy},
-		{"an escaped name is that name only", fsReq(grants.OpWriteFile, "/home/u/.bashrc/ab"), []string{`fs write_file ~/.bashrc/a\*`}, Deny, SourceHardDeny},
-		{"a name no clean path has", fsReq(grants.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/x/../.bashrc"}, Deny, SourceHardDeny},
-		{"read", fsReq(grants.OpReadFile, "/home/u/.bashrc"), []string{"fs read /home/u/**"}, Allow, SourcePolicy},
-		{"elsewhere", fsReq(grants.OpWriteFile, "/home/u/out.txt"), nil, Allow, SourceReviewer},
+		{"named exactly", fsReq(boundary.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Allow, SourcePolicy},
+		{"named for another operation", fsReq(boundary.OpTruncate, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bashrc"}, Deny, SourceHardDeny},
+		{"a glob is not a name", fsReq(boundary.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/.bash?c"}, Deny, SourceHardDeny},
+		{"named with escapes", fsReq(boundary.OpWriteFile, "/home/u/.bashrc/a b*"), []string{`fs write_file ~/.bashrc/a\ b\*`}, Allow, SourcePolicy},
+		{"an escaped name is that name only", fsReq(boundary.OpWriteFile, "/home/u/.bashrc/ab"), []string{`fs write_file ~/.bashrc/a\*`}, Deny, SourceHardDeny},
+		{"a name no clean path has", fsReq(boundary.OpWriteFile, "/home/u/.bashrc"), []string{"fs write_file /home/u/x/../.bashrc"}, Deny, SourceHardDeny},
+		{"read", fsReq(boundary.OpReadFile, "/home/u/.bashrc"), []string{"fs read /home/u/**"}, Allow, SourcePolicy},
+		{"elsewhere", fsReq(boundary.OpWriteFile, "/home/u/out.txt"), nil, Allow, SourceReviewer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}
@@ -122,14 +123,14 @@ func TestBeforeAllow(t *testing.T) {
 		req    grants.Request
 		denied bool
 	}{
-		{fsReq(grants.OpWriteFile, "/home/u/.bashrc"), true},
-		{fsReq(grants.OpMakeReg, "/home/u/.config/systemd/user/x.service"), true},
-		{fsReq(grants.OpReadFile, "/home/u/.ssh/id_rsa"), true},
-		{fsReq(grants.OpWriteFile, "/opt/prod/x"), true},
+		{fsReq(boundary.OpWriteFile, "/home/u/.bashrc"), true},
+		{fsReq(boundary.OpMakeReg, "/home/u/.config/systemd/user/x.service"), true},
+		{fsReq(boundary.OpReadFile, "/home/u/.ssh/id_rsa"), true},
+		{fsReq(boundary.OpWriteFile, "/opt/prod/x"), true},
 		{held("169.254.169.254:80"), true},
 		{held("metadata.google.internal:80"), true},
-		{fsReq(grants.OpWriteFile, "/home/u/notes.txt"), false},
-		{fsReq(grants.OpReadFile, "/home/u/.bashrc"), false},
+		{fsReq(boundary.OpWriteFile, "/home/u/notes.txt"), false},
+		{fsReq(boundary.OpReadFile, "/home/u/.bashrc"), false},
 		{held("10.0.0.5:5432"), false},
 		{held("example.com:443"), false},
 	} {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
 )
@@ -17,7 +18,7 @@ import (
 // host never names an address, so `net connect *` opens no private
 // network, and a name that resolves to 127.0.0.1 is caught here too.
 func (b *Broker) checkNetwork(req grants.Request) (bool, string) {
-	if req.Surface != grants.Network {
+	if req.Surface != boundary.Network {
 		return false, ""
 	}
 	d, ok := destOf(req)
@@ -73,7 +74,7 @@ func notPublic(d netdest.Dest, a netip.Addr, why string) string {
 func (b *Broker) namedByRule(a netip.Addr, port uint16) bool {
 	for _, set := range [][]Rule{b.cfg.Rules.Allow, b.cfg.Rules.Ask} {
 		for _, r := range set {
-			if r.Surface == grants.Network && r.matchOperation(grants.OpConnect) && r.dest.NamesAddr(a, port) {
+			if r.Surface == boundary.Network && r.matchOperation(boundary.OpConnect) && r.dest.NamesAddr(a, port) {
 				return true
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 )
 
@@ -58,11 +59,11 @@ func TestOverrideNeverBeatsHardDeny(t *testing.T) {
 		rules Rules
 		src   Source
 	}{
-		{"secret", fsReq(grants.OpReadFile, "/home/u/.ssh/id_rsa"), Rules{}, SourceHardDeny},
-		{"own state", fsReq(grants.OpWriteFile, "/home/u/.local/state/sandboxd/overrides/x.json"), Rules{}, SourceHardDeny},
-		{"persistence", fsReq(grants.OpMakeReg, "/w/.git/hooks/pre-commit"), Rules{}, SourceHardDeny},
+		{"secret", fsReq(boundary.OpReadFile, "/home/u/.ssh/id_rsa"), Rules{}, SourceHardDeny},
+		{"own state", fsReq(boundary.OpWriteFile, "/home/u/.local/state/sandboxd/overrides/x.json"), Rules{}, SourceHardDeny},
+		{"persistence", fsReq(boundary.OpMakeReg, "/w/.git/hooks/pre-commit"), Rules{}, SourceHardDeny},
 		{"metadata", netReq("169.254.169.254:80"), Rules{}, SourceHardDeny},
-		{"deny rule", fsReq(grants.OpWriteFile, "/opt/x"), Rules{Deny: []Rule{mustRule(t, "fs write /opt/**")}}, SourcePolicy},
+		{"deny rule", fsReq(boundary.OpWriteFile, "/opt/x"), Rules{Deny: []Rule{mustRule(t, "fs write /opt/**")}}, SourcePolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := &fakeReviewer{d: Decision{Outcome: Deny, RiskLevel: RiskMedium, Rationale: "no"}}
@@ -84,7 +85,7 @@ func TestOverrideNeverBeatsHardDeny(t *testing.T) {
 // and its denial is recorded.
 func TestOverrideAllowsOnce(t *testing.T) {
 	model := &fakeReviewer{d: Decision{Outcome: Deny, RiskLevel: RiskMedium, Rationale: "outside the task"}}
-	req := fsReq(grants.OpWriteFile, "/opt/x")
+	req := fsReq(boundary.OpWriteFile, "/opt/x")
 	ov := &fakeOverrides{left: map[[32]byte]bool{req.Hash(): true}}
 	rec := &fakeDenials{}
 	b, store := overrideBroker(model, ov, rec, Rules{})
@@ -112,7 +113,7 @@ func TestOverrideAllowsOnce(t *testing.T) {
 // TestOverrideAfterAllowRules: a request the policy allows never uses up
 // an override.
 func TestOverrideAfterAllowRules(t *testing.T) {
-	req := fsReq(grants.OpWriteFile, "/opt/x")
+	req := fsReq(boundary.OpWriteFile, "/opt/x")
 	ov := &fakeOverrides{left: map[[32]byte]bool{req.Hash(): true}}
 	b, _ := overrideBroker(nil, ov, nil, Rules{Allow: []Rule{mustRule(t, "fs write_file /opt/x")}})
 	if res := b.Decide(context.Background(), req); res.Decision.Source != SourcePolicy || ov.calls != 0 {
@@ -122,7 +123,7 @@ func TestOverrideAfterAllowRules(t *testing.T) {
 
 // TestOverrideStoreErrorDenies: a store that fails is no override.
 func TestOverrideStoreErrorDenies(t *testing.T) {
-	req := fsReq(grants.OpWriteFile, "/opt/x")
+	req := fsReq(boundary.OpWriteFile, "/opt/x")
 	ov := &fakeOverrides{left: map[[32]byte]bool{req.Hash(): true}, err: errors.New("disk on fire")}
 	b, _ := overrideBroker(nil, ov, nil, Rules{})
 	if res := b.Decide(context.Background(), req); res.Decision.Outcome != Deny || res.Grant != nil {
@@ -134,7 +135,7 @@ func TestOverrideStoreErrorDenies(t *testing.T) {
 // person's deny are not recorded; a model allow refused at critical risk
 // is (it is the model's judgement).
 func TestOnlyModelDenialsRecorded(t *testing.T) {
-	req := fsReq(grants.OpWriteFile, "/opt/x")
+	req := fsReq(boundary.OpWriteFile, "/opt/x")
 	for _, tc := range []struct {
 		name   string
 		model  Reviewer

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/review"
@@ -30,8 +31,8 @@ func (c *countingCompleter) Complete(_ context.Context, _, _ string, validate fu
 
 func attackReq(i int) grants.Request {
 	p := fmt.Sprintf("/opt/out-%d", i)
-	return grants.Request{Session: "uid 0: batch", Cwd: "/w", Command: "cp a /opt", Surface: grants.Filesystem,
-		Operation: grants.OpWriteFile, Path: p, ResolvedPath: p, Agent: "cli", Intent: "copy"}
+	return grants.Request{Session: "uid 0: batch", Cwd: "/w", Command: "cp a /opt", Surface: boundary.Filesystem,
+		Operation: boundary.OpWriteFile, Path: p, ResolvedPath: p, Agent: "cli", Intent: "copy"}
 }
 
 // Found in review: DecideEach must give the results one-after-another

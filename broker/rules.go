@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
 	"github.com/sandboxd/sandboxd/ruletext"
@@ -15,7 +16,7 @@ import (
 // class, or "*") and a target pattern (a path glob for the filesystem, a
 // destination pattern for the network: see netdest.ParsePattern).
 type Rule struct {
-	Surface   grants.Surface
+	Surface   boundary.Surface
 	Operation string // an operation, a class or "*"
 	Target    string
 	// dest is Target parsed, for the network.
@@ -42,18 +43,18 @@ func ParseRule(s, home string) (Rule, error) {
 	var r Rule
 	switch f[0] {
 	case "fs":
-		r.Surface = grants.Filesystem
+		r.Surface = boundary.Filesystem
 	case "net":
-		r.Surface = grants.Network
+		r.Surface = boundary.Network
 	default:
 		return Rule{}, fmt.Errorf("rule %q: surface must be fs or net", s)
 	}
 	r.Operation, r.Target = f[1], f[2]
-	if op := grants.Operation(r.Operation); r.Operation != "*" && !op.Of(r.Surface) &&
-		!(r.Surface == grants.Filesystem && (r.Operation == "read" || r.Operation == "write")) {
+	if op := boundary.Operation(r.Operation); r.Operation != "*" && !op.Of(r.Surface) &&
+		!(r.Surface == boundary.Filesystem && (r.Operation == "read" || r.Operation == "write")) {
 		return Rule{}, fmt.Errorf("rule %q: %s is not an operation of the %s surface", s, r.Operation, r.Surface)
 	}
-	if r.Surface == grants.Network {
+	if r.Surface == boundary.Network {
 		p, err := netdest.ParsePattern(r.Target)
 		if err != nil {
 			return Rule{}, fmt.Errorf("rule %q: %w", s, err)
@@ -75,18 +76,18 @@ func ParseRule(s, home string) (Rule, error) {
 // "~/" when it is below home) or destination (host:port, normalised). It
 // is the inverse of ParseRule: the rule parses back, with the same home,
 // to one that matches that boundary and no other.
-func ExactRule(surface grants.Surface, op grants.Operation, target, home string) (string, error) {
+func ExactRule(surface boundary.Surface, op boundary.Operation, target, home string) (string, error) {
 	if !op.Of(surface) {
 		return "", fmt.Errorf("%s is not an operation of the %s surface", op, surface)
 	}
 	switch surface {
-	case grants.Network:
+	case boundary.Network:
 		d, err := netdest.ParseHostPort(target)
 		if err != nil || d.String() != target {
 			return "", fmt.Errorf("destination %q is not a normalised host:port", target)
 		}
 		return "net " + string(op) + " " + d.String(), nil
-	case grants.Filesystem:
+	case boundary.Filesystem:
 		if !strings.HasPrefix(target, "/") || path.Clean(target) != target || strings.IndexByte(target, 0) >= 0 {
 			return "", fmt.Errorf("path %q is not absolute and clean", target)
 		}
@@ -103,7 +104,7 @@ func (r Rule) Matches(req grants.Request) bool {
 	if r.Surface != req.Surface || !r.matchOperation(req.Operation) {
 		return false
 	}
-	if r.Surface == grants.Network {
+	if r.Surface == boundary.Network {
 		d, ok := destOf(req)
 		return ok && r.dest.Match(d)
 	}
@@ -124,7 +125,7 @@ func (r Rule) MatchesEither(req grants.Request) bool {
 	if r.Surface != req.Surface || !r.matchOperation(req.Operation) {
 		return false
 	}
-	if r.Surface == grants.Network {
+	if r.Surface == boundary.Network {
 		d, ok := destOf(req)
 		if !ok {
 			return false
@@ -142,14 +143,14 @@ func (r Rule) MatchesEither(req grants.Request) bool {
 	return matchPath(r.Target, req.Path) || matchPath(r.Target, req.ResolvedPath)
 }
 
-func (r Rule) matchOperation(op grants.Operation) bool {
+func (r Rule) matchOperation(op boundary.Operation) bool {
 	switch r.Operation {
 	case "*", string(op):
 		return true
 	case "read":
-		return op.Of(grants.Filesystem) && op.Reads()
+		return op.Of(boundary.Filesystem) && op.Reads()
 	case "write":
-		return op.Of(grants.Filesystem) && !op.Reads() && op != grants.OpIoctlDev
+		return op.Of(boundary.Filesystem) && !op.Reads() && op != boundary.OpIoctlDev
 	}
 	return false
 }
@@ -161,7 +162,7 @@ func matchPath(pattern, name string) bool { return ruletext.Match(pattern, name)
 // literal is the one path a filesystem rule names, if it names one (no
 // wildcard: see ruletext.Literal).
 func (r Rule) literal() (string, bool) {
-	if r.Surface != grants.Filesystem {
+	if r.Surface != boundary.Filesystem {
 		return "", false
 	}
 	return ruletext.Literal(r.Target)

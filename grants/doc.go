@@ -11,6 +11,7 @@
 // number of racing consumers exactly one wins. A consume attempt that
 // presents a real token for another request burns the grant.
 //
-// The package knows nothing of Landlock, the proxy or reviewers. Of
-// sandboxd's packages it imports none.
+// The boundary vocabulary a request is named in (Surface, Operation) is
+// package boundary's. The package knows nothing of Landlock, the proxy
+// or reviewers. Of sandboxd's packages it imports only boundary.
 package grants

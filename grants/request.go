@@ -6,16 +6,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
+
+	"github.com/sandboxd/sandboxd/boundary"
 )
 
 // Request is one boundary request. Only the fields marked "hashed" bind a
 // grant; the others describe the request for reviewers and logs.
 type Request struct {
-	Session   string    // hashed: the agent session
-	Cwd       string    // hashed: the command's working directory
-	Command   string    // hashed: the exact command string
-	Surface   Surface   // hashed
-	Operation Operation // hashed: read_file, write_file, make_reg, connect, run, ...
+	Session   string             // hashed: the agent session
+	Cwd       string             // hashed: the command's working directory
+	Command   string             // hashed: the exact command string
+	Surface   boundary.Surface   // hashed
+	Operation boundary.Operation // hashed: read_file, write_file, make_reg, connect, run, ...
 	// Path is the path as the command named it; ResolvedPath the same
 	// with every symlink resolved. Both are hashed.
 	Path         string

@@ -16,7 +16,7 @@
 // atomicfile, so two racing consumers of one override see exactly one
 // win. A damaged file fails closed: nothing is used or issued from it.
 //
-// Of sandboxd's packages it imports only atomicfile and grants. The
-// broker declares the interfaces it consumes and does not import this
-// package (internal/guardrails checks it).
+// Of sandboxd's packages it imports only atomicfile, boundary and
+// grants. The broker declares the interfaces it consumes and does not
+// import this package (internal/guardrails checks it).
 package overrides

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"golang.org/x/sys/unix"
 )
@@ -51,11 +52,11 @@ type Denial struct {
 	// Surface, Operation, Path, Destination and Command describe the
 	// request as the person is shown it (the hash covers more: cwd,
 	// agent, intent, the object's identity).
-	Surface     grants.Surface   `json:"surface"`
-	Operation   grants.Operation `json:"operation"`
-	Path        string           `json:"path,omitempty"`
-	Destination string           `json:"destination,omitempty"`
-	Command     string           `json:"command,omitempty"`
+	Surface     boundary.Surface   `json:"surface"`
+	Operation   boundary.Operation `json:"operation"`
+	Path        string             `json:"path,omitempty"`
+	Destination string             `json:"destination,omitempty"`
+	Command     string             `json:"command,omitempty"`
 	// Hash is the request's full hash in hex (grants.Request.HashHex).
 	Hash string `json:"hash"`
 	// Risk is the model's risk level; Rationale its reason.
@@ -78,7 +79,7 @@ func (d Denial) Critical() bool {
 
 // Target is the denied path or destination.
 func (d Denial) Target() string {
-	if d.Surface == grants.Network {
+	if d.Surface == boundary.Network {
 		return d.Destination
 	}
 	return d.Path

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 )
 
@@ -34,8 +35,8 @@ func newTestStore(t *testing.T, opts ...Option) (*Store, *clock) {
 }
 
 func req(path string) grants.Request {
-	return grants.Request{Session: "uid 0: s", Cwd: "/w", Command: "echo x > " + path, Surface: grants.Filesystem,
-		Operation: grants.OpWriteFile, Path: path, ResolvedPath: path, Agent: "cli", ToolCallID: "t1", Attempt: 1}
+	return grants.Request{Session: "uid 0: s", Cwd: "/w", Command: "echo x > " + path, Surface: boundary.Filesystem,
+		Operation: boundary.OpWriteFile, Path: path, ResolvedPath: path, Agent: "cli", ToolCallID: "t1", Attempt: 1}
 }
 
 func record(t *testing.T, s *Store, r grants.Request, risk string) {
@@ -150,7 +151,7 @@ func TestChangedRequestNoMatch(t *testing.T) {
 		"session":     func(r *grants.Request) { r.Session = "uid 0: other" },
 		"cwd":         func(r *grants.Request) { r.Cwd = "/w2" },
 		"command":     func(r *grants.Request) { r.Command += " " },
-		"operation":   func(r *grants.Request) { r.Operation = grants.OpTruncate },
+		"operation":   func(r *grants.Request) { r.Operation = boundary.OpTruncate },
 		"path":        func(r *grants.Request) { r.Path = "/opt/y" },
 		"resolved":    func(r *grants.Request) { r.ResolvedPath = "/opt/y" },
 		"inode":       func(r *grants.Request) { r.Ino = 7 },

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/netdest"
 	"github.com/sandboxd/sandboxd/ruletext"
 )
@@ -373,17 +373,17 @@ func normRule(s string) (string, string) {
 	if len(f) != 3 {
 		return "", fmt.Sprintf("rule %q: want SURFACE OPERATION PATTERN, e.g. \"fs write_file /etc/hosts\" (a backslash escapes a space in a path)", s)
 	}
-	var surface grants.Surface
+	var surface boundary.Surface
 	switch f[0] {
 	case "fs":
-		surface = grants.Filesystem
+		surface = boundary.Filesystem
 		// Any home will do to check the pattern: "~" expands escaped.
 		x, _ := ruletext.ExpandHome(f[2], "/home")
 		if err := ruletext.Check(x); err != nil {
 			return "", fmt.Sprintf("rule %q: %v", s, err)
 		}
 	case "net":
-		surface = grants.Network
+		surface = boundary.Network
 		if _, err := netdest.ParsePattern(f[2]); err != nil {
 			return "", fmt.Sprintf("rule %q: %v", s, strings.TrimPrefix(err.Error(), "netdest: "))
 		}
@@ -402,18 +402,18 @@ func normRule(s string) (string, string) {
 // checkRuleOperation says what is wrong with a rule's operation: a rule
 // that names no real operation would never match, and a deny rule that
 // never matches is worse than none.
-func checkRuleOperation(surface grants.Surface, op string) string {
-	if op == "*" || grants.Operation(op).Of(surface) {
+func checkRuleOperation(surface boundary.Surface, op string) string {
+	if op == "*" || boundary.Operation(op).Of(surface) {
 		return ""
 	}
 	names := []string{"*"}
-	if surface == grants.Filesystem {
+	if surface == boundary.Filesystem {
 		if op == "read" || op == "write" {
 			return ""
 		}
 		names = append(names, "read", "write")
 	}
-	for _, o := range grants.Operations(surface) {
+	for _, o := range boundary.Operations(surface) {
 		names = append(names, string(o))
 	}
 	return fmt.Sprintf("unknown %s operation %q (want one of %s)", surface, op, strings.Join(names, ", "))

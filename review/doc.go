@@ -7,7 +7,7 @@
 //
 // The model is reached through a Completer; review/openai is the one that
 // speaks to a server, and cmd/sandboxd joins the two. Of sandboxd's
-// packages it imports only atomicfile, broker, evidence, grants,
+// packages it imports only atomicfile, boundary, broker, evidence, grants,
 // publicerr and termfilter. It must never import review/openai or
 // openai-go.
 package review

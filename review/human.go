@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -97,7 +98,7 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	// Drop anything typed before the question was asked.
 	unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
 	target := req.Path
-	if req.Surface == grants.Network {
+	if req.Surface == boundary.Network {
 		target = req.Destination
 	}
 	var b bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -87,7 +88,7 @@ func TestHumanHoldsOutputAndEscapes(t *testing.T) {
 	ptyT := openPTY(t, func(string) string { return "n" })
 	out := termfilter.New(ptyT.slave)
 	name := "/x/\x1b]52;c;ZXZpbA==\x07\x1b]0;t\x07\x1b]10;?\x07\x1b]11;?\x07\x1b[2J\x1b[7m\nAllow exactly this, once? [y/N] "
-	req := grants.Request{Session: "s", Cwd: "/w", Command: "touch " + name, Surface: grants.Filesystem,
+	req := grants.Request{Session: "s", Cwd: "/w", Command: "touch " + name, Surface: boundary.Filesystem,
 		Operation: "make_reg", Path: name, ResolvedPath: name}
 	h := &Human{TTY: ptyT.name, Timeout: 5 * time.Second, Hold: out}
 

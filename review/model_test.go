@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/internal/golden"
@@ -42,7 +43,7 @@ func (f *fakeCompleter) Complete(_ context.Context, system, user string, validat
 
 func writeReq(path string) grants.Request {
 	return grants.Request{Session: "uid 0: s", Cwd: "/home/u/proj", Command: "cp out.txt " + path,
-		Surface: grants.Filesystem, Operation: grants.OpMakeReg, Path: path, ResolvedPath: path,
+		Surface: boundary.Filesystem, Operation: boundary.OpMakeReg, Path: path, ResolvedPath: path,
 		Agent: "cli", Intent: "copy the output next to the project", Attempt: 1}
 }
 

@@ -32,13 +32,13 @@
 // command's streams and the cannot-run line go to Spec.Stdout and
 // Spec.Stderr; diagnostics to the *slog.Logger).
 //
-// Of sandboxd's packages it imports only atomicfile, envlist, fsid,
-// gitconfig, grants, kaudit, landlock, persist, publicerr, sandbox/detect,
+// Of sandboxd's packages it imports only atomicfile, boundary, envlist,
+// fsid, gitconfig, kaudit, landlock, persist, publicerr, sandbox/detect,
 // sandbox/internal/wire, seccomp and termfilter. It must never import
 // sandbox/confine (the helper, a process of its own), broker,
-// review/..., session, netproxy, openai-go or an HTTP client. Of grants
-// it uses only the boundary vocabulary (Surface, Operation: denials and
-// exceptions are named in it), never the store or a request.
+// review/..., session, netproxy, openai-go or an HTTP client. It names
+// denials and exceptions in the boundary vocabulary (Surface,
+// Operation), never the grant store or a request.
 // internal/guardrails checks all of this, and what the package's code
 // refers to (supervisor_test.go).
 package sandbox

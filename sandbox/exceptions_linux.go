@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
@@ -20,7 +20,7 @@ import (
 // operation on one object, identified by its path and inode.
 type Exception struct {
 	// Operation is read_file, execute, write_file, truncate or make_reg.
-	Operation grants.Operation
+	Operation boundary.Operation
 	// Path is the resolved absolute path (no symlink on the way).
 	Path string
 	// Dev, Ino and Born (birth time, ns) identify the object the grant
@@ -65,8 +65,8 @@ var ErrNotGrantable = errors.New("not grantable exactly")
 
 // Grantable reports whether an operation can be granted exactly, and why
 // not.
-func Grantable(surface grants.Surface, op grants.Operation) (bool, string) {
-	if surface != grants.Filesystem {
+func Grantable(surface boundary.Surface, op boundary.Operation) (bool, string) {
+	if surface != boundary.Filesystem {
 		return false, "a direct connection is never granted: connections leave only through the run's egress proxy (HTTP_PROXY, HTTPS_PROXY), which needs namespaces and decides each destination while the connection waits"
 	}
 	switch op {
@@ -134,7 +134,7 @@ func openExceptions(es []Exception, umask uint32) ([]openedException, error) {
 		return nil, err
 	}
 	for _, e := range es {
-		if ok, why := Grantable(grants.Filesystem, e.Operation); !ok {
+		if ok, why := Grantable(boundary.Filesystem, e.Operation); !ok {
 			return fail(fmt.Errorf("sandbox: %s %s: %w: %s", e.Operation, e.Path, ErrNotGrantable, why))
 		}
 		if !filepath.IsAbs(e.Path) || filepath.Clean(e.Path) != e.Path {

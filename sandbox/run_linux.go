@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/fsid"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -256,7 +256,7 @@ func (r *run) makeCopies() error {
 			return fmt.Errorf("sandbox: copy for %s: %w", c.Path, err)
 		}
 		r.opened = append(r.opened, openedException{fd: fd, source: src,
-			Exception: Exception{Operation: grants.OpReadFile, Path: c.Path, Dev: st.Dev, Ino: st.Ino}})
+			Exception: Exception{Operation: boundary.OpReadFile, Path: c.Path, Dev: st.Dev, Ino: st.Ino}})
 	}
 	return nil
 }

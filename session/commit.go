@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -31,8 +31,8 @@ func (st *run) commit() error {
 	}
 	st.mu.Lock()
 	for _, r := range out.Refused {
-		st.rep.Boundaries = append(st.rep.Boundaries, Boundary{Attempt: st.rep.Attempts, Surface: grants.Filesystem,
-			Operation: grants.OpPersist, Path: filepath.Join(st.plan.ws, r.Path), Decision: broker.Deny,
+		st.rep.Boundaries = append(st.rep.Boundaries, Boundary{Attempt: st.rep.Attempts, Surface: boundary.Filesystem,
+			Operation: boundary.OpPersist, Path: filepath.Join(st.plan.ws, r.Path), Decision: broker.Deny,
 			Source: broker.SourceHardDeny, Rationale: r.Why})
 	}
 	st.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/grants"
@@ -56,7 +57,7 @@ func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note s
 		if strings.HasPrefix(target, "~/") {
 			target = filepath.Join(c.Home, target[2:])
 		}
-		quiet = append(quiet, broker.Rule{Surface: grants.Filesystem, Operation: "*", Target: target})
+		quiet = append(quiet, broker.Rule{Surface: boundary.Filesystem, Operation: "*", Target: target})
 	}
 	inside := func(f string, list []string) bool {
 		for _, s := range list {
@@ -67,7 +68,7 @@ func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note s
 		return false
 	}
 	for _, f := range res.Found {
-		req := grants.Request{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: f.Path}
+		req := grants.Request{Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: f.Path}
 		switch {
 		case broker.Within(f.Path, p.ws), inside(f.Path, p.policy.Secrets), inside(f.Path, p.policy.AllowSecrets):
 			continue

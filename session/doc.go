@@ -12,9 +12,10 @@
 // daemon, a tool result for MCP). A Runner is safe for concurrent use;
 // each Run owns its own plan, broker and report.
 //
-// Of sandboxd's packages it imports only broker, cachedir, credfile,
-// credstore, envlist, evidence, fsid, grants, layer, netproxy, overrides,
-// persist, policy, publicerr, sandbox, statedir and suggest. Reviewers come in through the
+// Of sandboxd's packages it imports only boundary, broker, cachedir,
+// credfile, credstore, envlist, evidence, fsid, grants, layer,
+// netproxy, overrides, persist, policy, publicerr, sandbox, statedir and
+// suggest. Reviewers come in through the
 // Job's slots: it must never import review/... or openai-go. It starts
 // the model reviewer's evidence reader (package evidence) in a read-only
 // sandbox of the run's own Spec: the only way a reviewer reads a file.

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/grants"
@@ -167,7 +168,7 @@ func localAddrs() []netip.Addr {
 type egressDecider struct{ st *run }
 
 func (e egressDecider) request(r netproxy.Request) grants.Request {
-	d := sandbox.Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: r.Dest.String()}
+	d := sandbox.Denial{Surface: boundary.Network, Operation: boundary.OpConnect, Destination: r.Dest.String()}
 	req := e.st.request(d)
 	req.Held, req.Addresses = true, joinAddrs(r.Addrs)
 	return req
@@ -361,10 +362,10 @@ func (st *run) countConnection(req grants.Request) {
 // stays one. st.mu must be held.
 func (st *run) allowedLocked(dest string) {
 	st.rep.Boundaries = slices.DeleteFunc(st.rep.Boundaries, func(b Boundary) bool {
-		return b.pending && b.Held && b.Surface == grants.Network && b.Destination == dest
+		return b.pending && b.Held && b.Surface == boundary.Network && b.Destination == dest
 	})
 	for _, b := range st.rep.Boundaries {
-		if b.Held && b.Surface == grants.Network && b.Destination == dest {
+		if b.Held && b.Surface == boundary.Network && b.Destination == dest {
 			return
 		}
 	}
@@ -400,12 +401,12 @@ func (st *run) findAllowedLocked(dest string) *AllowedDest {
 func (st *run) netBoundaryLocked(dest string) (*Boundary, bool) {
 	for i := range st.rep.Boundaries {
 		b := &st.rep.Boundaries[i]
-		if b.Held && b.Surface == grants.Network && b.Destination == dest {
+		if b.Held && b.Surface == boundary.Network && b.Destination == dest {
 			return b, false
 		}
 	}
-	st.rep.Boundaries = append(st.rep.Boundaries, Boundary{Attempt: st.attempt, Surface: grants.Network,
-		Operation: grants.OpConnect, Destination: dest, Held: true})
+	st.rep.Boundaries = append(st.rep.Boundaries, Boundary{Attempt: st.attempt, Surface: boundary.Network,
+		Operation: boundary.OpConnect, Destination: dest, Held: true})
 	return &st.rep.Boundaries[len(st.rep.Boundaries)-1], true
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -302,7 +303,7 @@ func TestEgressResolvedReviewed(t *testing.T) {
 // refused becomes a boundary, and keeps what it carried while allowed.
 func TestEgressAllowedThenRefused(t *testing.T) {
 	st := &run{rep: &Report{}, ev: Discard{}, attempt: 1}
-	req := grants.Request{Surface: grants.Network, Operation: grants.OpConnect, Destination: "x.test:443", Held: true}
+	req := grants.Request{Surface: boundary.Network, Operation: boundary.OpConnect, Destination: "x.test:443", Held: true}
 	pol := broker.Decision{Outcome: broker.Allow, Source: broker.SourcePolicy}
 	st.holdNetwork(req)
 	st.noteNetwork(req, pol, true)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/evidence"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
 
@@ -28,7 +28,7 @@ func TestReaderSpec(t *testing.T) {
 		Home: "/h", StateDir: "/s", RuntimeDir: "/run/user/1", Isolation: "namespaces", Umask: 0o22,
 		HostUID: 100000, HostGID: 100000, Limits: sandbox.Limits{Pids: 64, TmpSize: 1 << 20},
 		Copies:     []sandbox.Copy{{Path: "/h/.npmrc", Data: []byte("registry=x\n")}},
-		Exceptions: []sandbox.Exception{{Operation: grants.OpWriteFile, Path: "/etc/x"}},
+		Exceptions: []sandbox.Exception{{Operation: boundary.OpWriteFile, Path: "/etc/x"}},
 		Egress:     &sandbox.Egress{Port: 1}, OnWatch: func() {}, Signals: sigs,
 		Transaction: true, LayerSize: 1 << 20, Timeout: time.Hour,
 		Stdin: os.Stdin, Stdout: io.Discard, Stderr: io.Discard,

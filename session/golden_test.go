@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/layer"
@@ -132,9 +133,9 @@ func TestReportGolden(t *testing.T) {
 	rep := Report{
 		ExitCode: 1, Attempts: 2, LandlockABI: 7, NetworkMode: "netns", Isolation: "namespaces",
 		Boundaries: []Boundary{
-			{Attempt: 1, Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: "/etc/x", Decision: "deny", Source: "policy", Rationale: "a policy deny rule matches",
+			{Attempt: 1, Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: "/etc/x", Decision: "deny", Source: "policy", Rationale: "a policy deny rule matches",
 				Suggestion: &suggest.Suggestion{Rule: "fs write_file /etc/x", TOML: "[boundaries]\nallow = [\"fs write_file /etc/x\"]\n", Why: "why none is offered"}},
-			{Attempt: 1, Surface: grants.Network, Operation: grants.OpConnect, Destination: "example.org:443", Decision: "allow", Source: "reviewer", Grant: "consumed", Held: true},
+			{Attempt: 1, Surface: boundary.Network, Operation: boundary.OpConnect, Destination: "example.org:443", Decision: "allow", Source: "reviewer", Grant: "consumed", Held: true},
 		},
 		Detection:   &sandbox.Detection{Detector: "audit+seccomp"},
 		Degraded:    []string{"no memory cgroup"},

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credfile"
 	"github.com/sandboxd/sandboxd/envlist"
@@ -251,7 +252,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Auditor:     r.auditor,
 		Log:         r.log,
 		Grantable: func(req grants.Request) (bool, string) {
-			if req.Surface == grants.Network && req.Held {
+			if req.Surface == boundary.Network && req.Held {
 				return true, "" // the proxy holds it and consumes the grant itself
 			}
 			return sandbox.Grantable(req.Surface, req.Operation)

@@ -1,8 +1,8 @@
 package session
 
 import (
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/suggest"
@@ -63,14 +63,14 @@ type Report struct {
 
 // Boundary is one entry of the report's boundaries.
 type Boundary struct {
-	Attempt     int              `json:"attempt"`
-	Surface     grants.Surface   `json:"surface"`
-	Operation   grants.Operation `json:"operation"`
-	Path        string           `json:"path,omitempty"`
-	Destination string           `json:"destination,omitempty"`
-	Decision    broker.Outcome   `json:"decision"`
-	Source      broker.Source    `json:"source"`
-	Rationale   string           `json:"rationale,omitempty"`
+	Attempt     int                `json:"attempt"`
+	Surface     boundary.Surface   `json:"surface"`
+	Operation   boundary.Operation `json:"operation"`
+	Path        string             `json:"path,omitempty"`
+	Destination string             `json:"destination,omitempty"`
+	Decision    broker.Outcome     `json:"decision"`
+	Source      broker.Source      `json:"source"`
+	Rationale   string             `json:"rationale,omitempty"`
 	// Grant is what became of the allow's grant: issued, consumed,
 	// expired or rejected.
 	Grant string `json:"grant,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -230,7 +231,7 @@ func (st *run) staleGrants(consumed []int, why string) {
 func currentRequest(req grants.Request) grants.Request {
 	now := req
 	now.ToolCallID, now.Attempt = "", req.Attempt+1
-	if req.Surface != grants.Filesystem {
+	if req.Surface != boundary.Filesystem {
 		return now
 	}
 	now.Ino, now.Born = 0, 0

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -54,7 +55,7 @@ func newWorld(t *testing.T) world {
 	return w
 }
 
-func fsDenial(op grants.Operation, path string) sandbox.Denial {
+func fsDenial(op boundary.Operation, path string) sandbox.Denial {
 	return sandbox.Denial{Surface: "filesystem", Operation: op, Path: path}
 }
 

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/suggest"
 )
 
@@ -67,7 +67,7 @@ func TestPolicyFile(t *testing.T) {
 // The report's boundaries decode as the suggester's: the same keys, the
 // same values (suggest sits below session, so it cannot use the type).
 func TestBoundaryDecodesForSuggest(t *testing.T) {
-	b := Boundary{Attempt: 2, Surface: grants.Network, Operation: grants.OpConnect, Path: "/p", Destination: "example.org:443",
+	b := Boundary{Attempt: 2, Surface: boundary.Network, Operation: boundary.OpConnect, Path: "/p", Destination: "example.org:443",
 		Decision: broker.Deny, Source: broker.SourceHuman, Rationale: "no", Grant: "issued", Held: true}
 	raw, err := json.Marshal(b)
 	if err != nil {

@@ -3,6 +3,7 @@ package suggest_test
 import (
 	"fmt"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/suggest"
@@ -13,13 +14,13 @@ import (
 func nothingBefore(grants.Request) (string, bool) { return "", false }
 
 func ExampleFor() {
-	denied := suggest.Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile,
+	denied := suggest.Boundary{Surface: boundary.Filesystem, Operation: boundary.OpReadFile,
 		Path: "/home/u/My Data/[draft].csv", Decision: broker.Deny, Source: broker.SourceNoReviewer}
 	s := suggest.For(denied, "/home/u", "/home/u/.config/sandboxd/policy.toml", nothingBefore)
 	fmt.Println(s.Rule)
 	fmt.Print(s.TOML)
 
-	secret := suggest.Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/home/u/.ssh/id_rsa",
+	secret := suggest.Boundary{Surface: boundary.Filesystem, Operation: boundary.OpReadFile, Path: "/home/u/.ssh/id_rsa",
 		Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"}
 	fmt.Println(suggest.For(secret, "/home/u", "/home/u/.config/sandboxd/policy.toml", nothingBefore).Why)
 	// Output:

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
 )
 
@@ -34,7 +34,7 @@ func FuzzSuggest(f *testing.F) {
 	} {
 		f.Add(s.name, s.home, s.host, s.port, s.pick)
 	}
-	ops := grants.Operations(grants.Filesystem)
+	ops := boundary.Operations(boundary.Filesystem)
 	offered := []broker.Source{broker.SourceNoReviewer, broker.SourceReviewer, broker.SourceHuman}
 	f.Fuzz(func(t *testing.T, name, home, host string, port uint16, pick uint8) {
 		if len(name) > 1024 || len(home) > 256 || len(host) > 256 {

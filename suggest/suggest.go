@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -14,18 +15,18 @@ import (
 // Boundary is one boundary as the report records it (its JSON keys are
 // the report's, so a report's boundaries decode into it).
 type Boundary struct {
-	Surface     grants.Surface   `json:"surface"`
-	Operation   grants.Operation `json:"operation"`
-	Path        string           `json:"path,omitempty"`
-	Destination string           `json:"destination,omitempty"`
-	Decision    broker.Outcome   `json:"decision"`
-	Source      broker.Source    `json:"source"`
-	Rationale   string           `json:"rationale,omitempty"`
+	Surface     boundary.Surface   `json:"surface"`
+	Operation   boundary.Operation `json:"operation"`
+	Path        string             `json:"path,omitempty"`
+	Destination string             `json:"destination,omitempty"`
+	Decision    broker.Outcome     `json:"decision"`
+	Source      broker.Source      `json:"source"`
+	Rationale   string             `json:"rationale,omitempty"`
 }
 
 // target is the boundary's path or destination.
 func (b Boundary) target() string {
-	if b.Surface == grants.Network {
+	if b.Surface == boundary.Network {
 		return b.Destination
 	}
 	return b.Path
@@ -102,7 +103,7 @@ func For(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 	// A network rule is consulted where the proxy decides a destination
 	// while its connection waits (Held), which is what it would lift.
 	req := grants.Request{Surface: b.Surface, Operation: b.Operation, Path: b.Path, ResolvedPath: b.Path,
-		Destination: b.Destination, Held: b.Surface == grants.Network}
+		Destination: b.Destination, Held: b.Surface == boundary.Network}
 	if why, denied := before(req); denied {
 		return Suggestion{Why: joinWhy("a hard deny, decided before any allow rule", why)}
 	}

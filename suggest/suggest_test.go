@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/policy"
@@ -16,12 +17,12 @@ const (
 	policyFile = "/home/u/.config/sandboxd/policy.toml"
 )
 
-func fsDenial(op grants.Operation, path string, src broker.Source) Boundary {
-	return Boundary{Surface: grants.Filesystem, Operation: op, Path: path, Decision: broker.Deny, Source: src}
+func fsDenial(op boundary.Operation, path string, src broker.Source) Boundary {
+	return Boundary{Surface: boundary.Filesystem, Operation: op, Path: path, Decision: broker.Deny, Source: src}
 }
 
 func netDenial(dest string, src broker.Source) Boundary {
-	return Boundary{Surface: grants.Network, Operation: grants.OpConnect, Destination: dest, Decision: broker.Deny, Source: src}
+	return Boundary{Surface: boundary.Network, Operation: boundary.OpConnect, Destination: dest, Decision: broker.Deny, Source: src}
 }
 
 // Which denials get a rule: those an allow rule would have let through,
@@ -33,29 +34,29 @@ func TestForSources(t *testing.T) {
 		rule string // "" when none is offered
 		why  string // a part of the reason when none is
 	}{
-		{"no reviewer", fsDenial(grants.OpWriteFile, "/etc/hosts", broker.SourceNoReviewer), "fs write_file /etc/hosts", ""},
-		{"the model", fsDenial(grants.OpReadFile, "/home/u/data/x.csv", broker.SourceReviewer), "fs read_file ~/data/x.csv", ""},
+		{"no reviewer", fsDenial(boundary.OpWriteFile, "/etc/hosts", broker.SourceNoReviewer), "fs write_file /etc/hosts", ""},
+		{"the model", fsDenial(boundary.OpReadFile, "/home/u/data/x.csv", broker.SourceReviewer), "fs read_file ~/data/x.csv", ""},
 		{"a person", netDenial("example.org:443", broker.SourceHuman), "net connect example.org:443", ""},
 		{"a held connection nobody decided", netDenial("[2001:db8::1]:8443", broker.SourceNoReviewer), "net connect [2001:db8::1]:8443", ""},
-		{"hard deny", Boundary{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/home/u/.ssh/id_rsa",
+		{"hard deny", Boundary{Surface: boundary.Filesystem, Operation: boundary.OpReadFile, Path: "/home/u/.ssh/id_rsa",
 			Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"},
 			"", "a hard deny, decided before any allow rule: credential stores are never opened"},
-		{"start-up location", Boundary{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: "/home/u/.bashrc",
+		{"start-up location", Boundary{Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: "/home/u/.bashrc",
 			Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "a start-up location: bash runs it"}, "", "a start-up location"},
-		{"policy deny rule", fsDenial(grants.OpWriteFile, "/etc/hosts", broker.SourcePolicy), "", "a deny rule beats every allow rule"},
-		{"lockdown", fsDenial(grants.OpWriteFile, "/etc/hosts", broker.SourceCircuitBreaker), "", "locked down"},
-		{"error", fsDenial(grants.OpWriteFile, "/etc/hosts", broker.SourceError), "", "could not decide"},
-		{"quiet", fsDenial(grants.OpWriteFile, "/home/u/.toprc", broker.SourceQuiet), "", "quietly"},
-		{"unknown source", fsDenial(grants.OpWriteFile, "/etc/hosts", "oracle"), "", `"oracle"`},
-		{"allowed", Boundary{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: "/etc/hosts", Decision: broker.Allow, Source: broker.SourceHuman}, "", "not denied"},
-		{"no decision", Boundary{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: "/etc/hosts", Source: broker.SourceNoReviewer}, "", "not denied"},
-		{"a command", Boundary{Surface: grants.Command, Operation: grants.OpRun, Decision: broker.Deny, Source: broker.SourceReviewer}, "", "no rule names it"},
-		{"relative path", fsDenial(grants.OpWriteFile, "etc/hosts", broker.SourceNoReviewer), "", "not absolute and clean"},
-		{"unclean path", fsDenial(grants.OpWriteFile, "/etc/../etc/hosts", broker.SourceNoReviewer), "", "not absolute and clean"},
+		{"policy deny rule", fsDenial(boundary.OpWriteFile, "/etc/hosts", broker.SourcePolicy), "", "a deny rule beats every allow rule"},
+		{"lockdown", fsDenial(boundary.OpWriteFile, "/etc/hosts", broker.SourceCircuitBreaker), "", "locked down"},
+		{"error", fsDenial(boundary.OpWriteFile, "/etc/hosts", broker.SourceError), "", "could not decide"},
+		{"quiet", fsDenial(boundary.OpWriteFile, "/home/u/.toprc", broker.SourceQuiet), "", "quietly"},
+		{"unknown source", fsDenial(boundary.OpWriteFile, "/etc/hosts", "oracle"), "", `"oracle"`},
+		{"allowed", Boundary{Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: "/etc/hosts", Decision: broker.Allow, Source: broker.SourceHuman}, "", "not denied"},
+		{"no decision", Boundary{Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: "/etc/hosts", Source: broker.SourceNoReviewer}, "", "not denied"},
+		{"a command", Boundary{Surface: boundary.Command, Operation: boundary.OpRun, Decision: broker.Deny, Source: broker.SourceReviewer}, "", "no rule names it"},
+		{"relative path", fsDenial(boundary.OpWriteFile, "etc/hosts", broker.SourceNoReviewer), "", "not absolute and clean"},
+		{"unclean path", fsDenial(boundary.OpWriteFile, "/etc/../etc/hosts", broker.SourceNoReviewer), "", "not absolute and clean"},
 		{"unnormalised destination", netDenial("Example.ORG:443", broker.SourceNoReviewer), "", "normalised"},
-		{"invalid UTF-8", fsDenial(grants.OpWriteFile, "/tmp/\xff", broker.SourceNoReviewer), "", "not valid UTF-8"},
-		{"replacement character", fsDenial(grants.OpWriteFile, "/tmp/\ufffd", broker.SourceNoReviewer), "", "U+FFFD"},
-		{"NUL", fsDenial(grants.OpWriteFile, "/tmp/a\x00b", broker.SourceNoReviewer), "", "not absolute and clean"},
+		{"invalid UTF-8", fsDenial(boundary.OpWriteFile, "/tmp/\xff", broker.SourceNoReviewer), "", "not valid UTF-8"},
+		{"replacement character", fsDenial(boundary.OpWriteFile, "/tmp/\ufffd", broker.SourceNoReviewer), "", "U+FFFD"},
+		{"NUL", fsDenial(boundary.OpWriteFile, "/tmp/a\x00b", broker.SourceNoReviewer), "", "not absolute and clean"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := For(tc.b, home, policyFile, nothingBefore)
@@ -101,7 +102,7 @@ func TestForNames(t *testing.T) {
 		{"/home/user", "fs write_file /home/user", `"fs write_file /home/user"`},
 		{"/", "fs write_file /", `"fs write_file /"`},
 	} {
-		b := fsDenial(grants.OpWriteFile, tc.path, broker.SourceNoReviewer)
+		b := fsDenial(boundary.OpWriteFile, tc.path, broker.SourceNoReviewer)
 		s := For(b, home, policyFile, nothingBefore)
 		if s.Rule != tc.rule || !strings.Contains(s.TOML, "\n  "+tc.toml+",\n") {
 			t.Errorf("%q: rule %q, toml\n%s\nwant %q as %s", tc.path, s.Rule, s.TOML, tc.rule, tc.toml)
@@ -116,14 +117,14 @@ func TestForNames(t *testing.T) {
 func TestForOddHome(t *testing.T) {
 	for _, h := range []string{"/home/*", "/home/a b", `/home/a\b`, "/home/[u]", "/home/u?", "/"} {
 		p := strings.TrimSuffix(h, "/") + "/data/x"
-		b := fsDenial(grants.OpReadFile, p, broker.SourceHuman)
+		b := fsDenial(boundary.OpReadFile, p, broker.SourceHuman)
 		s := For(b, h, policyFile, nothingBefore)
 		if s.Rule == "" {
 			t.Fatalf("home %q: no rule: %s", h, s.Why)
 		}
 		checkSuggestion(t, b, s, h)
 		r, _ := broker.ParseRule(s.Rule, h)
-		if r.Matches(grants.Request{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/home/x/data/x", ResolvedPath: "/home/x/data/x"}) {
+		if r.Matches(grants.Request{Surface: boundary.Filesystem, Operation: boundary.OpReadFile, Path: "/home/x/data/x", ResolvedPath: "/home/x/data/x"}) {
 			t.Fatalf("home %q: %q reaches another home", h, s.Rule)
 		}
 	}
@@ -149,12 +150,12 @@ allow = [
 
 func TestText(t *testing.T) {
 	bs := []Boundary{
-		fsDenial(grants.OpWriteFile, "/etc/hosts", broker.SourceNoReviewer),
-		fsDenial(grants.OpWriteFile, "/etc/hosts", broker.SourceNoReviewer), // the retry met it again
+		fsDenial(boundary.OpWriteFile, "/etc/hosts", broker.SourceNoReviewer),
+		fsDenial(boundary.OpWriteFile, "/etc/hosts", broker.SourceNoReviewer), // the retry met it again
 		netDenial("example.org:443", broker.SourceHuman),
-		{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/home/u/.ssh/id_rsa\n[x]", Decision: broker.Deny,
+		{Surface: boundary.Filesystem, Operation: boundary.OpReadFile, Path: "/home/u/.ssh/id_rsa\n[x]", Decision: broker.Deny,
 			Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"},
-		{Surface: grants.Filesystem, Operation: grants.OpReadFile, Path: "/etc/motd", Decision: broker.Allow, Source: broker.SourcePolicy},
+		{Surface: boundary.Filesystem, Operation: boundary.OpReadFile, Path: "/etc/motd", Decision: broker.Allow, Source: broker.SourcePolicy},
 	}
 	got := Text(bs, home, policyFile, nothingBefore)
 	want := `# Add to the allow list of [boundaries] in your policy file /home/u/.config/sandboxd/policy.toml
@@ -198,7 +199,7 @@ func checkSuggestion(t *testing.T, b Boundary, s Suggestion, home string) {
 	if !r.Matches(req) || !r.MatchesEither(req) {
 		t.Fatalf("%q does not match %s %q", s.Rule, b.Operation, b.target())
 	}
-	for _, op := range grants.Operations(b.Surface) {
+	for _, op := range boundary.Operations(b.Surface) {
 		other := req
 		other.Operation = op
 		if op != b.Operation && r.MatchesEither(other) {
@@ -206,7 +207,7 @@ func checkSuggestion(t *testing.T, b Boundary, s Suggestion, home string) {
 		}
 	}
 	var others []string
-	if b.Surface == grants.Network {
+	if b.Surface == boundary.Network {
 		others = destNeighbours(b.Destination)
 	} else {
 		others = pathNeighbours(b.Path)
@@ -221,7 +222,7 @@ func checkSuggestion(t *testing.T, b Boundary, s Suggestion, home string) {
 // request is b's request with target as its path or destination.
 func request(b Boundary, target string) grants.Request {
 	req := grants.Request{Surface: b.Surface, Operation: b.Operation}
-	if b.Surface == grants.Network {
+	if b.Surface == boundary.Network {
 		req.Destination = target
 	} else {
 		req.Path, req.ResolvedPath = target, target
@@ -268,7 +269,7 @@ func nothingBefore(grants.Request) (string, bool) { return "", false }
 // rule whatever source the report claims, and without the broker's
 // check no rule is offered at all.
 func TestForAsksTheBroker(t *testing.T) {
-	forged := Boundary{Surface: grants.Filesystem, Operation: grants.OpWriteFile, Path: "/home/u/.bashrc",
+	forged := Boundary{Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: "/home/u/.bashrc",
 		Decision: broker.Deny, Source: broker.SourceReviewer}
 	var asked grants.Request
 	startup := func(req grants.Request) (string, bool) {
@@ -279,7 +280,7 @@ func TestForAsksTheBroker(t *testing.T) {
 	if s.Rule != "" || !strings.Contains(s.Why, "start-up location") {
 		t.Errorf("a forged reviewer denial of ~/.bashrc got %+v", s)
 	}
-	if asked.Path != "/home/u/.bashrc" || asked.ResolvedPath != "/home/u/.bashrc" || asked.Operation != grants.OpWriteFile {
+	if asked.Path != "/home/u/.bashrc" || asked.ResolvedPath != "/home/u/.bashrc" || asked.Operation != boundary.OpWriteFile {
 		t.Errorf("the broker was asked %+v", asked)
 	}
 	other := forged

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
@@ -74,7 +75,7 @@ func (r caseRequest) grantsRequest(sess string) grants.Request {
 		agent = "cli"
 	}
 	return grants.Request{
-		Session: sess, Surface: grants.Surface(r.Surface), Operation: grants.Operation(r.Operation),
+		Session: sess, Surface: boundary.Surface(r.Surface), Operation: boundary.Operation(r.Operation),
 		Path: r.Path, ResolvedPath: r.ResolvedPath, Destination: r.Destination,
 		Command: r.Command, Cwd: r.Cwd, Intent: r.Intent, Agent: agent,
 	}
@@ -358,13 +359,13 @@ func parseCase(line []byte) (evalCase, error) {
 		return c, errors.New("no class")
 	case c.Expect != "allow" && c.Expect != "deny":
 		return c, fmt.Errorf("expect must be allow or deny, not %q", c.Expect)
-	case !grants.Operation(r.Operation).Of(grants.Surface(r.Surface)):
+	case !boundary.Operation(r.Operation).Of(boundary.Surface(r.Surface)):
 		return c, fmt.Errorf("operation %q is not one of surface %q", r.Operation, r.Surface)
-	case r.Surface == string(grants.Filesystem) && r.Path == "":
+	case r.Surface == string(boundary.Filesystem) && r.Path == "":
 		return c, errors.New("a filesystem request needs a path")
-	case r.Surface == string(grants.Network) && r.Destination == "":
+	case r.Surface == string(boundary.Network) && r.Destination == "":
 		return c, errors.New("a network request needs a destination")
-	case r.Surface == string(grants.Command) && r.Command == "":
+	case r.Surface == string(boundary.Command) && r.Command == "":
 		return c, errors.New("a command request needs a command")
 	}
 	return c, nil

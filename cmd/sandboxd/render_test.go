@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
-	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/internal/golden"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -24,11 +24,11 @@ func TestStderrGolden(t *testing.T) {
 	for _, e := range []session.Event{
 		{Kind: session.KindRecovered, Recovered: &layer.Recovered{Workspace: ws, RunID: "r1", Action: "rolled back",
 			Conflicts: []layer.Conflict{{Path: "a.txt", Why: "changed outside"}}}},
-		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: grants.Filesystem, Operation: grants.OpMakeReg,
+		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: boundary.Filesystem, Operation: boundary.OpMakeReg,
 			Path: "/opt/new", Decision: broker.Allow, Source: broker.SourcePolicy, Grant: "issued"}},
-		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: grants.Filesystem, Operation: grants.OpReadFile,
+		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: boundary.Filesystem, Operation: boundary.OpReadFile,
 			Path: "/home/u/.ssh/id_rsa", Decision: broker.Deny, Source: broker.SourceHardDeny, Rationale: "credential stores are never opened to a sandboxed command"}},
-		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: grants.Network, Operation: grants.OpConnect,
+		{Kind: session.KindBoundary, Attempt: 1, Boundary: &session.Boundary{Attempt: 1, Surface: boundary.Network, Operation: boundary.OpConnect,
 			Destination: "evil.example:443\x1b[2J", Decision: broker.Deny, Source: broker.SourceNoReviewer, Rationale: "no reviewer", Held: true}},
 		{Kind: session.KindPersisted, Workspace: ws, Persisted: []sandbox.Persisted{
 			{Path: ".envrc", Action: "quarantined", Why: "direnv runs it", Quarantine: "/q/.envrc"},
@@ -59,8 +59,8 @@ func TestStderrGolden(t *testing.T) {
 		if i%3 == 0 {
 			dir = "/etc"
 		}
-		r.Event(session.Event{Kind: session.KindBoundary, Attempt: 2, Boundary: &session.Boundary{Attempt: 2, Surface: grants.Filesystem,
-			Operation: grants.OpMakeReg, Path: filepath.Join(dir, fmt.Sprintf("f%d", i)), Decision: broker.Deny, Source: broker.SourceNoReviewer, Rationale: "no reviewer"}})
+		r.Event(session.Event{Kind: session.KindBoundary, Attempt: 2, Boundary: &session.Boundary{Attempt: 2, Surface: boundary.Filesystem,
+			Operation: boundary.OpMakeReg, Path: filepath.Join(dir, fmt.Sprintf("f%d", i)), Decision: broker.Deny, Source: broker.SourceNoReviewer, Rationale: "no reviewer"}})
 	}
 	r.Event(session.Event{Kind: session.KindReviewed, Attempt: 2})
 	golden.Check(t, "stderr.golden", buf.Bytes())

@@ -12,9 +12,11 @@
 //     seccomp, kaudit, layer, netproxy (nor go-landlock or
 //     libseccomp-golang), net/http or another HTTP client; nor
 //     overrides or review, whose interfaces it declares.
-//   - grants imports no package of ours outside grants/, atomicfile
-//     none outside atomicfile/, evidence none outside evidence/, and
-//     overrides none but grants and atomicfile.
+//   - boundary (the boundary vocabulary: surfaces and operations)
+//     imports no package of ours; grants none but boundary and netdest;
+//     atomicfile none outside atomicfile/, evidence none outside
+//     evidence/, and overrides none but boundary, grants (and what
+//     grants may import) and atomicfile.
 //   - netproxy never imports broker or review; it imports nothing of
 //     ours but netdest, which imports nothing of ours.
 //   - ruletext (a rule's text: fields, escapes, path patterns) imports

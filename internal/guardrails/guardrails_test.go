@@ -115,9 +115,14 @@ func importRules() []importRule {
 				libLandlock, libSeccomp, httpClient),
 		},
 		{
-			name:   "grants imports nothing of ours",
+			name:   "boundary imports nothing of ours",
+			from:   ours("boundary"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("boundary")(p) },
+		},
+		{
+			name:   "grants imports nothing of ours but boundary and netdest",
 			from:   ours("grants"),
-			forbid: func(p string) bool { return isOurs(p) && !ours("grants")(p) },
+			forbid: func(p string) bool { return isOurs(p) && !ours("grants", "boundary", "netdest")(p) },
 		},
 		{
 			name:   "atomicfile imports nothing of ours",
@@ -125,9 +130,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("atomicfile")(p) },
 		},
 		{
-			name:   "overrides imports only grants and atomicfile of ours",
-			from:   ours("overrides"),
-			forbid: func(p string) bool { return isOurs(p) && !ours("overrides", "grants", "atomicfile")(p) },
+			name: "overrides imports only boundary, grants (and what grants may import) and atomicfile of ours",
+			from: ours("overrides"),
+			forbid: func(p string) bool {
+				return isOurs(p) && !ours("overrides", "boundary", "grants", "netdest", "atomicfile")(p)
+			},
 		},
 		{
 			name:   "broker never imports overrides or review (it owns the interfaces they fill)",
@@ -476,7 +483,9 @@ func TestRulesCatch(t *testing.T) {
 	add(m("review/openai"), "github.com/openai/openai-go/v3")
 	add("github.com/openai/openai-go/v3", "net/http")
 	add("net/http")
-	add(m("grants"), m("publicerr"))
+	add(m("grants"), m("publicerr"), m("boundary"), m("netdest"))
+	add(m("boundary"), m("publicerr"))
+	add(m("netdest"))
 	add(m("atomicfile"), m("grants"))
 	add(m("publicerr"), "errors")
 	add("errors")
@@ -509,7 +518,8 @@ func TestRulesCatch(t *testing.T) {
 	all := strings.Join(got, "\n")
 	for _, want := range []string{
 		`broker never imports the sandbox, its enforcement, netproxy or an HTTP client": broker → review → net/http`,
-		`"grants imports nothing of ours": grants → publicerr`,
+		`"grants imports nothing of ours but boundary and netdest": grants → publicerr`,
+		`"boundary imports nothing of ours": boundary → publicerr`,
 		`"netproxy never imports broker or review": netproxy → session → broker`,
 		`"atomicfile imports nothing of ours": atomicfile → grants`,
 		`"ruletext imports nothing of ours": ruletext → grants`,
@@ -530,7 +540,7 @@ func TestRulesCatch(t *testing.T) {
 			t.Errorf("no violation %s\ngot:\n%s", want, all)
 		}
 	}
-	for _, bad := range []string{"confine calls", "cmd/sandboxd calls", "cmd/sandboxd → cmd/internal/flags", `under review/": review/openai`,
+	for _, bad := range []string{"grants → boundary", "grants → netdest", "confine calls", "cmd/sandboxd calls", "cmd/sandboxd → cmd/internal/flags", `under review/": review/openai`,
 		supervisorRule + `": sandbox/confine`} {
 		if strings.Contains(all+"\n", bad) {
 			t.Errorf("a violation that is allowed (%s):\n%s", bad, all)

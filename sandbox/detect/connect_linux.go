@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
 )
@@ -228,11 +228,11 @@ func (o *Observer) prepareConnect(p *proc, n seccomp.Notification) (*connecting,
 	if !ok {
 		return c, 0, nil // abstract or unnamed: the namespace's own
 	}
-	file, errno, boundary := o.runSocket(p, path)
+	file, errno, refused := o.runSocket(p, path)
 	if errno != 0 {
 		c.close()
-		if boundary != "" {
-			return nil, errno, []Intent{{Op: grants.OpResolveUnix, Path: boundary}}
+		if refused != "" {
+			return nil, errno, []Intent{{Op: boundary.OpResolveUnix, Path: refused}}
 		}
 		return nil, errno, nil
 	}

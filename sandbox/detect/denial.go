@@ -3,17 +3,17 @@ package detect
 import (
 	"fmt"
 
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 )
 
 // Denial is one access the kernel refused, exactly as Landlock reported
 // it.
 type Denial struct {
 	// Surface is filesystem or network.
-	Surface grants.Surface `json:"surface"`
+	Surface boundary.Surface `json:"surface"`
 	// Operation is the Landlock right without its prefix: read_file,
 	// write_file, make_reg, remove_dir, execute, ..., or connect/bind.
-	Operation grants.Operation `json:"operation"`
+	Operation boundary.Operation `json:"operation"`
 	// Path is the object for filesystem denials; for creation and removal
 	// Landlock names the parent directory.
 	Path string `json:"path,omitempty"`

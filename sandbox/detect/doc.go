@@ -22,9 +22,9 @@
 // which noise, and when two denials are the same one.
 //
 // It is used by the supervisor (package sandbox), and by the helper for
-// OpenDiag alone. Of sandboxd's packages it imports only grants, kaudit,
-// landlock, netdest, publicerr and seccomp; of grants it uses only the
-// boundary vocabulary (Surface, Operation), never the store or a
-// request. It must never import sandbox/confine, broker, review/...,
+// OpenDiag alone. Of sandboxd's packages it imports only boundary, kaudit,
+// landlock, netdest, publicerr and seccomp; it names denials in the
+// boundary vocabulary (Surface, Operation) and never touches the grant
+// store or a request. It must never import sandbox/confine, broker, review/...,
 // session, netproxy, openai-go or an HTTP client.
 package detect

@@ -1,7 +1,7 @@
 package detect
 
 import (
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/netdest"
 	"net"
 	"path/filepath"
@@ -47,12 +47,12 @@ type Policy struct {
 
 // Grant is one granted exception: Operation on the object at Path.
 type Grant struct {
-	Operation grants.Operation
+	Operation boundary.Operation
 	Path      string
 }
 
 // covers reports whether the grant allows op on its object.
-func (g Grant) covers(op grants.Operation) bool {
+func (g Grant) covers(op boundary.Operation) bool {
 	switch g.Operation {
 	case "make_reg":
 		return op == "make_reg" || op == "write_file" || op == "truncate"
@@ -104,7 +104,7 @@ func (p Policy) Refused(in []Intent) []Denial {
 //   - every other write: refused outside the writable roots, and inside
 //     them on the read-only persistence paths and pinned directories.
 func (p Policy) refused(i Intent) (Denial, bool) {
-	if i.Op == grants.OpConnect {
+	if i.Op == boundary.OpConnect {
 		host, _, _ := net.SplitHostPort(i.Destination)
 		ip := net.ParseIP(host)
 		if p.NetNS && ip != nil && ip.IsLoopback() && (i.Inside || !i.Host) {
@@ -119,11 +119,11 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 		if d, err := netdest.ParseHostPort(dest); err == nil {
 			dest = d.String() // one spelling: [::1]:80 is 127.0.0.1:80, as the proxy names it
 		}
-		return Denial{Surface: grants.Network, Operation: grants.OpConnect, Destination: dest}, true
+		return Denial{Surface: boundary.Network, Operation: boundary.OpConnect, Destination: dest}, true
 	}
-	if i.Op == grants.OpResolveUnix {
+	if i.Op == boundary.OpResolveUnix {
 		// The supervisor refused it itself: a socket the run did not make.
-		return Denial{Surface: grants.Filesystem, Operation: grants.OpResolveUnix, Path: i.Path}, true
+		return Denial{Surface: boundary.Filesystem, Operation: boundary.OpResolveUnix, Path: i.Path}, true
 	}
 	if !filepath.IsAbs(i.Path) {
 		return Denial{}, false
@@ -149,7 +149,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 			denied = false
 		}
 	}
-	if !denied && (i.Op == grants.OpRename || i.Op == grants.OpRemoveDir) {
+	if !denied && (i.Op == boundary.OpRename || i.Op == boundary.OpRemoveDir) {
 		for _, pin := range p.Pinned {
 			if i.Path == pin {
 				denied = true
@@ -159,7 +159,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 	if !denied || noiseReads[i.Path] {
 		return Denial{}, false
 	}
-	d := Denial{Surface: grants.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}
+	d := Denial{Surface: boundary.Filesystem, Operation: i.Op, Path: i.Path, Ino: i.Ino, Born: i.Born}
 	if p.trustedProgram(i.Program) {
 		d.Programs = []string{i.Program}
 	}
@@ -182,10 +182,10 @@ func (p Policy) trustedProgram(exe string) bool {
 const unknownIno = ^uint64(0)
 
 // creates reports whether op makes a new name (EEXIST when it exists).
-func creates(op grants.Operation) bool {
+func creates(op boundary.Operation) bool {
 	switch op {
-	case grants.OpMakeDir, grants.OpMakeReg, grants.OpMakeSym, grants.OpMakeFifo, grants.OpMakeSock,
-		grants.OpMakeChar, grants.OpMakeBlock, grants.OpLink:
+	case boundary.OpMakeDir, boundary.OpMakeReg, boundary.OpMakeSym, boundary.OpMakeFifo, boundary.OpMakeSock,
+		boundary.OpMakeChar, boundary.OpMakeBlock, boundary.OpLink:
 		return true
 	}
 	return false
@@ -194,10 +194,10 @@ func creates(op grants.Operation) bool {
 // needsObject reports whether op acts on an existing object (ENOENT when
 // there is none). A rename is judged by both its names, one of which may
 // be new, so it is not one.
-func needsObject(op grants.Operation) bool {
+func needsObject(op boundary.Operation) bool {
 	switch op {
-	case grants.OpWriteFile, grants.OpTruncate, grants.OpRemoveFile, grants.OpRemoveDir,
-		grants.OpChmod, grants.OpChown, grants.OpUtime, grants.OpXattr:
+	case boundary.OpWriteFile, boundary.OpTruncate, boundary.OpRemoveFile, boundary.OpRemoveDir,
+		boundary.OpChmod, boundary.OpChown, boundary.OpUtime, boundary.OpXattr:
 		return true
 	}
 	return false
@@ -307,7 +307,7 @@ var noiseReads = map[string]bool{
 	"/proc/filesystems": true,
 }
 
-func noise(d Denial) bool { return d.Surface == grants.Filesystem && noiseReads[d.Path] }
+func noise(d Denial) bool { return d.Surface == boundary.Filesystem && noiseReads[d.Path] }
 
 // isProbe reports whether a record is the helper's deliberate denial
 // (confine's probeDomain writing /proc/self/comm), which announces the
@@ -330,13 +330,13 @@ func denialOf(r landlock.Record, blocker string) (Denial, bool) {
 	}
 	switch kind {
 	case "fs":
-		return Denial{Surface: grants.Filesystem, Operation: grants.Operation(op), Path: r.Path, Dev: r.Dev, Ino: r.Ino}, r.Path != ""
+		return Denial{Surface: boundary.Filesystem, Operation: boundary.Operation(op), Path: r.Path, Dev: r.Dev, Ino: r.Ino}, r.Path != ""
 	case "net":
 		name := map[string]string{"connect_tcp": "connect", "bind_tcp": "bind", "connect_send_udp": "connect", "bind_udp": "bind"}[op]
 		if name == "" {
 			name = op
 		}
-		return Denial{Surface: grants.Network, Operation: grants.Operation(name), Destination: net.JoinHostPort(r.Daddr, strconv.Itoa(r.Dest))}, r.Daddr != ""
+		return Denial{Surface: boundary.Network, Operation: boundary.Operation(name), Destination: net.JoinHostPort(r.Daddr, strconv.Itoa(r.Dest))}, r.Daddr != ""
 	}
 	return Denial{}, false
 }

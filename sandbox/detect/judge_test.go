@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/landlock"
 )
 
@@ -26,11 +26,11 @@ func policy() Policy {
 }
 
 func TestRefused(t *testing.T) {
-	fs := func(op grants.Operation, path string) []Denial {
+	fs := func(op boundary.Operation, path string) []Denial {
 		return []Denial{{Surface: "filesystem", Operation: op, Path: path, Ino: 7}}
 	}
 	// fsNew is a refused create: the name did not exist.
-	fsNew := func(op grants.Operation, path string) []Denial {
+	fsNew := func(op boundary.Operation, path string) []Denial {
 		return []Denial{{Surface: "filesystem", Operation: op, Path: path}}
 	}
 	for _, tc := range []struct {

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/boundary"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -26,11 +26,11 @@ import (
 // supervisor later judges from its own copy of the policy which intents
 // the sandbox refused.
 type Intent struct {
-	Op          grants.Operation // write_file, make_reg, make_dir, remove_file, remove_dir, rename, link, make_sym, make_fifo, make_sock, chmod, chown, utime, xattr, truncate, connect
-	Path        string           // absolute, symlinks resolved as far as they exist
-	Destination string           // host:port for connect
-	Ino         uint64           // the object's inode, when it existed at the call
-	Born        int64            // and its birth time
+	Op          boundary.Operation // write_file, make_reg, make_dir, remove_file, remove_dir, rename, link, make_sym, make_fifo, make_sock, chmod, chown, utime, xattr, truncate, connect
+	Path        string             // absolute, symlinks resolved as far as they exist
+	Destination string             // host:port for connect
+	Ino         uint64             // the object's inode, when it existed at the call
+	Born        int64              // and its birth time
 	// Inside is set for a loopback connect that a server in the sandbox's
 	// own network namespace was listening for when the call was made, and
 	// Host when a server on the host's loopback was (netns mode only).
@@ -661,7 +661,7 @@ func (o *Observer) decode(n seccomp.Notification) ([]Intent, bool) {
 }
 
 // one is the single intent of a call, if its path could be read.
-func one(op grants.Operation, path string, ino uint64, err error) ([]Intent, bool) {
+func one(op boundary.Operation, path string, ino uint64, err error) ([]Intent, bool) {
 	if err != nil {
 		return nil, false
 	}
@@ -695,7 +695,7 @@ func (p *proc) decodeOpen(nr int, a [6]uint64) ([]Intent, bool) {
 	if flags&unix.O_ACCMODE != unix.O_WRONLY && flags&unix.O_PATH == 0 {
 		// Read-only and read-write opens read (only observed when
 		// reads are: no audit to report them).
-		op := grants.OpReadFile
+		op := boundary.OpReadFile
 		if flags&unix.O_DIRECTORY != 0 {
 			op = "read_dir"
 		}
@@ -735,7 +735,7 @@ func (p *proc) decodeNames(nr int, a [6]uint64) (in []Intent, ok, known bool) {
 	case unix.SYS_RMDIR:
 		in, ok = one(p.op("remove_dir", cwd, a[0], false))
 	case unix.SYS_UNLINKAT:
-		op := grants.OpRemoveFile
+		op := boundary.OpRemoveFile
 		if a[2]&unix.AT_REMOVEDIR != 0 {
 			op = "remove_dir"
 		}
@@ -796,7 +796,7 @@ func (p *proc) decodeMeta(nr int, a [6]uint64) ([]Intent, bool) {
 		return one(p.op("truncate", cwd, a[0], true))
 	case unix.SYS_FCHMOD, unix.SYS_FCHOWN, unix.SYS_FTRUNCATE, unix.SYS_FSETXATTR, unix.SYS_FREMOVEXATTR:
 		path, ino, err := p.fdObject(a[0])
-		op := map[int]grants.Operation{unix.SYS_FCHMOD: "chmod", unix.SYS_FCHOWN: "chown", unix.SYS_FTRUNCATE: "truncate",
+		op := map[int]boundary.Operation{unix.SYS_FCHMOD: "chmod", unix.SYS_FCHOWN: "chown", unix.SYS_FTRUNCATE: "truncate",
 			unix.SYS_FSETXATTR: "xattr", unix.SYS_FREMOVEXATTR: "xattr"}[nr]
 		return one(op, path, ino, err)
 	}
@@ -807,7 +807,7 @@ func (p *proc) decodeMeta(nr int, a [6]uint64) ([]Intent, bool) {
 // kernel reads the argument as a 32-bit int).
 var cwd = func() uint64 { v := int32(unix.AT_FDCWD); return uint64(uint32(v)) }()
 
-func (p *proc) op(op grants.Operation, dirfd, pathAddr uint64, follow bool) (grants.Operation, string, uint64, error) {
+func (p *proc) op(op boundary.Operation, dirfd, pathAddr uint64, follow bool) (boundary.Operation, string, uint64, error) {
 	path, ino, err := p.at(dirfd, pathAddr, follow)
 	return op, path, ino, err
 }
@@ -828,7 +828,7 @@ func (p *proc) withProgram(in []Intent, ok bool) ([]Intent, bool) {
 	return in, ok
 }
 
-func (p *proc) pair(op grants.Operation, d1, p1, d2, p2 uint64) ([]Intent, bool) {
+func (p *proc) pair(op boundary.Operation, d1, p1, d2, p2 uint64) ([]Intent, bool) {
 	a, _, err1 := p.at(d1, p1, false)
 	b, _, err2 := p.at(d2, p2, false)
 	if err1 != nil || err2 != nil {
@@ -837,7 +837,7 @@ func (p *proc) pair(op grants.Operation, d1, p1, d2, p2 uint64) ([]Intent, bool)
 	return []Intent{{Op: op, Path: a}, {Op: op, Path: b}}, true
 }
 
-func mknodOp(mode uint64) grants.Operation {
+func mknodOp(mode uint64) boundary.Operation {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFIFO:
 		return "make_fifo"

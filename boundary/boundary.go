@@ -1,11 +1,4 @@
-package grants
-
-// The boundary vocabulary: what kind of boundary a request crosses
-// (Surface) and what the command tried there (Operation). It is typed
-// once, here, and used by the sandbox (which reports denials in it), the
-// broker (whose rules name it), the grants (which bind it) and the
-// report. grants is the leaf every other package may import; it imports
-// nothing of sandboxd's own.
+package boundary
 
 // Surface is what kind of boundary a request crosses.
 type Surface string
