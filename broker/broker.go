@@ -167,7 +167,7 @@ func (b *Broker) count(req grants.Request, res Result, count bool) Result {
 		// only keep it locked.
 		count = false
 	}
-	if res.Decision.Outcome == Allow && req.Surface == boundary.Network && req.Addresses == "" && !isIPDest(req) {
+	if res.Decision.Outcome == Allow && req.Surface == boundary.Network && len(req.Addresses) == 0 && !isIPDest(req) {
 		// A name allowed before its lookup is not final: Resolved
 		// counts what its addresses come to.
 		count = false
@@ -223,7 +223,7 @@ func (b *Broker) issue(req grants.Request) (grants.Grant, error) {
 	if req.Surface != boundary.Network {
 		return b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
 	}
-	if req.Addresses == "" && !isIPDest(req) {
+	if len(req.Addresses) == 0 && !isIPDest(req) {
 		return b.cfg.Grants.Issue(req, b.cfg.GrantTTL)
 	}
 	return b.cfg.Grants.IssueUses(req, b.cfg.NetworkTTL, b.cfg.NetworkUses)
@@ -238,7 +238,7 @@ func (b *Broker) issue(req grants.Request) (grants.Grant, error) {
 // denial here like any other.
 func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request) Result {
 	byName := req
-	byName.Addresses = ""
+	byName.Addresses = nil
 	d := b.checkResolved(req)
 	if d.Outcome == Allow && b.asked(req) {
 		locked, why, err := b.locked(req.Session)
@@ -261,7 +261,7 @@ func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request)
 
 // checkResolved decides a name's resolved addresses.
 func (b *Broker) checkResolved(req grants.Request) Decision {
-	if req.Surface != boundary.Network || req.Addresses == "" {
+	if req.Surface != boundary.Network || len(req.Addresses) == 0 {
 		return deny(SourceError, "incomplete request")
 	}
 	if why := malformed(req); why != "" {
@@ -341,7 +341,7 @@ func malformed(req grants.Request) string {
 	case req.Surface == boundary.Filesystem && (!cleanAbs(req.Path) || !cleanAbs(req.ResolvedPath)):
 		return "a filesystem request needs absolute, clean paths"
 	case req.Surface == boundary.Filesystem && req.ResolvedPath == "" && req.Path == "",
-		req.Surface == boundary.Network && req.Destination == "",
+		req.Surface == boundary.Network && req.DestinationText() == "",
 		req.Surface == boundary.Command && req.Command == "":
 		return "incomplete request"
 	case req.Surface == boundary.Network:
@@ -352,19 +352,15 @@ func malformed(req grants.Request) string {
 
 // malformedNetwork checks that a network request's destination and
 // addresses are in their one normal form: what was matched is what is
-// dialled.
+// dialled. Both arrive typed; a destination that came as text and was
+// no normalised host:port arrives as MalformedDestination.
 func malformedNetwork(req grants.Request) string {
-	d, err := netdest.ParseHostPort(req.Destination)
-	if err != nil || d.String() != req.Destination {
+	if req.MalformedDestination != "" || !req.Destination.Valid() {
 		return "a network request needs a normalised host:port"
 	}
-	if req.Addresses == "" {
-		return ""
-	}
 	var prev netip.Addr
-	for i, s := range strings.Split(req.Addresses, ",") {
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.String() != s || a.Zone() != "" || a.Is4In6() || (i > 0 && !prev.Less(a)) {
+	for i, a := range req.Addresses {
+		if !a.IsValid() || a.Zone() != "" || a.Is4In6() || (i > 0 && !prev.Less(a)) {
 			return "a network request's addresses must be canonical, sorted and distinct"
 		}
 		prev = a

@@ -41,8 +41,11 @@ func fsReq(op boundary.Operation, path string) grants.Request {
 		Operation: op, Path: path, ResolvedPath: path}
 }
 
+// netReq is a network request for dest, read as text enters the
+// process: a destination that is no normalised host:port is carried as
+// MalformedDestination, as the broker must still refuse it.
 func netReq(dest string) grants.Request {
-	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: boundary.Network, Operation: "connect", Destination: dest}
+	return grants.Request{Session: "s", Cwd: "/w", Command: "c", Surface: boundary.Network, Operation: "connect"}.WithDestinationText(dest)
 }
 
 func mustRule(t *testing.T, s string) Rule {

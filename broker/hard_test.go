@@ -136,7 +136,7 @@ func TestBeforeAllow(t *testing.T) {
 	} {
 		why, denied := b.BeforeAllow(tc.req)
 		if denied != tc.denied || (denied && why == "") {
-			t.Errorf("%s %s%s: denied %v (%q), want %v", tc.req.Operation, tc.req.Path, tc.req.Destination, denied, why, tc.denied)
+			t.Errorf("%s %s%s: denied %v (%q), want %v", tc.req.Operation, tc.req.Path, tc.req.DestinationText(), denied, why, tc.denied)
 		}
 	}
 }

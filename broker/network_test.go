@@ -11,9 +11,20 @@ import (
 	"github.com/sandboxd/sandboxd/netdest"
 )
 
+// heldReq is a held network request; addrs is comma-separated, each
+// element typed as the proxy would hand it over, in the order given. An
+// element that is no address (a space, an empty element, junk) becomes
+// the invalid netip.Addr, which the broker must refuse like any other
+// malformed address.
 func heldReq(dest, addrs string) grants.Request {
 	r := netReq(dest)
-	r.Held, r.Addresses = true, addrs
+	r.Held = true
+	if addrs != "" {
+		for _, s := range strings.Split(addrs, ",") {
+			a, _ := netip.ParseAddr(s)
+			r.Addresses = append(r.Addresses, a)
+		}
+	}
 	return r
 }
 

@@ -168,11 +168,11 @@ func (r Rule) literal() (string, bool) {
 	return ruletext.Literal(r.Target)
 }
 
-// destOf is a network request's destination; a malformed one names
-// nothing (malformed denies it before any rule is consulted).
+// destOf is a network request's destination; one that came as text and
+// was malformed names nothing (malformed denies it before any rule is
+// consulted).
 func destOf(req grants.Request) (netdest.Dest, bool) {
-	d, err := netdest.ParseHostPort(req.Destination)
-	return d, err == nil
+	return req.Destination, req.MalformedDestination == "" && req.Destination != (netdest.Dest{})
 }
 
 // addrsOf are the addresses a network request would dial: those it
@@ -182,8 +182,8 @@ func addrsOf(req grants.Request) []netip.Addr {
 	if d, ok := destOf(req); ok && d.IsIP() {
 		out = append(out, d.Addr)
 	}
-	for _, s := range strings.Split(req.Addresses, ",") {
-		if a, err := netip.ParseAddr(s); err == nil {
+	for _, a := range req.Addresses {
+		if a.IsValid() {
 			out = append(out, a.Unmap())
 		}
 	}

@@ -13,5 +13,6 @@
 //
 // The boundary vocabulary a request is named in (Surface, Operation) is
 // package boundary's. The package knows nothing of Landlock, the proxy
-// or reviewers. Of sandboxd's packages it imports only boundary.
+// or reviewers. Of sandboxd's packages it imports only boundary and
+// netdest.
 package grants

@@ -2,6 +2,7 @@ package grants
 
 import (
 	"errors"
+	"net/netip"
 	"reflect"
 	"strings"
 	"sync"
@@ -54,8 +55,9 @@ func TestEveryBoundFieldMatters(t *testing.T) {
 		"dev":           func(r *Request) { r.Dev = 2050 },
 		"ino":           func(r *Request) { r.Ino = 78 },
 		"born":          func(r *Request) { r.Born = 12345 },
-		"destination":   func(r *Request) { r.Destination = "example.org:443" },
-		"addresses":     func(r *Request) { r.Addresses = "127.0.0.1" },
+		"destination":   func(r *Request) { r.Destination = mustDest("example.org:443") },
+		"malformed":     func(r *Request) { r.MalformedDestination = "Example.org:443" },
+		"addresses":     func(r *Request) { r.Addresses = []netip.Addr{netip.MustParseAddr("127.0.0.1")} },
 		"agent":         func(r *Request) { r.Agent = "claude" },
 		"intent":        func(r *Request) { r.Intent = "something else" },
 	}
@@ -212,7 +214,7 @@ func FuzzCanonical(f *testing.F) {
 	f.Add("a", "b|c", "read_file", "", uint64(0), uint64(0), "example.org:443")
 	f.Add("\x00\x01", "\xff", "", "\x03cwd", uint64(1<<63), uint64(0), "")
 	f.Fuzz(func(t *testing.T, command, cwd, op, path string, dev, ino uint64, dest string) {
-		r := Request{Command: command, Cwd: cwd, Operation: boundary.Operation(op), Path: path, Dev: dev, Ino: ino, Destination: dest, Session: "s"}
+		r := Request{Command: command, Cwd: cwd, Operation: boundary.Operation(op), Path: path, Dev: dev, Ino: ino, Session: "s"}.WithDestinationText(dest)
 		got, err := decodeCanonical(r.Canonical())
 		if err != nil {
 			t.Fatal(err)
@@ -242,7 +244,8 @@ func BenchmarkIssueConsume(b *testing.B) {
 // exactly its uses; a mismatch burns either.
 func TestIssueUses(t *testing.T) {
 	s := NewStore()
-	req := Request{Session: "s1", Command: "npm install", Surface: boundary.Network, Operation: boundary.OpConnect, Destination: "registry.npmjs.org:443", Addresses: "104.16.1.34"}
+	req := Request{Session: "s1", Command: "npm install", Surface: boundary.Network, Operation: boundary.OpConnect,
+		Destination: mustDest("registry.npmjs.org:443"), Addresses: []netip.Addr{netip.MustParseAddr("104.16.1.34")}}
 	g, err := s.IssueUses(req, time.Hour, Unlimited)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +269,7 @@ func TestIssueUses(t *testing.T) {
 		t.Fatalf("third use: %v, want ErrUnknown", err)
 	}
 	other := req
-	other.Addresses = "127.0.0.1"
+	other.Addresses = []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	g, _ = s.IssueUses(req, time.Hour, Unlimited)
 	if err := s.Consume(g.Token, other); !errors.Is(err, ErrMismatch) {
 		t.Fatalf("other addresses: %v, want ErrMismatch", err)

@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/sandboxd/sandboxd/boundary"
+	"github.com/sandboxd/sandboxd/netdest"
 )
 
 // Request is one boundary request. Only the fields marked "hashed" bind a
@@ -30,13 +33,21 @@ type Request struct {
 	// Born is the object's birth time (ns), so an inode number the file
 	// system reused for a new object does not match either. Hashed.
 	Born int64
-	// Destination is the normalised host:port for network requests.
-	// Hashed.
-	Destination string
+	// Destination is a network request's destination, typed as the
+	// proxy decided it (netdest's normal form). Hashed as its host:port
+	// text.
+	Destination netdest.Dest
+	// MalformedDestination is a network destination that came as text
+	// (an observed denial, a report, a corpus: see WithDestinationText)
+	// and is not exactly a normalised host:port; Destination is then
+	// zero, and the broker refuses the request. Hashed in Destination's
+	// place.
+	MalformedDestination string
 	// Addresses are the addresses Destination resolved to (or its
-	// literal), sorted, comma-separated: what the proxy dials, bound like
-	// a file's resolved path. Hashed.
-	Addresses string
+	// literal), sorted and distinct: what the proxy dials, bound like a
+	// file's resolved path. Hashed as their text, comma-separated, in
+	// their order (the broker refuses any other order).
+	Addresses []netip.Addr
 	Agent     string // hashed: which agent asked
 	Intent    string // hashed: the user's request, evidence for review
 	// ToolCallID and Attempt differ between an attempt and its retry and
@@ -64,12 +75,12 @@ func (r Request) fields() [][2]string {
 		born = strconv.FormatInt(r.Born, 10)
 	}
 	all := [...][2]string{
-		{"addresses", r.Addresses},
+		{"addresses", joinAddrs(r.Addresses)},
 		{"agent", r.Agent},
 		{"born", born},
 		{"command", r.Command},
 		{"cwd", r.Cwd},
-		{"destination", r.Destination},
+		{"destination", r.DestinationText()},
 		{"dev", dev},
 		{"ino", ino},
 		{"intent", r.Intent},
@@ -86,6 +97,44 @@ func (r Request) fields() [][2]string {
 		}
 	}
 	return out
+}
+
+// DestinationText is the destination as text: MalformedDestination, or
+// Destination's host:port; "" when there is none: what the hash encodes
+// and a reviewer reads.
+func (r Request) DestinationText() string {
+	if r.MalformedDestination != "" || r.Destination == (netdest.Dest{}) {
+		return r.MalformedDestination
+	}
+	return r.Destination.String()
+}
+
+// WithDestinationText returns r with the network destination s, text
+// from where a destination enters the process other than the proxy (an
+// observed denial, a report, an evaluation corpus): Destination when s
+// is exactly a normalised host:port, MalformedDestination otherwise, so
+// the request still says what was asked and the broker refuses it. ""
+// is no destination.
+func (r Request) WithDestinationText(s string) Request {
+	r.Destination, r.MalformedDestination = netdest.Dest{}, ""
+	if s == "" {
+		return r
+	}
+	if d, err := netdest.ParseHostPort(s); err == nil && d.String() == s {
+		r.Destination = d
+	} else {
+		r.MalformedDestination = s
+	}
+	return r
+}
+
+// joinAddrs is addresses as they are hashed: their text, comma-joined.
+func joinAddrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // Fields returns the hashed fields as key/value pairs in key order,

@@ -58,6 +58,9 @@ func checkDest(t *testing.T, in string, d Dest) {
 	if err != nil || d2 != d {
 		t.Fatalf("%q: String %q re-parses to %+v, %v; want %+v", in, d.String(), d2, err, d)
 	}
+	if !d.Valid() {
+		t.Fatalf("%q: %+v, as parsed, is not Valid", in, d)
+	}
 	d3, err := ParseHost(d.Host, d.Port)
 	if err != nil || d3 != d {
 		t.Fatalf("%q: ParseHost(%q) = %+v, %v; want %+v", in, d.Host, d3, err, d)

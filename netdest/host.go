@@ -327,6 +327,18 @@ func (d Dest) String() string {
 	return d.Host + ":" + port
 }
 
+// Valid reports whether d is a destination ParseHost makes: its host in
+// the normal form, with Addr set exactly when the host is an address,
+// and a port. A Dest built field by field rather than parsed is matched,
+// hashed and dialled only if it is one.
+func (d Dest) Valid() bool {
+	if d.Host == "" || d.Port == 0 {
+		return false
+	}
+	n, err := ParseHost(d.Host, d.Port)
+	return err == nil && n == d
+}
+
 // IsIP reports whether the destination is an address rather than a
 // name.
 func (d Dest) IsIP() bool { return d.Addr.IsValid() }

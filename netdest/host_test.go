@@ -210,3 +210,32 @@ func TestParseIPv4(t *testing.T) {
 		}
 	}
 }
+
+// Valid holds for what a parse makes and for nothing built otherwise:
+// a host in another spelling, an address without its Addr (or the other
+// way round), no port.
+func TestValid(t *testing.T) {
+	for _, s := range []string{"example.com:443", "127.0.0.1:80", "[2001:db8::1]:443", "10.1.2.3:5432"} {
+		d, err := ParseHostPort(s)
+		if err != nil || !d.Valid() {
+			t.Errorf("%s: parsed %+v (%v) is not Valid", s, d, err)
+		}
+	}
+	v4 := netip.MustParseAddr("10.1.2.3")
+	for _, d := range []Dest{
+		{},
+		{Host: "example.com"},
+		{Host: "Example.com", Port: 443},
+		{Host: "example.com.", Port: 443},
+		{Host: "10.1.2.3", Port: 80},
+		{Host: "example.com", Port: 80, Addr: v4},
+		{Host: "10.1.2.3", Port: 80, Addr: netip.MustParseAddr("10.1.2.4")},
+		{Host: "localhost", Port: 80},
+		{Host: "::1", Port: 80, Addr: netip.IPv6Loopback()},
+		{Host: "[2001:db8::1]", Port: 443, Addr: netip.MustParseAddr("2001:db8::1")},
+	} {
+		if d.Valid() {
+			t.Errorf("%+v is Valid", d)
+		}
+	}
+}

@@ -161,7 +161,7 @@ func (s *Store) Record(ctx context.Context, req grants.Request, risk, rationale 
 	}
 	d := Denial{
 		Time: s.now(), Surface: req.Surface, Operation: req.Operation, Path: req.Path,
-		Destination: req.Destination, Command: req.Command, Hash: req.HashHex(),
+		Destination: req.DestinationText(), Command: req.Command, Hash: req.HashHex(),
 		Risk: risk, Rationale: rationale,
 	}
 	return s.update(ctx, req.Session, true, func(st *state) (bool, error) {

@@ -158,7 +158,7 @@ func TestChangedRequestNoMatch(t *testing.T) {
 		"born":        func(r *grants.Request) { r.Born = 7 },
 		"agent":       func(r *grants.Request) { r.Agent = "other" },
 		"intent":      func(r *grants.Request) { r.Intent = "more" },
-		"destination": func(r *grants.Request) { r.Destination = "a.example:443" },
+		"destination": func(r *grants.Request) { *r = r.WithDestinationText("a.example:443") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, _ := newTestStore(t)

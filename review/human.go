@@ -99,7 +99,7 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
 	target := req.Path
 	if req.Surface == boundary.Network {
-		target = req.Destination
+		target = req.DestinationText()
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "\r\n%s---- sandboxd: permission request ----%s\r\n", termfilter.FrameOn, termfilter.FrameOff)

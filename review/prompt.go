@@ -189,7 +189,7 @@ func requestFields(req grants.Request, red *Redactor) map[string]string {
 // model): encoded-looking data in the path or host.
 func flags(req grants.Request) []string {
 	var out []string
-	for _, s := range []string{req.Path, req.ResolvedPath, req.Destination} {
+	for _, s := range []string{req.Path, req.ResolvedPath, req.DestinationText()} {
 		if s == "" {
 			continue
 		}

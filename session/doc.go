@@ -13,7 +13,7 @@
 // each Run owns its own plan, broker and report.
 //
 // Of sandboxd's packages it imports only boundary, broker, cachedir,
-// credfile, credstore, envlist, evidence, fsid, grants, layer,
+// credfile, credstore, envlist, evidence, fsid, grants, layer, netdest,
 // netproxy, overrides, persist, policy, publicerr, sandbox, statedir and
 // suggest. Reviewers come in through the
 // Job's slots: it must never import review/... or openai-go. It starts

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -167,10 +168,11 @@ func localAddrs() []netip.Addr {
 // network boundary or, when the policy allowed it, under egress.allowed.
 type egressDecider struct{ st *run }
 
+// request is the broker's request for what the proxy asks: the
+// destination and addresses as the proxy typed them, never text.
 func (e egressDecider) request(r netproxy.Request) grants.Request {
-	d := sandbox.Denial{Surface: boundary.Network, Operation: boundary.OpConnect, Destination: r.Dest.String()}
-	req := e.st.request(d)
-	req.Held, req.Addresses = true, joinAddrs(r.Addrs)
+	req := e.st.request(sandbox.Denial{Surface: boundary.Network, Operation: boundary.OpConnect})
+	req.Held, req.Destination, req.Addresses = true, r.Dest, canonicalAddrs(r.Addrs)
 	return req
 }
 
@@ -200,7 +202,7 @@ func (e egressDecider) Decide(ctx context.Context, r netproxy.Request) netproxy.
 		e.st.countReview(time.Since(start))
 	}
 	e.st.noteNetwork(req, res.Decision, res.Grant != nil)
-	if res.Grant != nil && req.Addresses != "" {
+	if res.Grant != nil && len(req.Addresses) > 0 {
 		e.st.noteAddresses(req)
 	}
 	return e.st.keepGrant(verdict(res))
@@ -263,18 +265,15 @@ func verdict(res broker.Result) netproxy.Verdict {
 	return v
 }
 
-func joinAddrs(as []netip.Addr) string {
+// canonicalAddrs are the addresses the proxy checked as a request binds
+// them: unmapped, sorted and distinct (nil for none).
+func canonicalAddrs(as []netip.Addr) []netip.Addr {
 	var s []netip.Addr
 	for _, a := range as {
 		s = append(s, a.Unmap())
 	}
 	slices.SortFunc(s, func(a, b netip.Addr) int { return a.Compare(b) })
-	s = slices.Compact(s)
-	out := make([]string, len(s))
-	for i, a := range s {
-		out[i] = a.String()
-	}
-	return strings.Join(out, ",")
+	return slices.Compact(s)
 }
 
 // noteNetwork records a network boundary's decision: one entry per
@@ -336,9 +335,9 @@ func (st *run) noteAddresses(req grants.Request) {
 		b, _ := st.netBoundaryLocked(req.Destination)
 		addrs = &b.Addresses
 	}
-	for _, a := range strings.Split(req.Addresses, ",") {
-		if a != "" && !slices.Contains(*addrs, a) {
-			*addrs = append(*addrs, a)
+	for _, a := range req.Addresses {
+		if s := a.String(); !slices.Contains(*addrs, s) {
+			*addrs = append(*addrs, s) // the report's text
 		}
 	}
 }
@@ -360,7 +359,8 @@ func (st *run) countConnection(req grants.Request) {
 // holdNetwork made for it while its decision was pending; a destination
 // that is a boundary already (refused or reviewed earlier in the run)
 // stays one. st.mu must be held.
-func (st *run) allowedLocked(dest string) {
+func (st *run) allowedLocked(d netdest.Dest) {
+	dest := d.String() // the report's text
 	st.rep.Boundaries = slices.DeleteFunc(st.rep.Boundaries, func(b Boundary) bool {
 		return b.pending && b.Held && b.Surface == boundary.Network && b.Destination == dest
 	})
@@ -369,25 +369,27 @@ func (st *run) allowedLocked(dest string) {
 			return
 		}
 	}
-	if st.findAllowedLocked(dest) == nil {
+	if st.findAllowedLocked(d) == nil {
 		st.netAllowed = append(st.netAllowed, AllowedDest{Destination: dest})
 	}
 }
 
 // takeAllowedLocked removes dest from the allowed list and returns its
 // entry (nil if it was not there). st.mu must be held.
-func (st *run) takeAllowedLocked(dest string) *AllowedDest {
-	a := st.findAllowedLocked(dest)
+func (st *run) takeAllowedLocked(d netdest.Dest) *AllowedDest {
+	a := st.findAllowedLocked(d)
 	if a == nil {
 		return nil
 	}
 	was := *a
+	dest := d.String()
 	st.netAllowed = slices.DeleteFunc(st.netAllowed, func(a AllowedDest) bool { return a.Destination == dest })
 	return &was
 }
 
 // findAllowedLocked is dest's allowed entry, or nil. st.mu must be held.
-func (st *run) findAllowedLocked(dest string) *AllowedDest {
+func (st *run) findAllowedLocked(d netdest.Dest) *AllowedDest {
+	dest := d.String()
 	for i := range st.netAllowed {
 		if st.netAllowed[i].Destination == dest {
 			return &st.netAllowed[i]
@@ -398,7 +400,8 @@ func (st *run) findAllowedLocked(dest string) *AllowedDest {
 
 // netBoundaryLocked is the report's entry for a destination, made on
 // first use. st.mu must be held.
-func (st *run) netBoundaryLocked(dest string) (*Boundary, bool) {
+func (st *run) netBoundaryLocked(d netdest.Dest) (*Boundary, bool) {
+	dest := d.String() // the report's text
 	for i := range st.rep.Boundaries {
 		b := &st.rep.Boundaries[i]
 		if b.Held && b.Surface == boundary.Network && b.Destination == dest {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -236,7 +237,7 @@ func TestEgressReviewsCountReviewers(t *testing.T) {
 	}
 	model := reviewerFunc(func(req grants.Request) broker.Decision {
 		out := broker.Deny
-		if req.Destination == "allowed.test:80" {
+		if req.Destination.String() == "allowed.test:80" {
 			out = broker.Allow
 		}
 		return broker.Decision{Outcome: out, RiskLevel: broker.RiskLow, UserAuthorization: broker.AuthHigh, Rationale: "scripted"}
@@ -303,18 +304,18 @@ func TestEgressResolvedReviewed(t *testing.T) {
 // refused becomes a boundary, and keeps what it carried while allowed.
 func TestEgressAllowedThenRefused(t *testing.T) {
 	st := &run{rep: &Report{}, ev: Discard{}, attempt: 1}
-	req := grants.Request{Surface: boundary.Network, Operation: boundary.OpConnect, Destination: "x.test:443", Held: true}
+	req := grants.Request{Surface: boundary.Network, Operation: boundary.OpConnect, Held: true}.WithDestinationText("x.test:443")
 	pol := broker.Decision{Outcome: broker.Allow, Source: broker.SourcePolicy}
 	st.holdNetwork(req)
 	st.noteNetwork(req, pol, true)
 	r1 := req
-	r1.Addresses = "93.184.216.34"
+	r1.Addresses = []netip.Addr{netip.MustParseAddr("93.184.216.34")}
 	st.noteAddresses(r1)
 	st.countConnection(r1)
 	st.holdNetwork(req)
 	st.noteNetwork(req, pol, true)
 	r2 := req
-	r2.Addresses = "10.0.0.5"
+	r2.Addresses = []netip.Addr{netip.MustParseAddr("10.0.0.5")}
 	st.noteNetwork(r2, broker.Decision{Outcome: broker.Deny, Source: broker.SourceHardDeny, Rationale: "private"}, false)
 	if len(st.netAllowed) != 0 || len(st.rep.Boundaries) != 1 {
 		t.Fatalf("allowed %+v, boundaries %+v", st.netAllowed, st.rep.Boundaries)

@@ -19,13 +19,15 @@ type allowed struct {
 }
 
 // request is the boundary request a denial makes.
+// The sandbox reports an observed destination as text (the kernel's
+// record, the observer's sockaddr): it is read here, as it enters.
 func (st *run) request(d sandbox.Denial) grants.Request {
 	return grants.Request{
 		Session: st.plan.session, Cwd: st.plan.cwd, Command: st.plan.command,
 		Surface: d.Surface, Operation: d.Operation,
-		Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Born: d.Born, Destination: d.Destination,
+		Path: d.Path, ResolvedPath: d.Path, Ino: d.Ino, Born: d.Born,
 		Programs: d.Programs, Agent: st.job.Agent, Intent: st.job.Intent, ToolCallID: st.job.ToolCallID, Attempt: st.attempt,
-	}
+	}.WithDestinationText(d.Destination)
 }
 
 // decide asks the broker about one denial and records the boundary (or,
@@ -71,7 +73,7 @@ func (st *run) askRequest(ctx context.Context, req grants.Request) broker.Result
 // seen reports whether this run already had req's boundary decided, and
 // marks it decided.
 func (st *run) seen(req grants.Request) bool {
-	key := string(req.Surface) + "\x00" + string(req.Operation) + "\x00" + req.Path + "\x00" + req.Destination
+	key := string(req.Surface) + "\x00" + string(req.Operation) + "\x00" + req.Path + "\x00" + req.DestinationText()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	again := st.decided[key]

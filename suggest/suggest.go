@@ -101,9 +101,10 @@ func For(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 		return Suggestion{Why: "sandboxd could not check it against your policy's hard denies"}
 	}
 	// A network rule is consulted where the proxy decides a destination
-	// while its connection waits (Held), which is what it would lift.
+	// while its connection waits (Held), which is what it would lift. A
+	// report is text: its destination is read as it enters.
 	req := grants.Request{Surface: b.Surface, Operation: b.Operation, Path: b.Path, ResolvedPath: b.Path,
-		Destination: b.Destination, Held: b.Surface == boundary.Network}
+		Held: b.Surface == boundary.Network}.WithDestinationText(b.Destination)
 	if why, denied := before(req); denied {
 		return Suggestion{Why: joinWhy("a hard deny, decided before any allow rule", why)}
 	}

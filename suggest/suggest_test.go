@@ -8,6 +8,7 @@ import (
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/netdest"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/termfilter"
 )
@@ -219,11 +220,12 @@ func checkSuggestion(t *testing.T, b Boundary, s Suggestion, home string) {
 	}
 }
 
-// request is b's request with target as its path or destination.
+// request is b's request with target as its path or destination (a
+// destination normalised, so a spelling of the same one matches too).
 func request(b Boundary, target string) grants.Request {
 	req := grants.Request{Surface: b.Surface, Operation: b.Operation}
 	if b.Surface == boundary.Network {
-		req.Destination = target
+		req.Destination, _ = netdest.ParseHostPort(target)
 	} else {
 		req.Path, req.ResolvedPath = target, target
 	}

@@ -76,9 +76,9 @@ func (r caseRequest) grantsRequest(sess string) grants.Request {
 	}
 	return grants.Request{
 		Session: sess, Surface: boundary.Surface(r.Surface), Operation: boundary.Operation(r.Operation),
-		Path: r.Path, ResolvedPath: r.ResolvedPath, Destination: r.Destination,
+		Path: r.Path, ResolvedPath: r.ResolvedPath,
 		Command: r.Command, Cwd: r.Cwd, Intent: r.Intent, Agent: agent,
-	}
+	}.WithDestinationText(r.Destination)
 }
 
 // evalFlags are the flags of `sandboxd review eval`.
