@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
 
@@ -536,7 +537,10 @@ func (q QuietRule) parentByTool(req grants.Request, home string) bool {
 	}
 	fixed := literalPrefix(q.Pattern)
 	for _, p := range []string{req.Path, req.ResolvedPath} {
-		if p == "" || !strings.HasPrefix(p, home+"/") || !strings.HasPrefix(fixed, p+"/") {
+		if _, below := pathtree.Below(home, p); !below {
+			return false
+		}
+		if _, above := pathtree.Below(p, fixed); !above {
 			return false
 		}
 	}
@@ -743,7 +747,7 @@ func Within(p, dir string) bool { return within(filepath.Clean(p), dir) }
 // may be a glob.
 func within(p, dir string) bool {
 	dir = filepath.Clean(dir)
-	if p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/") {
+	if pathtree.Within(dir, p) {
 		return true
 	}
 	if strings.ContainsAny(filepath.Base(dir), "*?[") {
@@ -766,9 +770,6 @@ func (h HardDenies) persistence(p string, op boundary.Operation) bool {
 	if op.Reads() || h.Workspace == "" {
 		return false
 	}
-	rel, err := filepath.Rel(h.Workspace, p)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-		return false
-	}
-	return true
+	_, below := pathtree.Below(h.Workspace, p)
+	return below
 }

@@ -12,7 +12,8 @@
 // The broker does not own the attempt loop (package session does) and
 // declares the small interfaces it consumes (Reviewer, Person, Auditor,
 // GrantStore, OverrideStore, DenialRecorder). Of sandboxd's packages it
-// imports only atomicfile, boundary, grants, netdest, publicerr and ruletext. It
+// imports only atomicfile, boundary, grants, netdest, pathtree, publicerr and
+// ruletext. It
 // must never import sandbox/..., landlock, seccomp, kaudit, layer,
 // netproxy, review/..., overrides, go-landlock, libseccomp-golang,
 // openai-go or an HTTP client. Rationales are sentences safe to show an

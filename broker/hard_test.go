@@ -30,6 +30,9 @@ func TestHardDeniesBeforeModel(t *testing.T) {
 		{"remove home", fsReq(boundary.OpRemoveDir, "/home/u")},
 		{"remove root", fsReq(boundary.OpRemoveDir, "/")},
 		{"git hook", fsReq(boundary.OpMakeReg, "/home/u/proj/.git/hooks/pre-commit")},
+		// A name that starts with two dots is inside the workspace, not
+		// above it.
+		{"refused write to a dot-dot name", fsReq(boundary.OpWriteFile, "/home/u/proj/..hooks")},
 		{"metadata by address", heldReq("169.254.169.254:80", "")},
 		{"metadata by name", heldReq("metadata.google.internal:80", "")},
 		{"loopback unnamed", heldReq("127.0.0.1:6379", "")},

@@ -9,6 +9,7 @@ import (
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/ruletext"
 )
 
@@ -91,8 +92,8 @@ func ExactRule(surface boundary.Surface, op boundary.Operation, target, home str
 		if !strings.HasPrefix(target, "/") || path.Clean(target) != target || strings.IndexByte(target, 0) >= 0 {
 			return "", fmt.Errorf("path %q is not absolute and clean", target)
 		}
-		if home != "/" && strings.HasPrefix(home, "/") && path.Clean(home) == home && strings.HasPrefix(target, home+"/") {
-			return "fs " + string(op) + " ~/" + ruletext.Escape(target[len(home)+1:]), nil
+		if rel, ok := pathtree.Below(home, target); ok && home != "/" && strings.HasPrefix(home, "/") && path.Clean(home) == home {
+			return "fs " + string(op) + " ~/" + ruletext.Escape(rel), nil
 		}
 		return "fs " + string(op) + " " + ruletext.Escape(target), nil
 	}

@@ -16,7 +16,7 @@
 // done; a new directory is renamed into place whole). Only apply touches the workspace; a crash before it leaves the
 // workspace untouched, a crash during it is finished by recovery.
 //
-// Of sandboxd's packages it imports only atomicfile, fsid, persist and
-// publicerr. It must never import broker, review/..., session or
+// Of sandboxd's packages it imports only atomicfile, fsid, pathtree,
+// persist and publicerr. It must never import broker, review/..., session or
 // openai-go.
 package layer

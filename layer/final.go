@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/persist"
 	"golang.org/x/sys/unix"
 )
@@ -39,13 +40,7 @@ func newFinalFS(ws string, wsFD, upper int, src Source, chown bool) *finalFS {
 // rel maps an absolute path into the workspace ("" for the workspace
 // itself); ok is false for paths outside it.
 func (f *finalFS) rel(p string) (string, bool) {
-	if p == f.ws {
-		return "", true
-	}
-	if r, ok := strings.CutPrefix(p, f.ws+"/"); ok {
-		return r, true
-	}
-	return "", false
+	return pathtree.Rel(f.ws, p)
 }
 
 func (f *finalFS) inUpper(rel string) upperEntry {

@@ -2,13 +2,14 @@ package policy
 
 import (
 	"fmt"
-
-	"github.com/sandboxd/sandboxd/credstore"
-	"github.com/sandboxd/sandboxd/ruletext"
-	"github.com/sandboxd/sandboxd/statedir"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/credstore"
+	"github.com/sandboxd/sandboxd/pathtree"
+	"github.com/sandboxd/sandboxd/ruletext"
+	"github.com/sandboxd/sandboxd/statedir"
 )
 
 // Resolved is a policy with every path made absolute for one run.
@@ -239,7 +240,7 @@ func resolveHomeAllow(specs []string, home string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !within(home, x) || x == home {
+		if !pathtree.Within(home, x) || x == home {
 			return nil, &Error{Key: "filesystem.home_allow", Msg: fmt.Sprintf("%q is not below the home directory %q", s, home)}
 		}
 		allow.add(realpath(x))
@@ -289,11 +290,6 @@ func realpath(p string) string {
 		return r
 	}
 	return p
-}
-
-// within reports whether p is dir or below it (both clean and absolute).
-func within(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // orderedSet collects strings in insertion order without duplicates.

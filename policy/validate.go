@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/ruletext"
 )
 
@@ -308,7 +309,7 @@ func normAllowSecret(s string) (string, string) {
 		return "", fmt.Sprintf("%q: name a built-in entry or one path, not a glob", s)
 	}
 	for _, self := range selfSecrets() {
-		if n == self || strings.HasPrefix(self, n+"/") || strings.HasPrefix(n, self+"/") {
+		if pathtree.Within(n, self) || pathtree.Within(self, n) {
 			return "", fmt.Sprintf("%q protects sandboxd's own configuration and state and cannot be allowed", s)
 		}
 	}
@@ -319,7 +320,7 @@ func normAllowSecret(s string) (string, string) {
 	// Otherwise one path the credential scan finds: never a part of a
 	// built-in entry, which would stay denied as a whole.
 	for _, b := range builtin {
-		if strings.HasPrefix(n, strings.TrimSuffix(b, "/")+"/") {
+		if _, inside := pathtree.Below(b, n); inside {
 			return "", fmt.Sprintf("%q is inside the built-in secret entry %q (allow that entry, or nothing)", s, b)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"golang.org/x/sys/unix"
 )
@@ -46,7 +47,7 @@ func (r *run) foreignGroupNote(in []detect.Intent) string {
 	groups := map[uint32]bool{}
 	seen := map[string]bool{}
 	for _, i := range in {
-		if i.Op.Reads() || i.Op == "connect" || i.Op == "resolve_unix" || (i.Path != ws && !strings.HasPrefix(i.Path, ws+"/")) {
+		if i.Op.Reads() || i.Op == "connect" || i.Op == "resolve_unix" || !pathtree.Within(ws, i.Path) {
 			continue
 		}
 		// The object itself (when it exists) and every directory between

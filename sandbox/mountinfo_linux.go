@@ -3,6 +3,8 @@ package sandbox
 import (
 	"os"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // mountsBelow lists the mount points strictly below dir, from
@@ -19,7 +21,7 @@ func mountsBelow(dir string) ([]string, error) {
 			continue
 		}
 		mp := unescapeMountinfo(fields[4])
-		if strings.HasPrefix(mp, dir+"/") {
+		if _, below := pathtree.Below(dir, mp); below {
 			out = append(out, mp)
 		}
 	}

@@ -14,7 +14,7 @@
 //
 // Of sandboxd's packages it imports only boundary, broker, cachedir,
 // credfile, credstore, envlist, evidence, fsid, grants, layer, netdest,
-// netproxy, overrides, persist, policy, publicerr, sandbox, statedir and
+// netproxy, overrides, pathtree, persist, policy, publicerr, sandbox, statedir and
 // suggest. Reviewers come in through the
 // Job's slots: it must never import review/... or openai-go. It starts
 // the model reviewer's evidence reader (package evidence) in a read-only

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/envlist"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
@@ -102,7 +103,7 @@ func checkWorkspace(given string, c Caller) (ws, cwd string, err error) {
 		return refuse(why)
 	}
 	cwd = ws
-	if real, err := filepath.EvalSymlinks(c.Cwd); err == nil && (real == ws || strings.HasPrefix(real, ws+"/")) {
+	if real, err := filepath.EvalSymlinks(c.Cwd); err == nil && pathtree.Within(ws, real) {
 		cwd = real
 	}
 	return ws, cwd, nil
@@ -147,12 +148,12 @@ func forbiddenWorkspace(ws string, c Caller) string {
 		if ws == h {
 			return "your home directory"
 		}
-		if strings.HasPrefix(h, ws+"/") {
+		if _, below := pathtree.Below(ws, h); below {
 			return "a parent of your home directory"
 		}
 	}
 	for _, own := range c.Layout().Own() {
-		if ws == own || strings.HasPrefix(own, ws+"/") || strings.HasPrefix(ws, own+"/") {
+		if pathtree.Within(ws, own) || pathtree.Within(own, ws) {
 			return "sandboxd's own configuration or state"
 		}
 	}
@@ -206,7 +207,7 @@ func discoverWorkspace(c Caller) discovered {
 	}
 	for i := len(policyDirs) - 1; i >= 0; i-- {
 		p := policyDirs[i]
-		if !(p != ws && strings.HasPrefix(ws, p+"/") || p == "/" && ws != "/") {
+		if _, above := pathtree.Below(p, ws); !above {
 			continue
 		}
 		// Above the workspace, only the caller's own or root's files

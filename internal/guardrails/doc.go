@@ -21,8 +21,9 @@
 //     ours but netdest, which imports nothing of ours.
 //   - ruletext (a rule's text: fields, escapes, path patterns) imports
 //     nothing of ours, nor do statedir (where sandboxd keeps a caller's
-//     configuration and state) and envlist (reading and editing
-//     KEY=VALUE environment lists).
+//     configuration and state), envlist (reading and editing
+//     KEY=VALUE environment lists) and pathtree (whether a path is at or
+//     below a directory).
 //   - suggest never imports session, sandbox or review: the report and
 //     the audit log both call it.
 //   - landlock, seccomp, kaudit, sandbox and everything under it, layer,

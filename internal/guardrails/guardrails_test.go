@@ -162,6 +162,11 @@ func importRules() []importRule {
 			forbid: func(p string) bool { return isOurs(p) && !ours("netdest")(p) },
 		},
 		{
+			name:   "pathtree imports nothing of ours",
+			from:   ours("pathtree"),
+			forbid: func(p string) bool { return isOurs(p) && !ours("pathtree")(p) },
+		},
+		{
 			name:   "statedir imports nothing of ours",
 			from:   ours("statedir"),
 			forbid: func(p string) bool { return isOurs(p) && !ours("statedir")(p) },
@@ -505,6 +510,7 @@ func TestRulesCatch(t *testing.T) {
 	add(m("suggest"), m("session"))
 	add(m("statedir"), m("publicerr"))
 	add(m("envlist"), m("statedir"))
+	add(m("pathtree"), m("envlist"))
 	add("github.com/seccomp/libseccomp-golang")
 
 	var got []string
@@ -526,6 +532,7 @@ func TestRulesCatch(t *testing.T) {
 		`"suggest never imports session, sandbox or review (the report and the audit log both call it)": suggest → session`,
 		`"statedir imports nothing of ours": statedir → publicerr`,
 		`"envlist imports nothing of ours": envlist → statedir`,
+		`"pathtree imports nothing of ours": pathtree → envlist`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,
