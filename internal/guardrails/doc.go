@@ -74,6 +74,10 @@
 //     syscall or x/sys/unix is caught. The exempt packages (the front
 //     ends, fsid, the helper) are listed with their reasons.
 //
+// The rule on the architecture (archmap_test.go): the package map of
+// docs/ARCHITECTURE.md names every package of ours with production code
+// and, for each, exactly the packages of ours it imports directly.
+//
 // The rule on public text (publictext_test.go): no public sentence
 // pinned in a golden file or script under a testdata directory (a
 // report's or event's sentence fields, every line of a text golden,
