@@ -7,7 +7,9 @@
 // as a carve-out: a rule for every sibling of each denied path, walked down
 // from /. Entries are enumerated when the ruleset is built; anything that
 // appears later at a carved level (a new ~/.aws, say) is simply not covered,
-// which fails closed.
+// which fails closed. The carve-out is one value, Carveout: the ruleset
+// enforces it, and Carveout.Grants answers it on a path for whoever must
+// know without asking the kernel, so the two cannot disagree.
 //
 // A ruleset is a file descriptor, so the supervisor builds the large
 // carve-out in parallel with the helper's start and hands the descriptor

@@ -107,20 +107,22 @@ func (r *Ruleset) AddPath(path string, access Access) error {
 	return nil
 }
 
-// Carve grants access to each root except the denied paths strictly below
-// it. Directories that had to be carved (those with a denial below them)
-// get carvedAccess themselves, which Landlock applies to their whole
-// hierarchy: ReadDir there lets a command list every directory, including
-// a denied one, while the contents of denied files stay unreadable. Deny entries are absolute and clean; the last element may be a
-// filepath.Match pattern. Roots are explicit grants: a deny equal to or
-// above a root does not remove it (the strict profile denies $HOME and
-// grants a few paths inside it). Symlinks are never given rules; access
-// through them is checked on their targets.
-func (r *Ruleset) Carve(roots, deny []string, access, carvedAccess Access) error {
-	d := newDenySet(deny)
-	for _, root := range roots {
-		if !d.below[root] {
-			if err := r.AddPath(root, access); err != nil {
+// Carve adds the rules of the carve-out c (see Carveout): each root
+// whole, or, with a denial below it, carved. Carved directories get c's
+// carved access themselves, which Landlock applies to their whole
+// hierarchy: listing there lets a command list every directory,
+// including a denied one, while the contents of denied files stay
+// unreadable. A root is opened where it resolved (Root.Real); symlinks
+// below it are never given rules: access through them is checked on
+// their targets.
+func (r *Ruleset) Carve(c Carveout) error {
+	access, carvedAccess := ReadAccess, c.carvedAccess()
+	for _, root := range c.roots {
+		if root.Real == "" {
+			continue // an allow-listed path that does not resolve grants nothing
+		}
+		if !c.deny.below[root.Path] {
+			if err := r.AddPath(root.Real, access); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
@@ -128,20 +130,20 @@ func (r *Ruleset) Carve(roots, deny []string, access, carvedAccess Access) error
 			}
 			continue
 		}
-		fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(root.Real, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
-				continue // an allow-listed path that does not exist grants nothing
+				continue
 			}
-			return fmt.Errorf("landlock: open %s: %w", root, err)
+			return fmt.Errorf("landlock: open %s: %w", root.Path, err)
 		}
 		if carvedAccess != 0 {
 			if err := r.addFD(fd, true, carvedAccess); err != nil {
 				unix.Close(fd)
-				return fmt.Errorf("%w (%s)", err, root)
+				return fmt.Errorf("%w (%s)", err, root.Path)
 			}
 		}
-		err = r.carveDir(fd, root, d, access, carvedAccess)
+		err = r.carveDir(fd, root.Path, c.deny, access, carvedAccess)
 		unix.Close(fd)
 		if err != nil {
 			return err
@@ -151,8 +153,9 @@ func (r *Ruleset) Carve(roots, deny []string, access, carvedAccess Access) error
 }
 
 // carveDir adds a rule for every entry of the directory open at dirFD
-// except denied ones, descending into entries with denials below them.
-// It takes ownership of nothing: dirFD stays open.
+// except denied ones, descending into entries with denials below them
+// (denySet.step decides, as for Carveout.Grants). It takes ownership of
+// nothing: dirFD stays open.
 func (r *Ruleset) carveDir(dirFD int, dir string, d *denySet, access, carvedAccess Access) error {
 	// Read the entries through a duplicate so closing the *os.File does not
 	// close dirFD.
@@ -167,92 +170,46 @@ func (r *Ruleset) carveDir(dirFD int, dir string, d *denySet, access, carvedAcce
 		return fmt.Errorf("landlock: read %s for the secret carve-out: %w", dir, err)
 	}
 	for _, e := range entries {
-		name := e.Name()
-		p := filepath.Join(dir, name)
-		if d.denied(dir, p, name) {
+		name, typ := e.Name(), e.Type()
+		v := d.step(dir, name, typ.IsDir())
+		if v == skipped || typ&fs.ModeSymlink != 0 {
 			continue
 		}
-		typ := e.Type()
-		if typ&fs.ModeSymlink != 0 {
-			continue
-		}
-		if typ.IsDir() && d.below[p] {
-			fd, err := unix.Openat(dirFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if err != nil {
-				if errors.Is(err, unix.ENOENT) {
-					continue
-				}
-				return fmt.Errorf("landlock: open %s: %w", p, err)
-			}
-			if carvedAccess != 0 {
-				if err := r.addFD(fd, true, carvedAccess); err != nil {
-					unix.Close(fd)
-					return fmt.Errorf("%w (%s)", err, p)
-				}
-			}
-			err = r.carveDir(fd, p, d, access, carvedAccess)
-			unix.Close(fd)
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		fd, err := unix.Openat(dirFD, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue
-			}
-			return fmt.Errorf("landlock: open %s: %w", p, err)
-		}
-		err = r.addFD(fd, typ.IsDir(), access)
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("%w (%s)", err, p)
+		if err := r.carveEntry(dirFD, dir, name, v, typ.IsDir(), d, access, carvedAccess); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// denySet indexes denied paths for the carve-out.
-type denySet struct {
-	exact map[string]bool     // denied paths
-	globs map[string][]string // parent directory -> patterns for its entries
-	below map[string]bool     // directories with a denial strictly below them
-}
-
-func newDenySet(deny []string) *denySet {
-	d := &denySet{exact: map[string]bool{}, globs: map[string][]string{}, below: map[string]bool{}}
-	for _, p := range deny {
-		p = filepath.Clean(p)
-		if !filepath.IsAbs(p) || p == "/" {
-			continue
+// carveEntry adds the rules for one entry of a carved directory: all of
+// it (granted), or its own entries (carved).
+func (r *Ruleset) carveEntry(dirFD int, dir, name string, v verdict, isDir bool, d *denySet, access, carvedAccess Access) error {
+	p := filepath.Join(dir, name)
+	flags := unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if v == carved {
+		flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	}
+	fd, err := unix.Openat(dirFD, name, flags, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
 		}
-		parent, base := filepath.Dir(p), filepath.Base(p)
-		if strings.ContainsAny(base, `*?[`) {
-			d.globs[parent] = append(d.globs[parent], base)
-		} else {
-			d.exact[p] = true
+		return fmt.Errorf("landlock: open %s: %w", p, err)
+	}
+	defer unix.Close(fd)
+	if v == granted {
+		if err := r.addFD(fd, isDir, access); err != nil {
+			return fmt.Errorf("%w (%s)", err, p)
 		}
-		for a := parent; ; a = filepath.Dir(a) {
-			d.below[a] = true
-			if a == "/" {
-				break
-			}
+		return nil
+	}
+	if carvedAccess != 0 {
+		if err := r.addFD(fd, true, carvedAccess); err != nil {
+			return fmt.Errorf("%w (%s)", err, p)
 		}
 	}
-	return d
-}
-
-func (d *denySet) denied(dir, path, name string) bool {
-	if d.exact[path] {
-		return true
-	}
-	for _, pat := range d.globs[dir] {
-		if ok, _ := filepath.Match(pat, name); ok {
-			return true
-		}
-	}
-	return false
+	return r.carveDir(fd, p, d, access, carvedAccess)
 }
 
 // Covers reports whether root has a denied path at or below it, which a

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -45,16 +46,24 @@ func child(raw string) int {
 	if err != nil {
 		return 5
 	}
-	var carved Access
-	if s.Carved {
-		carved = AccessReadDir
+	// The carve-out's own answer, for each probe, to compare with the
+	// kernel's.
+	c := NewCarveout(ResolveRoots(s.Roots), s.Deny, s.Carved)
+	model := map[string]bool{}
+	for _, p := range s.Probe {
+		access := AccessReadFile
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			access = AccessReadDir
+		}
+		real, err := filepath.EvalSymlinks(p)
+		model[p] = err == nil && c.Grants(real, access)
 	}
 	// psx (which restricts every thread) lists /proc/self/task while it
 	// works, so the child must keep reading /proc.
 	if err := rs.AddPath("/proc", ReadAccess); err != nil {
 		return 10
 	}
-	if err := rs.Carve(s.Roots, s.Deny, ReadAccess, carved); err != nil {
+	if err := rs.Carve(c); err != nil {
 		os.Stderr.WriteString(err.Error())
 		return 6
 	}
@@ -78,6 +87,7 @@ func child(raw string) int {
 			_, err = os.ReadDir(p)
 		}
 		out["read "+p] = err == nil
+		out["grants "+p] = model[p]
 	}
 	for _, p := range s.Write {
 		out["write "+p] = os.WriteFile(p, []byte("x"), 0o644) == nil
@@ -102,6 +112,16 @@ func runChild(t *testing.T, s childSpec) map[string]bool {
 	var got map[string]bool
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("child output %q: %v", out, err)
+	}
+	// Carveout.Grants and the enforced ruleset must agree on every
+	// probe that no writable root holds.
+	for _, p := range s.Probe {
+		if underAny(p, s.Writable) {
+			continue
+		}
+		if got["read "+p] != got["grants "+p] {
+			t.Errorf("%s: the kernel allowed=%v, Carveout.Grants=%v", p, got["read "+p], got["grants "+p])
+		}
 	}
 	return got
 }
@@ -195,6 +215,15 @@ func TestCovers(t *testing.T) {
 			t.Errorf("Covers(%s, %v) = %v, want %v", tc.root, tc.deny, got, tc.want)
 		}
 	}
+}
+
+func underAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func check(t *testing.T, got, want map[string]bool) {

@@ -4,58 +4,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/landlock"
 )
 
 // The rules below decide, on paths alone, whether a host tool cache may
-// be a private cache's lower layer. They follow Ruleset.Carve's
-// semantics exactly, so that a lower is used only where the command could
-// read it anyway, and they fail closed: a path they cannot judge is not
+// be a private cache's lower layer. A lower is used only where the
+// command could read it anyway (landlock.Carveout, the rule the ruleset
+// enforces), and they fail closed: a path they cannot judge is not
 // readable.
 
-// Readable reports whether the ruleset Carve builds from read and deny
-// grants reading p, an absolute, clean path without symlinks: some read
-// root R holds p and no deny entry lies strictly below R and at or above
-// p (a deny at or above a root does not remove the root: the strict
-// profile denies $HOME and grants a few paths inside it). Carve names
-// what it walks below a root by the root's own spelling, so that is how
-// the deny entries are matched.
+// Readable reports whether the carve-out of read except deny grants
+// reading p, an absolute, clean path without symlinks, and listing it
+// (a default profile's carve-out: carved directories may be listed).
 func Readable(p string, read, deny []string) bool {
-	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
-		return false
-	}
-	for _, root := range read {
-		real, err := filepath.EvalSymlinks(root)
-		if err != nil || !pathWithin(real, p) {
-			continue
-		}
-		rel, err := filepath.Rel(real, p)
-		if err != nil {
-			continue
-		}
-		if !deniedBelow(filepath.Clean(root), rel, deny) {
-			return true
-		}
-	}
-	return false
-}
-
-// deniedBelow reports whether a deny entry names root/rel or one of its
-// ancestors strictly below root: the carve-out skips that entry, so
-// nothing at or below it gets a rule from this root.
-func deniedBelow(root, rel string, deny []string) bool {
-	if rel == "." {
-		return false
-	}
-	a := root
-	for _, el := range strings.Split(rel, "/") {
-		a = filepath.Join(a, el)
-		for _, d := range deny {
-			if names(filepath.Clean(d), a) {
-				return true
-			}
-		}
-	}
-	return false
+	return landlock.NewCarveout(landlock.ResolveRoots(read), deny, true).Grants(p, landlock.ReadAccess)
 }
 
 // CoveredBy returns the first entry naming p or one of its ancestors;

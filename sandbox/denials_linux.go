@@ -79,5 +79,5 @@ func (r *run) judge() detect.Policy {
 		}
 	}
 	return detect.Policy{Writable: writable, ReadOnly: readOnly, Pinned: pinned, Granted: granted,
-		ReadsObserved: r.det == nil, ReadRoots: spec.Read, ReadDeny: spec.Deny, NetNS: r.wantNS, Captured: r.captured()}
+		ReadsObserved: r.det == nil, Reads: r.reads, NetNS: r.wantNS, Captured: r.captured()}
 }

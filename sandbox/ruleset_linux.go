@@ -33,7 +33,7 @@ type prepared struct {
 // The filter observes write-intent calls and explains the calls refused by
 // design unless detection is off, and observes reads too when there is no
 // audit detector (observeReads).
-func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns, observeReads bool, log *slog.Logger) <-chan prepared {
+func startPrepare(sup landlock.Support, spec *Spec, reads landlock.Carveout, opened []openedException, ns, observeReads bool, log *slog.Logger) <-chan prepared {
 	t0 := time.Now()
 	c := make(chan prepared, 1)
 	go func() {
@@ -71,7 +71,7 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 			}
 			p.bpf, bpfErr = cachedFilter(spec.StateDir, spec.caller(), opts)
 		}()
-		p.rs, p.err = buildRuleset(sup, spec, opened, !ns)
+		p.rs, p.err = buildRuleset(sup, spec, reads, opened, !ns)
 		wg.Wait()
 		p.err = errors.Join(p.err, planErr, bpfErr)
 		if p.rs != nil {
@@ -82,18 +82,14 @@ func startPrepare(sup landlock.Support, spec *Spec, opened []openedException, ns
 	return c
 }
 
-// buildRuleset creates the Landlock ruleset with the carve-out and the
-// writable roots; the helper adds its own mounts.
-func buildRuleset(sup landlock.Support, spec *Spec, opened []openedException, restrictNet bool) (*landlock.Ruleset, error) {
+// buildRuleset creates the Landlock ruleset with the carve-out (reads)
+// and the writable roots; the helper adds its own mounts.
+func buildRuleset(sup landlock.Support, spec *Spec, reads landlock.Carveout, opened []openedException, restrictNet bool) (*landlock.Ruleset, error) {
 	rs, err := landlock.New(sup, landlock.Options{RestrictNet: restrictNet})
 	if err != nil {
 		return nil, landlockRefused(err, sup, restrictNet)
 	}
-	var carved landlock.Access
-	if spec.ListCarved {
-		carved = landlock.AccessReadDir
-	}
-	if err := rs.Carve(spec.Read, spec.Deny, landlock.ReadAccess, carved); err != nil {
+	if err := rs.Carve(reads); err != nil {
 		rs.Close()
 		return nil, err
 	}

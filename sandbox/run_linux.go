@@ -78,13 +78,17 @@ type run struct {
 	mem *limitWatch // nil: no memory watch
 	// tmpSize and layerSize are the private tmpfs sizes (sizeTmpfs).
 	tmpSize, layerSize int64
-	det                *detect.Audit
-	opened             []openedException
-	grantsBack         bool // writeBackGrants has run
-	prepc              <-chan prepared
-	prep               *prepared // what prepc delivered, once it has
-	h                  *helper
-	setup              *wire.SetupMsg
+	// reads is what the command may read by the carve-out: the one
+	// value the ruleset enforces, the judge of observed reads and the
+	// host cache check answer by.
+	reads      landlock.Carveout
+	det        *detect.Audit
+	opened     []openedException
+	grantsBack bool // writeBackGrants has run
+	prepc      <-chan prepared
+	prep       *prepared // what prepc delivered, once it has
+	h          *helper
+	setup      *wire.SetupMsg
 	// undo are the steps that release what the run holds, in the order
 	// they were taken; cleanup runs them last first.
 	undo []func()
@@ -145,6 +149,8 @@ func (r *run) plan() error {
 				return fmt.Errorf("sandbox: cache directory: %w", err)
 			}
 		}
+		// The read roots resolve as the caller's own path walk would.
+		r.reads = landlock.NewCarveout(landlock.ResolveRoots(spec.Read), spec.Deny, spec.ListCarved)
 		return nil
 	})
 	if err != nil {
@@ -374,7 +380,7 @@ func (r *run) startPrepare(ns bool) {
 	if r.prepc == nil {
 		r.undo = append(r.undo, r.dropPrepared)
 	}
-	r.prepc, r.prep = startPrepare(r.sup, &r.spec, r.opened, ns, r.det == nil, r.log), nil
+	r.prepc, r.prep = startPrepare(r.sup, &r.spec, r.reads, r.opened, ns, r.det == nil, r.log), nil
 }
 
 // prepared waits for the preparation.

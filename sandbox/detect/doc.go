@@ -19,7 +19,8 @@
 // judge.go, which
 // does no I/O, decides from sandboxd's own copy of the policy which
 // observed intents the sandbox refused, which records are boundaries and
-// which noise, and when two denials are the same one.
+// which noise (reads by the run's landlock.Carveout, the value its
+// ruleset enforces), and when two denials are the same one.
 //
 // It is used by the supervisor (package sandbox), and by the helper for
 // OpenDiag alone. Of sandboxd's packages it imports only boundary, kaudit,

@@ -14,8 +14,9 @@ import (
 
 // This file is the one home of what counts as a denial: which observed
 // intents the sandbox refused (judged from sandboxd's own copy of the
-// policy), which kernel records name a boundary, what is noise, and when
-// two denials are the same. It does no I/O.
+// policy, reads by the run's own landlock.Carveout), which kernel records
+// name a boundary, what is noise, and when two denials are the same. It
+// does no I/O.
 
 // Policy is what the sandbox allowed one run, as far as judging observed
 // intents needs it. Paths are absolute, as the command sees them.
@@ -31,11 +32,10 @@ type Policy struct {
 	// Granted are the run's exceptions.
 	Granted []Grant
 	// ReadsObserved is set when reads were observed (no audit detector
-	// reports them); they are then judged against ReadRoots and ReadDeny
-	// the way Landlock's carve-out decides.
+	// reports them); they are then judged by Reads, the carve-out the
+	// run's ruleset enforces.
 	ReadsObserved bool
-	ReadRoots     []string
-	ReadDeny      []string
+	Reads         landlock.Carveout
 	// NetNS: the run had a network namespace, whose loopback servers are
 	// the sandbox's own.
 	NetNS bool
@@ -98,9 +98,10 @@ func (p Policy) Refused(in []Intent) []Denial {
 //     that does not exist: never, the kernel answers ENOENT (or EACCES,
 //     when file permissions stop the lookup) first;
 //   - reads (only observed without audit): refused when Landlock's union
-//     of rules would refuse them: under a denied path of the carve-out
-//     and not under an allowed root, a writable root (the workspace, the
-//     private caches, /tmp), /proc or /dev, or a granted object;
+//     of rules would refuse them: not granted by the carve-out
+//     (landlock.Carveout, the run's own), a writable root (the
+//     workspace, the private caches, /tmp), /proc or /dev, or a granted
+//     object;
 //   - every other write: refused outside the writable roots, and inside
 //     them on the read-only persistence paths and pinned directories.
 func (p Policy) refused(i Intent) (Denial, bool) {
@@ -134,7 +135,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 		if !p.ReadsObserved || i.Ino == 0 {
 			return Denial{}, false // audit reports denied reads; a missing file is no boundary (as with Landlock)
 		}
-		denied = p.readDenied(i.Path) && !p.readable(i.Path)
+		denied = !p.Reads.Grants(i.Path, readAccess(i.Op)) && !p.readable(i.Path)
 	case i.Ino == unknownIno:
 		// Existence unknown: no shortcut; and the name stays what the
 		// command wrote, which no writable root names.
@@ -233,38 +234,18 @@ func under(p string, roots []string) bool {
 	return false
 }
 
-// readDenied judges an observed read the same way Landlock's carve-out
-// does: a path is denied when a denied path is at or above it and no
-// explicitly granted root (the strict profile's allow list) is at or
-// below that denial and above the path.
-func (p Policy) readDenied(path string) bool {
-	covers := func(dir, p string) bool {
-		return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+// readAccess is the Landlock right a read operation needs (every read
+// right for one it does not know).
+func readAccess(op boundary.Operation) landlock.Access {
+	switch op {
+	case boundary.OpReadFile:
+		return landlock.AccessReadFile
+	case boundary.OpReadDir:
+		return landlock.AccessReadDir
+	case boundary.OpExecute:
+		return landlock.AccessExecute
 	}
-	for _, d := range p.ReadDeny {
-		hit := covers(d, path)
-		if !hit && strings.ContainsAny(filepath.Base(d), "*?[") {
-			for a := path; a != "/" && a != "."; a = filepath.Dir(a) {
-				if ok, _ := filepath.Match(d, a); ok {
-					hit = true
-					break
-				}
-			}
-		}
-		if !hit {
-			continue
-		}
-		exempt := false
-		for _, root := range p.ReadRoots {
-			if root != "/" && covers(root, path) && covers(d, root) {
-				exempt = true
-			}
-		}
-		if !exempt {
-			return true
-		}
-	}
-	return false
+	return landlock.ReadAccess
 }
 
 // Merge adds b's denials to a's, dropping duplicates of (surface,

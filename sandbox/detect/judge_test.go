@@ -15,14 +15,22 @@ import (
 // of "/" with one allowed directory inside a denied home.
 func policy() Policy {
 	return Policy{
-		Writable:  []string{"/ws", "/cache", "/tmp", "/dev/null"},
-		ReadOnly:  []string{"/ws/.git/hooks", "/ws/.git/config"},
-		Pinned:    []string{"/ws/.git"},
-		Granted:   []Grant{{Operation: "write_file", Path: "/etc/granted"}, {Operation: "make_reg", Path: "/etc/new"}, {Operation: "execute", Path: "/opt/tool"}},
-		ReadRoots: []string{"/", "/home/u/go"},
-		ReadDeny:  []string{"/home/u", "/etc/ssh/ssh_host_*_key"},
-		NetNS:     true,
+		Writable: []string{"/ws", "/cache", "/tmp", "/dev/null"},
+		ReadOnly: []string{"/ws/.git/hooks", "/ws/.git/config"},
+		Pinned:   []string{"/ws/.git"},
+		Granted:  []Grant{{Operation: "write_file", Path: "/etc/granted"}, {Operation: "make_reg", Path: "/etc/new"}, {Operation: "execute", Path: "/opt/tool"}},
+		Reads:    reads(false, "/home/u", "/etc/ssh/ssh_host_*_key"),
+		NetNS:    true,
 	}
+}
+
+// readDeny is policy()'s deny list.
+var readDeny = []string{"/home/u", "/etc/ssh/ssh_host_*_key"}
+
+// reads is the carve-out of "/" and one allowed directory inside a
+// denied home (its roots taken as resolved: these paths are made up).
+func reads(list bool, deny ...string) landlock.Carveout {
+	return landlock.NewCarveout([]landlock.Root{{Path: "/", Real: "/"}, {Path: "/home/u/go", Real: "/home/u/go"}}, deny, list)
 }
 
 func TestRefused(t *testing.T) {
@@ -75,7 +83,7 @@ func TestRefused(t *testing.T) {
 		{"granted write", nil, Intent{Op: "write_file", Path: "/etc/granted", Ino: 7}, nil},
 		{"granted write does not truncate", nil, Intent{Op: "truncate", Path: "/etc/granted", Ino: 7}, fs("truncate", "/etc/granted")},
 		{"granted create writes and truncates", nil, Intent{Op: "truncate", Path: "/etc/new", Ino: 7}, nil},
-		{"granted execute reads", func(p *Policy) { p.ReadsObserved = true; p.ReadDeny = append(p.ReadDeny, "/opt") }, Intent{Op: "read_file", Path: "/opt/tool", Ino: 7}, nil},
+		{"granted execute reads", func(p *Policy) { p.ReadsObserved = true; p.Reads = reads(false, append(readDeny, "/opt")...) }, Intent{Op: "read_file", Path: "/opt/tool", Ino: 7}, nil},
 		{"a grant is for its path only", nil, Intent{Op: "write_file", Path: "/etc/granted2", Ino: 7}, fs("write_file", "/etc/granted2")},
 		// Reads.
 		{"read with audit: audit reports it", nil, Intent{Op: "read_file", Path: "/home/u/.ssh/id_rsa", Ino: 7}, nil},
@@ -87,6 +95,16 @@ func TestRefused(t *testing.T) {
 		{"observed execute of a denied path", observeReads, Intent{Op: "execute", Path: "/home/u/bin/x", Ino: 7}, fs("execute", "/home/u/bin/x")},
 		{"observed read of a missing file", observeReads, Intent{Op: "read_file", Path: "/home/u/nothing"}, nil},
 		{"observed read of another home", observeReads, Intent{Op: "read_file", Path: "/home/u2/x", Ino: 7}, nil},
+		// Listing: a directory above a denied path, and every directory
+		// below it, may be listed exactly when carved directories may be
+		// (the default profile), as the kernel's carve-out decides.
+		{"observed listing above a denied path (strict)", observeReads, Intent{Op: "read_dir", Path: "/home", Ino: 7}, fs("read_dir", "/home")},
+		{"observed listing above a denied path (default)", func(p *Policy) { p.ReadsObserved = true; p.Reads = reads(true, readDeny...) },
+			Intent{Op: "read_dir", Path: "/home", Ino: 7}, nil},
+		{"observed listing of a denied directory (default)", func(p *Policy) { p.ReadsObserved = true; p.Reads = reads(true, readDeny...) },
+			Intent{Op: "read_dir", Path: "/home/u/.ssh", Ino: 7}, nil},
+		{"observed read in a denied directory (default)", func(p *Policy) { p.ReadsObserved = true; p.Reads = reads(true, readDeny...) },
+			Intent{Op: "read_file", Path: "/home/u/.ssh/id_rsa", Ino: 7}, fs("read_file", "/home/u/.ssh/id_rsa")},
 		// The union of rules: a writable root below a denied path is
 		// readable (sandboxd's own private caches under its state).
 		{"observed read of a private cache below a denied directory", func(p *Policy) {
@@ -97,7 +115,7 @@ func TestRefused(t *testing.T) {
 			p.ReadsObserved = true
 			p.Writable = append(p.Writable, "/home/u/.local/state/sandboxd/cache/ab12")
 		}, Intent{Op: "read_file", Path: "/home/u/.local/state/sandboxd/breaker/x.json", Ino: 7}, fs("read_file", "/home/u/.local/state/sandboxd/breaker/x.json")},
-		{"observed read of the private /proc", func(p *Policy) { p.ReadsObserved = true; p.ReadDeny = append(p.ReadDeny, "/proc") }, Intent{Op: "read_file", Path: "/proc/self/status", Ino: 7}, nil},
+		{"observed read of the private /proc", func(p *Policy) { p.ReadsObserved = true; p.Reads = reads(false, append(readDeny, "/proc")...) }, Intent{Op: "read_file", Path: "/proc/self/status", Ino: 7}, nil},
 		// Noise.
 		{"noise write", nil, Intent{Op: "write_file", Path: "/dev/tty", Ino: 7}, nil},
 		// Connects.
@@ -130,7 +148,7 @@ func TestRefused(t *testing.T) {
 func observeReads(p *Policy) { p.ReadsObserved = true }
 
 func TestReadDenied(t *testing.T) {
-	r := Policy{ReadsObserved: true, ReadRoots: []string{"/", "/home/u/go"}, ReadDeny: []string{"/home/u/.ssh", "/home/u", "/etc/ssh/ssh_host_*_key"}}
+	r := Policy{ReadsObserved: true, Reads: reads(false, "/home/u/.ssh", "/home/u", "/etc/ssh/ssh_host_*_key")}
 	for p, want := range map[string]bool{
 		"/home/u/.ssh/id_rsa":           true,
 		"/home/u/notes":                 true,
@@ -141,8 +159,8 @@ func TestReadDenied(t *testing.T) {
 		"/home/u2/x":                    false,
 		"/home/u/go/../.ssh/id_rsa":     true,
 	} {
-		if got := r.readDenied(filepath.Clean(p)); got != want {
-			t.Errorf("readDenied(%s) = %v, want %v", p, got, want)
+		if got := !r.Reads.Grants(filepath.Clean(p), landlock.AccessReadFile); got != want {
+			t.Errorf("denied(%s) = %v, want %v", p, got, want)
 		}
 	}
 }
