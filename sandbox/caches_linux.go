@@ -23,18 +23,16 @@ const layersDir = ".layers"
 func (r *run) planCaches(setup *wire.SetupMsg) {
 	var dirs []string
 	r.res.Caches = nil
+	check := r.lowerCheck(setup)
 	for _, l := range r.spec.CacheLayers {
-		res := CacheResult{Name: l.Name, Private: l.Dir, Lower: l.Lower, Why: l.Why}
-		m, why := r.planCache(l, dirs, setup)
+		res := CacheResult{Name: l.Name, Private: l.Dir, Why: l.Why}
+		m, why := r.planCache(l, dirs, check)
 		dirs = append(dirs, l.Dir)
 		if why != "" {
-			res.Lower, res.Why = "", why
+			res.Why = why
 		}
 		if m != nil {
-			if m.Lower == "" {
-				res.Lower = ""
-			}
-			res.Discarded = m.Ephemeral
+			res.Lower, res.Discarded = m.Lower, m.Ephemeral
 			setup.Caches = append(setup.Caches, *m)
 			r.h.caches.idx = append(r.h.caches.idx, len(r.res.Caches))
 		}
@@ -48,26 +46,44 @@ func (r *run) planCaches(setup *wire.SetupMsg) {
 	}
 }
 
+// lowerCheck is what decides, for this run, whether a host cache may be
+// a lower layer (see caches.go).
+func (r *run) lowerCheck(setup *wire.SetupMsg) lowerCheck {
+	spec := &r.spec
+	apart := append([]string{spec.Workspace}, spec.Caches...)
+	apart = append(append(apart, spec.StateDir), spec.HostCaches.Apart...)
+	apart = append(append(apart, spec.RuntimeDir), spec.Writable...)
+	c := lowerCheck{reads: r.reads, secrets: spec.HostCaches.Secrets, whole: spec.HostCaches.Whole, apart: apart,
+		hidden: append(maskedDirs(spec.RuntimeDir), "/tmp", "/var/tmp", "/dev", "/proc", "/sys"), root: r.root}
+	if r.root && spec.Home != "" && slices.Contains(setup.Attach, spec.Home) {
+		c.idHome = spec.Home
+	}
+	return c
+}
+
 // planCache is planCaches for one layer: the helper's mount (nil: the
 // private directory is used as it is) and why the host cache is not its
 // lower layer ("" when it is, or when the spec already said why not).
-func (r *run) planCache(l CacheLayer, dirs []string, setup *wire.SetupMsg) (*wire.CacheMount, string) {
+func (r *run) planCache(l CacheLayer, dirs []string, check lowerCheck) (*wire.CacheMount, string) {
 	root, rel, why := r.cacheRoot(l, dirs)
 	if why != "" {
 		return nil, why
 	}
+	lower, masks := "", []string(nil)
+	if l.Host != "" {
+		lower, masks, why = check.host(l.Host)
+	}
 	if !r.wantNS {
-		if l.Lower != "" {
+		if lower != "" {
 			return nil, "no mount namespace for an overlay"
 		}
-		return nil, ""
+		return nil, why
+	}
+	if lower != "" {
+		lower, masks, why = check.inside(lower, masks)
 	}
 	// Without a lower layer, a private layer made earlier is still the
 	// private cache.
-	lower, masks := "", []string(nil)
-	if l.Lower != "" {
-		lower, masks, why = r.checkLower(l, setup)
-	}
 	m, err := r.layOut(root, rel, l.Name, lower != "")
 	if err != nil {
 		r.log.Debug("cache layer", "name", l.Name, "err", err)
@@ -88,7 +104,7 @@ func (r *run) cacheRoot(l CacheLayer, dirs []string) (root, rel, why string) {
 		return "", "", "not a valid cache layer"
 	}
 	for _, d := range dirs {
-		if Overlaps(d, l.Dir) {
+		if overlaps(d, l.Dir) {
 			return "", "", "overlaps another cache layer"
 		}
 	}
@@ -102,52 +118,6 @@ func (r *run) cacheRoot(l CacheLayer, dirs []string) (root, rel, why string) {
 		}
 	}
 	return "", "", "not inside a private cache"
-}
-
-// checkLower checks, again and at run time, that the host cache may be
-// the lower layer: a symlink-free directory the command could read
-// anyway, apart from every writable root, the state directory and what
-// the helper hides or replaces; for a root caller, inside the id-mapped
-// home. It returns the masks to lay over it.
-func (r *run) checkLower(l CacheLayer, setup *wire.SetupMsg) (lower string, masks []string, why string) {
-	spec := &r.spec
-	p := l.Lower
-	if real, err := filepath.EvalSymlinks(p); err != nil || real != p || !filepath.IsAbs(p) {
-		return "", nil, "the host cache " + p + " is not a resolved path"
-	}
-	if st, err := os.Lstat(p); err != nil || !st.IsDir() {
-		return "", nil, "no host cache at " + p
-	}
-	if emptyDir(p) {
-		// An overlay on nothing costs its mount and gives nothing.
-		return "", nil, "the host cache " + p + " is empty"
-	}
-	if !Readable(p, spec.Read, spec.Deny) {
-		return "", nil, "the host cache " + p + " is not readable inside"
-	}
-	for _, w := range append(r.writableRoots(), spec.StateDir) {
-		if Overlaps(w, p) {
-			return "", nil, "the host cache " + p + " overlaps the writable " + w
-		}
-	}
-	hidden := append(maskedDirs(spec.RuntimeDir), "/tmp", "/var/tmp", "/dev", "/proc", "/sys")
-	for _, h := range hidden {
-		if Overlaps(h, p) {
-			return "", nil, "the host cache " + p + " is not visible inside (" + h + ")"
-		}
-	}
-	if r.root && (spec.Home == "" || !pathWithin(spec.Home, p) || !slices.Contains(setup.Attach, spec.Home)) {
-		return "", nil, "the host cache " + p + " is outside the id-mapped home"
-	}
-	for _, m := range append(append([]string(nil), l.Masks...), MasksBelow(p, spec.Deny)...) {
-		if filepath.IsAbs(m) || filepath.Clean(m) != m || m == "." || m == ".." || strings.HasPrefix(m, "../") {
-			return "", nil, "a secret below the host cache cannot be hidden (" + m + ")"
-		}
-		if !slices.Contains(masks, m) {
-			masks = append(masks, m)
-		}
-	}
-	return p, masks, ""
 }
 
 // layOut makes the cache layer's private layer on disk, beneath root
@@ -292,18 +262,6 @@ func emptyDirBeneath(dirFD int, name string) bool {
 		return true
 	}
 	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	names, _ := f.Readdirnames(1)
-	return len(names) == 0
-}
-
-// emptyDir reports whether the directory p has no entries (or cannot be
-// read).
-func emptyDir(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
-		return true
-	}
 	defer f.Close()
 	names, _ := f.Readdirnames(1)
 	return len(names) == 0

@@ -54,6 +54,9 @@ type Spec struct {
 	// overlay whose upper layer is the private cache (namespaces only;
 	// see CacheLayer). Result.Caches says what each one was.
 	CacheLayers []CacheLayer
+	// HostCaches decide, with the rest of the Spec, whether each cache
+	// layer's host cache may be its lower layer.
+	HostCaches HostCacheRules
 	// Read lists the hierarchies the command may read and execute
 	// (normally just "/").
 	Read []string
@@ -264,16 +267,29 @@ type CacheLayer struct {
 	// Dir is the private cache the command's environment names:
 	// absolute, clean, strictly below one of Spec.Caches.
 	Dir string
-	// Lower is the host cache: absolute, clean, symlinks resolved; ""
-	// for none, and then Why says why. It is used only where the
-	// command could read it anyway (Readable from Read and Deny).
-	Lower string
-	// Masks are paths relative to Dir (the last element may be a glob)
-	// hidden inside it: the secrets below Lower, however the caller
-	// spelled its path. The deny entries below Lower are added.
-	Masks []string
-	// Why says why there is no Lower.
+	// Host is the host cache as the caller's environment and files name
+	// it: absolute and clean; "" for none, and then Why says why. The run
+	// decides whether it may be the lower layer (caches.go: resolved, only
+	// where the command could read it anyway, with the deny entries below
+	// it hidden inside, with HostCacheRules).
+	Host string
+	// Why says why there is no Host.
 	Why string
+}
+
+// HostCacheRules are the caller's facts that, with the rest of the Spec,
+// decide whether a host cache may be a cache layer's lower layer.
+type HostCacheRules struct {
+	// Secrets are the policy's secrets: a host cache that is one, or
+	// lies inside one, is never shown.
+	Secrets []string
+	// Whole are directories a host cache must not be or hold: the home
+	// and the XDG cache directory (never all of them).
+	Whole []string
+	// Apart are roots, beyond the Spec's workspace, writable roots,
+	// caches, state and runtime directories, that a host cache must
+	// neither be in nor hold: sandboxd's configuration directory.
+	Apart []string
 }
 
 // CacheResult is what one cache layer was in a run.

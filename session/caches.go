@@ -14,11 +14,12 @@ import (
 
 // Host tool caches reused read-only. Each private cache below the
 // workspace's cache root may show the caller's own host cache as an
-// overlay's lower layer. Where the host keeps each one is found from the
-// caller's environment and files the way the tool itself finds it,
-// never by running a program: the workspace could choose which program
-// (go.mod's toolchain line), and running it would be an escape. Anything
-// uncertain means no lower layer.
+// overlay's lower layer. Where the host keeps each one is found here,
+// from the caller's environment and files the way the tool itself finds
+// it, never by running a program: the workspace could choose which
+// program (go.mod's toolchain line), and running it would be an escape.
+// Anything uncertain means no host cache. Whether the one found may be
+// the lower layer the run decides (sandbox's caches.go).
 
 // toolCache is one tool's cache, private and on the host.
 type toolCache struct {
@@ -250,114 +251,22 @@ func homePath(v, home, what string) (string, string) {
 	return "", what + " is not an absolute path"
 }
 
-// lowerRules are what decides whether a host cache may be a lower layer.
-type lowerRules struct {
-	read, deny, secrets []string
-	// apart are the roots a lower layer must neither be in nor hold:
-	// the workspace, the writable roots, the cache root, sandboxd's own
-	// state and configuration, the runtime directory.
-	apart []string
-	// home and xdgCache must not be inside a lower layer (never all of
-	// XDG_CACHE_HOME).
-	home, xdgCache string
-}
-
-// lower checks the host cache p and returns it resolved, with the deny
-// entries below it (however p is spelled) to hide inside.
-func (lr lowerRules) lower(p string) (string, []string, string) {
-	real, err := filepath.EvalSymlinks(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", nil, "no host cache at " + p
-	case err != nil:
-		return "", nil, "cannot resolve " + p
-	}
-	if st, err := os.Stat(real); err != nil || !st.IsDir() {
-		return "", nil, p + " is not a directory"
-	}
-	forms := []string{p}
-	if real != p {
-		forms = append(forms, real)
-	}
-	if why := lr.refuse(p, forms); why != "" {
-		return "", nil, why
-	}
-	if !sandbox.Readable(real, lr.read, lr.deny) {
-		return "", nil, "the host cache " + p + " is not readable inside"
-	}
-	var masks []string
-	for _, f := range forms {
-		for _, m := range sandbox.MasksBelow(f, lr.deny) {
-			if !contains(masks, m) {
-				masks = append(masks, m)
-			}
-		}
-	}
-	return real, masks, ""
-}
-
-// refuse says why a host cache spelled p (forms: p and its resolved
-// path) may not be a lower layer, or "".
-func (lr lowerRules) refuse(p string, forms []string) string {
-	for _, f := range forms {
-		if d, ok := sandbox.CoveredBy(f, lr.secrets); ok {
-			return "the host cache " + p + " is a secret or inside one (" + d + ")"
-		}
-		for _, h := range withReal(lr.home, lr.xdgCache) {
-			if h == f || strings.HasPrefix(h, strings.TrimSuffix(f, "/")+"/") {
-				return "the host cache " + p + " holds " + h
-			}
-		}
-		for _, a := range lr.apart {
-			if a != "" && sandbox.Overlaps(a, f) {
-				return "the host cache " + p + " overlaps " + a
-			}
-		}
-	}
-	return ""
-}
-
-// withReal lists each non-empty path and, when it differs, its
-// resolved form.
-func withReal(paths ...string) []string {
-	var out []string
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		out = append(out, p)
-		if r, err := filepath.EvalSymlinks(p); err == nil && r != p {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// cacheLayers decides, for each tool cache, its private path under the
-// cache root and whether its host cache is the lower layer.
-func cacheLayers(c Caller, p *plan, root string, read, deny []string) []sandbox.CacheLayer {
-	get := lookup(c.Env)
-	xdg, _ := userCacheDir(get, c.Home)
-	lr := lowerRules{read: read, deny: deny, secrets: p.policy.Secrets, home: c.Home, xdgCache: xdg,
-		apart: append([]string{p.ws, root, c.Layout().State, c.Layout().Config, c.RuntimeDir}, p.policy.Writable...)}
+// cacheLayers names, for each tool cache, its private path under the
+// cache root and the host cache the run may show beneath it (the run
+// decides whether it does: sandbox's caches.go).
+func cacheLayers(c Caller, root string) []sandbox.CacheLayer {
 	var out []sandbox.CacheLayer
 	for _, tc := range toolCaches(c.Env, c.Home) {
-		l := sandbox.CacheLayer{Name: tc.name, Dir: filepath.Join(root, tc.rel), Why: tc.why}
-		if tc.host != "" {
-			l.Lower, l.Masks, l.Why = lr.lower(tc.host)
-		}
-		out = append(out, l)
+		out = append(out, sandbox.CacheLayer{Name: tc.name, Dir: filepath.Join(root, tc.rel), Host: tc.host, Why: tc.why})
 	}
 	return out
+}
+
+// hostCacheRules are the caller's facts the run needs to decide whether
+// a host cache may be a lower layer.
+func hostCacheRules(c Caller, p *plan) sandbox.HostCacheRules {
+	xdg, _ := userCacheDir(lookup(c.Env), c.Home)
+	return sandbox.HostCacheRules{Secrets: p.policy.Secrets, Whole: []string{c.Home, xdg}, Apart: []string{c.Layout().Config}}
 }
 
 // withCacheEnv points each tool at its private cache under root, and

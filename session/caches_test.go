@@ -108,60 +108,6 @@ func TestToolCaches(t *testing.T) {
 	}
 }
 
-// TestLowerRules checks which host caches may be lower layers and what
-// is hidden inside them.
-func TestLowerRules(t *testing.T) {
-	home := t.TempDir()
-	for _, d := range []string{".cache/go-build/sub", "real/cache", "go/pkg/mod", "ws", ".ssh/cache", "store"} {
-		os.MkdirAll(filepath.Join(home, d), 0o755)
-	}
-	os.Symlink(filepath.Join(home, "real/cache"), filepath.Join(home, "linked"))
-	j := func(rel string) string { return filepath.Join(home, rel) }
-	secrets := []string{j(".ssh"), j(".cache/go-build/sub/key"), j(".cache/go-build/*.pem"), j("real/cache/token"), j("store/secret-*")}
-	base := lowerRules{read: []string{"/"}, secrets: secrets, deny: secrets, home: home, xdgCache: j(".cache"), apart: []string{j("ws")}}
-	strict := base
-	strict.deny = append(append([]string(nil), secrets...), home)
-	strict.read = []string{"/", j("go")}
-	cases := []struct {
-		name   string
-		rules  lowerRules
-		p      string
-		lower  string // "" means refused
-		why    string
-		masks  []string
-		noMask []string
-	}{
-		{name: "plain, secrets below are masked", rules: base, p: j(".cache/go-build"), lower: j(".cache/go-build"),
-			masks: []string{"sub/key", "*.pem"}},
-		{name: "symlinked, both spellings masked", rules: base, p: j("linked"), lower: j("real/cache"), masks: []string{"token"}},
-		{name: "a secret itself", rules: base, p: j(".ssh"), why: "is a secret"},
-		{name: "inside a secret", rules: base, p: j(".ssh/cache"), why: "is a secret"},
-		{name: "matched by a glob secret", rules: base, p: j("store"), lower: j("store"), masks: []string{"secret-*"}},
-		{name: "missing", rules: base, p: j("nope"), why: "no host cache"},
-		{name: "all of the XDG cache", rules: base, p: j(".cache"), why: "holds"},
-		{name: "the home", rules: base, p: home, why: "holds"},
-		{name: "in the workspace", rules: base, p: j("ws"), why: "overlaps"},
-		{name: "strict: allowed path", rules: strict, p: j("go/pkg/mod"), lower: j("go/pkg/mod")},
-		{name: "strict: home denied", rules: strict, p: j(".cache/go-build"), why: "not readable"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			lower, masks, why := tc.rules.lower(tc.p)
-			if lower != tc.lower || (tc.lower == "" && !strings.Contains(why, tc.why)) {
-				t.Fatalf("lower(%s) = %q, %q; want %q (%q)", tc.p, lower, why, tc.lower, tc.why)
-			}
-			for _, m := range tc.masks {
-				if !slices.Contains(masks, m) {
-					t.Errorf("masks %q lack %q", masks, m)
-				}
-			}
-			if len(masks) != len(tc.masks) {
-				t.Errorf("masks %q, want %q", masks, tc.masks)
-			}
-		})
-	}
-}
-
 // TestWithCacheEnv checks every spelling of a cache setting is replaced.
 func TestWithCacheEnv(t *testing.T) {
 	env := withCacheEnv([]string{"NPM_CONFIG_CACHE=/host/npm", "PIP_Cache_Dir=/host/pip", "GOCACHE=/host/go", "KEEP=1",

@@ -154,7 +154,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 			return sandbox.Spec{}, publicerr.New(fmt.Sprintf("writable root %s contains the workspace", w))
 		}
 	}
-	layers := cacheLayers(c, p, cache, read, deny)
+	layers := cacheLayers(c, cache)
 	var egress *sandbox.Egress
 	if p.egress.port != 0 {
 		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.envFor(environ)}
@@ -163,7 +163,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		Egress: egress,
 		Copies: sanitizedCopies(res.Secrets, c),
 		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
-		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, Read: read, Deny: deny,
+		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, HostCaches: hostCacheRules(c, p), Read: read, Deny: deny,
 		ListCarved: res.Profile != "strict", Protected: res.Protected,
 		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.Layout().State,
 		UID: c.UID, GID: c.GID, Groups: c.Groups,
