@@ -73,12 +73,12 @@ func (st *run) askRequest(ctx context.Context, req grants.Request) broker.Result
 // seen reports whether this run already had req's boundary decided, and
 // marks it decided.
 func (st *run) seen(req grants.Request) bool {
-	key := string(req.Surface) + "\x00" + string(req.Operation) + "\x00" + req.Path + "\x00" + req.DestinationText()
+	key := req.Key()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	again := st.decided[key]
 	if st.decided == nil {
-		st.decided = map[string]bool{}
+		st.decided = map[boundary.Key]bool{}
 	}
 	st.decided[key] = true
 	return again

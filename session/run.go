@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netproxy"
@@ -128,9 +129,9 @@ type run struct {
 	attempt int
 	// unused are grants issued in the last review that no retry consumed.
 	unused []string
-	// decided holds the boundaries this run has had decided (by key,
-	// under mu): the breaker counts each once.
-	decided map[string]bool
+	// decided holds the boundaries this run has had decided (by their
+	// boundary.Key, under mu): the breaker counts each once.
+	decided map[boundary.Key]bool
 	// netGrants are the network grants issued for this run (under mu),
 	// revoked when it ends.
 	netGrants []string

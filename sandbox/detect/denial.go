@@ -49,7 +49,8 @@ func (d Denial) String() string {
 	return fmt.Sprintf("%s %s", d.Operation, d.Path)
 }
 
-// key is what makes two denials the same one.
-func (d Denial) key() string {
-	return string(d.Surface) + "\x00" + string(d.Operation) + "\x00" + d.Path + "\x00" + d.Destination
+// Key is the boundary the denial is a sighting of: two denials with
+// one Key are the same one (boundary.Key).
+func (d Denial) Key() boundary.Key {
+	return boundary.Key{Surface: d.Surface, Operation: d.Operation, Path: d.Path, Destination: d.Destination}
 }

@@ -20,7 +20,8 @@
 // does no I/O, decides from sandboxd's own copy of the policy which
 // observed intents the sandbox refused, which records are boundaries and
 // which noise (reads by the run's landlock.Carveout, the value its
-// ruleset enforces), and when two denials are the same one.
+// ruleset enforces), and merges the denials that are the same one
+// (boundary.Key).
 //
 // It is used by the supervisor (package sandbox), and by the helper for
 // OpenDiag alone. Of sandboxd's packages it imports only boundary, kaudit,

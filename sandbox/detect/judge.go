@@ -15,8 +15,8 @@ import (
 // This file is the one home of what counts as a denial: which observed
 // intents the sandbox refused (judged from sandboxd's own copy of the
 // policy, reads by the run's own landlock.Carveout), which kernel records
-// name a boundary, what is noise, and when two denials are the same. It
-// does no I/O.
+// name a boundary and what is noise. Two denials are the same one when
+// their boundary.Key is. It does no I/O.
 
 // Policy is what the sandbox allowed one run, as far as judging observed
 // intents needs it. Paths are absolute, as the command sees them.
@@ -248,15 +248,15 @@ func readAccess(op boundary.Operation) landlock.Access {
 	return landlock.ReadAccess
 }
 
-// Merge adds b's denials to a's, dropping duplicates of (surface,
-// operation, path, destination).
+// Merge adds b's denials to a's, dropping second sightings of one
+// boundary (Denial.Key).
 func Merge(a, b []Denial) []Denial {
-	at := map[string]int{}
+	at := map[boundary.Key]int{}
 	var out []Denial
 	for _, d := range append(a, b...) {
-		i, ok := at[d.key()]
+		i, ok := at[d.Key()]
 		if !ok {
-			at[d.key()] = len(out)
+			at[d.Key()] = len(out)
 			out = append(out, d)
 			continue
 		}
@@ -325,7 +325,7 @@ func denialOf(r landlock.Record, blocker string) (Denial, bool) {
 // denialsOf turns a run's access records into denials, deduplicated, and
 // counts the blockers that are no file or network access.
 func denialsOf(recs []landlock.Record) (out []Denial, other int) {
-	seen := map[string]bool{}
+	seen := map[boundary.Key]bool{}
 	for _, r := range recs {
 		if isProbe(r) {
 			continue
@@ -342,10 +342,10 @@ func denialsOf(recs []landlock.Record) (out []Denial, other int) {
 				other++
 				continue
 			}
-			if noise(den) || seen[den.key()] {
+			if noise(den) || seen[den.Key()] {
 				continue
 			}
-			seen[den.key()] = true
+			seen[den.Key()] = true
 			out = append(out, den)
 		}
 	}
