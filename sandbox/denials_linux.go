@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/sandbox/detect"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 )
 
 // collectDenials gathers the run's denials from the audit detector and
@@ -55,8 +56,15 @@ func (r *run) collectDenials() {
 func (r *run) judge() detect.Policy {
 	spec := &r.spec
 	writable := r.writableRoots()
+	var readable []string
 	if r.wantNS {
-		writable = append(writable, "/tmp", "/var/tmp", "/dev/shm", "/dev/pts", "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+		// The helper's own rules (wire.OwnRoots: its /tmp is bound on
+		// /var/tmp too).
+		writable = append(append(writable, wire.OwnRoots()...), "/var/tmp")
+		for _, name := range wire.DevNodes() {
+			writable = append(writable, "/dev/"+name)
+		}
+		readable = wire.OwnReadable()
 	} else {
 		writable = append(writable, r.setup.TmpDir, "/dev/null", "/dev/zero", "/dev/full")
 	}
@@ -79,5 +87,5 @@ func (r *run) judge() detect.Policy {
 		}
 	}
 	return detect.Policy{Writable: writable, ReadOnly: readOnly, Pinned: pinned, Granted: granted,
-		ReadsObserved: r.det == nil, Reads: r.reads, NetNS: r.wantNS, Captured: r.captured()}
+		ReadsObserved: r.det == nil, Reads: r.reads, Readable: readable, NetNS: r.wantNS, Captured: r.captured()}
 }

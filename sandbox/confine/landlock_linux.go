@@ -12,7 +12,7 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 	all := landlock.Access(s.LandlockFS)
 	dev := landlock.ReadAccess | landlock.AccessWriteFile | landlock.AccessIoctlDev
 	if s.Namespaces {
-		roots := []string{"/tmp", "/dev/shm"}
+		roots := wire.OwnRoots()
 		if s.Layer > 0 {
 			// The overlay's inodes are not the workspace's.
 			roots = append(roots, s.Workspace)
@@ -25,9 +25,6 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 		if err := addCacheRules(rs, s, all); err != nil {
 			return err
 		}
-		if err := rs.AddPath("/dev/pts", all); err != nil {
-			return err
-		}
 		// The shown files are inodes of their own tmpfs: no read root
 		// holds them.
 		for _, f := range s.Shown {
@@ -35,13 +32,12 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 				return err
 			}
 		}
-		for _, name := range devNodes {
+		for _, name := range wire.DevNodes() {
 			if err := rs.AddPath("/dev/"+name, dev); err != nil {
 				return err
 			}
 		}
-		// /proc and /dev read (their host mountpoints are carved separately).
-		for _, p := range []string{"/proc", "/dev"} {
+		for _, p := range wire.OwnReadable() {
 			if err := rs.AddPath(p, landlock.ReadAccess); err != nil {
 				return err
 			}

@@ -12,9 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Device nodes the sandbox's /dev offers, bound from the host.
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
-
 // setupMounts builds the helper's mount namespace:
 //
 //  1. nothing propagates back to the host;
@@ -45,8 +42,8 @@ func setupMounts(m *wire.SetupMsg, trees []int) (layerFD int, err error) {
 	}
 	trees = append(trees, clones...)
 	attach = append(attach, m.Clone...)
-	devs := make([]int, 0, len(devNodes))
-	for _, name := range devNodes {
+	devs := make([]int, 0, len(wire.DevNodes()))
+	for _, name := range wire.DevNodes() {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, "/dev/"+name, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err != nil {
 			return -1, fmt.Errorf("clone /dev/%s: %w", name, err)
@@ -232,7 +229,7 @@ func setupDev(devs []int, shmSize int64) error {
 	if err := unix.Mount("tmpfs", "/dev", "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
-	for i, name := range devNodes {
+	for i, name := range wire.DevNodes() {
 		p := "/dev/" + name
 		if err := os.WriteFile(p, nil, 0o666); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)

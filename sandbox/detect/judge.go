@@ -36,6 +36,10 @@ type Policy struct {
 	// run's ruleset enforces.
 	ReadsObserved bool
 	Reads         landlock.Carveout
+	// Readable are further roots the command may read (the helper's
+	// private /proc and /dev); /proc's links into other views of the
+	// tree are judged by what they name.
+	Readable []string
 	// NetNS: the run had a network namespace, whose loopback servers are
 	// the sandbox's own.
 	NetNS bool
@@ -205,23 +209,21 @@ func needsObject(op boundary.Operation) bool {
 }
 
 // readable reports whether another rule of the union grants reading
-// path: the writable roots (which get every right), and in a namespace
-// the private /proc and /dev.
+// path: the writable roots (which get every right), and the helper's
+// own readable roots (in a namespace, the private /proc and /dev).
 func (p Policy) readable(path string) bool {
 	if under(path, p.Writable) {
 		return true
 	}
-	if p.NetNS && under(path, []string{"/dev"}) {
-		return true
-	}
-	// The private /proc, except the links into other views of the tree
-	// (a read through /proc/N/root or /proc/N/fd/M is a read of the
-	// object they name).
-	if !p.NetNS || !under(path, []string{"/proc"}) {
+	if !under(path, p.Readable) {
 		return false
 	}
+	// Not the links of the private /proc into other views of the tree
+	// (a read through /proc/N/root or /proc/N/fd/M is a read of the
+	// object they name).
 	parts := strings.Split(path, "/")
-	return len(parts) < 4 || (parts[3] != "root" && parts[3] != "cwd" && parts[3] != "fd" && parts[3] != "map_files")
+	return !under(path, []string{"/proc"}) || len(parts) < 4 ||
+		(parts[3] != "root" && parts[3] != "cwd" && parts[3] != "fd" && parts[3] != "map_files")
 }
 
 // under reports whether p is at or below one of roots.

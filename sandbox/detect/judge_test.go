@@ -20,6 +20,7 @@ func policy() Policy {
 		Pinned:   []string{"/ws/.git"},
 		Granted:  []Grant{{Operation: "write_file", Path: "/etc/granted"}, {Operation: "make_reg", Path: "/etc/new"}, {Operation: "execute", Path: "/opt/tool"}},
 		Reads:    reads(false, "/home/u", "/etc/ssh/ssh_host_*_key"),
+		Readable: []string{"/proc", "/dev"},
 		NetNS:    true,
 	}
 }
