@@ -3,6 +3,8 @@ package landlock
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // Carveout is what the read rules let a command read: each read root,
@@ -80,10 +82,11 @@ func (c Carveout) Grants(p string, access Access) bool {
 		return false
 	}
 	for _, root := range c.roots {
-		if root.Real == "" || !(p == root.Real || strings.HasPrefix(p, strings.TrimSuffix(root.Real, "/")+"/")) {
-			continue
+		rel, ok := pathtree.Rel(root.Real, p)
+		if !ok {
+			continue // not below this root, or the root did not resolve
 		}
-		v := c.walk(root, strings.TrimPrefix(strings.TrimPrefix(p, root.Real), "/"))
+		v := c.walk(root, rel)
 		rest := access
 		if v != granted {
 			// Below a carved root: what every carved directory has.
@@ -125,10 +128,9 @@ func (c Carveout) DeniedBelow(p string) []string {
 	if c.deny == nil {
 		return nil // the zero Carveout: nothing is read, nothing denied
 	}
-	prefix := strings.TrimSuffix(p, "/") + "/"
 	var out []string
 	for _, d := range c.deny.list {
-		if rel, ok := strings.CutPrefix(d, prefix); ok {
+		if rel, ok := pathtree.Below(p, d); ok {
 			out = append(out, rel)
 		}
 	}

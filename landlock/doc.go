@@ -18,6 +18,6 @@
 // thread with [Restrict].
 //
 // The package enforces and reports; it knows nothing of reviewers, grants
-// or models. Of sandboxd's packages it imports none. It must never import
+// or models. Of sandboxd's packages it imports only pathtree. It must never import
 // broker, review/..., netproxy or openai-go.
 package landlock

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // Whether a host tool cache may be a private cache's lower layer is
@@ -87,7 +88,7 @@ func (c lowerCheck) refuse(p string, forms []string) string {
 			return "the host cache " + p + " is a secret or inside one (" + d + ")"
 		}
 		for _, h := range withReal(c.whole...) {
-			if h == f || strings.HasPrefix(h, strings.TrimSuffix(f, "/")+"/") {
+			if pathtree.Within(f, h) {
 				return "the host cache " + p + " holds " + h
 			}
 		}
@@ -113,7 +114,7 @@ func (c lowerCheck) inside(lower string, masks []string) (string, []string, stri
 			return "", nil, "the host cache " + lower + " is not visible inside (" + h + ")"
 		}
 	}
-	if c.root && (c.idHome == "" || !pathWithin(c.idHome, lower)) {
+	if c.root && !pathtree.Within(c.idHome, lower) {
 		return "", nil, "the host cache " + lower + " is outside the id-mapped home"
 	}
 	for _, m := range masks {
@@ -169,14 +170,9 @@ func coveredBy(p string, entries []string) (string, bool) {
 	return "", false
 }
 
-// pathWithin reports whether p is dir or below it (both clean and absolute).
-func pathWithin(dir, p string) bool {
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
-}
-
 // overlaps reports whether a and b are the same path or one holds the
 // other.
-func overlaps(a, b string) bool { return pathWithin(a, b) || pathWithin(b, a) }
+func overlaps(a, b string) bool { return pathtree.Within(a, b) || pathtree.Within(b, a) }
 
 // cacheName is what a cache layer's name may be: it names a directory.
 var cacheName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
@@ -109,12 +110,11 @@ func (r *run) cacheRoot(l CacheLayer, dirs []string) (root, rel, why string) {
 		}
 	}
 	for _, c := range r.spec.Caches {
-		if strings.HasPrefix(l.Dir, strings.TrimSuffix(c, "/")+"/") {
-			rel = strings.TrimPrefix(l.Dir, strings.TrimSuffix(c, "/")+"/")
-			if first, _, _ := strings.Cut(rel, "/"); first == layersDir {
+		if below, ok := pathtree.Below(c, l.Dir); ok {
+			if first, _, _ := strings.Cut(below, "/"); first == layersDir {
 				break
 			}
-			return c, rel, ""
+			return c, below, ""
 		}
 	}
 	return "", "", "not inside a private cache"
