@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -218,7 +218,7 @@ func Covers(root string, deny []string) (string, bool) {
 	root = filepath.Clean(root)
 	for _, p := range deny {
 		p = filepath.Clean(p)
-		if p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/") {
+		if pathtree.Within(root, p) {
 			return p, true
 		}
 	}

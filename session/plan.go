@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/overrides"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -150,7 +151,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		read = append(read, res.HomeAllow...)
 	}
 	for _, w := range res.Writable {
-		if w == p.ws || strings.HasPrefix(p.ws, w+"/") {
+		if pathtree.Within(w, p.ws) {
 			return sandbox.Spec{}, publicerr.New(fmt.Sprintf("writable root %s contains the workspace", w))
 		}
 	}

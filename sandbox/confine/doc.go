@@ -20,7 +20,7 @@
 // of its own and exits with the command, so it may change process-wide
 // state (threads, signals, credentials) the supervisor never may.
 //
-// Of sandboxd's packages it imports only envlist, landlock, publicerr,
+// Of sandboxd's packages it imports only envlist, landlock, pathtree, publicerr,
 // sandbox/detect, sandbox/internal/wire and seccomp. Of detect it uses
 // OpenDiag alone: the sock_diag socket must be opened inside the run's
 // network namespace, so the helper opens it and hands it over. It must

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -274,7 +275,8 @@ func ensureMountpoint(target string, skeleton []string) error {
 	}
 	ours := wire.InOwnTmpfs(target)
 	for _, s := range skeleton {
-		ours = ours || strings.HasPrefix(target, s+"/")
+		_, below := pathtree.Below(s, target)
+		ours = ours || below
 	}
 	if !ours {
 		return fmt.Errorf("mount target %s does not exist or cannot be reached", target)

@@ -25,7 +25,7 @@
 //
 // It is used by the supervisor (package sandbox), and by the helper for
 // OpenDiag alone. Of sandboxd's packages it imports only boundary, kaudit,
-// landlock, netdest, publicerr and seccomp; it names denials in the
+// landlock, netdest, pathtree, publicerr and seccomp; it names denials in the
 // boundary vocabulary (Surface, Operation) and never touches the grant
 // store or a request. It must never import sandbox/confine, broker, review/...,
 // session, netproxy, openai-go or an HTTP client.

@@ -1,15 +1,16 @@
 package detect
 
 import (
-	"github.com/sandboxd/sandboxd/boundary"
-	"github.com/sandboxd/sandboxd/netdest"
 	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/netdest"
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // This file is the one home of what counts as a denial: which observed
@@ -143,11 +144,11 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 	case i.Ino == unknownIno:
 		// Existence unknown: no shortcut; and the name stays what the
 		// command wrote, which no writable root names.
-		denied = !under(i.Path, p.Writable) || under(i.Path, p.ReadOnly)
+		denied = !pathtree.WithinAny(i.Path, p.Writable) || pathtree.WithinAny(i.Path, p.ReadOnly)
 	case creates(i.Op) && i.Ino != 0, needsObject(i.Op) && i.Ino == 0:
 		return Denial{}, false
 	default:
-		denied = !under(i.Path, p.Writable) || under(i.Path, p.ReadOnly)
+		denied = !pathtree.WithinAny(i.Path, p.Writable) || pathtree.WithinAny(i.Path, p.ReadOnly)
 	}
 	for _, g := range p.Granted {
 		if g.Path == i.Path && g.covers(i.Op) {
@@ -179,7 +180,7 @@ func (p Policy) refused(i Intent) (Denial, bool) {
 // ran.
 func (p Policy) trustedProgram(exe string) bool {
 	return exe != "" && filepath.IsAbs(exe) && filepath.Clean(exe) == exe &&
-		!strings.HasSuffix(exe, " (deleted)") && !under(exe, p.Writable)
+		!strings.HasSuffix(exe, " (deleted)") && !pathtree.WithinAny(exe, p.Writable)
 }
 
 // unknownIno marks an object whose existence the observer could not
@@ -212,28 +213,18 @@ func needsObject(op boundary.Operation) bool {
 // path: the writable roots (which get every right), and the helper's
 // own readable roots (in a namespace, the private /proc and /dev).
 func (p Policy) readable(path string) bool {
-	if under(path, p.Writable) {
+	if pathtree.WithinAny(path, p.Writable) {
 		return true
 	}
-	if !under(path, p.Readable) {
+	if !pathtree.WithinAny(path, p.Readable) {
 		return false
 	}
 	// Not the links of the private /proc into other views of the tree
 	// (a read through /proc/N/root or /proc/N/fd/M is a read of the
 	// object they name).
 	parts := strings.Split(path, "/")
-	return !under(path, []string{"/proc"}) || len(parts) < 4 ||
+	return !pathtree.WithinAny(path, []string{"/proc"}) || len(parts) < 4 ||
 		(parts[3] != "root" && parts[3] != "cwd" && parts[3] != "fd" && parts[3] != "map_files")
-}
-
-// under reports whether p is at or below one of roots.
-func under(p string, roots []string) bool {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // readAccess is the Landlock right a read operation needs (every read

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/boundary"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sandboxd/sandboxd/boundary"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
 )
@@ -411,10 +412,10 @@ func (p *proc) at(dirfd, pathAddr uint64, follow bool) (string, uint64, error) {
 // false when the slow path must decide.
 func (p *proc) fast(name string, follow bool) (path string, ino uint64, found bool) {
 	for _, r := range p.o.roots {
-		if name != r.path && !strings.HasPrefix(name, r.path+"/") {
+		rel, ok := pathtree.Rel(r.path, name)
+		if !ok {
 			continue
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(name, r.path), "/")
 		if rel == "" {
 			var st unix.Stat_t
 			if unix.Fstat(r.fd, &st) != nil {
