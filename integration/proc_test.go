@@ -632,6 +632,35 @@ except OSError as e:
 	})
 }
 
+// TestProcLandlockOnlyDevices: without namespaces the command writes to
+// the host's /dev/null, /dev/zero and /dev/full as every shell script
+// does (before, Landlock refused `> /dev/null` and the judge, which took
+// them as writable, reported nothing), and still cannot write a device
+// the run was not given: the host's terminal.
+func TestProcLandlockOnlyDevices(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		if e.id.root() {
+			t.Skip("root refuses isolation = \"landlock-only\" (TestProcLandlockOnly covers it)")
+		}
+		pol := writePolicy(t, e, "landlock-only.toml", "isolation = \"landlock-only\"\n")
+		r := e.sandboxd("run", "--policy", pol, "-c", `echo sunk > /dev/null && echo null-ok
+head -c 3 /dev/zero | od -An -tx1
+echo x 2>/dev/null > /dev/full || echo full-refused
+head -c 8 /dev/urandom | wc -c`)
+		wantCode(t, r, 0)
+		if r.reportString("isolation") != "landlock-only" {
+			t.Fatalf("report isolation %q\n%s", r.reportString("isolation"), r)
+		}
+		for _, want := range []string{"null-ok\n", " 00 00 00\n", "full-refused\n", "8\n"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Fatalf("stdout lacks %q\n%s", want, r)
+			}
+		}
+		noBoundaries(t, r)
+	})
+}
+
 // TestCLIDoctor: doctor reports the landlock and namespace checks in text
 // and in JSON.
 func TestCLIDoctor(t *testing.T) {

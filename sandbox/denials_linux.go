@@ -66,7 +66,10 @@ func (r *run) judge() detect.Policy {
 		}
 		readable = wire.OwnReadable()
 	} else {
-		writable = append(writable, r.setup.TmpDir, "/dev/null", "/dev/zero", "/dev/full")
+		writable = append(writable, r.setup.TmpDir)
+		for _, name := range wire.HostDevNodes() {
+			writable = append(writable, "/dev/"+name)
+		}
 	}
 	var readOnly, pinned []string
 	if p := r.prepared(); p.plan != nil && r.wantNS && !r.txn {

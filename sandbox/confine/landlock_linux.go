@@ -42,9 +42,16 @@ func addHelperRules(rs *landlock.Ruleset, s *wire.SetupMsg) error {
 				return err
 			}
 		}
-	} else if s.TmpDir != "" {
-		if err := rs.AddPath(s.TmpDir, all); err != nil {
-			return err
+	} else {
+		if s.TmpDir != "" {
+			if err := rs.AddPath(s.TmpDir, all); err != nil {
+				return err
+			}
+		}
+		for _, name := range wire.HostDevNodes() {
+			if err := rs.AddPath("/dev/"+name, dev); err != nil {
+				return err
+			}
 		}
 	}
 	// Reopening a standard stream through /dev/stdout or /proc/self/fd

@@ -18,3 +18,9 @@ func DevNodes() []string { return []string{"null", "zero", "full", "random", "ur
 // OwnReadable are the helper's private /proc and /dev, which get the
 // read rights (their host mountpoints are carved separately).
 func OwnReadable() []string { return []string{"/proc", "/dev"} }
+
+// HostDevNodes are the host's device nodes a run without namespaces may
+// write (and ioctl), by name: the sinks and sources every shell script
+// uses (`> /dev/null`). Not the terminal, which is the host's own there,
+// nor the random devices, which the read carve-out already covers.
+func HostDevNodes() []string { return []string{"null", "zero", "full"} }
