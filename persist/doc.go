@@ -2,7 +2,7 @@
 // workspace: nothing that a program on the host runs or loads later
 // without being asked. It is the one home of these rules, shared by the
 // layer's commit (package layer) and by a run written straight to the
-// workspace (package sandbox, --no-transaction):
+// workspace (--no-transaction: the sweep, which package sandbox runs):
 //
 //   - what git takes for a repository (gitdir.go, from git's setup.c,
 //     checked against git itself by a fuzz test);
@@ -19,13 +19,22 @@
 //   - the permission rule (perms.go);
 //   - the workspace scan that finds repositories and names at any depth
 //     (scan.go);
+//   - a repository the command made, kept only when it carries nothing
+//     that runs code (newrepo.go);
+//   - the sweep of a run without a layer: its plan of what to bind
+//     (sweep_plan.go), what it finds new after the run (sweep_find.go),
+//     its verdicts (sweep_judge.go) and its passes (sweep.go), the
+//     quarantine it moves refusals to (quarantine.go), and the copy of
+//     each repository's history it puts back when the rules refuse what
+//     the run added (snapshot.go). It acts on the workspace itself, as
+//     whoever calls it: package sandbox calls it as the caller (fsid);
 //   - outside the workspace, the host's start-up locations, which the
 //     broker refuses before any reviewer (startup.go).
 //
 // Rules read the tree through FS: the host's, or the workspace as a
-// commit would leave it. Of sandboxd's packages it imports only
-// atomicfile, gitconfig and publicerr; of others, the standard library,
-// golang.org/x/sys, and go-toml and go.yaml.in/yaml (to read tools'
-// settings). It never runs git, and must never import sandbox/...,
-// review/..., layer or broker.
+// commit would leave it; only the sweep changes the tree. Of sandboxd's
+// packages it imports only atomicfile, gitconfig and publicerr; of
+// others, the standard library, golang.org/x/sys, and go-toml and
+// go.yaml.in/yaml (to read tools' settings). It never runs git, and must
+// never import sandbox/..., review/..., layer or broker.
 package persist

@@ -73,10 +73,10 @@ func (r *run) judge() detect.Policy {
 	}
 	var readOnly, pinned []string
 	if p := r.prepared(); p.plan != nil && r.wantNS && !r.txn {
-		for _, rel := range p.plan.readOnly {
+		for _, rel := range p.plan.ReadOnly() {
 			readOnly = append(readOnly, filepath.Join(spec.Workspace, rel))
 		}
-		for _, rel := range p.plan.pins {
+		for _, rel := range p.plan.Pins() {
 			pinned = append(pinned, filepath.Join(spec.Workspace, rel))
 		}
 	}

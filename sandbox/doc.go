@@ -9,12 +9,13 @@
 // wire), the id-mapped trees, the Landlock ruleset, the compiled seccomp
 // filter and the persistence binds it prepared meanwhile; watching the
 // helper (timeout, cancellation, the signals the caller forwards);
-// collecting the denials (package detect); and, without a layer, sweeping
-// the persistence paths the command left. Doctor probes the same things
-// without running a command. Files are named for their part of the run:
-// run_linux.go (Run and its steps), helper_start_linux.go,
-// setup_linux.go, ruleset_linux.go, supervise_linux.go, denials_linux.go,
-// persist.go and history.go.
+// collecting the denials (package detect); and, without a layer, binding
+// what package persist's sweep plans and running the sweep after the
+// command (the rules and the sweep are persist's; the binds and the
+// caller's identity around it are the sandbox's). Doctor probes the same
+// things without running a command. Files are named for their part of the
+// run: run_linux.go (Run and its steps), helper_start_linux.go,
+// setup_linux.go, ruleset_linux.go, supervise_linux.go, denials_linux.go.
 //
 // Everything Run starts (the helper and the goroutine waiting for it,
 // the stream relays, the message reader, the observer, the audit reader,
@@ -33,7 +34,7 @@
 // Spec.Stderr; diagnostics to the *slog.Logger).
 //
 // Of sandboxd's packages it imports only atomicfile, boundary, envlist,
-// fsid, gitconfig, kaudit, landlock, pathtree, persist, publicerr, sandbox/detect,
+// fsid, kaudit, landlock, pathtree, persist, publicerr, sandbox/detect,
 // sandbox/internal/wire, seccomp and termfilter. It must never import
 // sandbox/confine (the helper, a process of its own), broker,
 // review/..., session, netproxy, openai-go or an HTTP client. It names

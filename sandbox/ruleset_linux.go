@@ -24,7 +24,7 @@ type prepared struct {
 	// bpfNoUDP is bpf without UDP sockets, for an attempt whose capture
 	// could not be installed (nil: bpf allows none already).
 	bpfNoUDP []byte
-	plan     *persistPlan
+	plan     *persist.Sweep
 	err      error
 }
 
@@ -49,10 +49,10 @@ func startPrepare(sup landlock.Support, spec *Spec, reads landlock.Carveout, ope
 			if spec.ReadOnly {
 				return // nothing can be left behind
 			}
-			// As the caller: the scan reads, and unlocks, only what the
-			// caller itself may.
+			// As the caller: the scan reads, and the plan binds, only what
+			// the caller itself may.
 			fsid.Do(spec.caller(), func() error {
-				p.plan, planErr = planPersistence(spec, persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
+				p.plan, planErr = persist.PlanSweep(spec.sweepSpec(), persist.LoadScan(persist.ScanFile(spec.StateDir, spec.Workspace)))
 				return nil
 			})
 		}()

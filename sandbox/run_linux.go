@@ -513,10 +513,10 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 		// caller's to change.
 		var saveErr error
 		err := fsid.Do(r.spec.caller(), func() error {
-			done, err := p.plan.sweep(filepath.Join(r.spec.StateDir, "quarantine", r.runID))
+			done, err := p.plan.Run(filepath.Join(r.spec.StateDir, "quarantine", r.runID))
 			res.Persistence = done
 			if err == nil {
-				saveErr = persist.SaveScan(persist.ScanFile(r.spec.StateDir, r.spec.Workspace), p.plan.scan)
+				saveErr = persist.SaveScan(persist.ScanFile(r.spec.StateDir, r.spec.Workspace), p.plan.Scan())
 			}
 			return err
 		})

@@ -186,7 +186,7 @@ func (r *run) sendConfine() error {
 	}
 	confine := &wire.ConfineMsg{Seccomp: p.bpf, SeccompNoUDP: p.bpfNoUDP}
 	if p.plan != nil && r.wantNS && !r.txn {
-		confine.Pins, confine.ReadOnly = p.plan.pins, p.plan.readOnly
+		confine.Pins, confine.ReadOnly = p.plan.Pins(), p.plan.ReadOnly()
 	}
 	if err := wire.Send(r.h.sock, wire.Message{Kind: wire.Confine, Confine: confine}, p.rs.FD()); err != nil {
 		r.h.kill()

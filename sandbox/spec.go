@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/persist"
 )
 
 // Isolation says how a command was contained.
@@ -177,6 +178,14 @@ func (s *Spec) caller() fsid.ID {
 	return fsid.ID{UID: s.UID, GID: s.GID, Groups: s.Groups, Umask: s.Umask}
 }
 
+// sweepSpec is what package persist's sweep needs to know of the run:
+// what the command writes unchecked outside the workspace (the extra
+// writable roots and the private caches) included.
+func (s *Spec) sweepSpec() persist.SweepSpec {
+	return persist.SweepSpec{Workspace: s.Workspace, Owner: s.UID, Umask: s.Umask, Protected: s.Protected,
+		Unguarded: append(append([]string(nil), s.Writable...), s.Caches...), Home: s.Home, GitConfigs: s.GitConfigs}
+}
+
 // Limits bound a run.
 type Limits struct {
 	Pids     int64 // tasks (processes and threads)
@@ -338,19 +347,8 @@ func (l *Layer) Close() error {
 }
 
 // Persisted is one thing the persistence rules did about a path the
-// command left in the workspace.
-type Persisted struct {
-	// Path is workspace-relative.
-	Path string `json:"path"`
-	// Action is "quarantined" (moved to Quarantine), "removed" (deleted:
-	// quarantine is on another file system), "listed" (kept, for the
-	// person to see: agent instructions, a protected name in a package
-	// tree or a new clone), "committed" (the same, after a layer commit)
-	// or "narrowed" (group/other write taken away).
-	Action     string `json:"action"`
-	Why        string `json:"why,omitempty"`
-	Quarantine string `json:"quarantine,omitempty"`
-}
+// command left in the workspace (package persist's: the sweep is its).
+type Persisted = persist.Persisted
 
 // Egress is the way out a run's proxy gives the command. With a network
 // namespace the helper listens on 127.0.0.1:Port inside it and the

@@ -1,4 +1,4 @@
-package sandbox
+package persist
 
 import (
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sandboxd/sandboxd/persist"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,8 +38,8 @@ type historySnap struct {
 
 // snapHistory copies gd's history files.
 func snapHistory(gd string) *historySnap {
-	common, v := persist.CommonDir(persist.Host{}, gd)
-	if v != persist.GitDir {
+	common, v := CommonDir(Host{}, gd)
+	if v != GitDir {
 		common = gd
 	}
 	s := &historySnap{gd: gd, common: common, files: map[string][]byte{}, stats: map[string]stamp{}, complete: true}
@@ -67,7 +66,7 @@ func readRegular(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return persist.ReadRegular(fd, p, maxHistoryCopy+1)
+	return ReadRegular(fd, p, maxHistoryCopy+1)
 }
 
 // paths lists the history files of the repository as it is now: every
@@ -90,7 +89,7 @@ func (s *historySnap) paths() []string {
 		walk(s.gd + "/logs")
 	}
 	for _, d := range []string{s.gd, s.common} {
-		names, _ := persist.Host{}.ReadDir(d)
+		names, _ := Host{}.ReadDir(d)
 		for _, n := range names {
 			if n == "HEAD" || strings.HasSuffix(n, "_HEAD") {
 				out = append(out, d+"/"+n)
@@ -115,7 +114,7 @@ func (s *historySnap) restorable(p string) bool {
 	if strings.HasPrefix(p, s.gd+"/") {
 		rel = strings.TrimPrefix(p, s.gd+"/")
 	}
-	return persist.HistoryFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
+	return HistoryFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
 }
 
 // stamp is what a file's status says of its content: it moves on every
@@ -258,12 +257,12 @@ func putBack(f string, b []byte) error {
 // directories, with each repository's history files as the copies hold
 // them.
 type snapFS struct {
-	base  persist.FS
+	base  FS
 	files map[string][]byte
 	dirs  map[string]map[string]bool
 }
 
-func newSnapFS(base persist.FS, snaps map[string]*historySnap) *snapFS {
+func newSnapFS(base FS, snaps map[string]*historySnap) *snapFS {
 	f := &snapFS{base: base, files: map[string][]byte{}, dirs: map[string]map[string]bool{}}
 	for _, s := range snaps {
 		for p, b := range s.files {
@@ -284,12 +283,12 @@ func newSnapFS(base persist.FS, snaps map[string]*historySnap) *snapFS {
 	return f
 }
 
-func (f *snapFS) Lstat(p string) (persist.Info, error) {
+func (f *snapFS) Lstat(p string) (Info, error) {
 	if b, ok := f.files[p]; ok {
-		return persist.Info{Mode: unix.S_IFREG | 0o644, Size: int64(len(b))}, nil
+		return Info{Mode: unix.S_IFREG | 0o644, Size: int64(len(b))}, nil
 	}
 	if _, ok := f.dirs[p]; ok {
-		return persist.Info{Mode: unix.S_IFDIR | 0o755}, nil
+		return Info{Mode: unix.S_IFDIR | 0o755}, nil
 	}
 	return f.base.Lstat(p)
 }
@@ -303,7 +302,7 @@ func (f *snapFS) ReadFile(p string, limit int) ([]byte, error) {
 	return f.base.ReadFile(p, limit)
 }
 
-func (f *snapFS) Searchable(p string, info persist.Info) bool {
+func (f *snapFS) Searchable(p string, info Info) bool {
 	if _, ok := f.dirs[p]; ok {
 		return true
 	}
