@@ -539,7 +539,7 @@ func (c *Checker) dormant(gd string) (string, bool) {
 	if _, err := before.Lstat(filepath.Join(dir, "commondir")); err == nil {
 		return "it has a commondir", true
 	}
-	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
+	for _, sd := range sequencerDirs() {
 		for _, f := range []string{"git-rebase-todo", "todo", "strategy", "opts"} {
 			if b, err := readFollow(before, filepath.Join(dir, sd, f), gitfileLimit); err == nil {
 				if why, bad := stateRisk(sd, f, b); bad {

@@ -27,6 +27,12 @@ const (
 	Fatal
 )
 
+// repoMarkers are the entries that make a directory a git directory
+// (IsGitDir: a HEAD, objects and refs, or a commondir naming where the
+// objects and refs are): the scan marks them wherever they are, and a
+// change to one can make a directory a repository.
+func repoMarkers() []string { return []string{"HEAD", "objects", "refs", "commondir"} }
+
 // headLimit is how much of HEAD git reads (validate_headref's buffer).
 const headLimit = 255
 

@@ -3,6 +3,7 @@ package persist
 import (
 	"bufio"
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
@@ -11,19 +12,34 @@ import (
 // Repository state that git executes later. Read from git's sequencer.c
 // and remote.c (v2.39; unchanged in substance through v2.52).
 
-// sequencerDir reports a directory holding an operation in progress that
-// `git rebase --continue`, `git cherry-pick --continue` or `git am
+// sequencerDirs are the directories holding an operation in progress
+// that `git rebase --continue`, `git cherry-pick --continue` or `git am
 // --continue` resumes.
-func sequencerDir(name string) bool {
-	switch name {
-	case "rebase-merge", "rebase-apply", "sequencer":
-		return true
-	}
-	return false
-}
+func sequencerDirs() []string { return []string{"rebase-merge", "rebase-apply", "sequencer"} }
+
+// sequencerDir reports one of sequencerDirs.
+func sequencerDir(name string) bool { return slices.Contains(sequencerDirs(), name) }
 
 // todoFile reports the sequencer's todo lists (todo_list_parse_insn_buffer).
 func todoFile(name string) bool { return name == "git-rebase-todo" || name == "todo" }
+
+// pickLists are the files of an operation in progress that name the
+// commits it applies, and has applied: the todo lists and "done".
+func pickLists() []string { return []string{"git-rebase-todo", "todo", "done"} }
+
+// gitWatched are the entries of a git directory, beyond hooks and config,
+// that make git run or load something
+// later: gitRule judges a change to each; a run without a layer binds
+// them read-only when they exist and checks them after the run when they
+// appear; a new repository holding one is not kept (NewRepo).
+func gitWatched() []string {
+	return append([]string{"config.worktree", "commondir"}, append(sequencerDirs(),
+		"remotes", "branches", "objects/info/alternates")...)
+}
+
+// gitNested are the entries of a git directory that hold other git
+// directories (submodules, linked worktrees).
+func gitNested() []string { return []string{"modules", "worktrees"} }
 
 // builtinStrategy reports the merge strategies git carries itself; any
 // other name runs git-merge-<name> from PATH, or a path when it holds a

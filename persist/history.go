@@ -52,9 +52,6 @@ func historyFile(rest string) bool {
 	return false
 }
 
-// HistoryFile is historyFile for callers outside the package.
-func HistoryFile(rest string) bool { return historyFile(rest) }
-
 // History says why the history the change adds to the git directory gd
 // (workspace-relative) is refused, "" when it is not. Memoized.
 func (c *Checker) History(gd string) string { return c.history(gd) }
@@ -201,8 +198,8 @@ func (h *historyCheck) refTips(before, final FS) (head, why string) {
 // picks checks the commits a pending rebase or cherry-pick names, in the
 // sequencer files that changed.
 func (h *historyCheck) picks(before, final FS) string {
-	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
-		for _, f := range []string{"git-rebase-todo", "todo", "done"} {
+	for _, sd := range sequencerDirs() {
+		for _, f := range pickLists() {
 			p := h.gd + "/" + sd + "/" + f
 			if readOr(before, p) == readOr(final, p) {
 				continue

@@ -284,7 +284,7 @@ func (s *Scan) Repos(ws string, fsys FS) []Repo {
 // and modules/ (at any depth: submodule names may hold "/").
 func innerGitDirs(fsys FS, gd string) []string {
 	var out []string
-	for _, sub := range []string{"worktrees", "modules"} {
+	for _, sub := range gitNested() {
 		walk(fsys, gd+"/"+sub, 8, func(p string, st Info) bool {
 			if !st.IsDir() {
 				return false
@@ -435,13 +435,9 @@ func SaveScan(path string, s *Scan) error {
 // MarkFresh makes the next SaveScan write s even if it read nothing anew.
 func (s *Scan) MarkFresh() { s.fresh = true }
 
-func gitMark(name string) bool {
-	switch name {
-	case ".git", "HEAD", "objects", "refs", "commondir":
-		return true
-	}
-	return false
-}
+// gitMark reports the entries a scan marks for git: a .git entry, and
+// what makes a directory a git directory.
+func gitMark(name string) bool { return name == ".git" || slices.Contains(repoMarkers(), name) }
 
 // Tree is the workspace as the scan saw it, as an FS that knows only its
 // directories (and, outside the workspace, the host): enough to tell
@@ -524,9 +520,7 @@ const (
 // ACLNames are the xattrs of ACLAccess and ACLDefault, in that order.
 func ACLNames() []string { return []string{"system.posix_acl_access", "system.posix_acl_default"} }
 
-// DirACL says which ACLs (ACLNames, as bits) the directory path carries.
-func DirACL(path string) uint8 { return dirACL(path) }
-
+// dirACL says which ACLs (ACLNames, as bits) the directory path carries.
 func dirACL(path string) uint8 {
 	var acl uint8
 	for i, name := range ACLNames() {

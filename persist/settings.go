@@ -127,11 +127,6 @@ func (c *Checker) settingsAdded(rel string, n Name, before, now []byte) (string,
 	return "", false
 }
 
-// RunsHooks is runsHooks for callers outside the package: whether the
-// hook manager's file at rel (its name beginning at element at) is in a
-// repository that runs hooks, and why.
-func (c *Checker) RunsHooks(rel string, at int) (string, bool) { return c.runsHooks(rel, at) }
-
 // runsHooks says whether the repository whose work tree holds the name
 // at element at of rel runs hooks, before or after the run: a hook
 // installed in its hooks directory, or a core.hooksPath or hook.*

@@ -60,14 +60,9 @@ func snapHistory(gd string) *historySnap {
 	return s
 }
 
-// readRegular reads a regular file without following a final symlink.
-func readRegular(p string) ([]byte, error) {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	return ReadRegular(fd, p, maxHistoryCopy+1)
-}
+// readRegular reads a regular file without following a final symlink
+// (Host.ReadFile), whole when it fits in the copy.
+func readRegular(p string) ([]byte, error) { return Host{}.ReadFile(p, maxHistoryCopy+1) }
 
 // paths lists the history files of the repository as it is now: every
 // loose ref and reflog, packed-refs, the HEADs, the index, grafts and
@@ -98,8 +93,8 @@ func (s *historySnap) paths() []string {
 	}
 	out = append(out, s.common+"/packed-refs", s.gd+"/index", s.common+"/info/grafts", s.common+"/shallow",
 		s.common+"/config", s.gd+"/config.worktree", s.gd+"/commondir", s.gd+"/gitdir")
-	for _, sd := range []string{"rebase-merge", "rebase-apply", "sequencer"} {
-		for _, f := range []string{"git-rebase-todo", "todo", "done"} {
+	for _, sd := range sequencerDirs() {
+		for _, f := range pickLists() {
 			out = append(out, s.gd+"/"+sd+"/"+f)
 		}
 	}
@@ -114,7 +109,7 @@ func (s *historySnap) restorable(p string) bool {
 	if strings.HasPrefix(p, s.gd+"/") {
 		rel = strings.TrimPrefix(p, s.gd+"/")
 	}
-	return HistoryFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
+	return historyFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
 }
 
 // stamp is what a file's status says of its content: it moves on every
@@ -198,12 +193,8 @@ func (s *historySnap) linked() string {
 		if strings.HasPrefix(f, s.common+"/") {
 			base = s.common
 		}
-		parts := strings.Split(strings.TrimPrefix(f, base+"/"), "/")
-		for i := 1; i < len(parts); i++ {
-			q := base + "/" + strings.Join(parts[:i], "/")
-			if st, err := os.Lstat(q); err == nil && st.Mode()&fs.ModeSymlink != 0 {
-				return q
-			}
+		if l := firstLink(base, strings.TrimPrefix(f, base+"/")); l != "" {
+			return base + "/" + l
 		}
 	}
 	for _, d := range []string{s.common + "/refs", s.common + "/logs", s.gd + "/logs"} {

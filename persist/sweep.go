@@ -116,11 +116,7 @@ func lstatID(p string) (fileID, os.FileInfo, error) {
 
 // within returns path relative to ws when it lies strictly inside it.
 func within(ws, path string) (string, bool) {
-	rel, err := filepath.Rel(ws, filepath.Clean(path))
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", false
-	}
-	return rel, true
+	return strictlyInside(filepath.Clean(ws), filepath.Clean(path))
 }
 
 // sweep runs after every process of the run is gone. Whatever the rules
@@ -291,7 +287,7 @@ func (p *Sweep) restoreHistory(hc *Checker, st *sweepState) {
 		for _, g := range st.gone {
 			// A link moved out from where git keeps history (refs/ as a
 			// symlink) leaves a hole the snapshot fills.
-			if sub, ok := strings.CutPrefix(g, rel+"/"); ok && HistoryFile(sub) && why == "" {
+			if sub, ok := strings.CutPrefix(g, rel+"/"); ok && historyFile(sub) && why == "" {
 				why = g + " was not kept"
 			}
 		}

@@ -176,8 +176,9 @@ func (p *Sweep) uncheckable(after *Scan, add func(candidate)) {
 	}
 }
 
-// firstLink returns the first element of rel (workspace-relative) that is
-// a symlink, before its last element; "" when there is none.
+// firstLink returns the first element of rel (relative to the directory
+// ws: the workspace, or a git directory) that is a symlink, before its
+// last element; "" when there is none.
 func firstLink(ws, rel string) string {
 	parts := strings.Split(rel, "/")
 	for i := 1; i < len(parts); i++ {

@@ -70,7 +70,7 @@ func (p *Sweep) judgeRepo(c *Checker, rel string, start *Scan) (Verdict, string)
 		return v, rel
 	}
 	var markers []string
-	for _, mk := range []string{"HEAD", "objects", "refs", "commondir"} {
+	for _, mk := range repoMarkers() {
 		var st unix.Stat_t
 		if unix.Lstat(filepath.Join(gd, mk), &st) != nil {
 			continue
@@ -139,7 +139,7 @@ func (p *Sweep) narrow(after *Scan, gone []string) []Persisted {
 			m, had := p.modes[it]
 			fix(it, m, had, allowed, "other accounts could write what git reads there; group/other write removed")
 			if st, err := os.Lstat(filepath.Join(p.ws, it)); err == nil && st.IsDir() {
-				if added := DirACL(filepath.Join(p.ws, it)) &^ p.acls[it]; added != 0 {
+				if added := dirACL(filepath.Join(p.ws, it)) &^ p.acls[it]; added != 0 {
 					p.dropACL(it, added)
 					out = append(out, Persisted{Path: it, Action: "narrowed", Why: "the command gave git's directory an ACL; removed"})
 				}

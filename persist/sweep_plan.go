@@ -17,18 +17,6 @@ import (
 // read-only, what to pin, and what the workspace held, to tell after the
 // run what is new.
 
-// gitWatched are the paths in a git directory that make git run or load
-// something, beyond hooks and config: bound read-only when they exist,
-// checked after the run when they appear.
-func gitWatched() []string {
-	return []string{"config.worktree", "commondir", "rebase-merge", "rebase-apply", "sequencer",
-		"remotes", "branches", "objects/info/alternates"}
-}
-
-// gitNested hold other git directories (submodules, linked worktrees):
-// pinned when they exist (git adds to them), watched when they do not.
-func gitNested() []string { return []string{"modules", "worktrees"} }
-
 // PlanSweep finds the protected paths of the workspace. prev is the last
 // remembered scan of it, if any.
 func PlanSweep(spec SweepSpec, prev *Scan) (*Sweep, error) {
@@ -118,7 +106,7 @@ func (p *Sweep) protect(rel string) {
 // a directory that becomes one by a change to these loses just that
 // change.
 func (p *Sweep) planMarkers() {
-	for _, mk := range []string{"HEAD", "objects", "refs", "commondir"} {
+	for _, mk := range repoMarkers() {
 		for _, rel := range p.scan.WithMark(mk) {
 			var st unix.Stat_t
 			if unix.Lstat(filepath.Join(p.ws, rel, mk), &st) == nil {
@@ -174,6 +162,8 @@ func (p *Sweep) planRepo(r Repo) {
 	for _, f := range append([]string{"hooks", "config"}, gitWatched()...) {
 		p.protect(filepath.Join(rel, f))
 	}
+	// What holds other git directories is pinned when it exists (git adds
+	// to it), watched when it does not.
 	for _, f := range gitNested() {
 		nested := filepath.Join(rel, f)
 		id, st, err := lstatID(filepath.Join(p.ws, nested))
@@ -191,7 +181,7 @@ func (p *Sweep) planRepo(r Repo) {
 		if _, st, err := lstatID(filepath.Join(r.GitDir, f)); err == nil {
 			p.modes[filepath.Join(rel, f)] = uint32(st.Mode().Perm())
 			if st.IsDir() {
-				p.acls[filepath.Join(rel, f)] = DirACL(filepath.Join(r.GitDir, f))
+				p.acls[filepath.Join(rel, f)] = dirACL(filepath.Join(r.GitDir, f))
 			}
 		}
 	}
@@ -242,7 +232,7 @@ func (p *Sweep) planNamed(c *Checker) {
 		if _, inTree := InPackageTree(rel, at); inTree && n.Kind != Instruction {
 			continue // a package manager updates its own tree
 		}
-		if listedOnChange(n) && !(n.Kind == Hooked && runsHooks(c, rel, at)) {
+		if listedOnChange(n) && !(n.Kind == Hooked && c.hooksRun(rel, at)) {
 			// Written freely; a change is judged (and listed) after the
 			// run.
 			p.ctimes[rel] = st.Sys().(*syscall.Stat_t).Ctim.Nano()
@@ -254,8 +244,9 @@ func (p *Sweep) planNamed(c *Checker) {
 	}
 }
 
-func runsHooks(c *Checker, rel string, at int) bool {
-	_, runs := c.RunsHooks(rel, at)
+// hooksRun is runsHooks without its reason.
+func (c *Checker) hooksRun(rel string, at int) bool {
+	_, runs := c.runsHooks(rel, at)
 	return runs
 }
 
