@@ -28,13 +28,14 @@ func todoFile(name string) bool { return name == "git-rebase-todo" || name == "t
 func pickLists() []string { return []string{"git-rebase-todo", "todo", "done"} }
 
 // gitWatched are the entries of a git directory, beyond hooks and config,
-// that make git run or load something
-// later: gitRule judges a change to each; a run without a layer binds
-// them read-only when they exist and checks them after the run when they
-// appear; a new repository holding one is not kept (NewRepo).
+// that make git (or Sapling, on git's repository: .git/sl) run or load
+// something later. gitRule judges a change to each; a run without a
+// layer binds them read-only when they exist and checks them after the
+// run when they appear; a new repository holding one is not kept
+// (safeNewRepo).
 func gitWatched() []string {
 	return append([]string{"config.worktree", "commondir"}, append(sequencerDirs(),
-		"remotes", "branches", "objects/info/alternates")...)
+		"remotes", "branches", "objects/info/alternates", "sl")...)
 }
 
 // gitNested are the entries of a git directory that hold other git

@@ -111,3 +111,41 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestSweepSaplingOnGit: Sapling on a git repository takes its config
+// (hooks, extensions) from .git/sl, which gitRule refuses a change to; a
+// run without a layer binds one that exists and takes out one it makes.
+func TestSweepSaplingOnGit(t *testing.T) {
+	for _, existing := range []bool{false, true} {
+		ws := t.TempDir()
+		for _, d := range []string{".git/objects", ".git/refs", "lib/.git/objects", "lib/.git/refs", "lib/.git/sl"} {
+			os.MkdirAll(filepath.Join(ws, d), 0o755)
+		}
+		for _, g := range []string{".git", "lib/.git"} {
+			os.WriteFile(filepath.Join(ws, g, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+			os.WriteFile(filepath.Join(ws, g, "config"), []byte("[core]\n\tbare = false\n"), 0o644)
+		}
+		if existing {
+			os.MkdirAll(filepath.Join(ws, ".git/sl"), 0o755)
+		}
+		p, err := PlanSweep(SweepSpec{Workspace: ws}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !contains(p.ReadOnly(), "lib/.git/sl") || contains(p.ReadOnly(), ".git/sl") != existing {
+			t.Fatalf("existing %v: read-only list %q", existing, p.ReadOnly())
+		}
+		if existing {
+			continue // bound read-only for the run: nothing to sweep
+		}
+		os.MkdirAll(filepath.Join(ws, ".git/sl"), 0o755)
+		os.WriteFile(filepath.Join(ws, ".git/sl/config"), []byte("[hooks]\npre-status = touch MARK\n"), 0o644)
+		done, err := p.Run(filepath.Join(t.TempDir(), "q"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".git/sl")); err == nil {
+			t.Fatalf("a new .git/sl stayed in the workspace: %v", done)
+		}
+	}
+}
