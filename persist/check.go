@@ -98,6 +98,7 @@ type Checker struct {
 	// histories memoizes history: why a git directory's new history is
 	// refused ("" when it is not).
 	histories map[string]string
+	newRepos  map[string]string // memo: newRepo
 	linked
 }
 
@@ -140,7 +141,7 @@ const (
 
 // NewChecker returns a Checker for cfg.
 func NewChecker(cfg Config) *Checker {
-	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, ancestors: map[string]string{}, shared: map[string]uint32{}, kept: map[string]bool{}, histories: map[string]string{},
+	return &Checker{cfg: cfg, gitDir: map[string]bool{}, wasGit: map[string]bool{}, named: map[string]bool{}, roles: map[string]role{}, ancestors: map[string]string{}, shared: map[string]uint32{}, kept: map[string]bool{}, histories: map[string]string{}, newRepos: map[string]string{},
 		linked: linked{families: map[string]*family{}, famOf: map[string]*family{}, units: map[string]*unit{}, unitDirs: map[string]*unit{},
 			unitFiles: map[string]*unit{}, declaring: map[string][]*unit{}, discovered: map[string]bool{}, memo: map[memoKey]Verdict{}}}
 }
@@ -187,8 +188,11 @@ func (c *Checker) check(rel string, k Change) Verdict {
 		if i == len(parts) {
 			// rel itself, replaced or removed: was it a repository? Only a
 			// directory can have been one (a changed directory is judged
-			// by what is below it).
+			// by what is below it, unless the run made it a repository).
 			if k == Dir {
+				if why := c.freshRepo(rel); why != "" {
+					return Verdict{Refuse, why}
+				}
 				continue
 			}
 			if parts[i-1] != ".git" {
@@ -350,6 +354,23 @@ func (c *Checker) is(rel string) bool { return c.gitDirIn(c.cfg.Final, c.gitDir,
 // was is is for the tree before.
 func (c *Checker) was(rel string) bool { return c.gitDirIn(c.cfg.Before, c.wasGit, rel) }
 
+// freshRepo says why the directory rel is refused when it is a git
+// directory (or a directory named .git) the run made where there was no
+// directory before: newRepo. "" when it is not one, or one to keep.
+func (c *Checker) freshRepo(rel string) string {
+	if rel == "" || filepath.Base(rel) != ".git" && !c.is(rel) {
+		return ""
+	}
+	c.loadFamilies()
+	if c.existed(c.abs(rel)) {
+		return ""
+	}
+	if why := c.newRepo(rel); why != "" {
+		return "a new git repository " + why
+	}
+	return ""
+}
+
 // gitDirIn asks IsGitDir of rel in view, once (memo).
 func (c *Checker) gitDirIn(view FS, memo map[string]bool, rel string) bool {
 	p := c.abs(rel)
@@ -467,10 +488,14 @@ func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
 		return c.alternatesRule(gd, rest, k)
 	case rest == "HEAD" || rest == "objects" || rest == "refs":
 		// These make gd a repository; if it was not one, what it already
-		// holds (config, hooks) would start to count.
+		// holds (config, hooks) would start to count, and what it holds
+		// now must be what a new repository may.
 		if !c.was(gd) {
 			if why, bad := c.dormant(gd); bad {
 				return refuse("this would make " + name + " a git repository, and " + why)
+			}
+			if why := c.newRepo(gd); why != "" && c.is(gd) {
+				return refuse("this would make " + name + " a git repository " + why)
 			}
 		}
 	}

@@ -3,8 +3,7 @@ package persist
 import (
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -12,94 +11,158 @@ import (
 )
 
 // A repository the command made: kept only when it carries nothing that
-// runs code.
+// runs code. The one rule for it, whichever way the run wrote the
+// workspace: a layer's commit meets it as a directory change (check: a
+// git directory that was not there before) and as a change that makes a
+// directory a repository (gitRule's markers); a run without a layer as
+// a repository its sweep finds new or replaced (judgeRepo).
 
-// safeNewRepo accepts a repository the command created (git init, git
-// clone) when it carries nothing that runs code: only sample hooks,
-// config keys from a short list, and no redirects, nested repositories
-// or operation in progress, but for the submodules and worktrees git made
-// in it that the rules commit whole (git clone --recurse-submodules). It
-// says why not.
-func safeNewRepo(c *Checker, ws, gd string) (string, bool) {
-	st, err := os.Lstat(gd)
-	if err != nil || !st.IsDir() {
-		return "that is not a plain directory", false
+// newRepo says why the git directory rel (workspace-relative), which the
+// run made, or made a repository, is not kept: "" when it is. It is kept
+// when it carries nothing that runs code (only sample hooks, config keys
+// from a short list, and no redirects, nested repositories or operation
+// in progress, but for the submodules and worktrees git made in it that
+// the rules commit whole: git clone --recurse-submodules), or when it is
+// itself such a worktree or submodule (Linked), which the rules judge
+// with all of its repository. Read in the final tree; memoized.
+func (c *Checker) newRepo(rel string) string {
+	if c.Linked(rel) {
+		return ""
 	}
-	hooks, err := os.ReadDir(filepath.Join(gd, "hooks"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "with unreadable hooks", false
+	if why, ok := c.newRepos[rel]; ok {
+		return why
 	}
-	for _, h := range hooks {
-		if !h.Type().IsRegular() || !strings.HasSuffix(h.Name(), ".sample") {
-			return "with the hook " + h.Name(), false
-		}
+	// The families of the repository (its submodules and worktrees) are
+	// known before its modules/ and worktrees/ are judged.
+	c.familyOf(c.abs(rel))
+	why := c.newRepoWhy(c.abs(rel))
+	c.newRepos[rel] = why
+	return why
+}
+
+// newRepoWhy is newRepo's reason for the git directory gd (absolute),
+// "" when there is none.
+func (c *Checker) newRepoWhy(gd string) string {
+	fsys := c.cfg.Final
+	if st, err := fsys.Lstat(gd); err != nil || !st.IsDir() {
+		return "that is not a plain directory"
 	}
-	if st, err := os.Lstat(filepath.Join(gd, "config")); err != nil || !st.Mode().IsRegular() {
-		return "without a plain config file", false
+	if why := c.newRepoHooks(gd); why != "" {
+		return why
+	}
+	if st, err := fsys.Lstat(gd + "/config"); err != nil || !st.IsRegular() {
+		return "without a plain config file"
 	}
 	for _, f := range gitNested() {
-		if why, ok := linkedOnly(c, ws, filepath.Join(gd, f)); !ok {
-			return "with " + f + "/" + why, false
+		if why := c.linkedOnly(gd + "/" + f); why != "" {
+			return "with " + f + "/" + why
 		}
 	}
 	for _, f := range gitWatched() {
 		if f == "remotes" || f == "branches" {
 			continue // checked below
 		}
-		if _, err := os.Lstat(filepath.Join(gd, f)); err == nil {
-			return "with " + f, false
+		if present(fsys, gd+"/"+f) {
+			return "with " + f
 		}
 	}
 	for _, f := range []string{"remotes", "branches"} {
-		if ents, err := os.ReadDir(filepath.Join(gd, f)); err == nil && len(ents) > 0 {
-			return "with " + f + "/", false
+		if p, st, err := Stat(fsys, gd+"/"+f); err == nil && st.IsDir() {
+			if names, err := listNames(fsys, p); err == nil && len(names) > 0 {
+				return "with " + f + "/"
+			}
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(gd, "config"))
+	b, err := fsys.ReadFile(gd+"/config", gitconfig.MaxSize+1)
 	if err != nil {
-		return "with an unreadable config", false
+		return "with an unreadable config"
 	}
 	if !safeGitConfig(string(b)) {
-		return "whose config has entries beyond what git init and clone write", false
+		return "whose config has entries beyond what git init and clone write"
 	}
-	return "", true
+	return ""
 }
 
-// linkedOnly reports whether dir (a git directory's modules/ or
-// worktrees/) holds nothing but the git directories of submodules and
-// worktrees the rules commit whole (Checker.Linked), and the
-// directories on the way to them.
-func linkedOnly(c *Checker, ws, dir string) (string, bool) {
-	why := ""
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && path == dir {
-				return nil
-			}
-			why = " (unreadable)"
-			return filepath.SkipAll
-		}
-		if path == dir {
-			return nil
-		}
-		if !d.IsDir() {
-			why = " holding " + filepath.Base(path)
-			return filepath.SkipAll
-		}
-		if _, err := os.Lstat(filepath.Join(path, "HEAD")); err == nil {
-			rel, _ := filepath.Rel(ws, path)
-			if !c.Linked(rel) {
-				why = " holding " + filepath.Base(path) + ", which is no submodule or worktree git made whole"
-				return filepath.SkipAll
-			}
-			return filepath.SkipDir // judged with its unit
-		}
-		return nil
-	})
-	if err != nil && why == "" {
-		why = " (unreadable)"
+// newRepoHooks says why the hooks of the new git directory gd are not
+// kept: anything but a plain sample, or hooks that cannot be listed. ""
+// when there are none, or only samples.
+func (c *Checker) newRepoHooks(gd string) string {
+	fsys := c.cfg.Final
+	st, err := fsys.Lstat(gd + "/hooks")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil || !st.IsDir():
+		return "with unreadable hooks"
 	}
-	return why, why == ""
+	names, err := listNames(fsys, gd+"/hooks")
+	if err != nil {
+		return "with unreadable hooks"
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if st, err := fsys.Lstat(gd + "/hooks/" + n); err != nil || !st.IsRegular() || !strings.HasSuffix(n, ".sample") {
+			return "with the hook " + n
+		}
+	}
+	return ""
+}
+
+// present reports whether something is at p in fsys (symlinks on the way
+// followed, the last one not).
+func present(fsys FS, p string) bool {
+	r, err := Resolve(fsys, p, false)
+	if err != nil {
+		return false
+	}
+	_, err = fsys.Lstat(r)
+	return err == nil
+}
+
+// linkedOnly says why dir (a git directory's modules/ or worktrees/)
+// holds more than the git directories of submodules and worktrees the
+// rules commit whole (Linked) and the directories on the way to them: ""
+// when it does not (or is not a directory). Anything it cannot read
+// counts.
+func (c *Checker) linkedOnly(dir string) string {
+	fsys := c.cfg.Final
+	st, err := fsys.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return ""
+	case err != nil:
+		return " (unreadable)"
+	case !st.IsDir():
+		return "" // holds nothing; gitRule judges the entry itself
+	}
+	var visit func(d string) string
+	visit = func(d string) string {
+		names, err := listNames(fsys, d)
+		if err != nil {
+			return " (unreadable)"
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			p := d + "/" + n
+			st, err := fsys.Lstat(p)
+			switch {
+			case err != nil:
+				return " (unreadable)"
+			case !st.IsDir():
+				return " holding " + n
+			case present(fsys, p+"/HEAD"):
+				if rel, _ := c.within(p); !c.Linked(rel) {
+					return " holding " + n + ", which is no submodule or worktree git made whole"
+				}
+				continue // judged with its unit
+			}
+			if why := visit(p); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	return visit(dir)
 }
 
 // safeGitConfig accepts only config keys from a short list of those a

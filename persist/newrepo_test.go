@@ -1,6 +1,12 @@
 package persist
 
-import "testing"
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func TestSafeGitConfig(t *testing.T) {
 	for _, tc := range []struct {
@@ -47,4 +53,79 @@ func FuzzGitConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text string) {
 		safeGitConfig(text)
 	})
+}
+
+// TestNewRepoBothWays: a repository the run makes (git init, git clone,
+// git worktree add, a directory made a repository) is judged by one rule
+// whichever way the run wrote the workspace: a layer's commit (Check,
+// the final tree against a copy of the tree before) and a run without a
+// layer (the sweep) keep the same ones and refuse the same ones.
+func TestNewRepoBothWays(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatalf("git is needed: %v", err)
+	}
+	upDir := t.TempDir()
+	sh(t, upDir, "git init -q -b main up && cd up && echo s > s.txt && git add s.txt && git commit -qm s")
+	up := filepath.Join(upDir, "up")
+	const made = "mkdir -p tools/refs tools/objects && echo 'ref: refs/heads/main' > tools/HEAD"
+	for _, tc := range []struct {
+		name, script string
+		path         string // what the commit decides
+		k            Change
+		refused      bool
+	}{
+		{"init", "git init -q fresh", "fresh/.git", Dir, false},
+		{"init-commit", "git init -q fresh && cd fresh && echo a > a && git add a && git commit -qm a", "fresh/.git", Dir, false},
+		{"clone", "git clone -q " + up + " fresh", "fresh/.git", Dir, false},
+		{"clone-branch-config", "git clone -q " + up + " fresh && git -C fresh config branch.main.rebase true", "fresh/.git", Dir, false},
+		{"init-config-beyond", "git init -q fresh && git -C fresh config pull.rebase false", "fresh/.git", Dir, true},
+		{"init-fsmonitor", "git init -q fresh && git -C fresh config core.fsmonitor 'touch MARK'", "fresh/.git", Dir, true},
+		{"init-hook", "git init -q fresh && printf '#!/bin/sh\\n' > fresh/.git/hooks/pre-commit", "fresh/.git", Dir, true},
+		{"init-alternates", "git init -q fresh && echo " + up + "/.git/objects > fresh/.git/objects/info/alternates", "fresh/.git", Dir, true},
+		{"init-no-config", "git init -q fresh && rm fresh/.git/config", "fresh/.git", Dir, true},
+		{"worktree", "git worktree add -q wt2", ".git/worktrees/wt2", Dir, false},
+		{"dir-made-repo", made + " && printf '[core]\\n\\tbare = true\\n' > tools/config", "tools/HEAD", File, false},
+		{"dir-made-repo-no-config", made, "tools/HEAD", File, true},
+		{"dir-made-repo-config-beyond", made + " && printf '[gc]\\n\\tauto = 0\\n' > tools/config", "tools/HEAD", File, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := "git init -q -b main ws && cd ws && echo hi > a && mkdir tools && echo t > tools/t.sh && git add -A && git commit -qm init"
+			// The layer's way: the final tree against a copy of the tree
+			// before.
+			dir := t.TempDir()
+			before, ws := filepath.Join(dir, "before"), filepath.Join(dir, "ws")
+			sh(t, dir, base+" && cd .. && cp -a ws before")
+			sh(t, ws, tc.script)
+			m := NewMatcher(Builtin())
+			scan, err := ScanWorkspace(before, m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var repos []Repo
+			for _, r := range scan.Repos(before, Host{}) {
+				r.GitDir = ws + strings.TrimPrefix(r.GitDir, before)
+				repos = append(repos, r)
+			}
+			c := NewChecker(Config{Workspace: ws, Final: layeredFS{before: viewFS{ws, before}}, Before: viewFS{ws, before}, Names: m, StartRepos: repos})
+			if v := c.Check(tc.path, tc.k); (v.Action == Refuse) != tc.refused {
+				t.Errorf("commit: %s %v (%s), want refused: %v", tc.path, v.Action, v.Why, tc.refused)
+			}
+			// The sweep's way: planned before the script, run after it.
+			dir = t.TempDir()
+			ws = filepath.Join(dir, "ws")
+			sh(t, dir, base)
+			p, err := PlanSweep(SweepSpec{Workspace: ws}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh(t, ws, tc.script)
+			done, err := p.Run(filepath.Join(t.TempDir(), "q"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(filepath.Join(ws, tc.path)); (err != nil) != tc.refused {
+				t.Errorf("sweep: %s there: %v, want refused: %v\n%+v", tc.path, err == nil, tc.refused, done)
+			}
+		})
+	}
 }

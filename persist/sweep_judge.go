@@ -56,10 +56,11 @@ func judgeTree(c *Checker, ws, rel string) Verdict {
 func (p *Sweep) judgeRepo(c *Checker, rel string, start *Scan) (Verdict, string) {
 	gd := filepath.Join(p.ws, rel)
 	v := judgeTree(c, p.ws, rel)
-	// A linked worktree or submodule git made is judged with all of its
-	// repository by the rules (Checker.Linked), not as a new one.
-	if v.Action != Refuse && !c.Linked(rel) {
-		if why, ok := safeNewRepo(c, p.ws, gd); !ok {
+	// The rule for a repository the run made, which a layer's commit
+	// applies too (newRepo: a new one reaches it through judgeTree, one
+	// that replaced another only here).
+	if v.Action != Refuse {
+		if why := c.newRepo(rel); why != "" {
 			v = Verdict{Action: Refuse, Why: "a new git repository " + why}
 		}
 	}
