@@ -15,7 +15,7 @@ import (
 
 // openSearching opens rel below the directory root with how, giving a
 // directory on the way that the command made unsearchable for its owner
-// (chmod 0) search back, as the scan's Unlock reads it: the sweep must
+// (chmod 0) search back, as unlock does for the scan: the sweep must
 // reach whatever the command left.
 func openSearching(root int, rel string, how *unix.OpenHow) (int, error) {
 	fd, err := unix.Openat2(root, rel, how)

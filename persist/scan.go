@@ -65,7 +65,14 @@ type Scan struct {
 	// fresh reports whether the scan read any directory again (or had no
 	// memory to start from): only then is it worth saving.
 	fresh bool
+	// locked are the directories of Unread that could not be listed for
+	// want of permission, as the scan saw them: what unlock may open.
+	locked map[string]lockedDir
 }
+
+// lockedDir is a directory a scan could not list for want of permission:
+// its owner and mode.
+type lockedDir struct{ uid, mode uint32 }
 
 // ScanWorkspace walks ws, trusting prev for every directory whose inode
 // and ctime are unchanged. Directories on other file systems, symlinks and
@@ -77,34 +84,23 @@ func ScanWorkspace(ws string, m *Matcher, prev *Scan) (*Scan, error) {
 // Scanner scans workspaces.
 type Scanner struct {
 	Names *Matcher
-	// Unlock reads directories Owner owns but cannot list (a command
-	// can lock its own): their mode is opened for the read and put back.
-	// Without it they are skipped, which is only right when nothing could
-	// have written there unseen.
-	Unlock bool
-	// Owner is the caller's uid: the only owner whose directories
-	// Unlock opens.
-	Owner int
 }
 
 // pathLimit is the longest path the scan follows; anything deeper is
 // recorded in Scan.TooDeep instead (the kernel refuses longer paths).
 const pathLimit = unix.PathMax - 256
 
-// Scan is ScanWorkspace with the Scanner's options.
+// Scan is ScanWorkspace with the Scanner's options. It only reads: a
+// directory it cannot list is Unread (and, when it lacks permission,
+// lockedBy its owner: a caller that must see what is in it opens it with
+// unlock and scans again). When the workspace itself cannot be listed,
+// the error comes with the scan so far, so that lockedBy can name it.
 func (sc Scanner) Scan(ws string, prev *Scan) (*Scan, error) {
-	m := sc.Names
 	var root unix.Stat_t
 	if err := unix.Lstat(ws, &root); err != nil {
 		return nil, fmt.Errorf("scan workspace: %w", err)
 	}
-	s := &Scan{Dev: root.Dev, Key: m.key(), Dirs: map[string]DirInfo{}, fresh: prev == nil || len(prev.Dirs) == 0}
-	var old map[string]DirInfo
-	if prev != nil && prev.Dev == root.Dev && prev.Key == s.Key {
-		old = prev.Dirs
-	} else {
-		s.fresh = true
-	}
+	s, old := sc.begin(root.Dev, prev)
 	recent := time.Now().Add(-2 * time.Second).UnixNano()
 	stack := []string{""}
 	for len(stack) > 0 {
@@ -118,52 +114,143 @@ func (sc Scanner) Scan(ws string, prev *Scan) (*Scan, error) {
 		if err := unix.Lstat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != root.Dev {
 			continue
 		}
-		ctime := st.Ctim.Nano()
-		info, ok := old[rel]
-		if !ok || info.Ino != st.Ino || info.Ctime == 0 || info.Ctime != ctime {
-			s.fresh = true
-			var err error
-			info, err = readDirInfo(path, m)
-			if errors.Is(err, unix.EACCES) && sc.Unlock && int(st.Uid) == sc.Owner {
-				// Locked by its owner: open it for the read, then put the
-				// mode back (that moves the ctime, so the next scan reads
-				// it again).
-				if unix.Chmod(path, st.Mode&0o7777|0o500) == nil {
-					info, err = readDirInfo(path, m)
-					unix.Chmod(path, st.Mode&0o7777)
-				}
+		info, err := s.dirInfo(path, rel, &st, old, sc.Names, recent)
+		if err != nil {
+			if rel == "" {
+				return s, fmt.Errorf("scan workspace: %w", err)
 			}
-			if err != nil {
-				if rel == "" {
-					return nil, fmt.Errorf("scan workspace: %w", err)
-				}
-				s.Unread = append(s.Unread, rel)
-				continue
-			}
-			info.Ino = st.Ino
-			info.ACL = dirACL(path)
-			if ctime < recent {
-				info.Ctime = ctime
-			}
+			continue
 		}
-		info.Mode = st.Mode & 0o7777
 		s.Dirs[rel] = info
 		if rel != "" && info.marked("HEAD") && IsGitDir(Host{}, path) != NotGitDir {
 			continue // a git directory's insides are not a workspace
 		}
-		for _, sub := range info.Subdirs {
-			next := joinRel(rel, sub)
-			if len(ws)+1+len(next) >= pathLimit {
-				s.TooDeep = append(s.TooDeep, rel)
-				continue
-			}
-			stack = append(stack, next)
-		}
+		stack = s.descend(ws, rel, info, stack)
 	}
 	sort.Strings(s.TooDeep)
 	s.TooDeep = slices.Compact(s.TooDeep)
 	sort.Strings(s.Unread)
 	return s, nil
+}
+
+// begin starts a scan of the file system dev: empty, and what of prev it
+// may trust (nothing when prev was taken of another file system or for
+// other names).
+func (sc Scanner) begin(dev uint64, prev *Scan) (*Scan, map[string]DirInfo) {
+	s := &Scan{Dev: dev, Key: sc.Names.key(), Dirs: map[string]DirInfo{}, fresh: prev == nil || len(prev.Dirs) == 0}
+	if prev != nil && prev.Dev == dev && prev.Key == s.Key {
+		return s, prev.Dirs
+	}
+	s.fresh = true
+	return s, nil
+}
+
+// dirInfo is what the scan knows of the directory rel (at path, described
+// by st): remembered in old when its inode and ctime are unchanged, else
+// read again. A directory that cannot be read is recorded (Unread,
+// locked) and its error returned.
+func (s *Scan) dirInfo(path, rel string, st *unix.Stat_t, old map[string]DirInfo, m *Matcher, recent int64) (DirInfo, error) {
+	ctime := st.Ctim.Nano()
+	info, ok := old[rel]
+	if !ok || info.Ino != st.Ino || info.Ctime == 0 || info.Ctime != ctime {
+		s.fresh = true
+		var err error
+		if info, err = readDirInfo(path, m); err != nil {
+			if errors.Is(err, unix.EACCES) {
+				if s.locked == nil {
+					s.locked = map[string]lockedDir{}
+				}
+				s.locked[rel] = lockedDir{uid: st.Uid, mode: st.Mode & 0o7777}
+			}
+			if rel != "" {
+				s.Unread = append(s.Unread, rel)
+			}
+			return DirInfo{}, err
+		}
+		info.Ino = st.Ino
+		info.ACL = dirACL(path)
+		if ctime < recent {
+			info.Ctime = ctime
+		}
+	}
+	info.Mode = st.Mode & 0o7777
+	return info, nil
+}
+
+// descend pushes the subdirectories of rel onto stack, and records rel as
+// too deep when a subdirectory's path is too long to follow.
+func (s *Scan) descend(ws, rel string, info DirInfo, stack []string) []string {
+	for _, sub := range info.Subdirs {
+		next := joinRel(rel, sub)
+		if len(ws)+1+len(next) >= pathLimit {
+			s.TooDeep = append(s.TooDeep, rel)
+			continue
+		}
+		stack = append(stack, next)
+	}
+	return stack
+}
+
+// lockedBy lists the directories the scan could not list for want of
+// permission that owner owns (workspace-relative, sorted; "" is the
+// workspace): what unlock may open. A nil scan has none.
+func (s *Scan) lockedBy(owner int) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for rel, d := range s.locked {
+		if int(d.uid) == owner {
+			out = append(out, rel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// unlocked is a set of directories unlock opened, and their modes before.
+type unlocked map[string]uint32
+
+// unlock is the step a scan never takes itself (a scan only reads): it
+// opens each of the directories dirs of the workspace ws, which the scan
+// s found locked by their owner (lockedBy: a command can lock its own),
+// for reading and search, so that another scan reads them and what is
+// below them. It adds them to opened, with their modes, for restore; a
+// directory it cannot open is left as it is (the next scan finds it
+// Unread again).
+func (s *Scan) unlock(ws string, dirs []string, opened unlocked) {
+	for _, rel := range dirs {
+		d, ok := s.locked[rel]
+		if _, done := opened[rel]; !ok || done {
+			continue
+		}
+		if unix.Chmod(joinPath(ws, rel), d.mode|0o500) == nil {
+			opened[rel] = d.mode
+		}
+	}
+}
+
+// restore puts back the modes of the directories unlock opened in the
+// workspace ws (those below others first, while the way to them is still
+// open), and records them in s, the scan taken while they were open: the
+// modes the command left. Putting a mode back moves the directory's
+// ctime, so the next scan reads it again.
+func (u unlocked) restore(ws string, s *Scan) {
+	var rels []string
+	for rel := range u {
+		rels = append(rels, rel)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(rels)))
+	for _, rel := range rels {
+		unix.Chmod(joinPath(ws, rel), u[rel])
+		if s == nil {
+			continue
+		}
+		if d, ok := s.Dirs[rel]; ok {
+			d.Mode = u[rel]
+			s.Dirs[rel] = d
+		}
+	}
 }
 
 func joinPath(ws, rel string) string {

@@ -129,7 +129,6 @@ func within(ws, path string) (string, bool) {
 // the command left it.
 func (p *Sweep) Run(quarantine string) ([]Persisted, error) {
 	const maxPasses = 8
-	scanner := Scanner{Names: p.m, Unlock: true, Owner: p.uid}
 	start := p.scan
 	cfg := p.cfg
 	// What the rules say, with the workspace as it is now and, before,
@@ -140,7 +139,7 @@ func (p *Sweep) Run(quarantine string) ([]Persisted, error) {
 	var lastChecker *Checker // the rules as the last pass saw the workspace
 	for pass := 0; ; pass++ {
 		var err error
-		after, err = scanner.Scan(p.ws, start)
+		after, err = p.scanAfter(start)
 		if err != nil {
 			return st.out, errors.Join(append(st.errs, err)...)
 		}
@@ -300,8 +299,37 @@ func (p *Sweep) restoreHistory(hc *Checker, st *sweepState) {
 	}
 }
 
+// scanAfter scans the workspace as the command left it (prev: what to
+// trust of an earlier scan). The sweep must reach whatever the command
+// left, and a command can lock its own directories: the scan only reads,
+// so what the caller owns but the scan could not list is opened (unlock)
+// and the workspace scanned again, until nothing new is locked; then
+// every mode is put back (restore).
+func (p *Sweep) scanAfter(prev *Scan) (*Scan, error) {
+	sc := Scanner{Names: p.m}
+	s, err := sc.Scan(p.ws, prev)
+	opened := unlocked{}
+	for {
+		n := len(opened)
+		s.unlock(p.ws, s.lockedBy(p.uid), opened)
+		if len(opened) == n {
+			break // nothing more to open
+		}
+		memory := s
+		if len(s.Dirs) == 0 {
+			memory = prev // the workspace itself was locked
+		}
+		s, err = sc.Scan(p.ws, memory)
+	}
+	opened.restore(p.ws, s)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 func rescan(p *Sweep, after *Scan) error {
-	s, err := Scanner{Names: p.m, Unlock: true, Owner: p.uid}.Scan(p.ws, after)
+	s, err := p.scanAfter(after)
 	if err != nil {
 		return err
 	}
