@@ -424,82 +424,158 @@ func (c *Checker) inner(rel string) bool {
 	return false
 }
 
-// gitRule decides a change at rest inside the git directory gd.
+// gitRule decides a change at rest inside the git directory gd, in
+// phases: the first that speaks for the change decides it.
 func (c *Checker) gitRule(gd, rest string, k Change) Verdict {
-	name := gd
-	if name == "" {
-		name = "the workspace"
+	g := gitChange{gd: gd, rest: rest, k: k, name: gd}
+	if g.name == "" {
+		g.name = "the workspace"
 	}
-	refuse := func(why string) Verdict { return Verdict{Refuse, why} }
-	first, sub, _ := strings.Cut(rest, "/")
-	if (k == File || k == Remove) && historyFile(rest) {
-		if v, bad := c.historyRefusal(gd, rest); bad {
-			return v
-		}
+	g.first, g.sub, _ = strings.Cut(rest, "/")
+	if v, ok := c.historyPhase(g); ok {
+		return v
 	}
-	switch {
-	case k == Remove:
-		// Deleting runs nothing; everything that stays is checked.
-		return Verdict{}
+	if v, ok := removalPhase(g); ok {
+		return v
+	}
+	if v, ok := c.selfPhase(g); ok {
+		return v
+	}
+	if v, ok := symlinkPhase(g); ok {
+		return v
+	}
+	if v, ok := hooksPhase(g); ok {
+		return v
+	}
+	if v, ok := c.configPhase(g); ok {
+		return v
+	}
+	if v, ok := c.statePhase(g); ok {
+		return v
+	}
+	v, _ := c.markerPhase(g)
+	return v
+}
 
-	case rest == "":
-		if k != Dir && !(k == File && c.unitGitfile(gd)) {
-			return refuse(name + " is a git directory and would become a redirect: git would take its hooks and config from elsewhere")
-		}
-	case k == Symlink:
-		// git makes no symlinks in its directory; one would let what it
-		// reads there (hooks, config, sequencer state, submodules,
-		// worktrees) come from a place no rule looks at.
-		return refuse(joinRel(gd, rest) + " would be a symlink in the git directory " + name + ": what git reads there must stay in it")
-	case rest == "hooks":
-		if k != Dir {
-			return refuse(name + "/hooks must stay a directory")
-		}
-	case first == "hooks":
-		if k == File && strings.HasSuffix(sub, ".sample") && !strings.Contains(sub, "/") {
-			return Verdict{}
-		}
-		return refuse("a git hook in " + name + " runs outside the sandbox")
-	case first == "sl" && k != Dir:
-		// Sapling on a git repository takes its config (hooks,
-		// extensions) from .git/sl (facebook/sapling identity SL_GIT).
-		return refuse(joinRel(gd, rest) + " is Sapling's config for " + name + ": sl runs the hooks and extensions it names")
-	case rest == "commondir":
-		if k == File && c.unitCommondir(gd) {
-			return Verdict{}
-		}
-		return refuse("commondir points git at another repository's hooks and config")
-	case rest == "config" || rest == "config.worktree":
-		return c.configChange(c.abs(joinRel(gd, rest)), k, gd)
+// gitChange is one change inside a git directory, as gitRule's phases
+// read it: the change k at rest (first/sub: its first element and the
+// rest) inside gd, which a person knows as name.
+type gitChange struct {
+	gd, rest, first, sub, name string
+	k                          Change
+}
+
+func (g gitChange) refuse(why string) (Verdict, bool) { return Verdict{Refuse, why}, true }
+
+// historyPhase: a history file whose change adds history the rules
+// refuse (history.go) is refused with the rest of that history.
+func (c *Checker) historyPhase(g gitChange) (Verdict, bool) {
+	if (g.k == File || g.k == Remove) && historyFile(g.rest) {
+		return c.historyRefusal(g.gd, g.rest)
+	}
+	return Verdict{}, false
+}
+
+// removalPhase: deleting runs nothing; everything that stays is checked.
+func removalPhase(g gitChange) (Verdict, bool) {
+	return Verdict{}, g.k == Remove
+}
+
+// selfPhase: the git directory itself stays a directory, but for the
+// gitfile of a linked worktree or submodule git made.
+func (c *Checker) selfPhase(g gitChange) (Verdict, bool) {
+	if g.rest != "" {
+		return Verdict{}, false
+	}
+	if g.k != Dir && !(g.k == File && c.unitGitfile(g.gd)) {
+		return g.refuse(g.name + " is a git directory and would become a redirect: git would take its hooks and config from elsewhere")
+	}
+	return Verdict{}, true
+}
+
+// symlinkPhase: git makes no symlinks in its directory; one would let
+// what it reads there (hooks, config, sequencer state, submodules,
+// worktrees) come from a place no rule looks at.
+func symlinkPhase(g gitChange) (Verdict, bool) {
+	if g.k != Symlink {
+		return Verdict{}, false
+	}
+	return g.refuse(joinRel(g.gd, g.rest) + " would be a symlink in the git directory " + g.name + ": what git reads there must stay in it")
+}
+
+// hooksPhase: hooks stays a directory, holding only git's samples.
+func hooksPhase(g gitChange) (Verdict, bool) {
+	switch {
+	case g.rest == "hooks" && g.k != Dir:
+		return g.refuse(g.name + "/hooks must stay a directory")
+	case g.rest == "hooks":
+		return Verdict{}, true
+	case g.first != "hooks":
+		return Verdict{}, false
+	case g.k == File && strings.HasSuffix(g.sub, ".sample") && !strings.Contains(g.sub, "/"):
+		return Verdict{}, true
+	}
+	return g.refuse("a git hook in " + g.name + " runs outside the sandbox")
+}
+
+// configPhase: where git, or Sapling on git's repository, takes config
+// from: Sapling's .git/sl, a commondir (another repository's hooks and
+// config), the config files themselves.
+func (c *Checker) configPhase(g gitChange) (Verdict, bool) {
+	switch {
+	case g.first == "sl" && g.k != Dir:
+		// facebook/sapling identity SL_GIT: hooks and extensions.
+		return g.refuse(joinRel(g.gd, g.rest) + " is Sapling's config for " + g.name + ": sl runs the hooks and extensions it names")
+	case g.rest == "commondir" && g.k == File && c.unitCommondir(g.gd):
+		return Verdict{}, true
+	case g.rest == "commondir":
+		return g.refuse("commondir points git at another repository's hooks and config")
+	case g.rest == "config" || g.rest == "config.worktree":
+		return c.configChange(c.abs(joinRel(g.gd, g.rest)), g.k, g.gd), true
+	}
+	return Verdict{}, false
+}
+
+// statePhase: state git acts on later: an operation in progress (its
+// todo list, its strategy), a legacy remote's URL, borrowed objects.
+func (c *Checker) statePhase(g gitChange) (Verdict, bool) {
+	gd, rest, first, sub := g.gd, g.rest, g.first, g.sub
+	switch {
 	case sequencerDir(first) && sub != "":
-		return c.stateFile(gd, rest, k, "is sequencer state", func(b []byte) (string, bool) {
+		return c.stateFile(gd, rest, g.k, "is sequencer state", func(b []byte) (string, bool) {
 			return stateRisk(first, filepath.Base(sub), b)
-		})
+		}), true
 	case (first == "remotes" || first == "branches") && sub != "" && !strings.Contains(sub, "/"):
-		return c.stateFile(gd, rest, k, "names a remote", func(b []byte) (string, bool) {
+		return c.stateFile(gd, rest, g.k, "names a remote", func(b []byte) (string, bool) {
 			for _, u := range remoteURLs(first, b) {
 				if why, bad := c.urlRisk(u, gd); bad {
 					return joinRel(gd, rest) + ": " + why, true
 				}
 			}
 			return "", false
-		})
+		}), true
 	case rest == "objects/info/alternates":
-		return c.alternatesRule(gd, rest, k)
-	case rest == "HEAD" || rest == "objects" || rest == "refs":
-		// These make gd a repository; if it was not one, what it already
-		// holds (config, hooks) would start to count, and what it holds
-		// now must be what a new repository may.
-		if !c.was(gd) {
-			if why, bad := c.dormant(gd); bad {
-				return refuse("this would make " + name + " a git repository, and " + why)
-			}
-			if why := c.newRepo(gd); why != "" && c.is(gd) {
-				return refuse("this would make " + name + " a git repository " + why)
-			}
+		return c.alternatesRule(gd, rest, g.k), true
+	}
+	return Verdict{}, false
+}
+
+// markerPhase: HEAD, objects and refs make gd a repository; if it was not
+// one, what it already held (config, hooks) would start to count, and
+// what it holds now must be what a new repository may (newRepo).
+func (c *Checker) markerPhase(g gitChange) (Verdict, bool) {
+	if g.rest != "HEAD" && g.rest != "objects" && g.rest != "refs" || c.was(g.gd) {
+		return Verdict{}, false
+	}
+	if why, bad := c.dormant(g.gd); bad {
+		return g.refuse("this would make " + g.name + " a git repository, and " + why)
+	}
+	if c.is(g.gd) {
+		if why := c.newRepo(g.gd); why != "" {
+			return g.refuse("this would make " + g.name + " a git repository " + why)
 		}
 	}
-	return Verdict{}
+	return Verdict{}, true
 }
 
 // alternatesRule decides a change to gd's objects/info/alternates (rest):

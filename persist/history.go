@@ -250,75 +250,136 @@ func (h *historyCheck) config(view FS) []gitconfig.Entry {
 // the directories the start scan found it from (a .git entry, a gitfile),
 // the parent of a .git directory, and core.worktree (config.worktree only
 // with extensions.worktreeConfig; the last value wins). A repository with
-// core.bare = true has none.
+// core.bare = true has none. In phases: the settings, then each place a
+// work tree can come from, inside the workspace only.
 func (h *historyCheck) workTrees(cfg []gitconfig.Entry) []string {
-	bare, worktreeConfig := "", false
-	worktree := ""
+	s := h.perWorktree(worktreeSettingsOf(cfg))
+	if s.bare == "true" && s.worktree == "" {
+		return nil
+	}
+	var out []string
+	out = h.inWorkspace(out, h.foundTrees()...)
+	out = h.inWorkspace(out, h.configuredTree(s.worktree)...)
+	out = h.inWorkspace(out, h.unitTree()...)
+	if len(out) == 0 && s.bare != "true" {
+		// A linked worktree or a submodule, found as it was before.
+		out = h.inWorkspace(out, h.linkedTree()...)
+	}
+	return out
+}
+
+// worktreeSettings are the settings that say where a repository's work
+// tree is: core.bare (lower case; "" when unset), core.worktree (the last
+// value) and extensions.worktreeConfig.
+type worktreeSettings struct {
+	bare, worktree string
+	perWorktree    bool
+}
+
+// worktreeSettingsOf reads them from a repository's config.
+func worktreeSettingsOf(cfg []gitconfig.Entry) worktreeSettings {
+	var s worktreeSettings
 	for _, e := range cfg {
 		switch {
 		case e.Section == "core" && e.Key == "bare":
-			bare = strings.ToLower(e.Value)
+			s.bare = strings.ToLower(e.Value)
 		case e.Section == "core" && e.Key == "worktree":
-			worktree = e.Value
+			s.worktree = e.Value
 		case e.Section == "extensions" && e.Key == "worktreeconfig":
-			worktreeConfig = e.NoValue || strings.EqualFold(e.Value, "true")
+			s.perWorktree = e.NoValue || strings.EqualFold(e.Value, "true")
 		}
 	}
-	if worktreeConfig {
-		if b, err := readFollow(h.c.cfg.Before, h.gd+"/config.worktree", gitconfig.MaxSize); err == nil {
-			if ents, err := gitconfig.Parse(b); err == nil {
-				for _, e := range ents {
-					if e.Section == "core" && e.Key == "worktree" {
-						worktree = e.Value
-					}
-					if e.Section == "core" && e.Key == "bare" {
-						bare = strings.ToLower(e.Value)
-					}
-				}
-			}
+	return s
+}
+
+// perWorktree lays gd's config.worktree, as it was before the run, over
+// s when extensions.worktreeConfig says git reads it.
+func (h *historyCheck) perWorktree(s worktreeSettings) worktreeSettings {
+	if !s.perWorktree {
+		return s
+	}
+	b, err := readFollow(h.c.cfg.Before, h.gd+"/config.worktree", gitconfig.MaxSize)
+	if err != nil {
+		return s
+	}
+	ents, err := gitconfig.Parse(b)
+	if err != nil {
+		return s
+	}
+	for _, e := range ents {
+		if e.Section == "core" && e.Key == "worktree" {
+			s.worktree = e.Value
+		}
+		if e.Section == "core" && e.Key == "bare" {
+			s.bare = strings.ToLower(e.Value)
 		}
 	}
-	var out []string
-	add := func(p string) {
+	return s
+}
+
+// inWorkspace adds to out the paths of ps that lie in the workspace.
+func (h *historyCheck) inWorkspace(out []string, ps ...string) []string {
+	for _, p := range ps {
 		if p == h.c.cfg.Workspace || strings.HasPrefix(p, h.c.cfg.Workspace+"/") {
 			out = append(out, p)
 		}
 	}
+	return out
+}
+
+// foundTrees are the work trees the start scan found gd from (a .git
+// entry), and the parent of gd when it is a .git directory.
+func (h *historyCheck) foundTrees() []string {
+	var out []string
 	for _, r := range h.c.cfg.StartRepos {
 		if r.GitDir == h.gd && r.Dotgit {
-			add(joinPath(h.c.cfg.Workspace, r.At))
+			out = append(out, joinPath(h.c.cfg.Workspace, r.At))
 		}
 	}
 	if strings.HasSuffix(h.gd, "/.git") {
-		add(h.gd[:len(h.gd)-len("/.git")])
-	}
-	if worktree != "" {
-		p := worktree
-		if !strings.HasPrefix(p, "/") {
-			p = h.gd + "/" + p
-		}
-		if r, err := Resolve(h.c.cfg.Before, p, true); err == nil {
-			add(r)
-		}
-	}
-	if u := h.c.units[h.gd]; u != nil && u.why == "" && u.tree != "" {
-		// A linked worktree or submodule the run created, whose structure
-		// is git's own: its work tree is where it says.
-		add(u.tree)
-	}
-	if len(out) == 0 && bare != "true" {
-		// A linked worktree or a submodule, found as it was before.
-		if b, err := readFollow(h.c.cfg.Before, h.gd+"/gitdir", 4096); err == nil {
-			p := strings.TrimRight(string(b), "\r\n")
-			if strings.HasSuffix(p, "/.git") {
-				add(p[:len(p)-len("/.git")])
-			}
-		}
-	}
-	if bare == "true" && worktree == "" {
-		return nil
+		out = append(out, h.gd[:len(h.gd)-len("/.git")])
 	}
 	return out
+}
+
+// configuredTree is core.worktree (relative to gd), resolved as the tree
+// was before the run.
+func (h *historyCheck) configuredTree(worktree string) []string {
+	if worktree == "" {
+		return nil
+	}
+	p := worktree
+	if !strings.HasPrefix(p, "/") {
+		p = h.gd + "/" + p
+	}
+	r, err := Resolve(h.c.cfg.Before, p, true)
+	if err != nil {
+		return nil
+	}
+	return []string{r}
+}
+
+// unitTree is the work tree of a linked worktree or submodule the run
+// created whose structure is git's own: where it says.
+func (h *historyCheck) unitTree() []string {
+	if u := h.c.units[h.gd]; u != nil && u.why == "" && u.tree != "" {
+		return []string{u.tree}
+	}
+	return nil
+}
+
+// linkedTree is the work tree a linked worktree's or submodule's gitdir
+// file named before the run (the directory of its .git).
+func (h *historyCheck) linkedTree() []string {
+	b, err := readFollow(h.c.cfg.Before, h.gd+"/gitdir", 4096)
+	if err != nil {
+		return nil
+	}
+	p := strings.TrimRight(string(b), "\r\n")
+	if !strings.HasSuffix(p, "/.git") {
+		return nil
+	}
+	return []string{p[:len(p)-len("/.git")]}
 }
 
 // refs reads every ref of the repository in view, resolved to object
