@@ -32,7 +32,7 @@ func pickLists() []string { return []string{"git-rebase-todo", "todo", "done"} }
 // something later. gitRule judges a change to each; a run without a
 // layer binds them read-only when they exist and checks them after the
 // run when they appear; a new repository holding one is not kept
-// (safeNewRepo).
+// (newRepo).
 func gitWatched() []string {
 	return append([]string{"config.worktree", "commondir"}, append(sequencerDirs(),
 		"remotes", "branches", "objects/info/alternates", "sl")...)
