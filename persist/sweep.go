@@ -61,6 +61,7 @@ type SweepSpec struct {
 	GitConfigs []string
 }
 
+// fileID is an entry's identity: what was there, not what it holds.
 type fileID struct{ dev, ino uint64 }
 
 // markID is an entry as it was, content and mode included (ctime).
@@ -119,14 +120,14 @@ func within(ws, path string) (string, bool) {
 	return strictlyInside(filepath.Clean(ws), filepath.Clean(path))
 }
 
-// sweep runs after every process of the run is gone. Whatever the rules
-// refuse among what is new is moved to quarantine (or removed when
-// quarantine is on another file system); what they list is reported. The
-// scan never follows symlinks, and each move is done relative to a parent
-// opened beneath the workspace without symlinks. A pass can uncover more
-// (a fake repository hid what is below it until its HEAD went), so passes
-// repeat until one moves nothing. Afterwards p.scan is the workspace as
-// the command left it.
+// Run sweeps the workspace, after every process of the run is gone.
+// Whatever the rules refuse among what is new is moved to the directory
+// quarantine (or removed when it is on another file system); what they
+// list is reported. The scan never follows symlinks, and each move is
+// done relative to a parent opened beneath the workspace without
+// symlinks. A pass can uncover more (a fake repository hid what is below
+// it until its HEAD went), so passes repeat until one moves nothing.
+// Afterwards Scan is the workspace as the command left it.
 func (p *Sweep) Run(quarantine string) ([]Persisted, error) {
 	const maxPasses = 8
 	start := p.scan
