@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -287,11 +288,11 @@ func (c *Checker) linkIntoUnchecked(rel string) string {
 		return "" // a link to a file, or to nothing
 	}
 	for _, u := range c.cfg.Unguarded {
-		if target == u || strings.HasPrefix(target, u+"/") {
+		if pathtree.Within(u, target) {
 			return rel + " links to " + target + ", a directory sandboxd does not check: a tool started through it would run what is left there"
 		}
 	}
-	if t, ok := strictlyInside(c.cfg.Workspace, target); ok {
+	if t, ok := pathtree.Below(c.cfg.Workspace, target); ok {
 		if tree, in := InPackageTree(t, strings.Count(t, "/")+1); in {
 			return rel + " links into " + tree + ", a package manager's tree, whose names are only listed: a tool started through it would run what is left there"
 		}
@@ -752,7 +753,7 @@ func (c *Checker) plantable(path, base string) bool {
 			continue
 		}
 		for _, u := range c.cfg.Unguarded {
-			if r == u || strings.HasPrefix(r, u+"/") {
+			if pathtree.Within(u, r) {
 				return true
 			}
 		}

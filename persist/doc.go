@@ -33,7 +33,7 @@
 //
 // Rules read the tree through FS: the host's, or the workspace as a
 // commit would leave it; only the sweep changes the tree. Of sandboxd's
-// packages it imports only atomicfile, gitconfig and publicerr; of
+// packages it imports only atomicfile, gitconfig, pathtree and publicerr; of
 // others, the standard library, golang.org/x/sys, and go-toml and
 // go.yaml.in/yaml (to read tools' settings). It never runs git, and must
 // never import sandbox/..., review/..., layer or broker.

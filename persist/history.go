@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // Git's history is a second copy of the work tree: a commit, the index, a
@@ -320,7 +321,7 @@ func (h *historyCheck) perWorktree(s worktreeSettings) worktreeSettings {
 // inWorkspace adds to out the paths of ps that lie in the workspace.
 func (h *historyCheck) inWorkspace(out []string, ps ...string) []string {
 	for _, p := range ps {
-		if p == h.c.cfg.Workspace || strings.HasPrefix(p, h.c.cfg.Workspace+"/") {
+		if pathtree.Within(h.c.cfg.Workspace, p) {
 			out = append(out, p)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // Git's own linked structures. `git worktree add` and `git submodule add`
@@ -160,7 +161,7 @@ func (c *Checker) submoduleStructure(u *unit) string {
 		return why
 	}
 	u.superTree = c.workTreeOf(u.super)
-	rel, ok := strictlyInside(u.superTree, tree)
+	rel, ok := pathtree.Below(u.superTree, tree)
 	if u.superTree == "" || !ok {
 		return name + "/config: core.worktree names " + quoted(c.relName(tree)) + ", not a path in the work tree of " + c.relName(u.super)
 	}
@@ -245,7 +246,7 @@ func (c *Checker) gitmodules(fsys FS, tree string) ([]gitconfig.Entry, error) {
 // work tree: outside the workspace, reached through a symlink, a path git
 // would not check out into, or inside a git directory. "" when it can.
 func (c *Checker) treeRisk(tree, what string) string {
-	rel, ok := strictlyInside(c.cfg.Workspace, tree)
+	rel, ok := pathtree.Below(c.cfg.Workspace, tree)
 	if !ok {
 		return what + " names " + quoted(tree) + ", outside the workspace"
 	}
@@ -537,19 +538,6 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
-}
-
-// strictlyInside returns p relative to dir when it lies strictly inside it
-// (both absolute and clean).
-func strictlyInside(dir, p string) (string, bool) {
-	if dir == "" {
-		return "", false
-	}
-	if dir == "/" {
-		return strings.TrimPrefix(p, "/"), p != "/"
-	}
-	rel, ok := strings.CutPrefix(p, dir+"/")
-	return rel, ok && rel != ""
 }
 
 var errNotPlain = errors.New("it is not a plain file")

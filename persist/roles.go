@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // Files a repository's config makes special, wherever they are: its config
@@ -37,7 +38,7 @@ func hookName(n string) bool { return slices.Contains(HookNames(), n) }
 const maxIncludeDepth = 10
 
 func (c *Checker) addRole(p string, r role) {
-	if p != c.cfg.Workspace && !strings.HasPrefix(p, c.cfg.Workspace+"/") {
+	if !pathtree.Within(c.cfg.Workspace, p) {
 		return // outside the workspace: not the commit's to write
 	}
 	if old, ok := c.roles[p]; ok && old.kind <= r.kind {
@@ -81,7 +82,10 @@ func (c *Checker) loadRoles() {
 	}
 	// The way to every repository, work tree and role path.
 	guard := func(p, why string) {
-		for q := p; q != c.cfg.Workspace && strings.HasPrefix(q, c.cfg.Workspace+"/"); q = filepath.Dir(q) {
+		for q := p; ; q = filepath.Dir(q) {
+			if _, below := pathtree.Below(c.cfg.Workspace, q); !below {
+				break
+			}
 			if _, ok := c.ancestors[q]; !ok {
 				c.ancestors[q] = why
 			}
@@ -243,7 +247,7 @@ func (c *Checker) roleRule(rel string, k Change) Verdict {
 			w := strings.Join(parts[:i], "/")
 			inside := strings.Join(parts[i:], "/")
 			for _, h := range c.globalHooks {
-				if inside != h && !strings.HasPrefix(inside, h+"/") {
+				if !pathtree.Within(h, inside) {
 					continue
 				}
 				if c.isOrNamed(w) {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // A repository's metadata is committed whole or not at all. Its refs,
@@ -91,7 +93,7 @@ func (c *Checker) familyOf(gd string) *family {
 // in them, and checks each unit's structure (worktrees first: a
 // submodule of a new worktree needs its work tree).
 func (c *Checker) loadFamily(f *family) {
-	if _, ok := strictlyInside(c.cfg.Workspace, f.common); !ok && f.common != c.cfg.Workspace {
+	if _, ok := pathtree.Below(c.cfg.Workspace, f.common); !ok && f.common != c.cfg.Workspace {
 		return // not the commit's to write
 	}
 	f.gitDirs = []string{f.common}
@@ -192,7 +194,7 @@ func (c *Checker) addTree(u *unit, tree string) {
 	if u == nil {
 		return
 	}
-	if _, ok := strictlyInside(c.cfg.Workspace, tree); !ok {
+	if _, ok := pathtree.Below(c.cfg.Workspace, tree); !ok {
 		return
 	}
 	for _, t := range u.trees {
@@ -522,7 +524,7 @@ func (c *Checker) within(p string) (string, bool) {
 	if p == c.cfg.Workspace {
 		return "", true
 	}
-	return strictlyInside(c.cfg.Workspace, p)
+	return pathtree.Below(c.cfg.Workspace, p)
 }
 
 // relName names p for a person: workspace-relative when it is inside.

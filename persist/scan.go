@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -537,11 +538,7 @@ type scanTree struct {
 }
 
 func (t scanTree) rel(p string) (string, bool) {
-	if p == t.ws {
-		return "", true
-	}
-	r, ok := strings.CutPrefix(p, t.ws+"/")
-	return r, ok
+	return pathtree.Rel(t.ws, p)
 }
 
 func (t scanTree) Lstat(p string) (Info, error) {

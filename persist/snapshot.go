@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sandboxd/sandboxd/pathtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -105,11 +106,11 @@ func (s *historySnap) paths() []string {
 // restorable reports the history files restore writes (not the config
 // files the copy also holds).
 func (s *historySnap) restorable(p string) bool {
-	rel := strings.TrimPrefix(p, s.common+"/")
-	if strings.HasPrefix(p, s.gd+"/") {
-		rel = strings.TrimPrefix(p, s.gd+"/")
+	rel, ok := pathtree.Below(s.gd, p)
+	if !ok {
+		rel, ok = pathtree.Below(s.common, p)
 	}
-	return historyFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
+	return ok && historyFile(rel) && !strings.HasPrefix(rel, "rebase-") && !strings.HasPrefix(rel, "sequencer/")
 }
 
 // stamp is what a file's status says of its content: it moves on every
@@ -189,11 +190,11 @@ func (s *historySnap) restore() error {
 // symlink, "" when there is none.
 func (s *historySnap) linked() string {
 	for f := range s.files {
-		base := s.gd
-		if strings.HasPrefix(f, s.common+"/") {
-			base = s.common
+		base, rel := s.gd, strings.TrimPrefix(f, s.gd+"/")
+		if r, ok := pathtree.Below(s.common, f); ok {
+			base, rel = s.common, r
 		}
-		if l := firstLink(base, strings.TrimPrefix(f, base+"/")); l != "" {
+		if l := firstLink(base, rel); l != "" {
 			return base + "/" + l
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/sandboxd/sandboxd/gitconfig"
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // Outside the workspace nothing is committed or swept: a write there
@@ -336,7 +337,7 @@ func expandStartup(p string, cfg HostConfig) []string {
 // (absolute, clean) would run later, or ok false. Paths in the workspace
 // are the commit's to judge.
 func (g *HostGuard) Startup(p string) (string, bool) {
-	if ws := g.cfg.Workspace; ws != "" && (p == ws || strings.HasPrefix(p, ws+"/")) {
+	if pathtree.Within(g.cfg.Workspace, p) {
 		return "", false
 	}
 	parts := strings.Split(strings.Trim(p, "/"), "/")
@@ -360,7 +361,7 @@ func (g *HostGuard) Startup(p string) (string, bool) {
 			return d + " is a git directory: git runs its hooks and config in that repository", true
 		}
 		if d != p {
-			if hooks := g.repoHooks(d); hooks != "" && (p == hooks || strings.HasPrefix(p, hooks+"/")) {
+			if hooks := g.repoHooks(d); pathtree.Within(hooks, p) {
 				return hooks + " is the core.hooksPath of the repository at " + d + ": git runs the hooks there", true
 			}
 		}

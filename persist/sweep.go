@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/sandboxd/sandboxd/pathtree"
 )
 
 // The sweep: a run written straight to the workspace (--no-transaction,
@@ -117,7 +119,7 @@ func lstatID(p string) (fileID, os.FileInfo, error) {
 
 // within returns path relative to ws when it lies strictly inside it.
 func within(ws, path string) (string, bool) {
-	return strictlyInside(filepath.Clean(ws), filepath.Clean(path))
+	return pathtree.Below(filepath.Clean(ws), filepath.Clean(path))
 }
 
 // Run sweeps the workspace, after every process of the run is gone.
@@ -204,7 +206,7 @@ func (p *Sweep) sweepPass(after *Scan, c *Checker, st *sweepState) int {
 	}
 	moved := p.rollBack(c, st)
 	for _, cd := range cands {
-		if under(cd.rel, st.gone) {
+		if pathtree.WithinAny(cd.rel, st.gone) {
 			continue // it went with a directory above it
 		}
 		var v Verdict
@@ -254,7 +256,7 @@ func (p *Sweep) rollBack(c *Checker, st *sweepState) int {
 func (p *Sweep) quarantine(targets []string, why string, st *sweepState) int {
 	moved := 0
 	for _, t := range targets {
-		if under(t, st.gone) {
+		if pathtree.WithinAny(t, st.gone) {
 			continue
 		}
 		q, err := quarantineEntry(p.ws, t, st.quarantine)
@@ -277,7 +279,7 @@ func (p *Sweep) quarantine(targets []string, why string, st *sweepState) int {
 // new history the rules refuse.
 func (p *Sweep) restoreHistory(hc *Checker, st *sweepState) {
 	for rel, snap := range p.history {
-		if under(rel, st.gone) || !snap.changed() {
+		if pathtree.WithinAny(rel, st.gone) || !snap.changed() {
 			continue
 		}
 		why := st.rolled[rel]
@@ -287,7 +289,7 @@ func (p *Sweep) restoreHistory(hc *Checker, st *sweepState) {
 		for _, g := range st.gone {
 			// A link moved out from where git keeps history (refs/ as a
 			// symlink) leaves a hole the snapshot fills.
-			if sub, ok := strings.CutPrefix(g, rel+"/"); ok && historyFile(sub) && why == "" {
+			if sub, ok := pathtree.Below(rel, g); ok && historyFile(sub) && why == "" {
 				why = g + " was not kept"
 			}
 		}
@@ -337,13 +339,4 @@ func rescan(p *Sweep, after *Scan) error {
 	s.MarkFresh()
 	p.scan = s
 	return nil
-}
-
-func under(rel string, dirs []string) bool {
-	for _, d := range dirs {
-		if rel == d || strings.HasPrefix(rel, d+"/") {
-			return true
-		}
-	}
-	return false
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/pathtree"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,7 +117,7 @@ func (p *Sweep) narrow(after *Scan, gone []string) []Persisted {
 	}
 	for _, r := range after.Repos(p.ws, Host{}) {
 		rel, ok := within(p.ws, r.GitDir)
-		if !ok || under(rel, gone) {
+		if !ok || pathtree.WithinAny(rel, gone) {
 			continue
 		}
 		allowed := p.shared[rel]
@@ -148,7 +149,7 @@ func (p *Sweep) narrow(after *Scan, gone []string) []Persisted {
 		}
 	}
 	for rel, d := range after.Dirs {
-		if rel != "" && under(rel, gone) {
+		if rel != "" && pathtree.WithinAny(rel, gone) {
 			continue
 		}
 		s, existed := p.scan.Dirs[rel]

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
@@ -260,7 +261,7 @@ func ancestors(p string) []string {
 // underAny reports whether dir is at or below a target other than self.
 func underAny(dir string, targets []string, self string) bool {
 	for _, t := range targets {
-		if t != self && (dir == t || strings.HasPrefix(dir, t+"/")) {
+		if t != self && pathtree.Within(t, dir) {
 			return true
 		}
 	}
