@@ -43,7 +43,7 @@ func netRequests() map[string]Request {
 	return map[string]Request{"by name": byName, "resolved": resolved, "ipv6": v6, "filesystem": fs}
 }
 
-// The request hash is a contract (DESIGN.md §3.2): a request hashes the
+// The request hash is a contract (docs/ARCHITECTURE.md §3.4): a request hashes the
 // same whatever the release. These were pinned when a destination was
 // carried as its text ("host:port") and its addresses as sorted,
 // comma-joined text; the typed form must encode to the same bytes.
