@@ -246,6 +246,43 @@ func rustupCargo(e *env) (string, []string) {
 		"CARGO_HOME=" + cargoHome, "RUSTUP_HOME=" + rustupHome, "CARGO_TARGET_DIR=" + filepath.Join(e.dir, "target")}
 }
 
+// TestSweepReachesLockedGitDirectories: a --no-transaction command that
+// plants git metadata that runs a program (core.fsmonitor in a new
+// config.worktree, a hook in a new repository) and then locks the git
+// directory, or the directory above a new repository, does not keep it:
+// the rules read the git directories themselves, so what the command
+// locked stays open until they have judged, and its mode is put back.
+func TestSweepReachesLockedGitDirectories(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		if out, err := e.gitOut(e.ws, "init", "-q"); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		e.runArgs = []string{"--no-transaction"}
+		r := e.run(t, `printf '[core]\n\tfsmonitor = touch /tmp/x\n' > .git/config.worktree && chmod 0 .git
+mkdir -p a && git init -q a/sub && printf '#!/bin/sh\n' > a/sub/.git/hooks/post-checkout && chmod 0 a && echo PLANTED`)
+		if !strings.Contains(r.stdout, "PLANTED") {
+			t.Fatalf("planting failed\n%s", r)
+		}
+		modes := map[string]os.FileMode{}
+		for _, rel := range []string{".git", "a"} {
+			if st, err := os.Stat(filepath.Join(e.ws, rel)); err == nil {
+				modes[rel] = st.Mode().Perm()
+			}
+			os.Chmod(filepath.Join(e.ws, rel), 0o755) // to look (as root)
+		}
+		e.gone(t, r, "", ".git/config.worktree", "a/sub/.git/hooks/post-checkout")
+		for _, rel := range []string{".git", "a"} {
+			if modes[rel] != 0 {
+				t.Errorf("%s is %v after the sweep, want the mode the command left (0) back", rel, modes[rel])
+			}
+		}
+		if t.Failed() {
+			logRun(t, r)
+		}
+	})
+}
+
 // TestSweepReachesLockedDirectories: a --no-transaction command that takes
 // write (or search) away from its own directories after planting a
 // protected name there does not keep it: the sweep gives the owner the

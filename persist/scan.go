@@ -158,10 +158,7 @@ func (s *Scan) dirInfo(path, rel string, st *unix.Stat_t, old map[string]DirInfo
 		var err error
 		if info, err = readDirInfo(path, m); err != nil {
 			if errors.Is(err, unix.EACCES) {
-				if s.locked == nil {
-					s.locked = map[string]lockedDir{}
-				}
-				s.locked[rel] = lockedDir{uid: st.Uid, mode: st.Mode & 0o7777}
+				s.lock(rel, st)
 			}
 			if rel != "" {
 				s.Unread = append(s.Unread, rel)
@@ -174,8 +171,22 @@ func (s *Scan) dirInfo(path, rel string, st *unix.Stat_t, old map[string]DirInfo
 			info.Ctime = ctime
 		}
 	}
+	if st.Mode&0o500 != 0o500 {
+		// Listed, but its owner may not search it (or read it): what is
+		// below cannot be looked at, by the scan or by the rules.
+		s.lock(rel, st)
+	}
 	info.Mode = st.Mode & 0o7777
 	return info, nil
+}
+
+// lock records rel (described by st) as a directory the scan could not
+// list or search for want of permission.
+func (s *Scan) lock(rel string, st *unix.Stat_t) {
+	if s.locked == nil {
+		s.locked = map[string]lockedDir{}
+	}
+	s.locked[rel] = lockedDir{uid: st.Uid, mode: st.Mode & 0o7777}
 }
 
 // descend pushes the subdirectories of rel onto stack, and records rel as
@@ -231,11 +242,23 @@ func (s *Scan) unlock(ws string, dirs []string, opened unlocked) {
 	}
 }
 
-// restore puts back the modes of the directories unlock opened in the
-// workspace ws (those below others first, while the way to them is still
-// open), and records them in s, the scan taken while they were open: the
-// modes the command left. Putting a mode back moves the directory's
-// ctime, so the next scan reads it again.
+// record writes into s, a scan taken while the directories were open,
+// the modes the command left them with.
+func (u unlocked) record(s *Scan) {
+	for rel, mode := range u {
+		if d, ok := s.Dirs[rel]; ok {
+			d.Mode = mode
+			s.Dirs[rel] = d
+		}
+	}
+}
+
+// restore puts back the owner's bits of the directories unlock opened in
+// the workspace ws (those below others first, while the way to them is
+// still open), and records the modes in s (nil: none). The group's and
+// others' bits stay as they are now: unlock never set them, and the
+// sweep may have narrowed them since. Putting a mode back moves the
+// directory's ctime, so the next scan reads it again.
 func (u unlocked) restore(ws string, s *Scan) {
 	var rels []string
 	for rel := range u {
@@ -243,12 +266,17 @@ func (u unlocked) restore(ws string, s *Scan) {
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(rels)))
 	for _, rel := range rels {
-		unix.Chmod(joinPath(ws, rel), u[rel])
+		mode := u[rel]
+		var st unix.Stat_t
+		if unix.Lstat(joinPath(ws, rel), &st) == nil {
+			mode = mode&^0o077 | st.Mode&0o077
+		}
+		unix.Chmod(joinPath(ws, rel), mode)
 		if s == nil {
 			continue
 		}
 		if d, ok := s.Dirs[rel]; ok {
-			d.Mode = u[rel]
+			d.Mode = mode
 			s.Dirs[rel] = d
 		}
 	}

@@ -160,3 +160,75 @@ func TestSweepReachesBelowLocked(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepJudgesInsideLocked: the rules read the workspace itself (a
+// git directory's entries, a new repository's HEAD and config), so what
+// the command locked stays open until they have judged and the sweep has
+// moved what they refuse. Before, the modes were put back first, and a
+// new config.worktree in a git directory the command locked, or a new
+// repository below a locked directory, stayed in the workspace unseen.
+func TestSweepJudgesInsideLocked(t *testing.T) {
+	repo := func(at string) map[string]string {
+		return map[string]string{at + ".git/HEAD": "ref: refs/heads/main\n", at + ".git/config": "[core]\n",
+			at + ".git/objects/": "", at + ".git/refs/heads/": "", at + ".git/hooks/": ""}
+	}
+	for _, tc := range []struct {
+		name   string
+		before map[string]string
+		made   map[string]string
+		lock   string
+		mode   uint32
+		gone   string
+	}{
+		{"a git directory locked", repo(""), map[string]string{".git/config.worktree": "[core]\n\tfsmonitor = touch /tmp/x\n"}, ".git", 0, ".git/config.worktree"},
+		{"a new repository below a locked directory", nil, merge(repo("sub/"), map[string]string{"sub/.git/hooks/post-checkout": "#!/bin/sh\n"}), "sub", 0, "sub/.git/hooks/post-checkout"},
+		{"a new repository two levels below", nil, merge(repo("a/sub/"), map[string]string{"a/sub/.git/hooks/post-checkout": "#!/bin/sh\n"}), "a", 0, "a/sub/.git/hooks/post-checkout"},
+		{"a new repository in a directory not searchable", nil, merge(repo("sub/"), map[string]string{"sub/.git/config": "[core]\n\tfsmonitor = touch /tmp/x\n"}), "sub", 0o600, "sub/.git/config"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, do := asNobody(t)
+			plant(t, ws, tc.before)
+			var p *Sweep
+			do(func() {
+				var err error
+				if p, err = PlanSweep(SweepSpec{Workspace: ws, Owner: nobody, Umask: 0o022}, nil); err != nil {
+					t.Error(err)
+				}
+			})
+			if p == nil {
+				t.FailNow()
+			}
+			plant(t, ws, tc.made)
+			os.Chmod(filepath.Join(ws, tc.lock), os.FileMode(tc.mode))
+			q := filepath.Join(filepath.Dir(ws), "q")
+			os.Mkdir(q, 0o700)
+			os.Chown(q, nobody, nobody)
+			var done []Persisted
+			var err error
+			do(func() { done, err = p.Run(filepath.Join(q, "run")) })
+			if err != nil {
+				t.Logf("sweep: %v", err)
+			}
+			mode, _ := modeOf(filepath.Join(ws, tc.lock))
+			os.Chmod(filepath.Join(ws, tc.lock), 0o755)
+			if _, err := os.Lstat(filepath.Join(ws, tc.gone)); err == nil {
+				t.Errorf("%s stayed in the workspace: %+v", tc.gone, done)
+			}
+			if mode != tc.mode {
+				t.Errorf("%s's mode after the sweep is %o, the command left %o", tc.lock, mode, tc.mode)
+			}
+		})
+	}
+}
+
+// merge is a and b in one map (b wins).
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/pathtree"
+	"golang.org/x/sys/unix"
 )
 
 // The sweep: a run written straight to the workspace (--no-transaction,
@@ -138,12 +139,17 @@ func (p *Sweep) Run(quarantine string) ([]Persisted, error) {
 	// what the scan at the start saw.
 	cfg.Before = newSnapFS(start.Tree(p.ws), p.history)
 	st := &sweepState{quarantine: quarantine, listed: map[string]bool{}, rolled: map[string]string{}}
+	// What the command locked stays open until every rule has looked and
+	// every move is done: the rules read the workspace itself (a git
+	// directory's entries, a repository's HEAD), not only the scan.
+	opened := unlocked{}
 	var after *Scan
 	var lastChecker *Checker // the rules as the last pass saw the workspace
 	for pass := 0; ; pass++ {
 		var err error
-		after, err = p.scanAfter(start)
+		after, err = p.scanAfter(start, opened)
 		if err != nil {
+			opened.restore(p.ws, nil)
 			return st.out, errors.Join(append(st.errs, err)...)
 		}
 		if pass == maxPasses {
@@ -166,6 +172,7 @@ func (p *Sweep) Run(quarantine string) ([]Persisted, error) {
 	p.restoreHistory(hc, st)
 	narrowed := p.narrow(after, st.gone)
 	st.out = append(st.out, narrowed...)
+	opened.restore(p.ws, after)
 	// What the plan read afresh is new to the remembered scan too; after
 	// a move (or a mode put back) the workspace is scanned once more.
 	if len(st.gone) > 0 || len(narrowed) > 0 {
@@ -305,13 +312,13 @@ func (p *Sweep) restoreHistory(hc *Checker, st *sweepState) {
 // scanAfter scans the workspace as the command left it (prev: what to
 // trust of an earlier scan). The sweep must reach whatever the command
 // left, and a command can lock its own directories: the scan only reads,
-// so what the caller owns but the scan could not list is opened (unlock)
-// and the workspace scanned again, until nothing new is locked; then
-// every mode is put back (restore).
-func (p *Sweep) scanAfter(prev *Scan) (*Scan, error) {
+// so what the caller owns but the scan could not list is opened (unlock,
+// added to opened) and the workspace scanned again, until nothing new is
+// locked. The directories stay open for the caller to restore; the scan
+// records the modes the command left.
+func (p *Sweep) scanAfter(prev *Scan, opened unlocked) (*Scan, error) {
 	sc := Scanner{Names: p.m}
 	s, err := sc.Scan(p.ws, prev)
-	opened := unlocked{}
 	for {
 		n := len(opened)
 		s.unlock(p.ws, s.lockedBy(p.uid), opened)
@@ -324,15 +331,67 @@ func (p *Sweep) scanAfter(prev *Scan) (*Scan, error) {
 		}
 		s, err = sc.Scan(p.ws, memory)
 	}
-	opened.restore(p.ws, s)
 	if err != nil {
 		return nil, err
 	}
+	p.openGitDirs(s, opened)
+	opened.record(s)
 	return s, nil
 }
 
+// openGitDirs opens, as unlock does, every git directory the sweep
+// watches or the scan found, and each directory on the way to it, that
+// the caller owns and may not list or search: the scan does not enter
+// git directories, so it never finds one locked, and the rules read them.
+func (p *Sweep) openGitDirs(s *Scan, opened unlocked) {
+	var dirs []string
+	for rel := range p.watch {
+		dirs = append(dirs, filepath.Dir(rel))
+	}
+	for rel := range p.repos {
+		dirs = append(dirs, rel)
+	}
+	for _, rel := range s.WithMark(".git") {
+		dirs = append(dirs, joinRel(rel, ".git"))
+	}
+	sort.Strings(dirs)
+	for _, rel := range dirs {
+		p.openWay(rel, opened)
+	}
+}
+
+// openWay opens each directory from the workspace down to rel that the
+// caller owns and may not list or search, recording its mode in opened.
+// It stops where the way is not a directory.
+func (p *Sweep) openWay(rel string, opened unlocked) {
+	if rel == "." || rel == "" {
+		return
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		r := strings.Join(parts[:i+1], "/")
+		if _, done := opened[r]; done {
+			continue
+		}
+		path := joinPath(p.ws, r)
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return
+		}
+		if int(st.Uid) != p.uid || st.Mode&0o500 == 0o500 {
+			continue
+		}
+		if unix.Chmod(path, st.Mode&0o7777|0o500) != nil {
+			return
+		}
+		opened[r] = st.Mode & 0o7777
+	}
+}
+
 func rescan(p *Sweep, after *Scan) error {
-	s, err := p.scanAfter(after)
+	opened := unlocked{}
+	s, err := p.scanAfter(after, opened)
+	opened.restore(p.ws, s)
 	if err != nil {
 		return err
 	}
