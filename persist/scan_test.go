@@ -38,6 +38,22 @@ func asNobody(t *testing.T) (ws string, do func(f func())) {
 	}
 }
 
+// planAsNobody plans the sweep of ws as nobody (do is asNobody's).
+func planAsNobody(t *testing.T, ws string, do func(f func())) *Sweep {
+	t.Helper()
+	var p *Sweep
+	do(func() {
+		var err error
+		if p, err = PlanSweep(SweepSpec{Workspace: ws, Owner: nobody, Umask: 0o022}, nil); err != nil {
+			t.Error(err)
+		}
+	})
+	if p == nil {
+		t.FailNow()
+	}
+	return p
+}
+
 // modeOf is p's permission bits and ctime (0, 0 when it cannot be
 // looked at).
 func modeOf(p string) (uint32, int64) {
@@ -119,16 +135,7 @@ func TestSweepReachesBelowLocked(t *testing.T) {
 	for _, locked := range []string{"a", "a/b", ""} {
 		ws, do := asNobody(t)
 		plant(t, ws, map[string]string{"a/b/keep": "x"})
-		var p *Sweep
-		do(func() {
-			var err error
-			if p, err = PlanSweep(SweepSpec{Workspace: ws, Owner: nobody, Umask: 0o022}, nil); err != nil {
-				t.Error(err)
-			}
-		})
-		if p == nil {
-			t.FailNow()
-		}
+		p := planAsNobody(t, ws, do)
 		// The command's work.
 		plant(t, ws, map[string]string{"a/b/c/.envrc": "x", "a/.pdbrc": "x"})
 		if locked == "" {
@@ -188,16 +195,7 @@ func TestSweepJudgesInsideLocked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws, do := asNobody(t)
 			plant(t, ws, tc.before)
-			var p *Sweep
-			do(func() {
-				var err error
-				if p, err = PlanSweep(SweepSpec{Workspace: ws, Owner: nobody, Umask: 0o022}, nil); err != nil {
-					t.Error(err)
-				}
-			})
-			if p == nil {
-				t.FailNow()
-			}
+			p := planAsNobody(t, ws, do)
 			plant(t, ws, tc.made)
 			os.Chmod(filepath.Join(ws, tc.lock), os.FileMode(tc.mode))
 			q := filepath.Join(filepath.Dir(ws), "q")
