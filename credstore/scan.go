@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )
@@ -268,7 +269,7 @@ func (s *scanner) skipped(p string) bool {
 	if s.skip[p] {
 		return true
 	}
-	if rel, err := filepath.Rel(s.cfg.Home, p); err == nil && !strings.HasPrefix(rel, "..") {
+	if rel, ok := pathtree.Rel(s.cfg.Home, filepath.Clean(p)); ok {
 		for _, x := range skipHome {
 			if rel == x {
 				return true

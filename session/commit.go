@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"golang.org/x/sys/unix"
@@ -46,7 +46,7 @@ func (st *run) commit() error {
 		// cut short, and is committed as it is.
 		ev.EndedAtLimit = append(ev.EndedAtLimit, lim.Limit)
 		for _, p := range lim.Writing {
-			if rel, err := filepath.Rel(st.plan.ws, p); err == nil && rel != "." && !strings.HasPrefix(rel, "../") && rel != ".." {
+			if rel, below := pathtree.Below(st.plan.ws, filepath.Clean(p)); below {
 				ev.Writing = append(ev.Writing, rel)
 			}
 		}

@@ -307,8 +307,8 @@ func hasWorkspacePolicy(dir string) bool {
 // from below the workspace down to the working directory.
 func workspacePolicies(ws, cwd string) []string {
 	files := []string{filepath.Join(ws, workspaceFile)}
-	rel, err := filepath.Rel(ws, cwd)
-	if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+	rel, below := pathtree.Below(ws, cwd)
+	if !below {
 		return files
 	}
 	dir := ws

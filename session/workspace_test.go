@@ -101,4 +101,15 @@ func TestDiscoverWorkspace(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("workspacePolicies = %v, want %v", got, want)
 	}
+	// A directory whose name starts with two dots is below the
+	// workspace, not above it: its policies apply too.
+	dots := filepath.Join(repo, "..x", "b")
+	got = workspacePolicies(repo, dots)
+	want = []string{filepath.Join(repo, workspaceFile), filepath.Join(repo, "..x", workspaceFile), filepath.Join(dots, workspaceFile)}
+	if !slices.Equal(got, want) {
+		t.Errorf("workspacePolicies below ..x = %v, want %v", got, want)
+	}
+	if got := workspacePolicies(repo, filepath.Dir(repo)); !slices.Equal(got, want[:1]) {
+		t.Errorf("workspacePolicies above the workspace = %v, want %v", got, want[:1])
+	}
 }
