@@ -181,23 +181,32 @@ func TestLinkedUnits(t *testing.T) {
 	}
 }
 
-// runLinkedCase runs tc, with the final tree seen as a layer's (what
-// changed is known) or as the host's (a run without a layer).
-func runLinkedCase(t *testing.T, tc linkedCase, layered bool) {
+// beforeAndAfter makes a workspace ws with setup (run in its parent,
+// creating ws), copies it to before, and runs script in ws: a layer's
+// view, the final tree against the tree before. It returns the
+// matcher and the repositories found before, at their paths in ws.
+func beforeAndAfter(t *testing.T, setup, script string) (ws, before string, m *Matcher, repos []Repo) {
+	t.Helper()
 	dir := t.TempDir()
-	before, ws := filepath.Join(dir, "before"), filepath.Join(dir, "ws")
-	sh(t, dir, "git init -q -b main ws && cd ws && echo hi > a && git add a && git commit -qm init && cd .. && cp -a ws before")
-	sh(t, ws, tc.script)
-	m := NewMatcher(Builtin())
+	before, ws = filepath.Join(dir, "before"), filepath.Join(dir, "ws")
+	sh(t, dir, setup+" && cd .. && cp -a ws before")
+	sh(t, ws, script)
+	m = NewMatcher(Builtin())
 	scan, err := ScanWorkspace(before, m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var repos []Repo
 	for _, r := range scan.Repos(before, Host{}) {
 		r.GitDir = ws + strings.TrimPrefix(r.GitDir, before)
 		repos = append(repos, r)
 	}
+	return ws, before, m, repos
+}
+
+// runLinkedCase runs tc, with the final tree seen as a layer's (what
+// changed is known) or as the host's (a run without a layer).
+func runLinkedCase(t *testing.T, tc linkedCase, layered bool) {
+	ws, before, m, repos := beforeAndAfter(t, "git init -q -b main ws && cd ws && echo hi > a && git add a && git commit -qm init", tc.script)
 	var final FS = Host{}
 	if layered {
 		final = layeredFS{before: viewFS{ws, before}}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -92,26 +91,13 @@ func TestNewRepoBothWays(t *testing.T) {
 			base := "git init -q -b main ws && cd ws && echo hi > a && mkdir tools && echo t > tools/t.sh && git add -A && git commit -qm init"
 			// The layer's way: the final tree against a copy of the tree
 			// before.
-			dir := t.TempDir()
-			before, ws := filepath.Join(dir, "before"), filepath.Join(dir, "ws")
-			sh(t, dir, base+" && cd .. && cp -a ws before")
-			sh(t, ws, tc.script)
-			m := NewMatcher(Builtin())
-			scan, err := ScanWorkspace(before, m, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var repos []Repo
-			for _, r := range scan.Repos(before, Host{}) {
-				r.GitDir = ws + strings.TrimPrefix(r.GitDir, before)
-				repos = append(repos, r)
-			}
+			ws, before, m, repos := beforeAndAfter(t, base, tc.script)
 			c := NewChecker(Config{Workspace: ws, Final: layeredFS{before: viewFS{ws, before}}, Before: viewFS{ws, before}, Names: m, StartRepos: repos})
 			if v := c.Check(tc.path, tc.k); (v.Action == Refuse) != tc.refused {
 				t.Errorf("commit: %s %v (%s), want refused: %v", tc.path, v.Action, v.Why, tc.refused)
 			}
 			// The sweep's way: planned before the script, run after it.
-			dir = t.TempDir()
+			dir := t.TempDir()
 			ws = filepath.Join(dir, "ws")
 			sh(t, dir, base)
 			p, err := PlanSweep(SweepSpec{Workspace: ws}, nil)
