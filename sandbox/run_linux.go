@@ -56,6 +56,22 @@ func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	return r.finish(ctx)
 }
 
+// checkPipes refuses a Spec.Pipes entry that is not the write end of a
+// pipe: any other descriptor (a file, a directory, a socket) would give
+// the command what its ruleset and network namespace deny.
+func checkPipes(pipes []*os.File) error {
+	for i, p := range pipes {
+		var st unix.Stat_t
+		if p == nil || unix.Fstat(int(p.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+			return fmt.Errorf("sandbox: pipe %d is not a pipe", i)
+		}
+		if fl, err := unix.FcntlInt(p.Fd(), unix.F_GETFL, 0); err != nil || fl&unix.O_ACCMODE != unix.O_WRONLY {
+			return fmt.Errorf("sandbox: pipe %d is not a pipe's write end", i)
+		}
+	}
+	return nil
+}
+
 // run is one Run in progress. Only Run's goroutine uses it.
 type run struct {
 	spec Spec
@@ -124,6 +140,9 @@ func (r *run) plan() error {
 		spec.KillGrace = 2 * time.Second
 	}
 	r.wantNS = spec.Isolation != string(LandlockOnly)
+	if err := checkPipes(spec.Pipes); err != nil {
+		return err
+	}
 	if spec.ReadOnly {
 		spec.Transaction = false
 		for _, e := range spec.Exceptions {

@@ -82,9 +82,13 @@ func (r *run) sendSetup() error {
 	// The caches' layers are laid out as the caller: its own files.
 	fsid.Do(r.spec.caller(), func() error { r.planCaches(setup); return nil })
 	r.mark("caches planned")
-	setup.Cgroups = len(cgFDs)
+	setup.Cgroups, setup.Pipes = len(cgFDs), len(spec.Pipes)
+	fds := append(append([]int(nil), cgFDs...), trees...)
+	for _, p := range spec.Pipes {
+		fds = append(fds, int(p.Fd()))
+	}
 	// The helper holds its own copies once this is sent.
-	return wire.Send(r.h.sock, wire.Message{Kind: wire.Setup, Setup: setup}, append(append([]int(nil), cgFDs...), trees...)...)
+	return wire.Send(r.h.sock, wire.Message{Kind: wire.Setup, Setup: setup}, fds...)
 }
 
 // writableRoots are the workspace, the further writable roots and the

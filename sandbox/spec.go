@@ -171,6 +171,12 @@ type Spec struct {
 	// daemon's client stream does when the request ends.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Pipes are the write ends of pipes the command gets as descriptors
+	// 3, 4, ...: a way out for what a front end must learn from inside
+	// (the directory a shell ended in). Run refuses any other kind of
+	// file: a descriptor of a file or directory would reach past the
+	// ruleset.
+	Pipes []*os.File
 }
 
 // caller is the caller's file-system identity.

@@ -30,7 +30,7 @@ func readerSpec(spec sandbox.Spec, argv []string) sandbox.Spec {
 	s.Transaction, s.LayerSize = false, 0
 	s.NoDetect, s.ReadOnly = true, true
 	s.Timeout = evidenceTimeout
-	s.Stdin, s.Stdout, s.Stderr = nil, nil, nil
+	s.Stdin, s.Stdout, s.Stderr, s.Pipes = nil, nil, nil, nil
 	return s
 }
 

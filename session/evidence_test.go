@@ -31,7 +31,7 @@ func TestReaderSpec(t *testing.T) {
 		Exceptions: []sandbox.Exception{{Operation: boundary.OpWriteFile, Path: "/etc/x"}},
 		Egress:     &sandbox.Egress{Port: 1}, OnWatch: func() {}, Signals: sigs,
 		Transaction: true, LayerSize: 1 << 20, Timeout: time.Hour,
-		Stdin: os.Stdin, Stdout: io.Discard, Stderr: io.Discard,
+		Stdin: os.Stdin, Stdout: io.Discard, Stderr: io.Discard, Pipes: []*os.File{os.Stdout},
 	}
 	s := readerSpec(run, []string{"/proc/self/exe", evidence.ReaderArg})
 	if !slices.Equal(s.Argv, []string{"/proc/self/exe", evidence.ReaderArg}) || s.Env != nil || s.Dir != "/" {
@@ -46,7 +46,7 @@ func TestReaderSpec(t *testing.T) {
 	}
 	// What acts: gone.
 	if !s.ReadOnly || !s.NoDetect || s.Transaction || s.Exceptions != nil || s.Egress != nil || s.OnWatch != nil ||
-		s.Signals != nil || s.Caches != nil || s.CacheLayers != nil || s.Stdin != nil || s.Stdout != nil || s.Stderr != nil {
+		s.Signals != nil || s.Caches != nil || s.CacheLayers != nil || s.Stdin != nil || s.Stdout != nil || s.Stderr != nil || s.Pipes != nil {
 		t.Errorf("the reader's sandbox acts: %+v", s)
 	}
 	if s.Timeout != evidenceTimeout {

@@ -131,6 +131,10 @@ type Job struct {
 	// Stdin, Stdout and Stderr are the command's streams.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Pipes are write ends of pipes every attempt of the command gets as
+	// descriptors 3, 4, ... (sandbox.Spec.Pipes); the front end reads
+	// them, as it would any output of the command.
+	Pipes []*os.File
 	// Signals, if set, are forwarded to the command while it runs.
 	Signals <-chan os.Signal
 }

@@ -175,7 +175,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 		},
 		Timeout: j.Timeout, NoDetect: j.NoDetect, Transaction: !j.NoTransaction && p.directBy == "",
 		LayerSize: int64(res.Limits.LayerSize), RuntimeDir: c.RuntimeDir, Signals: j.Signals,
-		Stdin: j.Stdin, Stdout: j.Stdout, Stderr: j.Stderr,
+		Stdin: j.Stdin, Stdout: j.Stdout, Stderr: j.Stderr, Pipes: j.Pipes,
 	}, nil
 }
 

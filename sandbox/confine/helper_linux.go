@@ -31,10 +31,11 @@ func Main() {
 	// The command inherits this thread's credentials; it is never unlocked.
 	runtime.LockOSThread()
 	unix.CloseOnExec(h.sock)
-	// Nothing but 0-2 and the control socket may reach the command.
+	// Nothing but 0-2 and the control socket may reach the helper; the
+	// command gets 0-2 and its pipes (startCommand).
 	unix.CloseRange(wire.SocketFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	h.rcv = wire.NewReceiver(h.sock)
-	s, cgroupFDs, trees := h.receiveSetup()
+	s, cgroupFDs, trees, pipes := h.receiveSetup()
 	// Signals are forwarded from now on; the kernel drops signals to a pid
 	// namespace's init that it has no handler for.
 	sigs := make(chan os.Signal, 16)
@@ -70,7 +71,7 @@ func Main() {
 		unix.Close(fd)
 	}
 	waitCoarseClock(s.NotBefore)
-	pid := h.startCommand(s, argv0)
+	pid := h.startCommand(s, argv0, pipes)
 	var xfsz bool
 	status := reapUntil(pid, s.Namespaces, sigs, h.control(), &xfsz)
 	h.exit(s, status, xfsz)
@@ -106,18 +107,19 @@ func (h *helper) check(code int, err error) {
 }
 
 // receiveSetup reads the setup message and splits its descriptors into
-// the cgroup files and the trees to attach.
-func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees []int) {
+// the cgroup files, the trees to attach and the command's pipes.
+func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees, pipes []int) {
 	m, fds, err := h.rcv.Recv()
 	if err != nil || m.Kind != wire.Setup || m.Setup == nil {
 		h.fail(125, "helper: bad setup message: %v", err)
 	}
 	s = m.Setup
 	h.mark("setup received")
-	if len(fds) < s.Cgroups {
+	if s.Cgroups < 0 || s.Pipes < 0 || len(fds) < s.Cgroups+s.Pipes {
 		h.fail(125, "helper: setup message lacks descriptors")
 	}
-	return s, fds[:s.Cgroups], fds[s.Cgroups:]
+	n := len(fds) - s.Pipes
+	return s, fds[:s.Cgroups], fds[s.Cgroups:n], fds[n:]
 }
 
 // mount builds the mount namespace and brings loopback up, or, without
@@ -203,19 +205,26 @@ func (h *helper) observe(filter []byte) {
 
 // startCommand forks the command in a session of its own and tells the
 // supervisor it runs.
-func (h *helper) startCommand(s *wire.SetupMsg, argv0 string) int {
+func (h *helper) startCommand(s *wire.SetupMsg, argv0 string, pipes []int) int {
 	// The command inherits the highest OOM score and the helper takes its
 	// own back (no lower than it had, which needs no privilege): at the
 	// memory limit the kernel's killer picks the command's processes,
 	// never the helper, whose size says nothing of the layer's and the
 	// tmpfs's pages the group is charged for.
 	setOOMScore(h.oomScore, 1000)
+	files := []uintptr{0, 1, 2}
+	for _, fd := range pipes {
+		files = append(files, uintptr(fd))
+	}
 	pid, err := syscall.ForkExec(argv0, s.Argv, &syscall.ProcAttr{
 		Dir:   s.Dir,
 		Env:   s.Env,
-		Files: []uintptr{0, 1, 2},
+		Files: files,
 		Sys:   &syscall.SysProcAttr{Setsid: true},
 	})
+	for _, fd := range pipes {
+		unix.Close(fd) // the command's now, or never
+	}
 	setOOMScore(h.oomScore, 0)
 	if h.oomScore >= 0 {
 		unix.Close(h.oomScore)

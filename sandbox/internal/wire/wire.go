@@ -95,6 +95,9 @@ type SetupMsg struct {
 
 	Namespaces bool `json:"namespaces"`
 	Cgroups    int  `json:"cgroups"` // how many cgroup "tasks" descriptors follow the ruleset
+	// Pipes is how many descriptors, last in the message, the command
+	// gets as 3, 4, ... (Spec.Pipes).
+	Pipes int `json:"pipes,omitempty"`
 	// Clone lists writable roots the helper clones itself (when the
 	// supervisor did not hand over id-mapped trees), in mount order.
 	Clone []string `json:"clone,omitempty"`
