@@ -32,6 +32,8 @@ type runFlags struct {
 	report           string
 	reviewer         string
 	intent           string
+	intentFile       string
+	agent            string
 	session          string
 	timeout          time.Duration
 	retries          int
@@ -87,6 +89,12 @@ func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
 	case session.ReviewAuto, session.ReviewOff, session.ReviewHuman, session.ReviewModel:
 	default:
 		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
+	}
+	if f.intent != "" && f.intentFile != "" {
+		return nil, nil, errors.New("give either --intent or --intent-file, not both")
+	}
+	if !validAgent(f.agent) {
+		return nil, nil, fmt.Errorf("--agent must be 1 to 32 lowercase letters, digits or dashes, not %q", f.agent)
 	}
 	if f.detect != "auto" && f.detect != "off" {
 		return nil, nil, fmt.Errorf("--detect must be auto or off, not %q", f.detect)
@@ -152,6 +160,8 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
 	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto (the model when configured, else a person at the terminal, else off), model, human or off")
 	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
+	fs.StringVar(&f.intentFile, "intent-file", "", "read the user's request from this file (at most 64 KiB), as an agent's hook leaves it")
+	fs.StringVar(&f.agent, "agent", "cli", "the agent asking, for the reviewer and the report")
 	fs.StringVar(&f.session, "session", "", "session id")
 	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
 	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
@@ -179,9 +189,15 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if f.intentFile != "" {
+		if f.intent, err = readIntent(f.intentFile); err != nil {
+			fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
+			return exitSandboxd
+		}
+	}
 	job := session.Job{
 		Argv: argv, Command: f.command, Workspace: f.workspace, Policy: f.policy,
-		Session: f.session, Agent: "cli", Intent: f.intent, Retries: f.retries, Timeout: f.timeout, Reviewer: f.reviewer,
+		Session: f.session, Agent: f.agent, Intent: f.intent, Retries: f.retries, Timeout: f.timeout, Reviewer: f.reviewer,
 		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs,
 	}
@@ -215,6 +231,44 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return exitSandboxd
 	}
 	return rep.ExitCode
+}
+
+// maxIntent bounds an intent file: the request is evidence for a model
+// whose prompt has a budget, and the file is read whole.
+const maxIntent = 64 << 10
+
+// readIntent is the text of an intent file, which must be a regular file
+// of at most maxIntent bytes; text that is not UTF-8 is made so.
+func readIntent(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the intent file: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("the intent file %s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxIntent+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("cannot read the intent file: %w", err)
+	case len(b) > maxIntent:
+		return "", fmt.Errorf("the intent file %s is larger than %d KiB", path, maxIntent>>10)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
+}
+
+// validAgent: an agent's name is a short lowercase word.
+func validAgent(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // callerOf describes the user running sandboxd: its ids, environment,
