@@ -48,3 +48,17 @@ func (l Layout) Overrides() string { return filepath.Join(l.State, "overrides") 
 
 // CredIndex is the credential scan's index (credstore.ScanConfig.Index).
 func (l Layout) CredIndex() string { return filepath.Join(l.State, "credstores.index") }
+
+// Intent is where an agent's hook leaves the request the person last
+// typed in one of its sessions, for sandboxd run --intent-file. The
+// session id is the agent's: it names the file only through a hash.
+func (l Layout) Intent(agent, session string) string {
+	sum := sha256.Sum256([]byte(session))
+	return filepath.Join(l.State, "intents", agent, hex.EncodeToString(sum[:12]))
+}
+
+// Install is the record of what `sandboxd hook install` changed in an
+// agent's configuration, which uninstall reverts.
+func (l Layout) Install(agent string) string {
+	return filepath.Join(l.State, "installs", agent+".json")
+}

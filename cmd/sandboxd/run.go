@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -174,6 +175,13 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 }
 
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
+	return runWithPipes(ctx, args, getenv, stdin, stdout, stderr, sigs, nil)
+}
+
+// runWithPipes is sandboxd run, whose command also gets pipes as
+// descriptors 3, 4, ... (session.Job.Pipes): the way a front end in this
+// process learns what only the command knows.
+func runWithPipes(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, pipes []*os.File) int {
 	f, argv, err := parseRunFlags(args, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -199,7 +207,7 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		Argv: argv, Command: f.command, Workspace: f.workspace, Policy: f.policy,
 		Session: f.session, Agent: f.agent, Intent: f.intent, Retries: f.retries, Timeout: f.timeout, Reviewer: f.reviewer,
 		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs, Pipes: pipes,
 	}
 	var rep *session.Report
 	caller, err := callerOf(getenv)
@@ -241,8 +249,13 @@ const maxIntent = 64 << 10
 // of at most maxIntent bytes; text that is not UTF-8 is made so.
 func readIntent(path string) (string, error) {
 	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("cannot read the intent file: %w", err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("the intent file %s does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return "", fmt.Errorf("the intent file %s may not be read", path)
+	case err != nil:
+		return "", fmt.Errorf("the intent file %s cannot be read", path)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {

@@ -27,10 +27,12 @@ var sentenceKeys = map[string]bool{
 }
 
 // testdataInputs are testdata files that are inputs of a test, not what
-// sandboxd says: a corpus `review eval` reads, fuzz seeds. Any other
+// sandboxd says: a corpus `review eval` reads, fuzz seeds, the agents'
+// own hook payloads and transcripts. Any other
 // testdata file must be of a kind publicSentences knows.
 func testdataInput(rel string) bool {
-	return strings.Contains(rel, "/testdata/fuzz/") || rel == "cmd/sandboxd/testdata/review-eval.jsonl"
+	return strings.Contains(rel, "/testdata/fuzz/") || rel == "cmd/sandboxd/testdata/review-eval.jsonl" ||
+		strings.HasPrefix(rel, "adapters/agenthook/testdata/payloads/") || strings.HasPrefix(rel, "adapters/agenthook/testdata/") && strings.HasSuffix(rel, ".jsonl")
 }
 
 // publicSentence is one sentence of a golden file, and where it is.
