@@ -11,5 +11,5 @@
 // blocked command, never a command run bare. The package runs nothing
 // and decides nothing about a command: sandboxd run does.
 //
-// Of sandboxd's packages it imports only atomicfile.
+// Of sandboxd's packages it imports only atomicfile, pathtree and persist.
 package agenthook

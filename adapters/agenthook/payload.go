@@ -17,6 +17,9 @@ const (
 	Codex      = "codex"
 )
 
+// ApplyPatch is Codex's file-editing tool, whose input is a patch.
+const ApplyPatch = "apply_patch"
+
 // MaxPayload bounds a hook's input. The largest part is the command,
 // which must fit one argument of an exec (MaxCommand); the rest is a few
 // short fields.
@@ -39,7 +42,7 @@ type Payload struct {
 	ToolUseID      string `json:"tool_use_id"`
 	PermissionMode string `json:"permission_mode"`
 	// Input is the tool's input, every field kept (a rewrite changes
-	// only the command); Command is its command.
+	// only the command); Command is its command (apply_patch's patch).
 	Input   map[string]json.RawMessage `json:"tool_input"`
 	Command string                     `json:"-"`
 }
@@ -75,8 +78,8 @@ func (p *Payload) check() error {
 	switch {
 	case p.HookEventName != "PreToolUse":
 		return fmt.Errorf("the hook was called for %q, not PreToolUse: sandboxd answers only PreToolUse", clip(p.HookEventName))
-	case p.ToolName != "Bash":
-		return fmt.Errorf("the hook was called for the tool %q: sandboxd runs only the shell tool (Bash)", clip(p.ToolName))
+	case p.ToolName != "Bash" && (p.Agent != Codex || p.ToolName != ApplyPatch):
+		return fmt.Errorf("the hook was called for the tool %q: sandboxd answers only for the shell tool (Bash) and Codex's apply_patch", clip(p.ToolName))
 	case !validID(p.SessionID):
 		return errors.New("the hook's input has no usable session_id")
 	case !cleanAbs(p.Cwd):
@@ -93,7 +96,7 @@ func (p *Payload) check() error {
 	switch {
 	case strings.TrimSpace(p.Command) == "":
 		return errors.New("the command is empty")
-	case len(p.Command) > MaxCommand:
+	case len(p.Command) > MaxCommand && p.ToolName == "Bash":
 		return fmt.Errorf("the command is %d KiB, longer than the %d KiB an argument may be: write it to a script in the workspace and run that", len(p.Command)>>10, MaxCommand>>10)
 	case strings.ContainsRune(p.Command, 0):
 		return errors.New("the command holds a NUL byte, which no shell can be given")

@@ -139,8 +139,9 @@ func FuzzDecode(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if p.ToolName != "Bash" || !cleanAbs(p.Cwd) || !validID(p.SessionID) || p.Command == "" ||
-				len(p.Command) > MaxCommand || strings.ContainsRune(p.Command, 0) {
+			shell := p.ToolName == "Bash"
+			if !shell && (agent != Codex || p.ToolName != ApplyPatch) || !cleanAbs(p.Cwd) || !validID(p.SessionID) || p.Command == "" ||
+				shell && len(p.Command) > MaxCommand || strings.ContainsRune(p.Command, 0) {
 				t.Fatalf("took %+v", p)
 			}
 		}

@@ -1,0 +1,112 @@
+package agenthook
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/pathtree"
+	"github.com/sandboxd/sandboxd/persist"
+)
+
+// Codex's apply_patch tool writes files itself, outside any sandbox
+// once Codex's own is off (sandboxd needs it off). Its hook judges a
+// patch by the files it names: each must lie in the workspace, also
+// once symbolic links are resolved, and be none of the names a program
+// on the host runs or loads unasked (persist's protected names, git's
+// own directory). Anything else is refused: the agent can make the
+// change with a shell command, which runs in the sandbox.
+
+// patchHeaders are the lines of Codex's patch format that name a file.
+var patchHeaders = []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "}
+
+// PatchFiles are the files a patch in Codex's format names, as written.
+func PatchFiles(patch string) ([]string, error) {
+	var files []string
+	for line := range strings.Lines(patch) {
+		line = strings.TrimRight(line, "\r\n")
+		for _, h := range patchHeaders {
+			if name, ok := strings.CutPrefix(line, h); ok {
+				if strings.TrimSpace(name) == "" {
+					return nil, errors.New("the patch names an empty path")
+				}
+				files = append(files, name)
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("the patch names no file sandboxd can judge")
+	}
+	return files, nil
+}
+
+// CheckPatch refuses a patch that writes anywhere but ordinary files of
+// the workspace; relative names are taken from cwd, as Codex does.
+func CheckPatch(patch, cwd, workspace string) error {
+	files, err := PatchFiles(patch)
+	if err != nil {
+		return err
+	}
+	realWS, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return fmt.Errorf("cannot resolve the workspace %s", workspace)
+	}
+	names := persist.NewMatcher(persist.Builtin())
+	for _, f := range files {
+		p := f
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		p = filepath.Clean(p)
+		real, err := resolveExisting(p)
+		if err != nil {
+			return fmt.Errorf("cannot resolve %s", f)
+		}
+		if !pathtree.Within(workspace, p) || !pathtree.Within(realWS, real) {
+			return fmt.Errorf("apply_patch may not write %s: it is outside the workspace %s; make the change with a shell command, which runs in the sandbox", f, workspace)
+		}
+		if st, err := os.Lstat(real); err == nil && st.Mode().IsRegular() && linkCount(st) > 1 {
+			return fmt.Errorf("apply_patch may not write %s: it has other names (hard links), which may lie outside the workspace; make the change with a shell command, which runs in the sandbox", f)
+		}
+		rel, _ := pathtree.Rel(realWS, real)
+		if slices.Contains(strings.Split(rel, "/"), ".git") {
+			return fmt.Errorf("apply_patch may not write %s: it is git's own directory; make the change with a shell command, which runs in the sandbox", f)
+		}
+		if n, _, ok := names.Match(rel); ok && n.Kind != persist.Instruction && n.Kind != persist.Asked {
+			return fmt.Errorf("apply_patch may not write %s: %s; make the change with a shell command, which runs in the sandbox, where sandboxd judges it", f, n.Why())
+		}
+	}
+	return nil
+}
+
+func linkCount(st os.FileInfo) uint64 {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(sys.Nlink)
+	}
+	return 0
+}
+
+// resolveExisting is p with the symbolic links of its longest existing
+// prefix resolved: where a write to p would land.
+func resolveExisting(p string) (string, error) {
+	rest := ""
+	for {
+		if _, err := os.Lstat(p); err == nil {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return "", err
+			}
+			return filepath.Join(real, rest), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", errors.New("no existing ancestor")
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
