@@ -49,12 +49,13 @@ func (l Layout) Overrides() string { return filepath.Join(l.State, "overrides") 
 // CredIndex is the credential scan's index (credstore.ScanConfig.Index).
 func (l Layout) CredIndex() string { return filepath.Join(l.State, "credstores.index") }
 
-// Intent is where an agent's hook leaves the request the person last
-// typed in one of its sessions, for sandboxd run --intent-file. The
-// session id is the agent's: it names the file only through a hash.
-func (l Layout) Intent(agent, session string) string {
+// AgentSession is where an agent's hook leaves what sandboxd run needs
+// to know of one of the agent's sessions (the request the person last
+// typed, for --intent-file; the project directory). The session id is
+// the agent's: it names the directory only through a hash.
+func (l Layout) AgentSession(agent, session string) string {
 	sum := sha256.Sum256([]byte(session))
-	return filepath.Join(l.State, "intents", agent, hex.EncodeToString(sum[:12]))
+	return filepath.Join(l.State, "agents", agent, hex.EncodeToString(sum[:12]))
 }
 
 // Install is the record of what `sandboxd hook install` changed in an
@@ -62,3 +63,7 @@ func (l Layout) Intent(agent, session string) string {
 func (l Layout) Install(agent string) string {
 	return filepath.Join(l.State, "installs", agent+".json")
 }
+
+// Bin holds the links sandboxd answers to by name (an agent's shell
+// prefix that must be a single program).
+func (l Layout) Bin() string { return filepath.Join(l.State, "bin") }

@@ -18,7 +18,8 @@ func TestLayout(t *testing.T) {
 		{l.Breaker(), "/h/.local/state/sandboxd/breaker"},
 		{l.Overrides(), "/h/.local/state/sandboxd/overrides"},
 		{l.CredIndex(), "/h/.local/state/sandboxd/credstores.index"},
-		{l.Intent("codex", "01a2"), "/h/.local/state/sandboxd/intents/codex/bd79617c700d641708da34f6"},
+		{l.AgentSession("codex", "01a2"), "/h/.local/state/sandboxd/agents/codex/bd79617c700d641708da34f6"},
+		{l.Bin(), "/h/.local/state/sandboxd/bin"},
 		{l.Install("claude-code"), "/h/.local/state/sandboxd/installs/claude-code.json"},
 		{strings.Join(l.Own(), " "), "/h/.config/sandboxd /h/.local/state/sandboxd"},
 	} {

@@ -35,11 +35,16 @@ func SplitClaudeScript(script string) (head, cwdFile string, ok bool) {
 // makes private).
 func ClaudeScript(head string) string { return head + " && pwd -P >&3" }
 
-// ClaudePrefix is the value of CLAUDE_CODE_SHELL_PREFIX that runs every
-// shell script of Claude Code's through sandboxd, which is at sandboxd.
-func ClaudePrefix(sandboxd string) string {
-	return ShellQuote(sandboxd) + " hook claude-code-shell"
-}
+// ClaudeShellName is the name sandboxd answers to as Claude Code's shell
+// prefix. Claude Code runs CLAUDE_CODE_SHELL_PREFIX as one program with
+// the script as its one argument (a value with arguments is taken as a
+// path with spaces), so the prefix is a link of this name to sandboxd,
+// which sandboxd's main reads from its argv[0].
+const ClaudeShellName = "sandboxd-claude-code-shell"
+
+// ClaudePrefix is the value of CLAUDE_CODE_SHELL_PREFIX: the link named
+// ClaudeShellName in binDir, a directory of the caller's state.
+func ClaudePrefix(binDir string) string { return filepath.Join(binDir, ClaudeShellName) }
 
 // ClaudeHookCommand and CodexHookCommand are the PreToolUse hook
 // commands the installer writes. Codex runs a hook with bash -c and has

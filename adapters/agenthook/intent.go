@@ -238,16 +238,41 @@ func codexText(l *codexLine) (string, error) {
 	return strings.Join(parts, "\n"), nil
 }
 
-// WriteIntent leaves the request where sandboxd run --intent-file reads
-// it: a file only the caller may read, in a directory only it may
-// enter, replaced whole (an empty request too: a stale one must never
-// stand for a later command's).
-func WriteIntent(path, intent string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("cannot make the intent's directory: %w", err)
+// A session's directory (statedir.Layout.AgentSession) holds these.
+const (
+	// intentName is the request the person last typed.
+	intentName = "intent"
+	// workspaceName is the project directory, for a front end that runs
+	// where the agent does not say it (Claude Code's shell prefix).
+	workspaceName = "workspace"
+)
+
+// IntentFile is the request's file in a session's directory.
+func IntentFile(dir string) string { return filepath.Join(dir, intentName) }
+
+// WriteSession leaves the request and the project directory where
+// sandboxd run and the shell prefix read them: files only the caller may
+// read, in a directory only it may enter, each replaced whole (an empty
+// request too: a stale one must never stand for a later command's).
+func WriteSession(dir, intent, workspace string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot make the session's directory: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, []byte(intent), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, workspaceName), []byte(workspace), 0o600); err != nil {
+		return fmt.Errorf("cannot write the session's workspace: %w", err)
+	}
+	if err := atomicfile.WriteFile(IntentFile(dir), []byte(intent), 0o600); err != nil {
 		return fmt.Errorf("cannot write the intent: %w", err)
 	}
 	return nil
+}
+
+// SessionWorkspace is the project directory a hook left for a session;
+// an error when no hook ran in it.
+func SessionWorkspace(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, workspaceName))
+	if err != nil || !cleanAbs(string(b)) {
+		return "", errors.New("sandboxd's PreToolUse hook has not run in this session")
+	}
+	return string(b), nil
 }

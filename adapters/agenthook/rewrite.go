@@ -15,11 +15,12 @@ type Run struct {
 	Agent, Session, Workspace, IntentFile string
 }
 
-// Args are sandboxd run's arguments for command: in namespaces only (an
-// agent's own sandbox that refuses them must block, not weaken), with
-// the request read from IntentFile, never put on the command line.
+// Args are sandboxd run's arguments (after "run") for command: in
+// namespaces only (an agent's own sandbox that refuses them must block,
+// not weaken), with the request read from IntentFile, never put on the
+// command line.
 func (r Run) Args(command string) []string {
-	args := []string{"run", "--require-isolation", "--agent", r.Agent, "--session", r.Session, "--workspace", r.Workspace}
+	args := []string{"--require-isolation", "--agent", r.Agent, "--session", r.Session, "--workspace", r.Workspace}
 	if r.IntentFile != "" {
 		args = append(args, "--intent-file", r.IntentFile)
 	}
@@ -33,6 +34,7 @@ func (r Run) Command(command string) string {
 	var b strings.Builder
 	b.WriteString("exec ")
 	b.WriteString(ShellQuote(r.Sandboxd))
+	b.WriteString(" run")
 	for _, a := range r.Args(command) {
 		b.WriteByte(' ')
 		b.WriteString(ShellQuote(a))

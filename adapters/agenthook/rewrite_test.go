@@ -33,7 +33,7 @@ func TestCommandQuoting(t *testing.T) {
 			t.Fatalf("%q: %v", cmd, err)
 		}
 		got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-		if want := r.Args(cmd); !slices.Equal(got, want) {
+		if want := append([]string{"run"}, r.Args(cmd)...); !slices.Equal(got, want) {
 			t.Errorf("%q: bash gave %q, want %q", cmd, got, want)
 		}
 	}

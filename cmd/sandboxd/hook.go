@@ -105,12 +105,19 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 		// the same.
 		intent, _ = agenthook.Intent(agent, p.TranscriptPath, caller.UID)
 	}
-	file := caller.Layout().Intent(agent, p.SessionID)
-	if err := agenthook.WriteIntent(file, intent); err != nil {
+	workspace := caller.Cwd // Codex runs its hooks in the session's directory
+	if agent == agenthook.ClaudeCode {
+		workspace = getenv("CLAUDE_PROJECT_DIR")
+	}
+	if !filepath.IsAbs(workspace) {
+		return hookBlocked(stderr, errors.New("the agent did not say which project directory the session is in"))
+	}
+	dir := caller.Layout().AgentSession(agent, p.SessionID)
+	if err := agenthook.WriteSession(dir, intent, workspace); err != nil {
 		return hookBlocked(stderr, err)
 	}
 	if agent == agenthook.ClaudeCode {
-		if err := checkClaudePrefix(self, getenv); err != nil {
+		if err := checkClaudePrefix(self, caller.Layout().Bin(), getenv); err != nil {
 			return hookBlocked(stderr, err)
 		}
 		err = agenthook.WriteNoDecision(stdout)
@@ -118,7 +125,7 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 		if err := checkCodexRules(p, caller.Cwd, caller.Env, getenv); err != nil {
 			return hookBlocked(stderr, err)
 		}
-		run := agenthook.Run{Sandboxd: self, Agent: agent, Session: p.SessionID, Workspace: caller.Cwd, IntentFile: file}
+		run := agenthook.Run{Sandboxd: self, Agent: agent, Session: p.SessionID, Workspace: workspace, IntentFile: agenthook.IntentFile(dir)}
 		err = agenthook.WriteAllow(stdout, run.Rewrite(p))
 	}
 	if err != nil {
@@ -137,12 +144,22 @@ const hookDeadline = 20 * time.Second
 // through sandboxd: the hook only records the request and leaves the
 // decision to Claude Code's own rules, so without the prefix the
 // command would run bare.
-func checkClaudePrefix(self string, getenv func(string) string) error {
-	want := agenthook.ClaudePrefix(self)
+func checkClaudePrefix(self, binDir string, getenv func(string) string) error {
+	want := agenthook.ClaudePrefix(binDir)
 	if got := getenv("CLAUDE_CODE_SHELL_PREFIX"); got != want {
 		return fmt.Errorf("Claude Code's shell prefix is %q, not sandboxd's (%s), so the command would run outside the sandbox: run sandboxd hook install claude-code", got, want)
 	}
+	if real, err := filepath.EvalSymlinks(want); err != nil || !sameFile(real, self) {
+		return fmt.Errorf("%s is not a link to this sandboxd (%s): run sandboxd hook install claude-code", want, self)
+	}
 	return nil
+}
+
+// sameFile: a and b name the same file.
+func sameFile(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // checkCodexRules judges the command as the person wrote it against
@@ -206,4 +223,3 @@ func codexBinary() (string, error) {
 	}
 	return "", errors.New("no codex process runs this hook")
 }
-

@@ -42,19 +42,20 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 		err := syscall.Exec("/bin/sh", []string{"sh", "-c", script}, os.Environ())
 		return fail(fmt.Errorf("cannot run the hook: %w", err))
 	}
-	session, project := getenv("CLAUDE_CODE_SESSION_ID"), getenv("CLAUDE_PROJECT_DIR")
-	if session == "" || !filepath.IsAbs(project) {
-		return fail(errors.New("Claude Code did not say which session and project the command is for (CLAUDE_CODE_SESSION_ID, CLAUDE_PROJECT_DIR)"))
+	session := getenv("CLAUDE_CODE_SESSION_ID")
+	if session == "" {
+		return fail(errors.New("Claude Code did not say which session the command is for (CLAUDE_CODE_SESSION_ID)"))
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {
 		return fail(err)
 	}
-	intent := caller.Layout().Intent(agenthook.ClaudeCode, session)
-	if _, err := os.Stat(intent); err != nil {
-		return fail(errors.New("sandboxd's PreToolUse hook has not run in this session, so Claude Code's wiring is incomplete: run sandboxd hook install claude-code"))
+	dir := caller.Layout().AgentSession(agenthook.ClaudeCode, session)
+	project, err := agenthook.SessionWorkspace(dir)
+	if err != nil {
+		return fail(fmt.Errorf("%w, so Claude Code's wiring is incomplete: run sandboxd hook install claude-code", err))
 	}
-	run := agenthook.Run{Sandboxd: self, Agent: agenthook.ClaudeCode, Session: session, Workspace: project, IntentFile: intent}
+	run := agenthook.Run{Sandboxd: self, Agent: agenthook.ClaudeCode, Session: session, Workspace: project, IntentFile: agenthook.IntentFile(dir)}
 	head, cwdFile, split := agenthook.SplitClaudeScript(script)
 	if !split {
 		// Not the form sandboxd knows: run it whole, in the sandbox. The
@@ -65,11 +66,11 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fail(fmt.Errorf("cannot make a pipe: %w", err))
 	}
-	dir := make(chan string, 1)
-	go func() { dir <- lastLine(r); r.Close() }()
+	last := make(chan string, 1)
+	go func() { last <- lastLine(r); r.Close() }()
 	code := runWithPipes(ctx, run.Args(agenthook.ClaudeScript(head)), getenv, stdin, stdout, stderr, sigs, []*os.File{w})
 	w.Close()
-	if d := <-dir; code == 0 && d != "" {
+	if d := <-last; code == 0 && d != "" {
 		writeClaudeCwd(cwdFile, d)
 	}
 	return code

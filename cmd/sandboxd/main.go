@@ -9,9 +9,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/adapters/agenthook"
 	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 	"golang.org/x/sys/unix"
@@ -34,6 +36,11 @@ func start(args []string) int {
 		return evidence.Reader(os.Stdin, os.Stdout)
 	}
 	// Only 0-2 of what sandboxd inherited reach a helper or a command.
+	if filepath.Base(args[0]) == agenthook.ClaudeShellName {
+		// Claude Code's shell prefix is one program: this binary, by a
+		// link of that name.
+		args = append([]string{args[0], "hook", "claude-code-shell"}, args[1:]...)
+	}
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	// The signals a person sends sandboxd go to the command's tree.
 	sigs := make(chan os.Signal, 8)
