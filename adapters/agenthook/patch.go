@@ -67,17 +67,17 @@ func CheckPatch(patch, cwd, workspace string) error {
 			return fmt.Errorf("cannot resolve %s", f)
 		}
 		if !pathtree.Within(workspace, p) || !pathtree.Within(realWS, real) {
-			return fmt.Errorf("apply_patch may not write %s: it is outside the workspace %s; make the change with a shell command, which runs in the sandbox", f, workspace)
+			return fmt.Errorf("apply_patch may not change %s: it is outside the workspace %s; make the change with a shell command, which runs in the sandbox", f, workspace)
 		}
 		if st, err := os.Lstat(real); err == nil && st.Mode().IsRegular() && linkCount(st) > 1 {
-			return fmt.Errorf("apply_patch may not write %s: it has other names (hard links), which may lie outside the workspace; make the change with a shell command, which runs in the sandbox", f)
+			return fmt.Errorf("apply_patch may not change %s: it has other names (hard links), which may lie outside the workspace; make the change with a shell command, which runs in the sandbox", f)
 		}
 		rel, _ := pathtree.Rel(realWS, real)
 		if slices.Contains(strings.Split(rel, "/"), ".git") {
-			return fmt.Errorf("apply_patch may not write %s: it is git's own directory; make the change with a shell command, which runs in the sandbox", f)
+			return fmt.Errorf("apply_patch may not change %s: it is git's own directory; make the change with a shell command, which runs in the sandbox", f)
 		}
 		if n, _, ok := names.Match(rel); ok && n.Kind != persist.Instruction && n.Kind != persist.Asked {
-			return fmt.Errorf("apply_patch may not write %s: %s; make the change with a shell command, which runs in the sandbox, where sandboxd judges it", f, n.Why())
+			return fmt.Errorf("apply_patch may not change %s: %s; make the change with a shell command, which runs in the sandbox, where sandboxd judges it", f, n.Why())
 		}
 	}
 	return nil

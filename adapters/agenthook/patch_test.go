@@ -42,7 +42,7 @@ func TestCheckPatch(t *testing.T) {
 		{"git's directory", patchOf("*** Add File: ../.git/hooks/pre-commit"), "git's own directory"},
 		{"a start-up file", patchOf("*** Add File: ../.envrc"), "direnv"},
 		{"an agent's settings", patchOf("*** Add File: ../.codex/config.toml"), "Codex"},
-		{"an editor's tasks", patchOf("*** Add File: ../.vscode/tasks.json"), "may not write"},
+		{"an editor's tasks", patchOf("*** Add File: ../.vscode/tasks.json"), "may not change"},
 		{"names no file", "*** Begin Patch\n*** End Patch\n", "names no file"},
 		{"an empty name", patchOf("*** Add File:  "), "empty path"},
 	} {

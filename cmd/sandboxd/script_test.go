@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"github.com/sandboxd/sandboxd/adapters/agenthook"
 )
 
 // statusEnv names the file the test's sandboxd writes its exit status
@@ -24,15 +25,16 @@ const statusEnv = "SANDBOXD_TEST_STATUS"
 // dispatches first. Doctor's namespace probe is re-exec'd with another
 // argv[0] and is not reachable from a script.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
-		"sandboxd": func() {
-			code := start(os.Args)
-			if f := os.Getenv(statusEnv); f != "" {
-				os.WriteFile(f, []byte(strconv.Itoa(code)), 0o600)
-			}
-			os.Exit(code)
-		},
-	})
+	main := func() {
+		code := start(os.Args)
+		if f := os.Getenv(statusEnv); f != "" {
+			os.WriteFile(f, []byte(strconv.Itoa(code)), 0o600)
+		}
+		os.Exit(code)
+	}
+	// sandboxd-claude-code-shell: sandboxd by the name of Claude Code's
+	// shell prefix.
+	testscript.Main(m, map[string]func(){"sandboxd": main, agenthook.ClaudeShellName: main})
 }
 
 // TestScript pins the CLI's behaviour (exit statuses, stderr lines, the
