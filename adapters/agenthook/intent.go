@@ -49,10 +49,12 @@ func Intent(agent, path string, uid int) (string, error) {
 		return "", fmt.Errorf("the transcript %s is not a regular file of the agent's user", path)
 	}
 	start := max(st.Size()-transcriptWindow, 0)
-	b, err := io.ReadAll(io.NewSectionReader(f, start, st.Size()-start))
-	if err != nil {
+	b := make([]byte, st.Size()-start)
+	n, err := f.ReadAt(b, start)
+	if err != nil && err != io.EOF {
 		return "", fmt.Errorf("cannot read the agent's transcript: %w", err)
 	}
+	b = b[:n]
 	if start > 0 {
 		// The window's first line is cut: skip it.
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -66,17 +68,21 @@ func Intent(agent, path string, uid int) (string, error) {
 
 // latest is the last line of a JSONL transcript that typed calls a
 // typed request, bounded; lines that are not JSON are skipped (a line
-// being written).
+// being written). Lines are found forwards, where the search is fast,
+// and judged from the last.
 func latest(b []byte, typed func([]byte) (string, bool)) string {
+	var lines [][]byte
 	for len(b) > 0 {
-		i := bytes.LastIndexByte(bytes.TrimRight(b, "\n"), '\n')
-		line := b[i+1:]
-		b = b[:max(i, 0)]
-		if s, ok := typed(bytes.TrimSpace(line)); ok && strings.TrimSpace(s) != "" {
-			return bound(s)
-		}
+		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			break
+			i = len(b)
+		}
+		lines = append(lines, b[:i])
+		b = b[min(i+1, len(b)):]
+	}
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s, ok := typed(bytes.TrimSpace(lines[i])); ok && strings.TrimSpace(s) != "" {
+			return bound(s)
 		}
 	}
 	return ""
@@ -149,6 +155,12 @@ var claudeMarkers = []string{
 // other than a person (the transcript's origin, turnOrigin and
 // promptSource, read as Claude Code reads them).
 func claudeTyped(line []byte) (string, bool) {
+	// Most lines of a long turn are tool results, often large: those are
+	// skipped before decoding. In JSON text a quote inside a string is
+	// escaped, so these bytes occur only as a key or a value.
+	if !bytes.Contains(line, []byte(`"type":"user"`)) || bytes.Contains(line, []byte(`"toolUseResult":`)) {
+		return "", false
+	}
 	var e claudeEntry
 	if json.Unmarshal(line, &e) != nil || e.Type != "user" || e.Message.Role != "user" ||
 		e.IsMeta || e.IsCompactSummary || e.IsSidechain || len(e.ToolUseResult) > 0 || e.SourceTool != "" ||
@@ -216,6 +228,9 @@ var errNoMeta = errors.New("no content metadata")
 // codexTyped: a line of a Codex rollout that is a message whose text
 // items the person typed (kind user.text, provenance user).
 func codexTyped(line []byte) (string, bool) {
+	if !bytes.Contains(line, []byte(`"role":"user"`)) { // as in claudeTyped
+		return "", false
+	}
 	var l codexLine
 	if json.Unmarshal(line, &l) != nil || l.Type != "response_item" || l.Payload.Type != "message" || l.Payload.Role != "user" {
 		return "", false
