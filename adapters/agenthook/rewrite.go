@@ -20,7 +20,13 @@ type Run struct {
 // not weaken), with the request read from IntentFile, never put on the
 // command line.
 func (r Run) Args(command string) []string {
-	args := []string{"--require-isolation", "--agent", r.Agent, "--session", r.Session, "--workspace", r.Workspace}
+	args := []string{"--require-isolation", "--agent", r.Agent}
+	if r.Session != "" {
+		args = append(args, "--session", r.Session)
+	}
+	if r.Workspace != "" {
+		args = append(args, "--workspace", r.Workspace)
+	}
 	if r.IntentFile != "" {
 		args = append(args, "--intent-file", r.IntentFile)
 	}
@@ -53,10 +59,65 @@ func (r Run) Rewrite(p Payload) map[string]json.RawMessage {
 	return in
 }
 
+// ShellWords splits s into words as a POSIX shell would, when s is
+// only words: unquoted, single-quoted, double-quoted or with backslash
+// escapes. ok is false for anything a shell would expand or treat as an
+// operator.
+func ShellWords(s string) (words []string, ok bool) {
+	var w strings.Builder
+	in, plain := false, true // plain: the word so far has no quoting
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t':
+			if in {
+				words, in, plain = append(words, w.String()), false, true
+				w.Reset()
+			}
+		case c == '=' && len(words) == 0 && plain && isAssignment(w.String()+"="):
+			return nil, false // NAME=value first: an assignment, not a word
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			w.WriteString(s[i+1 : i+1+j])
+			i, in, plain = i+1+j, true, false
+		case c == '"':
+			j := i + 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '$' || s[j] == '`' {
+					return nil, false
+				}
+				if s[j] == '\\' && j+1 < len(s) && strings.IndexByte("\"\\$`", s[j+1]) >= 0 {
+					j++
+				}
+				w.WriteByte(s[j])
+			}
+			if j == len(s) {
+				return nil, false
+			}
+			i, in, plain = j, true, false
+		case c == '\\' && i+1 < len(s) && s[i+1] != '\n':
+			w.WriteByte(s[i+1])
+			i, in, plain = i+1, true, false
+		case strings.IndexByte("\n;&|<>()$`*?[]{}~#!", c) >= 0 && !(c == '#' && in):
+			return nil, false
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words, len(words) > 0
+}
+
 // ShellQuote quotes s for a POSIX shell: a word of safe characters as
-// it is, anything else in single quotes.
+// it is, anything else (an "=" too: NAME=value first is an assignment)
+// in single quotes.
 func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+:,./_-") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

@@ -41,3 +41,47 @@ func TestCommandQuoting(t *testing.T) {
 		t.Error("the rewrite does not exec sandboxd run --require-isolation")
 	}
 }
+
+// TestShellWords: words as a shell splits them, and nothing a shell
+// would expand or treat as an operator.
+func TestShellWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"/bin/cat mcp-arg1 'a b'", []string{"/bin/cat", "mcp-arg1", "a b"}},
+		{`npx -y "@scope/pkg" a\ b x=1`, []string{"npx", "-y", "@scope/pkg", "a b", "x=1"}},
+		{`'it'\''s' "q\"uote"`, []string{"it's", `q"uote`}},
+		{"  a  ", []string{"a"}},
+	} {
+		if got, ok := ShellWords(c.in); !ok || !slices.Equal(got, c.want) {
+			t.Errorf("%q: got %q, %v", c.in, got, ok)
+		}
+	}
+	for _, in := range []string{"", " ", "a; b", "a && b", "a | b", "a > f", "$(x)", "`x`", `"$HOME"`, "a*", "~/x", "'open", `"open`, "a\nb", "(a)", "FOO=1 a"} {
+		if got, ok := ShellWords(in); ok {
+			t.Errorf("%q taken as %q", in, got)
+		}
+	}
+}
+
+// FuzzShellWords: ShellQuote's words come back whole.
+func FuzzShellWords(f *testing.F) {
+	f.Add("a", "b c", "it's")
+	f.Add("A=", "0", "0") // NAME=value first must be quoted
+	f.Add("0", "0", "=")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		in := []string{a, b, c}
+		var q []string
+		for _, w := range in {
+			q = append(q, ShellQuote(w))
+		}
+		got, ok := ShellWords(strings.Join(q, " "))
+		if strings.ContainsAny(a+b+c, "\n") || a == "" || b == "" || c == "" {
+			return
+		}
+		if !ok || !slices.Equal(got, in) {
+			t.Fatalf("%q: got %q, %v", in, got, ok)
+		}
+	})
+}

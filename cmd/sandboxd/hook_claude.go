@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,11 +19,12 @@ import (
 // its own rules against the command as written, hands the whole script
 // it would run to this. Every script runs under sandboxd run, in the
 // project directory, with the session and the request the hook left,
-// except a hook command of the person's own settings, which the prefix
-// also wraps and which must run as it would without sandboxd (sandboxd's
-// own hook among them). The directory the script ends in is carried out
-// of the sandbox through a pipe and written where Claude Code reads it,
-// so that a cd carries over to the next command.
+// except what the prefix also wraps that the person set up themselves (a
+// hook command or an MCP server of their own settings), which must run as
+// it would without sandboxd (sandboxd's own hook among them). The
+// directory the script ends in is carried out of the sandbox through a
+// pipe and written where Claude Code reads it, so that a cd carries over
+// to the next command.
 func claudeShell(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "sandboxd: %s; the command was not run\n", esc(err.Error()))
@@ -38,24 +38,24 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fail(fmt.Errorf("cannot find sandboxd's own binary: %w", err))
 	}
-	if personsHook(script, getenv) {
+	if personsOwn(script, getenv) {
 		err := syscall.Exec("/bin/sh", []string{"sh", "-c", script}, os.Environ())
 		return fail(fmt.Errorf("cannot run the hook: %w", err))
-	}
-	session := getenv("CLAUDE_CODE_SESSION_ID")
-	if session == "" {
-		return fail(errors.New("Claude Code did not say which session the command is for (CLAUDE_CODE_SESSION_ID)"))
 	}
 	caller, err := callerOf(getenv)
 	if err != nil {
 		return fail(err)
 	}
-	dir := caller.Layout().AgentSession(agenthook.ClaudeCode, session)
-	project, err := agenthook.SessionWorkspace(dir)
-	if err != nil {
-		return fail(fmt.Errorf("%w, so Claude Code's wiring is incomplete: run sandboxd hook install claude-code", err))
+	// The session's project and request, as its hook left them. A
+	// command no hook saw (the person's own !command before any tool
+	// call) runs with no request, in the workspace sandboxd run finds.
+	run := agenthook.Run{Sandboxd: self, Agent: agenthook.ClaudeCode, Session: getenv("CLAUDE_CODE_SESSION_ID")}
+	if run.Session != "" {
+		dir := caller.Layout().AgentSession(agenthook.ClaudeCode, run.Session)
+		if ws, err := agenthook.SessionWorkspace(dir); err == nil {
+			run.Workspace, run.IntentFile = ws, agenthook.IntentFile(dir)
+		}
 	}
-	run := agenthook.Run{Sandboxd: self, Agent: agenthook.ClaudeCode, Session: session, Workspace: project, IntentFile: agenthook.IntentFile(dir)}
 	head, cwdFile, split := agenthook.SplitClaudeScript(script)
 	if !split {
 		// Not the form sandboxd knows: run it whole, in the sandbox. The
@@ -107,22 +107,71 @@ func writeClaudeCwd(file, dir string) {
 	f.Close()
 }
 
-// personsHook: the script is, exactly, a hook command of the person's
-// own Claude Code settings (the user's and the managed ones, which no
-// agent writes), which Claude Code also runs through the prefix. Project
-// settings live in the workspace, where an agent could add a hook: those
-// run in the sandbox like any script.
-func personsHook(script string, getenv func(string) string) bool {
+// personsOwn: the script is, exactly, a hook command or an MCP server
+// of the person's own Claude Code settings (the user's and the managed
+// ones, which no agent writes: sandboxd's sandbox keeps commands out of
+// them, and install denies Claude Code's file tools them), which Claude
+// Code also runs through the prefix. A project's settings and MCP servers
+// live in the workspace, where an agent could add one: those run in the
+// sandbox like any script.
+func personsOwn(script string, getenv func(string) string) bool {
+	home := getenv("HOME")
 	dir := getenv("CLAUDE_CONFIG_DIR")
 	if dir == "" {
-		dir = filepath.Join(getenv("HOME"), ".claude")
+		dir = filepath.Join(home, ".claude")
 	}
 	for _, f := range []string{filepath.Join(dir, "settings.json"), "/etc/claude-code/managed-settings.json"} {
 		if slices.Contains(hookCommands(f), script) {
 			return true
 		}
 	}
+	words, ok := agenthook.ShellWords(script)
+	if !ok {
+		return false
+	}
+	for _, f := range []string{filepath.Join(home, ".claude.json"), filepath.Join(dir, ".claude.json"), "/etc/claude-code/managed-mcp.json"} {
+		if slices.ContainsFunc(mcpCommands(f), func(argv []string) bool { return slices.Equal(argv, words) }) {
+			return true
+		}
+	}
 	return false
+}
+
+// mcpServers is where a Claude Code file names stdio MCP servers: at its
+// top, and per project (the "local" scope, kept in ~/.claude.json).
+type mcpServers map[string]struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// mcpCommands are the argv of the stdio MCP servers a file names.
+func mcpCommands(file string) [][]string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var s struct {
+		MCP      mcpServers `json:"mcpServers"`
+		Projects map[string]struct {
+			MCP mcpServers `json:"mcpServers"`
+		} `json:"projects"`
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return nil
+	}
+	all := []mcpServers{s.MCP}
+	for _, p := range s.Projects {
+		all = append(all, p.MCP)
+	}
+	var cmds [][]string
+	for _, servers := range all {
+		for _, m := range servers {
+			if m.Command != "" {
+				cmds = append(cmds, append([]string{m.Command}, m.Args...))
+			}
+		}
+	}
+	return cmds
 }
 
 // hookCommands are the command hooks a Claude Code settings file names.
