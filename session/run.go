@@ -287,7 +287,13 @@ func (st *run) attempts() error {
 // sandboxFailed gives a sandbox error its public sentence.
 func (st *run) sandboxFailed(err error) error {
 	if errors.Is(err, sandbox.ErrNoIsolation) && st.plan.policy.Isolation == string(sandbox.Namespaces) {
-		return publicerr.Wrap(err, Public(err)+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`)
+		why := ""
+		if st.job.Agent != "" && st.job.Agent != "cli" {
+			// An agent's own sandbox is the usual cause (Codex's
+			// read-only and workspace-write modes refuse user namespaces).
+			why = "; if " + st.job.Agent + "'s own sandbox is on, turn it off: sandboxd is the sandbox (sandboxd hook install " + st.job.Agent + " sets it)"
+		}
+		return publicerr.Wrap(err, Public(err)+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`+why)
 	}
 	return err
 }
