@@ -15,8 +15,11 @@
 //
 // The commands the agents run come from agenthook (ClaudePrefix,
 // ClaudeHookCommand, CodexHookCommand); this package never spells them.
+// Claude Code's shell prefix is a link to sandboxd in the caller's state
+// (statedir.Layout.Bin), which install makes and uninstall removes.
 // Codex runs a user hook only when config.toml holds its trust hash,
-// which CodexTrustHash computes as Codex 0.171 does.
+// which codexTrustHash computes as Codex 0.171 does (a test checks it
+// against the real codex).
 //
 // Of sandboxd's packages it imports only adapters/agenthook, atomicfile,
 // publicerr and statedir.

@@ -267,15 +267,14 @@ func mergeMade(a, b [][]string) [][]string {
 // finishUninstall is the file's text once every entry is reverted: nil
 // when the file should go (install created it and nothing is left).
 func finishUninstall(f *agentFile, fr fileRecord) []byte {
-	if f.doc.empty() {
-		switch fr.Before {
-		case beforeAbsent:
-			return nil
-		case beforeEmpty:
-			return []byte{}
-		}
+	_, isJSON := f.doc.(jsonFile)
+	switch {
+	case f.doc.empty() && fr.Before == beforeAbsent:
+		return nil
+	case f.doc.empty() && fr.Before == beforeEmpty && isJSON:
+		return []byte{} // JSON's text of nothing would be {}
 	}
-	b := f.doc.bytes()
+	b := append([]byte{}, f.doc.bytes()...) // never nil: nil removes the file
 	if fr.NoFinalNewline {
 		b = bytes.TrimSuffix(b, []byte{'\n'})
 	}

@@ -311,7 +311,8 @@ func (d *tomlDoc) delEmptyTable(table []string) error {
 			return nil
 		}
 		start := h.start
-		if start >= 2 && d.text[start-1] == '\n' && d.text[start-2] == '\n' {
+		// The blank line set's appending put before it.
+		if start >= 1 && d.text[start-1] == '\n' && (start == 1 || d.text[start-2] == '\n') {
 			start--
 		}
 		d.splice(start, h.end, "")
