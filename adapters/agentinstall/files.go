@@ -139,32 +139,40 @@ func (f *agentFile) before() string {
 // changed says whether the edited text differs from the file.
 func (f *agentFile) changed() bool { return !f.exists || !bytes.Equal(f.doc.bytes(), f.orig) }
 
-// write replaces the file's contents atomically, keeping its mode and
-// owner; a new file is the caller's alone, in a directory that is too.
-func (f *agentFile) write(data []byte) error {
+// write replaces the file's contents atomically, keeping its mode and,
+// where the caller may, its owner and group (note says when not); a new
+// file is the caller's alone, in a directory that is too.
+func (f *agentFile) write(data []byte) (note string, err error) {
 	if err := os.MkdirAll(filepath.Dir(f.target), 0o700); err != nil {
-		return publicerr.Errorf(err, "the directory of %s could not be made", f.shown)
+		return "", publicerr.Errorf(err, "the directory of %s could not be made", f.shown)
 	}
 	if err := atomicfile.WriteFileSync(f.target, data, f.mode); err != nil {
-		return publicerr.Errorf(err, "%s could not be written", f.shown)
+		return "", publicerr.Errorf(err, "%s could not be written", f.shown)
 	}
 	// The umask may have taken bits off; the owner is the writer's.
 	if err := os.Chmod(f.target, f.mode); err != nil {
-		return publicerr.Errorf(err, "%s was written but its permissions could not be kept", f.shown)
+		return "", publicerr.Errorf(err, "%s was written but its permissions could not be kept", f.shown)
 	}
 	if f.uid < 0 {
-		return nil
+		return "", nil
 	}
 	fi, err := os.Stat(f.target)
 	if err != nil {
-		return publicerr.Errorf(err, "%s was written but cannot be read back", f.shown)
+		return "", publicerr.Errorf(err, "%s was written but cannot be read back", f.shown)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != f.uid || int(st.Gid) != f.gid) {
-		if err := os.Lchown(f.target, f.uid, f.gid); err != nil {
-			return publicerr.Errorf(err, "%s was written but its owner could not be kept", f.shown)
-		}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (int(st.Uid) == f.uid && int(st.Gid) == f.gid) {
+		return "", nil
 	}
-	return nil
+	switch err := os.Lchown(f.target, f.uid, f.gid); {
+	case errors.Is(err, fs.ErrPermission):
+		// Only root gives a file to another owner or a group it is not
+		// in; the file is the caller's now, its mode as it was.
+		return "its owner or group is now yours (only root could have kept them)", nil
+	case err != nil:
+		return "", publicerr.Errorf(err, "%s was written but its owner could not be kept", f.shown)
+	}
+	return "", nil
 }
 
 // remove deletes a file install created, when it is still a regular

@@ -147,8 +147,12 @@ func (t *txn) commit(r *record) ([]Change, error) {
 		}
 	}
 	for i, f := range t.files {
-		if err := writeOut(f, t.out[i]); err != nil {
+		note, err := writeOut(f, t.out[i])
+		if err != nil {
 			return t.changes, err
+		}
+		if note != "" {
+			t.changes = append(t.changes, Change{File: f.path, Did: note})
 		}
 	}
 	for _, l := range t.rmLinks {
@@ -165,15 +169,15 @@ func (t *txn) commit(r *record) ([]Change, error) {
 }
 
 // writeOut gives f the text b: nil removes a file install created.
-func writeOut(f *agentFile, b []byte) error {
+func writeOut(f *agentFile, b []byte) (note string, err error) {
 	switch {
 	case b == nil:
 		if f.exists {
-			return f.remove()
+			return "", f.remove()
 		}
-		return nil
+		return "", nil
 	case f.exists && bytes.Equal(b, f.orig):
-		return nil
+		return "", nil
 	}
 	return f.write(b)
 }
