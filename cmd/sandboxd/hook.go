@@ -49,6 +49,8 @@ func hookCommand(ctx context.Context, args []string, getenv func(string) string,
 			return hookBlocked(stderr, fmt.Errorf("the hook takes no arguments, not %s", quoted(args[1:])))
 		}
 		return hookCall(args[0], getenv, stdin, stdout, stderr)
+	case "install", "status", "uninstall":
+		return hookInstall(args[0], args[1:], getenv, stdout, stderr)
 	case "claude-code-shell":
 		return claudeShell(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
 	}
