@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The end-to-end tests of Claude Code wired to sandboxd: the real agent
+// (claudeCode's binary), headless (-p), against a scripted model. As
+// root Claude Code refuses bypassPermissions, so root runs in the default
+// mode with the person's allow rules and the workspace trusted; the test
+// user runs with bypassPermissions. Both modes must keep the person's
+// deny rules and run every command under sandboxd.
+
+// claudeSetup writes the person's own Claude Code settings, which
+// sandboxd's install merges into: Bash and Read allowed (-p cannot ask)
+// and the given deny rules; and the workspace trusted, without which
+// Claude Code ignores the allow rules.
+func (ae *agentEnv) claudeSetup(deny ...string) {
+	ae.t.Helper()
+	ae.writeJSON(filepath.Join(ae.home, ".claude", "settings.json"), map[string]any{
+		"permissions": map[string]any{"allow": []string{"Bash", "Read"}, "deny": append([]string{}, deny...)}})
+	ae.writeJSON(filepath.Join(ae.home, ".claude.json"), map[string]any{
+		"projects": map[string]any{ae.ws: map[string]any{"hasTrustDialogAccepted": true}}})
+}
+
+// installClaude wires Claude Code to the test's sandboxd the way
+// `sandboxd hook install claude-code` does: the shell prefix (a link to
+// sandboxd in its state directory), the PreToolUse hook that blocks on
+// failure, and the file tools denied sandboxd's configuration and state.
+func (ae *agentEnv) installClaude() {
+	ae.t.Helper()
+	state := filepath.Join(ae.home, ".local", "state", "sandboxd")
+	link := filepath.Join(state, "bin", "sandboxd-claude-code-shell")
+	for _, d := range []string{filepath.Join(ae.home, ".local"), filepath.Dir(state), state, filepath.Dir(link)} {
+		os.MkdirAll(d, 0o700)
+		ae.chown(d)
+	}
+	if err := os.Symlink(ae.sandboxd, link); err != nil {
+		ae.t.Fatal(err)
+	}
+	ae.chown(link)
+	p := filepath.Join(ae.home, ".claude", "settings.json")
+	s := readJSON(ae.t, p)
+	object(s, "env")["CLAUDE_CODE_SHELL_PREFIX"] = link
+	hooks := object(s, "hooks")
+	pre, _ := hooks["PreToolUse"].([]any)
+	hooks["PreToolUse"] = append(pre, map[string]any{"matcher": "Bash", "hooks": []any{map[string]any{
+		"type": "command", "command": shellQuote(ae.sandboxd) + " hook claude-code", "timeout": 60, "onFailure": "block"}}})
+	perms := object(s, "permissions")
+	deny, _ := perms["deny"].([]any)
+	for _, d := range []string{filepath.Join(ae.home, ".config", "sandboxd"), state} {
+		deny = append(deny, "Edit(/"+d+"/**)", "Write(/"+d+"/**)")
+	}
+	perms["deny"] = deny
+	ae.writeJSON(p, s)
+}
+
+// claude runs Claude Code headless on the person's prompt.
+func (ae *agentEnv) claude() agentResult {
+	ae.t.Helper()
+	mode := "default"
+	if !ae.id.root() {
+		mode = "bypassPermissions"
+	}
+	return ae.run([]string{
+		"ANTHROPIC_BASE_URL=" + ae.model.url,
+		"ANTHROPIC_API_KEY=sk-ant-e2e-" + randHex(4),
+		"DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}, "-p", ae.prompt, "--output-format", "json", "--permission-mode", mode)
+}
+
+// TestClaudeCodeShellUnderSandboxd: with sandboxd installed, Claude
+// Code's shell commands run under sandboxd run. A write outside the
+// workspace is refused (the file absent), the refusal reaches the model,
+// and sandboxd's reviewer was shown what the person typed; a write in
+// the workspace lands; a cd carries over to the next command, as it
+// does without sandboxd; the person's deny rule still blocks its
+// command.
+func TestClaudeCodeShellUnderSandboxd(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := filepath.Join(e.mkdir("outside", 0o755), "evil.txt")
+		inside := "landed-" + randHex(4)
+		ae := newAgentEnv(t, e, claudeCode(),
+			calls(bash("echo evil > "+outside)),
+			calls(bash("echo "+inside+" > in.txt")),
+			calls(bash("mkdir -p sub && cd sub")),
+			calls(bash("pwd")),
+			calls(bash("touch denied.txt")),
+		)
+		ae.claudeSetup("Bash(touch:*)")
+		ae.installClaude()
+		r := ae.claude()
+
+		absent(t, outside, "Claude Code's write outside the workspace ran")
+		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "sandboxd: denied") || !strings.Contains(got, reviewerWhy) {
+			t.Errorf("the model was not told sandboxd's reviewer refused the write: %q", got)
+		}
+		ae.reviewerSawPrompt(t)
+		hasContent(t, filepath.Join(e.ws, "in.txt"), inside+"\n", "the workspace write did not land")
+		if got := ae.mustResult(3, 0, r); strings.TrimSpace(got) != filepath.Join(e.ws, "sub") {
+			t.Errorf("after cd sub, pwd printed %q, not %s", got, filepath.Join(e.ws, "sub"))
+		}
+		ae.mustResult(4, 0, r)
+		absent(t, filepath.Join(e.ws, "sub", "denied.txt"), "the person's deny rule Bash(touch:*) did not hold")
+		absent(t, filepath.Join(e.ws, "denied.txt"), "the person's deny rule Bash(touch:*) did not hold")
+	})
+}
+
+// TestClaudeCodeBrokenSandboxdBlocks: when the sandboxd Claude Code was
+// wired to is broken after the install (gone, not executable, not a
+// program, crashing), the command is blocked; it never runs bare.
+func TestClaudeCodeBrokenSandboxdBlocks(t *testing.T) {
+	t.Parallel()
+	for _, id := range identities(t) {
+		for _, b := range brokenSandboxd() {
+			t.Run(id.name+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, id)
+				ae := newAgentEnv(t, e, claudeCode(), calls(bash("echo ran > marker.txt")))
+				ae.claudeSetup()
+				ae.installClaude()
+				b.spoil(t, ae.sandboxd)
+				r := ae.claude()
+				ae.mustResult(0, 0, r)
+				absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran without sandboxd")
+			})
+		}
+	}
+}
+
+// outputFile finds where Claude Code says a background task's output is.
+var outputFile = regexp.MustCompile(`<output-file>([^<]+)</output-file>`)
+
+// TestClaudeCodeBackground: a command Claude Code runs in the background
+// still runs under sandboxd (its write outside the workspace refused,
+// its workspace write landed), and its output, sandboxd's refusal
+// included, reaches the model when it reads the task's output.
+func TestClaudeCodeBackground(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := filepath.Join(e.mkdir("outside", 0o755), "evil.txt")
+		mark := "BG-" + randHex(4)
+		bg := bash("sleep 1; echo " + mark + " > bg.txt; echo evil > " + outside + "; echo " + mark)
+		bg.input["run_in_background"] = true
+		ae := newAgentEnv(t, e, claudeCode(), calls(bg), func(body string) []toolCall {
+			// The model ends its turn until Claude Code says the task is done.
+			m := outputFile.FindStringSubmatch(body)
+			if m == nil {
+				return nil
+			}
+			return []toolCall{{name: "Read", input: map[string]any{"file_path": m[1]}}}
+		})
+		ae.claudeSetup()
+		ae.installClaude()
+		r := ae.claude()
+
+		absent(t, outside, "the background command's write outside the workspace ran")
+		hasContent(t, filepath.Join(e.ws, "bg.txt"), mark+"\n", "the background command's workspace write did not land")
+		got := ae.mustResult(1, 0, r)
+		if !strings.Contains(got, mark) || !strings.Contains(got, "sandboxd: denied") {
+			t.Errorf("the background command's output did not reach the model: %q", got)
+		}
+	})
+}

@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The end-to-end tests of Codex wired to sandboxd: the real agent
+// (codex's static binary), headless (codex exec), against a scripted
+// model on a model_providers entry of the person's own config.
+
+// codexHome is the test's CODEX_HOME.
+func (ae *agentEnv) codexHome() string { return filepath.Join(ae.home, ".codex") }
+
+// codexSetup writes the person's own Codex configuration, which
+// sandboxd's install merges into: the scripted model as the provider,
+// and the given rules as $CODEX_HOME/rules/default.rules.
+func (ae *agentEnv) codexSetup(rules string) {
+	ae.t.Helper()
+	ae.writeFile(filepath.Join(ae.codexHome(), "config.toml"), fmt.Sprintf(`model = "gpt-5.5"
+model_provider = "scripted"
+check_for_update_on_startup = false
+
+[model_providers.scripted]
+name = "scripted"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "SCRIPTED_API_KEY"
+`, ae.model.url), 0o600)
+	if rules != "" {
+		ae.writeFile(filepath.Join(ae.codexHome(), "rules", "default.rules"), rules, 0o600)
+	}
+}
+
+// installCodex wires Codex to the test's sandboxd the way `sandboxd hook
+// install codex` does: PreToolUse hooks for the shell and apply_patch
+// that block when sandboxd fails, trusted by their hashes; Codex's own
+// sandbox off (it would refuse sandboxd's namespaces) and no login
+// shell (its profile would run outside sandboxd).
+func (ae *agentEnv) installCodex() {
+	ae.t.Helper()
+	hooksFile := filepath.Join(ae.codexHome(), "hooks.json")
+	command := shellQuote(ae.sandboxd) + " hook codex || exit 2"
+	var groups []any
+	trust := ""
+	for i, matcher := range []string{"Bash", "apply_patch"} {
+		h := map[string]any{"type": "command", "command": command, "timeout": 600}
+		groups = append(groups, map[string]any{"matcher": matcher, "hooks": []any{h}})
+		// What Codex hashes: the hook's identity, with the defaults it fills in.
+		ident := map[string]any{"event_name": "pre_tool_use", "matcher": matcher,
+			"hooks": []any{map[string]any{"type": "command", "command": command, "timeout": 600, "async": false}}}
+		trust += fmt.Sprintf("\n[hooks.state.%q]\ntrusted_hash = \"sha256:%s\"\n",
+			fmt.Sprintf("%s:pre_tool_use:%d:0", hooksFile, i), sha256Hex(canonicalJSON(ident)))
+	}
+	ae.writeJSON(hooksFile, map[string]any{"hooks": map[string]any{"PreToolUse": groups}})
+	config := filepath.Join(ae.codexHome(), "config.toml")
+	b, err := os.ReadFile(config)
+	if err != nil {
+		ae.t.Fatal(err)
+	}
+	top := "sandbox_mode = \"danger-full-access\"\nallow_login_shell = false\n"
+	ae.writeFile(config, top+string(b)+trust, 0o600)
+}
+
+// codex runs codex exec on the person's prompt, with no terminal and
+// nothing on its input.
+func (ae *agentEnv) codex() agentResult {
+	ae.t.Helper()
+	return ae.run([]string{"CODEX_HOME=" + ae.codexHome(), "SCRIPTED_API_KEY=e2e-" + randHex(4)},
+		"exec", "--skip-git-repo-check", ae.prompt)
+}
+
+// TestCodexShellUnderSandboxd: with sandboxd installed, Codex's shell
+// commands run under sandboxd run. A write outside the workspace is
+// refused (the file absent), the refusal reaches the model, and
+// sandboxd's reviewer was shown what the person typed; a write in the
+// workspace lands; the model's workdir is honoured (Codex keeps no shell
+// state between commands), and one outside the workspace moves the
+// command but not the sandbox; the person's rule that forbids a command
+// still blocks it; apply_patch outside the workspace is refused and
+// inside lands.
+func TestCodexShellUnderSandboxd(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := e.mkdir("outside", 0o755)
+		inside := "landed-" + randHex(4)
+		sub := e.mkdir("ws/sub", 0o755)
+		inWorkdir := execCommand("pwd; echo w > w.txt")
+		inWorkdir.input["workdir"] = "sub"
+		// A workdir outside the workspace moves the command, not the sandbox.
+		outWorkdir := execCommand("echo w > w.txt")
+		outWorkdir.input["workdir"] = outside
+		ae := newAgentEnv(t, e, codex(),
+			calls(execCommand("echo evil > "+filepath.Join(outside, "evil.txt"))),
+			calls(execCommand("echo "+inside+" > in.txt")),
+			calls(inWorkdir),
+			calls(execCommand("touch denied.txt")),
+			calls(applyPatch(filepath.Join(outside, "patched.txt"), "outside patch")),
+			calls(applyPatch("patched.txt", "inside patch")),
+			calls(outWorkdir),
+		)
+		ae.codexSetup(`prefix_rule(pattern=["touch"], decision="forbidden")` + "\n")
+		ae.installCodex()
+		r := ae.codex()
+
+		absent(t, filepath.Join(outside, "evil.txt"), "Codex's write outside the workspace ran")
+		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "sandboxd: denied") || !strings.Contains(got, reviewerWhy) {
+			t.Errorf("the model was not told sandboxd's reviewer refused the write: %q", got)
+		}
+		ae.reviewerSawPrompt(t)
+		hasContent(t, filepath.Join(e.ws, "in.txt"), inside+"\n", "the workspace write did not land")
+		if got := ae.mustResult(2, 0, r); !strings.Contains(got, sub+"\n") {
+			t.Errorf("the command given workdir sub did not run there: %q", got)
+		}
+		hasContent(t, filepath.Join(sub, "w.txt"), "w\n", "the write in the workdir did not land")
+		ae.mustResult(3, 0, r)
+		absent(t, filepath.Join(e.ws, "denied.txt"), "the person's rule forbidding touch did not hold")
+		ae.mustResult(4, 0, r)
+		absent(t, filepath.Join(outside, "patched.txt"), "apply_patch wrote outside the workspace")
+		ae.mustResult(5, 0, r)
+		hasContent(t, filepath.Join(e.ws, "patched.txt"), "inside patch\n", "apply_patch in the workspace did not land")
+		ae.mustResult(6, 0, r)
+		absent(t, filepath.Join(outside, "w.txt"), "a command given a workdir outside the workspace wrote there")
+	})
+}
+
+// TestCodexBrokenSandboxdBlocks: when the sandboxd Codex was wired to is
+// broken after the install (gone, not executable, not a program,
+// crashing), neither a shell command nor a patch runs: Codex has no
+// setting that blocks on a failed hook, and the installed "|| exit 2"
+// must stand in for one.
+func TestCodexBrokenSandboxdBlocks(t *testing.T) {
+	t.Parallel()
+	for _, id := range identities(t) {
+		for _, b := range brokenSandboxd() {
+			t.Run(id.name+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, id)
+				ae := newAgentEnv(t, e, codex(),
+					calls(execCommand("echo ran > marker.txt")),
+					calls(applyPatch("patched.txt", "patched")))
+				ae.codexSetup("")
+				ae.installCodex()
+				b.spoil(t, ae.sandboxd)
+				r := ae.codex()
+				ae.mustResult(0, 0, r)
+				ae.mustResult(1, 0, r)
+				absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran without sandboxd")
+				absent(t, filepath.Join(e.ws, "patched.txt"), "the patch was applied without sandboxd's check")
+			})
+		}
+	}
+}
