@@ -110,3 +110,23 @@ func resolveExisting(p string) (string, error) {
 		p = parent
 	}
 }
+
+// CheckWorkdir refuses a shell command the agent would start in cwd
+// when cwd is outside the workspace (Codex's model may name any
+// directory as the command's workdir): sandboxd run starts such a
+// command at the workspace's root instead, so the command would run
+// somewhere other than where the model meant, in the project.
+func CheckWorkdir(cwd, workspace string) error {
+	realWS, err := filepath.EvalSymlinks(workspace)
+	if err != nil {
+		return fmt.Errorf("cannot resolve the workspace %s", workspace)
+	}
+	real, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
+		return fmt.Errorf("cannot resolve the command's directory %s", cwd)
+	}
+	if !pathtree.Within(realWS, real) {
+		return fmt.Errorf("the command would run in %s, outside the workspace %s, where sandboxd runs commands: give a directory inside the workspace, or none", cwd, workspace)
+	}
+	return nil
+}

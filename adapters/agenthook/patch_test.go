@@ -65,3 +65,30 @@ func FuzzPatchFiles(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckWorkdir: a command's directory must be the workspace or
+// below it, also once symbolic links are resolved.
+func TestCheckWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	for _, d := range []string{"ws/sub", "out"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "out"), filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cwd string
+		ok  bool
+	}{
+		{ws, true}, {filepath.Join(ws, "sub"), true},
+		{filepath.Join(dir, "out"), false}, {dir, false}, {"/", false},
+		{filepath.Join(ws, "link"), false}, {filepath.Join(ws, "missing"), false},
+	} {
+		if err := CheckWorkdir(c.cwd, ws); (err == nil) != c.ok {
+			t.Errorf("CheckWorkdir(%s): %v, want ok=%v", c.cwd, err, c.ok)
+		}
+	}
+}

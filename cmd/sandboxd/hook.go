@@ -124,6 +124,9 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 		}
 		err = agenthook.WriteNoDecision(stdout)
 	} else {
+		if err := agenthook.CheckWorkdir(p.Cwd, workspace); err != nil {
+			return hookBlocked(stderr, err)
+		}
 		if err := checkCodexRules(p, caller.Cwd, caller.Env, getenv); err != nil {
 			return hookBlocked(stderr, err)
 		}
