@@ -78,8 +78,8 @@ func (ae *agentEnv) codex() agentResult {
 // refused (the file absent), the refusal reaches the model, and
 // sandboxd's reviewer was shown what the person typed; a write in the
 // workspace lands; the model's workdir is honoured (Codex keeps no shell
-// state between commands), and one outside the workspace moves the
-// command but not the sandbox; the person's rule that forbids a command
+// state between commands), and a command given one outside the
+// workspace runs neither there nor in the workspace; the person's rule that forbids a command
 // still blocks it; apply_patch outside the workspace is refused and
 // inside lands.
 func TestCodexShellUnderSandboxd(t *testing.T) {
@@ -90,7 +90,8 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 		sub := e.mkdir("ws/sub", 0o755)
 		inWorkdir := execCommand("pwd; echo w > w.txt")
 		inWorkdir.input["workdir"] = "sub"
-		// A workdir outside the workspace moves the command, not the sandbox.
+		// A workdir outside the workspace: the command must run there or
+		// not at all (sandboxd would start it at the workspace's root).
 		outWorkdir := execCommand("echo w > w.txt")
 		outWorkdir.input["workdir"] = outside
 		ae := newAgentEnv(t, e, codex(),
@@ -124,6 +125,7 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 		hasContent(t, filepath.Join(e.ws, "patched.txt"), "inside patch\n", "apply_patch in the workspace did not land")
 		ae.mustResult(6, 0, r)
 		absent(t, filepath.Join(outside, "w.txt"), "a command given a workdir outside the workspace wrote there")
+		absent(t, filepath.Join(e.ws, "w.txt"), "a command given a workdir outside the workspace ran in the workspace instead")
 	})
 }
 
