@@ -168,3 +168,28 @@ func TestClaudeCodeBackground(t *testing.T) {
 		}
 	})
 }
+
+// TestClaudeCodeTimeout: a command that outlives the timeout Claude Code
+// gave it is moved to the background, as without sandboxd, and goes on
+// under sandboxd: its workspace write lands, its write outside the
+// workspace is refused.
+func TestClaudeCodeTimeout(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := filepath.Join(e.mkdir("outside", 0o755), "evil.txt")
+		mark := "LATE-" + randHex(4)
+		// Claude Code refuses a plain sleep followed by more; python's is a program.
+		slow := bash(`python3 -c "import time; time.sleep(3)"; echo ` + mark + " > late.txt; echo evil > " + outside)
+		slow.input["timeout"] = 1000
+		ae := newAgentEnv(t, e, claudeCode(), calls(slow))
+		ae.claudeSetup()
+		ae.installClaude()
+		r := ae.claude()
+
+		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "moved to the background") {
+			t.Errorf("the command was not moved to the background at its timeout: %q", got)
+		}
+		hasContent(t, filepath.Join(e.ws, "late.txt"), mark+"\n", "the command did not go on after its timeout")
+		absent(t, outside, "the command's write outside the workspace ran after its timeout")
+	})
+}

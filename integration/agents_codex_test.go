@@ -156,3 +156,25 @@ func TestCodexBrokenSandboxdBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexCommandEndsWithCodex: a command still running when codex exec
+// ends (Codex leaves a long command running and answers the model) does
+// not outlive Codex: Codex's kill reaches sandboxd and its sandbox.
+func TestCodexCommandEndsWithCodex(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		mark := "late-" + randHex(4)
+		slow := execCommand("sleep 30; echo late > " + mark + ".txt")
+		slow.input["yield_time_ms"] = 500
+		ae := newAgentEnv(t, e, codex(), calls(slow))
+		ae.codexSetup("")
+		ae.installCodex()
+		r := ae.codex()
+
+		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "Process running") {
+			t.Errorf("Codex did not leave the command running: %q", got)
+		}
+		noSurvivors(t, mark)
+		absent(t, filepath.Join(e.ws, mark+".txt"), "the command outlived Codex")
+	})
+}
