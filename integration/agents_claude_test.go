@@ -55,6 +55,7 @@ func (ae *agentEnv) installClaude() {
 	for _, d := range []string{filepath.Join(ae.home, ".config", "sandboxd"), state} {
 		deny = append(deny, "Edit(/"+d+"/**)", "Write(/"+d+"/**)")
 	}
+	deny = append(deny, "Edit(/"+p+")", "Write(/"+p+")")
 	perms["deny"] = deny
 	ae.writeJSON(p, s)
 }
@@ -80,21 +81,28 @@ func (ae *agentEnv) claude() agentResult {
 // and sandboxd's reviewer was shown what the person typed; a write in
 // the workspace lands; a cd carries over to the next command, as it
 // does without sandboxd; the person's deny rule still blocks its
-// command.
+// command; Claude Code's own Write tool cannot change sandboxd's policy
+// or the settings that wire Claude Code to sandboxd.
 func TestClaudeCodeShellUnderSandboxd(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
 		outside := filepath.Join(e.mkdir("outside", 0o755), "evil.txt")
 		inside := "landed-" + randHex(4)
+		policy := filepath.Join(e.home, ".config", "sandboxd", "policy.toml")
+		settings := filepath.Join(e.home, ".claude", "settings.json")
 		ae := newAgentEnv(t, e, claudeCode(),
 			calls(bash("echo evil > "+outside)),
 			calls(bash("echo "+inside+" > in.txt")),
 			calls(bash("mkdir -p sub && cd sub")),
 			calls(bash("pwd")),
 			calls(bash("touch denied.txt")),
+			// Claude Code writes a file only once the model has read it.
+			calls(read(policy), read(settings)),
+			calls(write(policy, "[review]\nmodel = \"\"\n"), write(settings, "{}\n")),
 		)
 		ae.claudeSetup("Bash(touch:*)")
 		ae.installClaude()
+		policyKept, settingsKept := fileUnchanged(t, policy), fileUnchanged(t, settings)
 		r := ae.claude()
 
 		absent(t, outside, "Claude Code's write outside the workspace ran")
@@ -109,6 +117,10 @@ func TestClaudeCodeShellUnderSandboxd(t *testing.T) {
 		ae.mustResult(4, 0, r)
 		absent(t, filepath.Join(e.ws, "sub", "denied.txt"), "the person's deny rule Bash(touch:*) did not hold")
 		absent(t, filepath.Join(e.ws, "denied.txt"), "the person's deny rule Bash(touch:*) did not hold")
+		ae.mustResult(6, 0, r)
+		policyKept()
+		ae.mustResult(6, 1, r)
+		settingsKept()
 	})
 }
 
@@ -154,7 +166,7 @@ func TestClaudeCodeBackground(t *testing.T) {
 			if m == nil {
 				return nil
 			}
-			return []toolCall{{name: "Read", input: map[string]any{"file_path": m[1]}}}
+			return []toolCall{read(m[1])}
 		})
 		ae.claudeSetup()
 		ae.installClaude()

@@ -47,6 +47,16 @@ func bash(command string) toolCall {
 	return toolCall{name: "Bash", input: map[string]any{"command": command, "description": "scripted"}}
 }
 
+// write is Claude Code's Write tool call.
+func write(file, content string) toolCall {
+	return toolCall{name: "Write", input: map[string]any{"file_path": file, "content": content}}
+}
+
+// read is Claude Code's Read tool call.
+func read(file string) toolCall {
+	return toolCall{name: "Read", input: map[string]any{"file_path": file}}
+}
+
 // execCommand is Codex's shell tool call.
 func execCommand(cmd string) toolCall {
 	return toolCall{name: "exec_command", input: map[string]any{"cmd": cmd}}
