@@ -2,6 +2,7 @@ package integration
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -203,5 +204,32 @@ func TestClaudeCodeTimeout(t *testing.T) {
 		}
 		hasContent(t, filepath.Join(e.ws, "late.txt"), mark+"\n", "the command did not go on after its timeout")
 		absent(t, outside, "the command's write outside the workspace ran after its timeout")
+	})
+}
+
+// TestClaudeCodeOwnSandboxBlocks: with Claude Code's own sandbox on
+// (bubblewrap, which refuses sandboxd its namespaces), the command is
+// blocked rather than run without sandboxd.
+func TestClaudeCodeOwnSandboxBlocks(t *testing.T) {
+	t.Parallel()
+	for _, tool := range []string{"bwrap", "socat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("Claude Code's sandbox needs %s (Debian's bubblewrap and socat; .ci/run installs them)", tool)
+		}
+	}
+	forEach(t, func(t *testing.T, e *env) {
+		ae := newAgentEnv(t, e, claudeCode(), calls(bash("echo ran > marker.txt")))
+		ae.claudeSetup()
+		ae.installClaude()
+		p := filepath.Join(ae.home, ".claude", "settings.json")
+		s := readJSON(t, p)
+		s["sandbox"] = map[string]any{"enabled": true}
+		ae.writeJSON(p, s)
+		r := ae.claude()
+		if strings.Contains(r.stderr, "Sandbox disabled") {
+			t.Fatalf("Claude Code did not turn its sandbox on\n%s", r)
+		}
+		ae.mustResult(0, 0, r)
+		absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran inside Claude Code's sandbox without sandboxd's")
 	})
 }

@@ -178,3 +178,20 @@ func TestCodexCommandEndsWithCodex(t *testing.T) {
 		absent(t, filepath.Join(e.ws, mark+".txt"), "the command outlived Codex")
 	})
 }
+
+// TestCodexOwnSandboxBlocks: when the person turns Codex's own sandbox
+// back on for a run (-s workspace-write), sandboxd cannot make its
+// namespaces inside it, and the command is blocked rather than run
+// without sandboxd.
+func TestCodexOwnSandboxBlocks(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		ae := newAgentEnv(t, e, codex(), calls(execCommand("echo ran > marker.txt")))
+		ae.codexSetup("")
+		ae.installCodex()
+		r := ae.run([]string{"CODEX_HOME=" + ae.codexHome(), "SCRIPTED_API_KEY=e2e-" + randHex(4)},
+			"exec", "--skip-git-repo-check", "-s", "workspace-write", ae.prompt)
+		ae.mustResult(0, 0, r)
+		absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran inside Codex's sandbox without sandboxd's")
+	})
+}
