@@ -81,7 +81,7 @@ func (ae *agentEnv) codex() agentResult {
 // state between commands), and a command given one outside the
 // workspace runs neither there nor in the workspace; the person's rule that forbids a command
 // still blocks it; apply_patch outside the workspace is refused and
-// inside lands.
+// inside lands, and a patch given to the shell is not applied outside.
 func TestCodexShellUnderSandboxd(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
@@ -102,6 +102,9 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 			calls(applyPatch(filepath.Join(outside, "patched.txt"), "outside patch")),
 			calls(applyPatch("patched.txt", "inside patch")),
 			calls(outWorkdir),
+			// Codex applies a patch given to the shell this way itself,
+			// unless the hook rewrote the command.
+			calls(execCommand("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: "+filepath.Join(outside, "heredoc.txt")+"\n+x\n*** End Patch\nEOF\n")),
 		)
 		ae.codexSetup(`prefix_rule(pattern=["touch"], decision="forbidden")` + "\n")
 		ae.installCodex()
@@ -126,6 +129,8 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 		ae.mustResult(6, 0, r)
 		absent(t, filepath.Join(outside, "w.txt"), "a command given a workdir outside the workspace wrote there")
 		absent(t, filepath.Join(e.ws, "w.txt"), "a command given a workdir outside the workspace ran in the workspace instead")
+		ae.mustResult(7, 0, r)
+		absent(t, filepath.Join(outside, "heredoc.txt"), "a patch given to the shell was applied outside the workspace")
 	})
 }
 
