@@ -122,10 +122,17 @@ func (r agentResult) String() string {
 	return fmt.Sprintf("exit %d\n--- stdout\n%s\n--- stderr\n%s", r.code, r.stdout, r.stderr)
 }
 
+// agentRuns admits two agent runs at a time: an agent is a binary of
+// 300 to 400 MB that takes a core for most of a second to start, and
+// more of them at once only slow each other and the rest of the suite.
+var agentRuns = make(chan struct{}, 2)
+
 // run runs the agent as the env's identity, in the workspace, with its
 // home, the given variables and no terminal, and waits for it.
 func (ae *agentEnv) run(vars []string, args ...string) agentResult {
 	ae.t.Helper()
+	agentRuns <- struct{}{}
+	defer func() { <-agentRuns }()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, ae.bin, args...)
