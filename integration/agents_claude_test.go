@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -26,39 +25,6 @@ func (ae *agentEnv) claudeSetup(deny ...string) {
 		"permissions": map[string]any{"allow": []string{"Bash", "Read"}, "deny": append([]string{}, deny...)}})
 	ae.writeJSON(filepath.Join(ae.home, ".claude.json"), map[string]any{
 		"projects": map[string]any{ae.ws: map[string]any{"hasTrustDialogAccepted": true}}})
-}
-
-// installClaude wires Claude Code to the test's sandboxd the way
-// `sandboxd hook install claude-code` does: the shell prefix (a link to
-// sandboxd in its state directory), the PreToolUse hook that blocks on
-// failure, and the file tools denied sandboxd's configuration and state.
-func (ae *agentEnv) installClaude() {
-	ae.t.Helper()
-	state := filepath.Join(ae.home, ".local", "state", "sandboxd")
-	link := filepath.Join(state, "bin", "sandboxd-claude-code-shell")
-	for _, d := range []string{filepath.Join(ae.home, ".local"), filepath.Dir(state), state, filepath.Dir(link)} {
-		os.MkdirAll(d, 0o700)
-		ae.chown(d)
-	}
-	if err := os.Symlink(ae.sandboxd, link); err != nil {
-		ae.t.Fatal(err)
-	}
-	ae.chown(link)
-	p := filepath.Join(ae.home, ".claude", "settings.json")
-	s := readJSON(ae.t, p)
-	object(s, "env")["CLAUDE_CODE_SHELL_PREFIX"] = link
-	hooks := object(s, "hooks")
-	pre, _ := hooks["PreToolUse"].([]any)
-	hooks["PreToolUse"] = append(pre, map[string]any{"matcher": "Bash", "hooks": []any{map[string]any{
-		"type": "command", "command": shellQuote(ae.sandboxd) + " hook claude-code", "timeout": 60, "onFailure": "block"}}})
-	perms := object(s, "permissions")
-	deny, _ := perms["deny"].([]any)
-	for _, d := range []string{filepath.Join(ae.home, ".config", "sandboxd"), state} {
-		deny = append(deny, "Edit(/"+d+"/**)", "Write(/"+d+"/**)")
-	}
-	deny = append(deny, "Edit(/"+p+")", "Write(/"+p+")")
-	perms["deny"] = deny
-	ae.writeJSON(p, s)
 }
 
 // claude runs Claude Code headless on the person's prompt.
@@ -102,7 +68,7 @@ func TestClaudeCodeShellUnderSandboxd(t *testing.T) {
 			calls(write(policy, "[review]\nmodel = \"\"\n"), write(settings, "{}\n")),
 		)
 		ae.claudeSetup("Bash(touch:*)")
-		ae.installClaude()
+		ae.install()
 		policyKept, settingsKept := fileUnchanged(t, policy), fileUnchanged(t, settings)
 		r := ae.claude()
 
@@ -137,7 +103,7 @@ func TestClaudeCodeBrokenSandboxdBlocks(t *testing.T) {
 				e := newEnv(t, id)
 				ae := newAgentEnv(t, e, claudeCode(), calls(bash("echo ran > marker.txt")))
 				ae.claudeSetup()
-				ae.installClaude()
+				ae.install()
 				b.spoil(t, ae.sandboxd)
 				r := ae.claude()
 				ae.mustResult(0, 0, r)
@@ -170,7 +136,7 @@ func TestClaudeCodeBackground(t *testing.T) {
 			return []toolCall{read(m[1])}
 		})
 		ae.claudeSetup()
-		ae.installClaude()
+		ae.install()
 		r := ae.claude()
 
 		absent(t, outside, "the background command's write outside the workspace ran")
@@ -196,7 +162,7 @@ func TestClaudeCodeTimeout(t *testing.T) {
 		slow.input["timeout"] = 1000
 		ae := newAgentEnv(t, e, claudeCode(), calls(slow))
 		ae.claudeSetup()
-		ae.installClaude()
+		ae.install()
 		r := ae.claude()
 
 		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "moved to the background") {
@@ -220,7 +186,7 @@ func TestClaudeCodeOwnSandboxBlocks(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		ae := newAgentEnv(t, e, claudeCode(), calls(bash("echo ran > marker.txt")))
 		ae.claudeSetup()
-		ae.installClaude()
+		ae.install()
 		p := filepath.Join(ae.home, ".claude", "settings.json")
 		s := readJSON(t, p)
 		s["sandbox"] = map[string]any{"enabled": true}

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,41 +34,11 @@ env_key = "SCRIPTED_API_KEY"
 	}
 }
 
-// installCodex wires Codex to the test's sandboxd the way `sandboxd hook
-// install codex` does: PreToolUse hooks for the shell and apply_patch
-// that block when sandboxd fails, trusted by their hashes; Codex's own
-// sandbox off (it would refuse sandboxd's namespaces) and no login
-// shell (its profile would run outside sandboxd).
-func (ae *agentEnv) installCodex() {
-	ae.t.Helper()
-	hooksFile := filepath.Join(ae.codexHome(), "hooks.json")
-	command := shellQuote(ae.sandboxd) + " hook codex || exit 2"
-	var groups []any
-	trust := ""
-	for i, matcher := range []string{"Bash", "apply_patch"} {
-		h := map[string]any{"type": "command", "command": command, "timeout": 600}
-		groups = append(groups, map[string]any{"matcher": matcher, "hooks": []any{h}})
-		// What Codex hashes: the hook's identity, with the defaults it fills in.
-		ident := map[string]any{"event_name": "pre_tool_use", "matcher": matcher,
-			"hooks": []any{map[string]any{"type": "command", "command": command, "timeout": 600, "async": false}}}
-		trust += fmt.Sprintf("\n[hooks.state.%q]\ntrusted_hash = \"sha256:%s\"\n",
-			fmt.Sprintf("%s:pre_tool_use:%d:0", hooksFile, i), sha256Hex(canonicalJSON(ident)))
-	}
-	ae.writeJSON(hooksFile, map[string]any{"hooks": map[string]any{"PreToolUse": groups}})
-	config := filepath.Join(ae.codexHome(), "config.toml")
-	b, err := os.ReadFile(config)
-	if err != nil {
-		ae.t.Fatal(err)
-	}
-	top := "sandbox_mode = \"danger-full-access\"\nallow_login_shell = false\n"
-	ae.writeFile(config, top+string(b)+trust, 0o600)
-}
-
 // codex runs codex exec on the person's prompt, with no terminal and
 // nothing on its input.
 func (ae *agentEnv) codex() agentResult {
 	ae.t.Helper()
-	return ae.run([]string{"CODEX_HOME=" + ae.codexHome(), "SCRIPTED_API_KEY=e2e-" + randHex(4)},
+	return ae.run([]string{"SCRIPTED_API_KEY=e2e-" + randHex(4)},
 		"exec", "--skip-git-repo-check", ae.prompt)
 }
 
@@ -107,7 +76,7 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 			calls(execCommand("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: "+filepath.Join(outside, "heredoc.txt")+"\n+x\n*** End Patch\nEOF\n")),
 		)
 		ae.codexSetup(`prefix_rule(pattern=["touch"], decision="forbidden")` + "\n")
-		ae.installCodex()
+		ae.install()
 		r := ae.codex()
 
 		absent(t, filepath.Join(outside, "evil.txt"), "Codex's write outside the workspace ran")
@@ -150,7 +119,7 @@ func TestCodexBrokenSandboxdBlocks(t *testing.T) {
 					calls(execCommand("echo ran > marker.txt")),
 					calls(applyPatch("patched.txt", "patched")))
 				ae.codexSetup("")
-				ae.installCodex()
+				ae.install()
 				b.spoil(t, ae.sandboxd)
 				r := ae.codex()
 				ae.mustResult(0, 0, r)
@@ -173,7 +142,7 @@ func TestCodexCommandEndsWithCodex(t *testing.T) {
 		slow.input["yield_time_ms"] = 500
 		ae := newAgentEnv(t, e, codex(), calls(slow))
 		ae.codexSetup("")
-		ae.installCodex()
+		ae.install()
 		r := ae.codex()
 
 		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "Process running") {
@@ -193,8 +162,8 @@ func TestCodexOwnSandboxBlocks(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
 		ae := newAgentEnv(t, e, codex(), calls(execCommand("echo ran > marker.txt")))
 		ae.codexSetup("")
-		ae.installCodex()
-		r := ae.run([]string{"CODEX_HOME=" + ae.codexHome(), "SCRIPTED_API_KEY=e2e-" + randHex(4)},
+		ae.install()
+		r := ae.run([]string{"SCRIPTED_API_KEY=e2e-" + randHex(4)},
 			"exec", "--skip-git-repo-check", "-s", "workspace-write", ae.prompt)
 		ae.mustResult(0, 0, r)
 		absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran inside Codex's sandbox without sandboxd's")

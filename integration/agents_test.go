@@ -3,8 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,12 +131,33 @@ func (ae *agentEnv) run(vars []string, args ...string) agentResult {
 	ae.t.Helper()
 	agentRuns <- struct{}{}
 	defer func() { <-agentRuns }()
+	return ae.command(ae.bin, vars, args...)
+}
+
+// install wires the agent to the test's sandboxd with sandboxd's own
+// installer, run from where the agent will call it, as the env's
+// identity with its home; then sandboxd hook status must find every
+// piece in place.
+func (ae *agentEnv) install() {
+	ae.t.Helper()
+	for _, action := range []string{"install", "status"} {
+		if r := ae.command(ae.sandboxd, nil, "hook", action, ae.agent.name); r.code != 0 {
+			ae.t.Fatalf("sandboxd hook %s %s failed\n%s", action, ae.agent.name, r)
+		}
+	}
+}
+
+// command runs bin as the env's identity, in the workspace, with its
+// home (and Codex's there), the given variables and no terminal.
+func (ae *agentEnv) command(bin string, vars []string, args ...string) agentResult {
+	ae.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, ae.bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = ae.ws
 	cmd.Env = append([]string{
 		"HOME=" + ae.home,
+		"CODEX_HOME=" + filepath.Join(ae.home, ".codex"),
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"LANG=C.UTF-8",
 		"USER=" + ae.id.name,
@@ -157,11 +176,11 @@ func (ae *agentEnv) run(vars []string, args ...string) agentResult {
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		ae.t.Fatalf("%s did not finish within its time\n%s", ae.agent.name, r)
+		ae.t.Fatalf("%s did not finish within its time\n%s", bin, r)
 	case errors.As(err, &exit):
 		r.code = exit.ExitCode()
 	case err != nil:
-		ae.t.Fatalf("%s: %v", ae.agent.name, err)
+		ae.t.Fatalf("%s: %v", bin, err)
 	}
 	return r
 }
@@ -242,14 +261,6 @@ func brokenSandboxd() []struct {
 	}
 }
 
-// shellQuote quotes s for a POSIX shell as sandboxd's installer does.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // readJSON reads a JSON object file, or an empty object when there is none.
 func readJSON(t *testing.T, p string) map[string]any {
 	t.Helper()
@@ -285,19 +296,4 @@ func (e *env) writeJSON(p string, v any) {
 		e.t.Fatal(err)
 	}
 	e.writeFile(p, string(b)+"\n", 0o600)
-}
-
-// canonicalJSON is v with sorted keys, no spaces and no HTML escapes:
-// what Codex hashes to trust a hook.
-func canonicalJSON(v any) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
