@@ -21,10 +21,31 @@ import (
 // Claude Code ignores the allow rules.
 func (ae *agentEnv) claudeSetup(deny ...string) {
 	ae.t.Helper()
-	ae.writeJSON(filepath.Join(ae.home, ".claude", "settings.json"), map[string]any{
+	ae.writeJSON(ae.claudeSettings(), map[string]any{
 		"permissions": map[string]any{"allow": []string{"Bash", "Read"}, "deny": append([]string{}, deny...)}})
-	ae.writeJSON(filepath.Join(ae.home, ".claude.json"), map[string]any{
+	// Claude Code's own state: beside the home's .claude, or in the
+	// directory CLAUDE_CONFIG_DIR names.
+	state := filepath.Join(ae.home, ".claude.json")
+	if ae.claudeDir != "" {
+		state = filepath.Join(ae.claudeDir, ".claude.json")
+	}
+	ae.writeJSON(state, map[string]any{
 		"projects": map[string]any{ae.ws: map[string]any{"hasTrustDialogAccepted": true}}})
+}
+
+// useClaudeDir makes dir Claude Code's configuration directory, through
+// CLAUDE_CONFIG_DIR, for the installer and Claude Code alike.
+func (ae *agentEnv) useClaudeDir(dir string) {
+	ae.claudeDir = dir
+	ae.vars = append(ae.vars, "CLAUDE_CONFIG_DIR="+dir)
+}
+
+// claudeSettings is the person's Claude Code settings file.
+func (ae *agentEnv) claudeSettings() string {
+	if ae.claudeDir != "" {
+		return filepath.Join(ae.claudeDir, "settings.json")
+	}
+	return filepath.Join(ae.home, ".claude", "settings.json")
 }
 
 // claude runs Claude Code headless on the person's prompt.
@@ -119,7 +140,9 @@ var outputFile = regexp.MustCompile(`<output-file>([^<]+)</output-file>`)
 // TestClaudeCodeBackground: a command Claude Code runs in the background
 // still runs under sandboxd (its write outside the workspace refused,
 // its workspace write landed), and its output, sandboxd's refusal
-// included, reaches the model when it reads the task's output.
+// included, reaches the model when it reads the task's output. Claude
+// Code's configuration is where CLAUDE_CONFIG_DIR says, for the
+// installer and the agent.
 func TestClaudeCodeBackground(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
@@ -135,6 +158,8 @@ func TestClaudeCodeBackground(t *testing.T) {
 			}
 			return []toolCall{read(m[1])}
 		})
+		// Claude Code's configuration where CLAUDE_CONFIG_DIR says.
+		ae.useClaudeDir(filepath.Join(e.home, "claude-config"))
 		ae.claudeSetup()
 		ae.install()
 		r := ae.claude()
@@ -187,7 +212,7 @@ func TestClaudeCodeOwnSandboxBlocks(t *testing.T) {
 		ae := newAgentEnv(t, e, claudeCode(), calls(bash("echo ran > marker.txt")))
 		ae.claudeSetup()
 		ae.install()
-		p := filepath.Join(ae.home, ".claude", "settings.json")
+		p := ae.claudeSettings()
 		s := readJSON(t, p)
 		s["sandbox"] = map[string]any{"enabled": true}
 		ae.writeJSON(p, s)

@@ -84,7 +84,11 @@ type agentEnv struct {
 	sandboxd string // this test's sandboxd, the one the agent is wired to
 	model    *scriptedModel
 	reviewer *fakeModel
-	prompt   string // what the person typed
+	prompt   string   // what the person typed
+	vars     []string // variables every command of the test gets
+	// claudeDir is Claude Code's configuration directory when the test
+	// names one with CLAUDE_CONFIG_DIR ("": ~/.claude).
+	claudeDir string
 }
 
 // newAgentEnv prepares e for the agent: a sandboxd of its own, the
@@ -162,7 +166,7 @@ func (ae *agentEnv) command(bin string, vars []string, args ...string) agentResu
 		"LANG=C.UTF-8",
 		"USER=" + ae.id.name,
 		"FAKE_REVIEW_KEY=fake-review-key",
-	}, vars...)
+	}, append(ae.vars, vars...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
