@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/atomicfile"
@@ -32,27 +33,72 @@ const MaxIntent = 16 << 10
 // started with a prompt file, a resumed session whose window holds only
 // tool output).
 func Intent(agent, path string, uid int) (string, error) {
-	typed := claudeTyped
-	if agent == Codex {
-		typed = codexTyped
+	b, err := readWindow(path, uid)
+	if err != nil {
+		return "", err
 	}
+	return latest(b, typedFor(agent)), nil
+}
+
+// IntentOf is Intent for a call that names the prompt it serves (Claude
+// Code's prompt_id). Claude Code writes its transcript behind its turn:
+// the first command of a prompt can reach the hook before the prompt's
+// own line is in the file (Claude Code 2.1.332, a few runs in a hundred
+// under load), and the request read then would be the one before, or
+// none.
+// So until the transcript holds a line of that prompt it reads it again,
+// for at most wait; after that the request is "" (no evidence), never an
+// older one.
+func IntentOf(agent, path string, uid int, promptID string, wait time.Duration) (string, error) {
+	if promptID == "" {
+		return Intent(agent, path, uid)
+	}
+	needle, _ := json.Marshal(promptID)
+	needle = append([]byte(`"promptId":`), needle...)
+	deadline := time.Now().Add(wait)
+	for {
+		b, err := readWindow(path, uid)
+		if err == nil && bytes.Contains(b, needle) {
+			return latest(b, typedFor(agent)), nil
+		}
+		if time.Now().After(deadline) {
+			return "", err
+		}
+		time.Sleep(promptPoll)
+	}
+}
+
+// promptPoll is how often IntentOf reads the transcript again.
+const promptPoll = 25 * time.Millisecond
+
+func typedFor(agent string) func([]byte) (string, bool) {
+	if agent == Codex {
+		return codexTyped
+	}
+	return claudeTyped
+}
+
+// readWindow is the end of the transcript at path (at most
+// transcriptWindow, from a line's start), which must be a regular file
+// owned by uid.
+func readWindow(path string, uid int) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", fmt.Errorf("cannot read the agent's transcript: %w", err)
+		return nil, fmt.Errorf("cannot read the agent's transcript: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("cannot read the agent's transcript: %w", err)
+		return nil, fmt.Errorf("cannot read the agent's transcript: %w", err)
 	}
 	if sys, ok := st.Sys().(*syscall.Stat_t); !st.Mode().IsRegular() || !ok || int(sys.Uid) != uid {
-		return "", fmt.Errorf("the transcript %s is not a regular file of the agent's user", path)
+		return nil, fmt.Errorf("the transcript %s is not a regular file of the agent's user", path)
 	}
 	start := max(st.Size()-transcriptWindow, 0)
 	b := make([]byte, st.Size()-start)
 	n, err := f.ReadAt(b, start)
 	if err != nil && err != io.EOF {
-		return "", fmt.Errorf("cannot read the agent's transcript: %w", err)
+		return nil, fmt.Errorf("cannot read the agent's transcript: %w", err)
 	}
 	b = b[:n]
 	if start > 0 {
@@ -63,7 +109,7 @@ func Intent(agent, path string, uid int) (string, error) {
 			b = nil
 		}
 	}
-	return latest(b, typed), nil
+	return b, nil
 }
 
 // latest is the last line of a JSONL transcript that typed calls a

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Lines of the kinds Claude Code stores with the user role that the
@@ -157,4 +158,45 @@ func FuzzTyped(f *testing.F) {
 		codexTyped(b)
 		latest(b, claudeTyped)
 	})
+}
+
+// TestIntentOfWaitsForThePrompt: Claude Code writes its transcript
+// behind the turn. The request of the prompt a call names is taken once
+// its line is there, even when it lands after the hook started; while it
+// is not, the earlier request is never taken for it, and after the wait
+// there is none.
+func TestIntentOfWaitsForThePrompt(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.jsonl")
+	earlier := strings.Replace(typedClaude("the earlier request"), `{"type":"user",`, `{"type":"user","promptId":"p1",`, 1)
+	if err := os.WriteFile(path, []byte(earlier+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uid := os.Getuid()
+	if got, err := IntentOf(ClaudeCode, path, uid, "p2", 50*time.Millisecond); got != "" || err != nil {
+		t.Errorf("before the prompt's line: %q, %v; want no request", got, err)
+	}
+	if got, _ := IntentOf(ClaudeCode, path, uid, "", 0); got != "the earlier request" {
+		t.Errorf("a call naming no prompt: %q", got)
+	}
+	later := strings.Replace(typedClaude("the request now"), `{"type":"user",`, `{"type":"user","promptId":"p2",`, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			f.WriteString(later + "\n")
+			f.Close()
+		}
+	}()
+	start := time.Now()
+	got, err := IntentOf(ClaudeCode, path, uid, "p2", 5*time.Second)
+	if got != "the request now" || err != nil {
+		t.Errorf("after the prompt's line landed: %q, %v", got, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the line landed after 100ms, the request came after %v", d)
+	}
+	if _, err := IntentOf(ClaudeCode, filepath.Join(dir, "missing.jsonl"), uid, "p2", 50*time.Millisecond); err == nil {
+		t.Error("a missing transcript is no error")
+	}
 }

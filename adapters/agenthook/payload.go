@@ -41,6 +41,9 @@ type Payload struct {
 	ToolName       string `json:"tool_name"`
 	ToolUseID      string `json:"tool_use_id"`
 	PermissionMode string `json:"permission_mode"`
+	// PromptID is Claude Code's id of the prompt whose turn the call is
+	// in; the transcript's lines of that turn carry it as promptId.
+	PromptID string `json:"prompt_id"`
 	// Input is the tool's input, every field kept (a rewrite changes
 	// only the command); Command is its command (apply_patch's patch).
 	Input   map[string]json.RawMessage `json:"tool_input"`

@@ -105,7 +105,7 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 		// A transcript sandboxd cannot read leaves the reviewer without
 		// the request, which it treats as no evidence; the sandbox is
 		// the same.
-		intent, _ = agenthook.Intent(agent, p.TranscriptPath, caller.UID)
+		intent, _ = agenthook.IntentOf(agent, p.TranscriptPath, caller.UID, p.PromptID, promptWait)
 	}
 	workspace := caller.Cwd // Codex runs its hooks in the session's directory
 	if agent == agenthook.ClaudeCode {
@@ -138,6 +138,11 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 	}
 	return 0
 }
+
+// promptWait bounds the wait for Claude Code to write the prompt a call
+// serves to its transcript (agenthook.IntentOf): well inside
+// hookDeadline.
+const promptWait = 3 * time.Second
 
 // hookDeadline bounds a hook's own work. Claude Code blocks a call
 // whose hook times out; Codex runs it bare, so sandboxd's hook must
