@@ -140,9 +140,11 @@ var outputFile = regexp.MustCompile(`<output-file>([^<]+)</output-file>`)
 // TestClaudeCodeBackground: a command Claude Code runs in the background
 // still runs under sandboxd (its write outside the workspace refused,
 // its workspace write landed), and its output, sandboxd's refusal
-// included, reaches the model when it reads the task's output. Claude
-// Code's configuration is where CLAUDE_CONFIG_DIR says, for the
-// installer and the agent.
+// included, reaches the model when it reads the task's output; a
+// command of the turn the task's notice starts is sandboxed too, and
+// the reviewer is shown the request the person typed. Claude Code's
+// configuration is where CLAUDE_CONFIG_DIR says, for the installer and
+// the agent.
 func TestClaudeCodeBackground(t *testing.T) {
 	t.Parallel()
 	forEach(t, func(t *testing.T, e *env) {
@@ -156,7 +158,9 @@ func TestClaudeCodeBackground(t *testing.T) {
 			if m == nil {
 				return nil
 			}
-			return []toolCall{read(m[1])}
+			// A command of the notification's turn still serves the request
+			// the person typed.
+			return []toolCall{read(m[1]), bash("echo evil > " + outside + ".2")}
 		})
 		// Claude Code's configuration where CLAUDE_CONFIG_DIR says.
 		ae.useClaudeDir(filepath.Join(e.home, "claude-config"))
@@ -170,6 +174,9 @@ func TestClaudeCodeBackground(t *testing.T) {
 		if !strings.Contains(got, mark) || !strings.Contains(got, "sandboxd: denied") {
 			t.Errorf("the background command's output did not reach the model: %q", got)
 		}
+		ae.mustResult(1, 1, r)
+		absent(t, outside+".2", "a write outside the workspace after the task's notification ran")
+		ae.reviewerSawPrompt(t)
 	})
 }
 
