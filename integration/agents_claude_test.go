@@ -227,7 +227,9 @@ func TestClaudeCodeOwnSandboxBlocks(t *testing.T) {
 		if strings.Contains(r.stderr, "Sandbox disabled") {
 			t.Fatalf("Claude Code did not turn its sandbox on\n%s", r)
 		}
-		ae.mustResult(0, 0, r)
+		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "if claude-code's own sandbox is on, turn it off") {
+			t.Errorf("the model was not told why: %q", got)
+		}
 		absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran inside Claude Code's sandbox without sandboxd's")
 	})
 }

@@ -165,7 +165,9 @@ func TestCodexOwnSandboxBlocks(t *testing.T) {
 		ae.install()
 		r := ae.run([]string{"SCRIPTED_API_KEY=e2e-" + randHex(4)},
 			"exec", "--skip-git-repo-check", "-s", "workspace-write", ae.prompt)
-		ae.mustResult(0, 0, r)
+		if got := ae.mustResult(0, 0, r); !strings.Contains(got, "if codex's own sandbox is on, turn it off") {
+			t.Errorf("the model was not told why: %q", got)
+		}
 		absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran inside Codex's sandbox without sandboxd's")
 	})
 }

@@ -165,7 +165,8 @@ func (r *run) plan() error {
 		// The caches must exist before the ruleset names them.
 		for _, c := range spec.Caches {
 			if err := os.MkdirAll(c, 0o700); err != nil {
-				return fmt.Errorf("sandbox: cache directory: %w", err)
+				return publicerr.Wrap(fmt.Errorf("sandbox: cache directory: %w", err),
+					fmt.Sprintf("sandboxd's cache directory (in its state directory) cannot be made by uid %d (%s)", spec.UID, errnoText(err)))
 			}
 		}
 		// The read roots resolve as the caller's own path walk would.

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sandboxd/sandboxd/boundary"
@@ -284,16 +285,21 @@ func (st *run) attempts() error {
 	return st.commit()
 }
 
-// sandboxFailed gives a sandbox error its public sentence.
+// sandboxFailed gives a sandbox error its public sentence. A run an
+// agent asked for that cannot have namespaces, or finds sandboxd's own
+// state read-only, is most often inside the agent's own sandbox (Codex's
+// read-only and workspace-write modes, Claude Code's sandbox): the
+// sentence says so.
 func (st *run) sandboxFailed(err error) error {
-	if errors.Is(err, sandbox.ErrNoIsolation) && st.plan.policy.Isolation == string(sandbox.Namespaces) {
-		why := ""
-		if st.job.Agent != "" && st.job.Agent != "cli" {
-			// An agent's own sandbox is the usual cause (Codex's
-			// read-only and workspace-write modes refuse user namespaces).
-			why = "; if " + st.job.Agent + "'s own sandbox is on, turn it off: sandboxd is the sandbox (sandboxd hook install " + st.job.Agent + " sets it)"
-		}
-		return publicerr.Wrap(err, Public(err)+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`+why)
+	hint := ""
+	if st.job.Agent != "" && st.job.Agent != "cli" {
+		hint = "; if " + st.job.Agent + "'s own sandbox is on, turn it off: sandboxd is the sandbox (sandboxd hook install " + st.job.Agent + " sets it)"
+	}
+	switch {
+	case errors.Is(err, sandbox.ErrNoIsolation) && st.plan.policy.Isolation == string(sandbox.Namespaces):
+		return publicerr.Wrap(err, Public(err)+`; refusing to run without isolation (--require-isolation or isolation = "namespaces")`+hint)
+	case errors.Is(err, syscall.EROFS) && hint != "":
+		return publicerr.Wrap(err, Public(err)+hint)
 	}
 	return err
 }
