@@ -9,7 +9,8 @@
 // a pattern matches (so "\*" is a star, not a wildcard). Escape is the
 // inverse: it spells a name so that, as a pattern, it matches exactly that
 // name. The broker parses and matches rules with it; the policy checks
-// them with it; a suggested rule is written with it.
+// them with it; a suggested rule is written with it, quoted as TOML as
+// an agent's config.toml is too (TOMLString).
 //
 // Of sandboxd's packages it imports none.
 package ruletext

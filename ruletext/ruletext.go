@@ -189,3 +189,38 @@ func unescape(e string) (string, bool) {
 	}
 	return b.String(), true
 }
+
+// TOMLString writes s as a TOML basic string, escaping the quote, the
+// backslash and every rune that does not print (controls, format
+// characters such as bidi overrides, separators, unassigned runes). s
+// must be valid UTF-8: an invalid byte would come out as U+FFFD. A
+// suggested rule and an agent's config.toml are written with it.
+func TOMLString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			switch {
+			case unicode.IsPrint(r):
+				b.WriteRune(r)
+			case r <= 0xffff:
+				fmt.Fprintf(&b, `\u%04X`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08X`, r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -17,7 +17,8 @@
 // `sandboxd suggest`), never on the command's stderr, which the agent
 // reads and could copy into the policy with its own file tools.
 //
-// Of sandboxd's packages it imports only boundary, broker, grants and termfilter.
+// Of sandboxd's packages it imports only boundary, broker, grants, ruletext
+// and termfilter.
 // The report and the audit log both call it: it must never import
 // session, sandbox/... or review/....
 package suggest

@@ -3,12 +3,12 @@ package suggest
 import (
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/ruletext"
 	"github.com/sandboxd/sandboxd/termfilter"
 )
 
@@ -133,42 +133,8 @@ func TOML(policyFile string, rules []string) string {
 	b.WriteString("# (a deny or ask rule that matches the same boundary still wins):\n")
 	b.WriteString("[boundaries]\nallow = [\n")
 	for _, r := range rules {
-		b.WriteString("  " + quote(r) + ",\n")
+		b.WriteString("  " + ruletext.TOMLString(r) + ",\n")
 	}
 	b.WriteString("]\n")
-	return b.String()
-}
-
-// quote writes s as a TOML basic string, escaping the quote, the
-// backslash and every rune that does not print (controls, format
-// characters such as bidi overrides, separators, unassigned runes). s
-// must be valid UTF-8: an invalid byte would come out as U+FFFD.
-func quote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		default:
-			switch {
-			case unicode.IsPrint(r):
-				b.WriteRune(r)
-			case r <= 0xffff:
-				fmt.Fprintf(&b, `\u%04X`, r)
-			default:
-				fmt.Fprintf(&b, `\U%08X`, r)
-			}
-		}
-	}
-	b.WriteByte('"')
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package agenthook
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -53,3 +54,16 @@ func ClaudePrefix(binDir string) string { return filepath.Join(binDir, ClaudeShe
 func ClaudeHookCommand(sandboxd string) string { return ShellQuote(sandboxd) + " hook claude-code" }
 
 func CodexHookCommand(sandboxd string) string { return ShellQuote(sandboxd) + " hook codex || exit 2" }
+
+// ClaudeLinkTarget is the file the prefix link leads to ("" when none),
+// and whether that is sandboxd, the binary at sandboxd: the hook blocks
+// and status fails unless it is.
+func ClaudeLinkTarget(link, sandboxd string) (target string, ok bool) {
+	target, err := filepath.EvalSymlinks(link)
+	if err != nil {
+		return "", false
+	}
+	a, err1 := os.Stat(target)
+	b, err2 := os.Stat(sandboxd)
+	return target, err1 == nil && err2 == nil && os.SameFile(a, b)
+}

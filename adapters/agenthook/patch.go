@@ -62,7 +62,7 @@ func CheckPatch(patch, cwd, workspace string) error {
 			p = filepath.Join(cwd, p)
 		}
 		p = filepath.Clean(p)
-		real, err := resolveExisting(p)
+		real, err := ResolveExisting(p)
 		if err != nil {
 			return fmt.Errorf("cannot resolve %s", f)
 		}
@@ -90,9 +90,10 @@ func linkCount(st os.FileInfo) uint64 {
 	return 0
 }
 
-// resolveExisting is p with the symbolic links of its longest existing
-// prefix resolved: where a write to p would land.
-func resolveExisting(p string) (string, error) {
+// ResolveExisting is p with the symbolic links of its longest existing
+// prefix resolved: where a write to p would land, and what a program
+// that resolves p (Codex, for its trust keys) names it.
+func ResolveExisting(p string) (string, error) {
 	rest := ""
 	for {
 		if _, err := os.Lstat(p); err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/adapters/agenthook"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/ruletext"
 )
 
 const codexAgent = agenthook.Codex
@@ -132,22 +133,11 @@ func codexHookPieces(e Env) []piece {
 // hooks.json: the file's path below CODEX_HOME with its links resolved,
 // as Codex resolves it, the event and the two indexes.
 func codexTrustKey(e Env, group, handler int) string {
-	return filepath.Join(resolveExisting(e.CodexHome), "hooks.json") + ":pre_tool_use:" + strconv.Itoa(group) + ":" + strconv.Itoa(handler)
-}
-
-// resolveExisting is path with the links of its longest existing prefix
-// resolved.
-func resolveExisting(path string) string {
-	rest := ""
-	for p := path; ; p = filepath.Dir(p) {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(real, rest)
-		}
-		if p == filepath.Dir(p) {
-			return path
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
+	home, err := agenthook.ResolveExisting(e.CodexHome)
+	if err != nil {
+		home = e.CodexHome
 	}
+	return filepath.Join(home, "hooks.json") + ":pre_tool_use:" + strconv.Itoa(group) + ":" + strconv.Itoa(handler)
 }
 
 func codexTrustPath(key string) []string { return []string{"hooks", "state", key, "trusted_hash"} }
@@ -158,14 +148,14 @@ func codexTrustPath(key string) []string { return []string{"hooks", "state", key
 // the rewritten command), and trust in each group at its index.
 func codexConfigPieces(e Env, groups []int) []piece {
 	out := []piece{
-		{op: opSet, path: codexSandbox, slot: "sandbox_mode", value: tomlString("danger-full-access"),
+		{op: opSet, path: codexSandbox, slot: "sandbox_mode", value: ruletext.TOMLString("danger-full-access"),
 			what: `sandbox_mode = "danger-full-access"`, why: "Codex's own sandbox would keep sandboxd from making its namespaces; sandboxd is the sandbox"},
 		{op: opSet, path: codexLogin, slot: "allow_login_shell", value: tomlBool(false),
 			what: "allow_login_shell = false", why: "a login shell would run your shell profile outside sandboxd before each command"},
 	}
 	for i, m := range codexMatchers {
 		out = append(out, piece{op: opSet, path: codexTrustPath(codexTrustKey(e, groups[i], 0)), slot: "trust " + m,
-			value: tomlString(codexTrustHash(&codexMatchers[i], codexHandler{Command: agenthook.CodexHookCommand(e.Sandboxd), Timeout: codexHookTimeout})),
+			value: ruletext.TOMLString(codexTrustHash(&codexMatchers[i], codexHandler{Command: agenthook.CodexHookCommand(e.Sandboxd), Timeout: codexHookTimeout})),
 			what:  "Codex's trust in the " + m + " hook (group " + strconv.Itoa(groups[i]) + " of hooks.json)", why: "Codex runs only hooks it trusts",
 			label: "the trust hash of hook group " + strconv.Itoa(groups[i]) + " of hooks.json"})
 	}

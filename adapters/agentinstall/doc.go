@@ -22,5 +22,5 @@
 // against the real codex).
 //
 // Of sandboxd's packages it imports only adapters/agenthook, atomicfile,
-// publicerr and statedir.
+// publicerr, ruletext and statedir.
 package agentinstall

@@ -1,8 +1,6 @@
 package agentinstall
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -86,22 +84,16 @@ func claudePrefixCheck(e Env, f *agentFile) Check {
 // claudeLinkCheck: the prefix link leads to the sandboxd the hooks run.
 func claudeLinkCheck(e Env, sb string) Check {
 	c := Check{Piece: "shell prefix link"}
-	real, err := filepath.EvalSymlinks(claudeLink(e))
+	real, ok := agenthook.ClaudeLinkTarget(claudeLink(e), sb)
 	switch {
-	case err != nil:
+	case real == "":
 		c.Detail = linkShown + " does not lead to a file: every shell command fails"
-	case !sameFile(real, sb):
+	case !ok:
 		c.Detail = linkShown + " leads to " + real + ", not to " + sb + ": the hook blocks every command; run install again"
 	default:
 		c.OK, c.Detail = true, linkShown+" leads to "+sb
 	}
 	return c
-}
-
-func sameFile(a, b string) bool {
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 func claudeHookCheck(f *agentFile, sb string) Check {

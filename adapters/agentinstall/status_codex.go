@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sandboxd/sandboxd/adapters/agenthook"
+	"github.com/sandboxd/sandboxd/ruletext"
 )
 
 // codexGroup is a hooks.json group as Codex reads it.
@@ -86,7 +87,7 @@ func codexHookChecks(e Env, hj, ct *agentFile, sb string) []Check {
 		switch {
 		case !ok:
 			c.Detail = ct.shown + " does not trust it: Codex skips it and runs commands bare"
-		case !ct.doc.same(raw, tomlString(found.hash)):
+		case !ct.doc.same(raw, ruletext.TOMLString(found.hash)):
 			c.Detail = ct.shown + " trusts an earlier version of it: Codex skips it and runs commands bare; run install again"
 		case eok && ct.doc.same(enabled, "false"):
 			c.Detail = ct.shown + " disables it (enabled = false)"
@@ -105,7 +106,7 @@ func codexConfigChecks(ct *agentFile) []Check {
 		path       []string
 		value, why string
 	}{
-		{codexSandbox, tomlString("danger-full-access"), "Codex's own sandbox keeps sandboxd from making its namespaces, and every command fails"},
+		{codexSandbox, ruletext.TOMLString("danger-full-access"), "Codex's own sandbox keeps sandboxd from making its namespaces, and every command fails"},
 		{codexLogin, tomlBool(false), "Codex runs bash -lc, whose profile runs outside sandboxd"},
 	} {
 		name := tomlDotted(want.path)
@@ -124,7 +125,7 @@ func codexConfigChecks(ct *agentFile) []Check {
 	if p, ok, _ := ct.doc.get([]string{"profile"}); ok {
 		if v, err := tomlValue(p); err == nil {
 			if name, _ := v.(string); name != "" {
-				if raw, ok, _ := ct.doc.get([]string{"profiles", name, "sandbox_mode"}); ok && !ct.doc.same(raw, tomlString("danger-full-access")) {
+				if raw, ok, _ := ct.doc.get([]string{"profiles", name, "sandbox_mode"}); ok && !ct.doc.same(raw, ruletext.TOMLString("danger-full-access")) {
 					out = append(out, Check{Piece: "profile", Detail: ct.shown + "'s profile " + strconv.Quote(name) + " sets sandbox_mode = " + raw + ", over the top-level one"})
 				}
 			}

@@ -3,7 +3,6 @@ package agentinstall
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"reflect"
 	"slices"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+	"github.com/sandboxd/sandboxd/ruletext"
 )
 
 // tomlDoc is one TOML file edited as text: only the bytes of what the
@@ -328,35 +328,12 @@ func (d *tomlDoc) splice(start, end int, s string) {
 // empty says whether the document holds nothing but blank space.
 func (d *tomlDoc) empty() bool { return len(bytes.TrimSpace(d.text)) == 0 }
 
-// tomlString is s as a TOML basic string.
-func tomlString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\u%04X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // tomlKey is k as a TOML key: bare when it can be.
 func tomlKey(k string) string {
 	if k != "" && strings.Trim(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == "" {
 		return k
 	}
-	return tomlString(k)
+	return ruletext.TOMLString(k)
 }
 
 func tomlDotted(path []string) string {

@@ -159,17 +159,10 @@ func checkClaudePrefix(self, binDir string, getenv func(string) string) error {
 	if got := getenv("CLAUDE_CODE_SHELL_PREFIX"); got != want {
 		return fmt.Errorf("Claude Code's shell prefix is %q, not sandboxd's (%s), so the command would run outside the sandbox: run sandboxd hook install claude-code", got, want)
 	}
-	if real, err := filepath.EvalSymlinks(want); err != nil || !sameFile(real, self) {
+	if _, ok := agenthook.ClaudeLinkTarget(want, self); !ok {
 		return fmt.Errorf("%s is not a link to this sandboxd (%s): run sandboxd hook install claude-code", want, self)
 	}
 	return nil
-}
-
-// sameFile: a and b name the same file.
-func sameFile(a, b string) bool {
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }
 
 // checkCodexRules judges the command as the person wrote it against
