@@ -74,6 +74,9 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 			// Codex applies a patch given to the shell this way itself,
 			// unless the hook rewrote the command.
 			calls(execCommand("apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: "+filepath.Join(outside, "heredoc.txt")+"\n+x\n*** End Patch\nEOF\n")),
+			// Codex reads a header with its blanks trimmed: an indented
+			// one names a file too.
+			calls(toolCall{name: "apply_patch", patch: "*** Begin Patch\n*** Add File: in2.txt\n+ok\n  *** Add File: " + filepath.Join(outside, "indented.txt") + "\n+x\n*** End Patch\n"}),
 		)
 		ae.codexSetup(`prefix_rule(pattern=["touch"], decision="forbidden")` + "\n")
 		ae.install()
@@ -100,6 +103,9 @@ func TestCodexShellUnderSandboxd(t *testing.T) {
 		absent(t, filepath.Join(e.ws, "w.txt"), "a command given a workdir outside the workspace ran in the workspace instead")
 		ae.mustResult(7, 0, r)
 		absent(t, filepath.Join(outside, "heredoc.txt"), "a patch given to the shell was applied outside the workspace")
+		ae.mustResult(8, 0, r)
+		absent(t, filepath.Join(outside, "indented.txt"), "a patch with an indented header wrote outside the workspace")
+		absent(t, filepath.Join(e.ws, "in2.txt"), "a patch with a header outside the workspace was applied in part")
 	})
 }
 

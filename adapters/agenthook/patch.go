@@ -22,20 +22,33 @@ import (
 // change with a shell command, which runs in the sandbox.
 
 // patchHeaders are the lines of Codex's patch format that name a file.
-var patchHeaders = []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "}
+var patchHeaders = []string{"*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"}
 
-// PatchFiles are the files a patch in Codex's format names, as written.
+// patchMarkers are its other lines that start with "***".
+var patchMarkers = []string{"*** Begin Patch", "*** End Patch", "*** End of File"}
+
+// PatchFiles are the files a patch in Codex's format names. Codex reads
+// a line with its surrounding blanks trimmed, so this does too; any other
+// line that reads as one of the format's own ("***") is refused rather
+// than guessed at.
 func PatchFiles(patch string) ([]string, error) {
 	var files []string
 	for line := range strings.Lines(patch) {
-		line = strings.TrimRight(line, "\r\n")
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, "***") || slices.Contains(patchMarkers, t) {
+			continue
+		}
+		known := false
 		for _, h := range patchHeaders {
-			if name, ok := strings.CutPrefix(line, h); ok {
-				if strings.TrimSpace(name) == "" {
+			if name, ok := strings.CutPrefix(t, h); ok {
+				if name = strings.TrimSpace(name); name == "" {
 					return nil, errors.New("the patch names an empty path")
 				}
-				files = append(files, name)
+				files, known = append(files, name), true
 			}
+		}
+		if !known {
+			return nil, fmt.Errorf("the patch has a line sandboxd cannot judge: %q", clip(t))
 		}
 	}
 	if len(files) == 0 {

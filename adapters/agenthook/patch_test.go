@@ -44,6 +44,10 @@ func TestCheckPatch(t *testing.T) {
 		{"an agent's settings", patchOf("*** Add File: ../.codex/config.toml"), "Codex"},
 		{"an editor's tasks", patchOf("*** Add File: ../.vscode/tasks.json"), "may not change"},
 		{"names no file", "*** Begin Patch\n*** End Patch\n", "names no file"},
+		{"an indented header", "*** Begin Patch\n*** Add File: in.txt\n+ok\n  *** Add File: " + filepath.Join(outside, "x") + "\n+x\n*** End Patch\n", "outside the workspace"},
+		{"a tab-indented move", patchOf("*** Update File: a.go", "\t*** Move to: ../../outside/y"), "outside the workspace"},
+		{"an unknown header", patchOf("*** Add File: a.go", " *** Copy File: /etc/x"), "cannot judge"},
+		{"a header as context", "*** Begin Patch\n*** Update File: a.go\n@@\n *** Add File: /etc/passwd\n*** End Patch\n", "outside the workspace"},
 		{"an empty name", patchOf("*** Add File:  "), "empty path"},
 	} {
 		err := CheckPatch(c.patch, sub, ws)
