@@ -233,3 +233,35 @@ func TestClaudeCodeOwnSandboxBlocks(t *testing.T) {
 		absent(t, filepath.Join(e.ws, "marker.txt"), "the command ran inside Claude Code's sandbox without sandboxd's")
 	})
 }
+
+// TestClaudeCodeFileToolsKeepOutOfProtectedNames: with install's rules,
+// Claude Code's own Write tool, which writes outside sandboxd, cannot
+// plant a file a program on the host would later run or load (a
+// Mercurial hook, a mise hook, Codex's project settings), at any depth,
+// even where the person allows Write; an ordinary file lands.
+func TestClaudeCodeFileToolsKeepOutOfProtectedNames(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		planted := []string{
+			filepath.Join(e.ws, ".hg", "hgrc"),
+			filepath.Join(e.ws, "sub", ".mise.toml"),
+			filepath.Join(e.ws, ".codex", "config.toml"),
+		}
+		var writes []toolCall
+		for _, p := range planted {
+			writes = append(writes, write(p, "[hooks]\npre-status = touch /x\n"))
+		}
+		ae := newAgentEnv(t, e, claudeCode(), calls(append(writes, write(filepath.Join(e.ws, "ok.txt"), "ok\n"))...))
+		ae.claudeSetup()
+		s := readJSON(t, ae.claudeSettings())
+		s["permissions"].(map[string]any)["allow"] = []string{"Bash", "Read", "Write", "Edit"}
+		ae.writeJSON(ae.claudeSettings(), s)
+		ae.install()
+		r := ae.claude()
+		for i, p := range planted {
+			ae.mustResult(0, i, r)
+			absent(t, p, "Claude Code's Write tool planted a protected name")
+		}
+		hasContent(t, filepath.Join(e.ws, "ok.txt"), "ok\n", "Claude Code's Write of an ordinary file did not land")
+	})
+}

@@ -100,7 +100,24 @@ func claudeDenyRules(e Env) ([]piece, error) {
 		out = append(out, piece{op: opAdd, path: claudeDenyPath, slot: "deny Edit " + d.what,
 			value: string(jsonString("Edit(" + pattern + ")")), what: "the rule keeping Claude Code's file tools (Edit, Write, NotebookEdit) out of " + d.what})
 	}
-	return out, nil
+	return append(out, claudeNameRules()...), nil
+}
+
+// claudeNameRules deny Claude Code's file tools, in every workspace,
+// the names sandboxd keeps its agents' own file tools from writing
+// (agenthook.FileToolsDenied): a rule that starts "**/" matches at any
+// depth below the directory Claude Code runs in, and "/**" everything
+// below a directory of that name.
+func claudeNameRules() []piece {
+	const what = "the rules keeping Claude Code's file tools out of the names sandboxd protects in every workspace (git's directory, start-up files, tool settings and hooks)"
+	var out []piece
+	for _, name := range agenthook.FileToolsDeniedNames() {
+		for _, pattern := range []string{"**/" + name, "**/" + name + "/**"} {
+			out = append(out, piece{op: opAdd, path: claudeDenyPath, slot: "deny Edit " + pattern,
+				value: string(jsonString("Edit(" + pattern + ")")), what: what})
+		}
+	}
+	return out
 }
 
 func claudePieces(e Env) ([]piece, error) {

@@ -2,6 +2,7 @@ package agentinstall
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"slices"
 )
@@ -43,9 +44,21 @@ func (t *txn) open(path string) (*agentFile, error) {
 	return readAgentFile(path, t.e.shown(path), formatOf(path))
 }
 
+// did records what was done to path, a phrase said many times (one
+// for each of a class's rules) once, with its count.
 func (t *txn) did(path string, phrases []string) {
+	n := map[string]int{}
 	for _, d := range phrases {
-		t.changes = append(t.changes, Change{File: path, Did: d})
+		n[d]++
+	}
+	for _, d := range phrases {
+		switch c := n[d]; {
+		case c == 1:
+			t.changes = append(t.changes, Change{File: path, Did: d})
+		case c > 1:
+			t.changes = append(t.changes, Change{File: path, Did: fmt.Sprintf("%s (%d rules)", d, c)})
+			n[d] = 0
+		}
 	}
 }
 
