@@ -171,9 +171,9 @@ func checkClaudePrefix(self, binDir string, getenv func(string) string) error {
 // asks about it, blocks: the hook cannot ask through Codex (it runs
 // the command when a hook answers "ask").
 func checkCodexRules(p agenthook.Payload, dir string, env []string, getenv func(string) string) error {
-	home := getenv("CODEX_HOME")
-	if home == "" {
-		home = filepath.Join(getenv("HOME"), ".codex")
+	_, home, err := agentDirs(getenv)
+	if err != nil {
+		return err
 	}
 	rules, _ := filepath.Glob(filepath.Join(home, "rules", "*.rules"))
 	if len(rules) == 0 {

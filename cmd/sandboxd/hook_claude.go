@@ -116,9 +116,9 @@ func writeClaudeCwd(file, dir string) {
 // sandbox like any script.
 func personsOwn(script string, getenv func(string) string) bool {
 	home := getenv("HOME")
-	dir := getenv("CLAUDE_CONFIG_DIR")
-	if dir == "" {
-		dir = filepath.Join(home, ".claude")
+	dir, _, err := agentDirs(getenv)
+	if err != nil {
+		return false
 	}
 	for _, f := range []string{filepath.Join(dir, "settings.json"), "/etc/claude-code/managed-settings.json"} {
 		if slices.Contains(hookCommands(f), script) {

@@ -107,26 +107,40 @@ func installEnv(getenv func(string) string) (agentinstall.Env, error) {
 	if err != nil {
 		return agentinstall.Env{}, err
 	}
+	claudeDir, codexHome, err := agentDirs(getenv)
+	if err != nil {
+		return agentinstall.Env{}, err
+	}
 	e := agentinstall.Env{
 		Sandboxd:       self,
 		Layout:         caller.Layout(),
 		Home:           caller.Home,
-		ClaudeDir:      filepath.Join(caller.Home, ".claude"),
-		CodexHome:      filepath.Join(caller.Home, ".codex"),
+		ClaudeDir:      claudeDir,
+		CodexHome:      codexHome,
 		ShellPrefixEnv: getenv("CLAUDE_CODE_SHELL_PREFIX"),
 	}
+	return e, nil
+}
+
+// agentDirs are the agents' own directories as the agents find them:
+// Claude Code's ($CLAUDE_CONFIG_DIR, else ~/.claude) and Codex's
+// ($CODEX_HOME, else ~/.codex). The installer, the hooks and the shell
+// prefix all read them here.
+func agentDirs(getenv func(string) string) (claudeDir, codexHome string, err error) {
+	home := getenv("HOME")
+	claudeDir, codexHome = filepath.Join(home, ".claude"), filepath.Join(home, ".codex")
 	for _, v := range []struct {
 		name string
 		dir  *string
-	}{{"CLAUDE_CONFIG_DIR", &e.ClaudeDir}, {"CODEX_HOME", &e.CodexHome}} {
+	}{{"CLAUDE_CONFIG_DIR", &claudeDir}, {"CODEX_HOME", &codexHome}} {
 		if d := getenv(v.name); d != "" {
 			if !filepath.IsAbs(d) {
-				return e, publicerr.Errorf(nil, "%s is %q, not an absolute path: set it to one, as the agent sees it", v.name, d)
+				return "", "", publicerr.Errorf(nil, "%s is %q, not an absolute path: set it to one, as the agent sees it", v.name, d)
 			}
 			*v.dir = filepath.Clean(d)
 		}
 	}
-	return e, nil
+	return claudeDir, codexHome, nil
 }
 
 // printChanges prints one line a change: the file (~ for the home),
