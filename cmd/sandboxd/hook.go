@@ -100,13 +100,6 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 		}
 		return 0 // no output, status 0: Codex applies the patch as it is
 	}
-	intent := ""
-	if p.TranscriptPath != "" {
-		// A transcript sandboxd cannot read leaves the reviewer without
-		// the request, which it treats as no evidence; the sandbox is
-		// the same.
-		intent, _ = agenthook.IntentOf(agent, p.TranscriptPath, caller.UID, p.PromptID, promptWait)
-	}
 	workspace := caller.Cwd // Codex runs its hooks in the session's directory
 	if agent == agenthook.ClaudeCode {
 		workspace = getenv("CLAUDE_PROJECT_DIR")
@@ -114,22 +107,30 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 	if !filepath.IsAbs(workspace) {
 		return hookBlocked(stderr, errors.New("the agent did not say which project directory the session is in"))
 	}
+	// What refuses the call comes first, before any reading of the
+	// transcript.
+	if agent == agenthook.ClaudeCode {
+		err = checkClaudePrefix(self, caller.Layout().Bin(), getenv)
+	} else if err = agenthook.CheckWorkdir(p.Cwd, workspace); err == nil {
+		err = checkCodexRules(p, caller.Cwd, caller.Env, getenv)
+	}
+	if err != nil {
+		return hookBlocked(stderr, err)
+	}
+	intent := ""
+	if p.TranscriptPath != "" {
+		// A transcript sandboxd cannot read leaves the reviewer without
+		// the request, which it treats as no evidence; the sandbox is
+		// the same.
+		intent, _ = agenthook.IntentOf(agent, p.TranscriptPath, caller.UID, p.PromptID, promptWait)
+	}
 	dir := caller.Layout().AgentSession(agent, p.SessionID)
 	if err := agenthook.WriteSession(dir, intent, workspace); err != nil {
 		return hookBlocked(stderr, err)
 	}
 	if agent == agenthook.ClaudeCode {
-		if err := checkClaudePrefix(self, caller.Layout().Bin(), getenv); err != nil {
-			return hookBlocked(stderr, err)
-		}
 		err = agenthook.WriteNoDecision(stdout)
 	} else {
-		if err := agenthook.CheckWorkdir(p.Cwd, workspace); err != nil {
-			return hookBlocked(stderr, err)
-		}
-		if err := checkCodexRules(p, caller.Cwd, caller.Env, getenv); err != nil {
-			return hookBlocked(stderr, err)
-		}
 		run := agenthook.Run{Sandboxd: self, Agent: agent, Session: p.SessionID, Workspace: workspace, IntentFile: agenthook.IntentFile(dir)}
 		err = agenthook.WriteAllow(stdout, run.Rewrite(p))
 	}
