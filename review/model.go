@@ -57,8 +57,11 @@ type Model struct {
 	// Earlier and Recent are the job's evidence: the user's earlier
 	// messages and the agent's recent commands, oldest first.
 	Earlier, Recent []string
-	Log             *slog.Logger
-	Stats           ModelStats
+	// Stated is the agent's own account of why it runs the command,
+	// shown as such: never as the user's request.
+	Stated string
+	Log    *slog.Logger
+	Stats  ModelStats
 
 	// mu guards inspected: one inspection per command, working directory
 	// and attempt, shared by the reviews of that attempt's boundaries.
@@ -109,7 +112,7 @@ func (m *Model) Review(ctx context.Context, req grants.Request) (broker.Decision
 func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision, error) {
 	ctx, cancel := m.deadline(ctx, req)
 	defer cancel()
-	ev := Evidence{Intent: req.Intent, Earlier: m.Earlier, Recent: m.Recent}
+	ev := Evidence{Intent: req.Intent, Stated: m.Stated, Earlier: m.Earlier, Recent: m.Recent}
 	if (m.Denied != nil || m.OpenView != nil) && req.Command != "" {
 		ev.Scripts, ev.Skipped = m.inspect(ctx, req)
 	}
@@ -149,6 +152,11 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 		return broker.Decision{}, err
 	}
 	verdict.Source = broker.SourceReviewer
+	if req.Intent == "" && (verdict.UserAuthorization == broker.AuthMedium || verdict.UserAuthorization == broker.AuthHigh) {
+		// Without the user's own words nothing can show their
+		// authorization: an agent's account of it is not one.
+		verdict.UserAuthorization = broker.AuthLow
+	}
 	return verdict, nil
 }
 

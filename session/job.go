@@ -99,6 +99,10 @@ type Job struct {
 	Command string
 	// Workspace is the writable root (empty: the caller's Cwd).
 	Workspace string
+	// RequireCwd refuses a run whose caller's Cwd is not inside the
+	// workspace, instead of starting it at the workspace's root: for a
+	// front end whose caller names a directory per command.
+	RequireCwd bool
 	// Policy is an explicit policy file (empty: the caller's own
 	// policy.toml, if there is one).
 	Policy string
@@ -106,8 +110,13 @@ type Job struct {
 	// and has no circuit breaker). It is scoped by the caller's uid.
 	Session string
 	// Agent, ToolCallID and Intent describe the request for the reviewer:
-	// which agent asks, its tool call, and the user's request.
+	// which agent asks, its tool call, and the user's request, as the
+	// front end read it from the person (a terminal, a transcript).
 	Agent, ToolCallID, Intent string
+	// Stated is the agent's own account of why it runs the command (an
+	// MCP tool's intent argument): the model reviewer is told the agent
+	// wrote it, so it never stands for the user's words.
+	Stated string
 	// Earlier are the user's earlier messages and Recent the agent's
 	// recent commands, oldest first, as an adapter supplies them:
 	// evidence for the model reviewer (trimmed first when the prompt is

@@ -77,6 +77,11 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	if err != nil {
 		return nil, err
 	}
+	if j.RequireCwd {
+		if real, err := filepath.EvalSymlinks(c.Cwd); err != nil || real != w.cwd {
+			return nil, publicerr.New(fmt.Sprintf("the working directory %s is not a directory inside the workspace %s", c.Cwd, w.root))
+		}
+	}
 	p := &plan{ws: w.root, cwd: w.cwd, wsFrom: w.from, wsNote: w.note, command: j.commandString(), session: scopedSession(c, j.Session)}
 	userPolicy, explicit := j.Policy, j.Policy != ""
 	if !explicit {

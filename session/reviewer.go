@@ -44,8 +44,9 @@ type ModelConfig struct {
 	// script. Nil when the command is not run here (ModelFor) or the
 	// front end has no reader: then it reads none.
 	OpenView func(ctx context.Context) (*evidence.Client, error)
-	// Earlier and Recent are the job's evidence (see Job).
+	// Earlier, Recent and Stated are the job's evidence (see Job).
 	Earlier, Recent []string
+	Stated          string
 }
 
 // ModelFactory builds the model reviewer (the front end supplies it: the
@@ -152,7 +153,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	}
 	cfg.Session, cfg.StateDir = p.session, c.Layout().State
 	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.Layout().Own()...)
-	cfg.Earlier, cfg.Recent = j.Earlier, j.Recent
+	cfg.Earlier, cfg.Recent, cfg.Stated = j.Earlier, j.Recent, j.Stated
 	cfg.OpenView = r.viewOpener(p.spec)
 	m, err := r.models(cfg)
 	if err != nil {

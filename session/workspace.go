@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/envlist"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -53,6 +54,22 @@ type workspace struct {
 // policies are the workspace policy files the run applies, in order.
 func (w workspace) policies() []string {
 	return append(append([]string(nil), w.above...), workspacePolicies(w.root, w.cwd)...)
+}
+
+// Workspace is the workspace a run for c would get with the given
+// --workspace (empty: the one found from c's working directory), and how
+// it was chosen; resolved as the caller. A front end that fixes one
+// workspace for many runs (the MCP server) asks once.
+func (r *Runner) Workspace(c Caller, given string) (root, from string, err error) {
+	var w workspace
+	aerr := fsid.Do(c.ID(), func() error {
+		w, err = resolveWorkspace(given, c)
+		return nil
+	})
+	if aerr != nil {
+		return "", "", publicerr.Wrap(aerr, fmt.Sprintf("sandboxd cannot act as uid %d here", c.UID))
+	}
+	return w.root, w.from, err
 }
 
 // resolveWorkspace validates the workspace (given; else the one found

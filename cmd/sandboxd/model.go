@@ -37,7 +37,7 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 				UserCallsPerHour: r.MaxUserCallsPerHour, UserTokensPerHour: r.MaxUserTokensPerHour}},
 			Denied:   func(p string) bool { return under(p, cfg.Denied) },
 			OpenView: openView(cfg.OpenView),
-			Earlier:  cfg.Earlier, Recent: cfg.Recent, Log: log,
+			Earlier:  cfg.Earlier, Recent: cfg.Recent, Stated: cfg.Stated, Log: log,
 		}, nil
 	}
 }
