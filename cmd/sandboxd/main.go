@@ -54,6 +54,7 @@ const usage = `sandboxd runs shell commands in a kernel-enforced sandbox.
 Usage:
   sandboxd run [flags] -- COMMAND [ARG...]
   sandboxd run [flags] -c 'shell command'
+  sandboxd mcp [flags]
   sandboxd hook install|status|uninstall claude-code|codex
   sandboxd doctor [--json]
   sandboxd recover [--json]
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch args[0] {
 	case "run":
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
 	case "hook":
 		return hookCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
 	case "session":

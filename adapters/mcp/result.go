@@ -1,0 +1,76 @@
+package mcp
+
+import (
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// faultNote follows the notes of a call a reviewer fault denied.
+const faultNote = "sandboxd: a reviewer failed, which is not a judgement of the command: tell the user rather than working around it; the same request may be allowed once the reviewer works."
+
+// result is a call's tool result: the structured Result and the same as
+// text. A denied boundary or a run sandboxd could not do is an error
+// result; a command's own failure (a non-zero exit) is not.
+func result(rep *session.Report, err error, out, errOut *Bounded, notes string, r Result) *sdk.CallToolResult {
+	r.Stdout, r.Stderr = out.String(), errOut.String()
+	r.StdoutBytes, r.StderrBytes = out.Total(), errOut.Total()
+	r.Truncated = out.Truncated() || errOut.Truncated()
+	r.Notes = notes
+	r.Boundaries = []Boundary{}
+	isError := false
+	if rep == nil {
+		rep = &session.Report{ExitCode: session.ExitSandboxd}
+	}
+	r.ExitCode, r.TimedOut, r.Attempts = rep.ExitCode, rep.TimedOut, rep.Attempts
+	fault := false
+	for _, b := range rep.Boundaries {
+		nb := Boundary{Attempt: b.Attempt, Surface: string(b.Surface), Operation: string(b.Operation), Target: target(b),
+			Decision: string(b.Decision), DecidedBy: string(b.Source), ReviewerFault: b.Source == broker.SourceError,
+			Rationale: b.Rationale, Held: b.Held}
+		if b.Decision != broker.Allow {
+			isError = true
+			fault = fault || nb.ReviewerFault
+		}
+		r.Boundaries = append(r.Boundaries, nb)
+	}
+	if err != nil {
+		r.Error = rep.Error
+		if r.Error == "" {
+			r.Error = session.Public(err)
+		}
+		isError = true
+	}
+	if fault {
+		r.Notes += faultNote + "\n"
+	}
+	return &sdk.CallToolResult{IsError: isError, StructuredContent: r, Content: []sdk.Content{&sdk.TextContent{Text: text(r)}}}
+}
+
+// text is the result for a client that reads only text.
+func text(r Result) string {
+	var b strings.Builder
+	section := func(name, s string) {
+		if s == "" {
+			return
+		}
+		if name != "" {
+			fmt.Fprintf(&b, "[%s]\n", name)
+		}
+		b.WriteString(s)
+		if !strings.HasSuffix(s, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	section("", r.Stdout)
+	section("stderr", r.Stderr)
+	section("sandboxd", r.Notes)
+	if r.Error != "" {
+		section("sandboxd", "sandboxd: "+r.Error)
+	}
+	fmt.Fprintf(&b, "[exit status %d]", r.ExitCode)
+	return b.String()
+}
