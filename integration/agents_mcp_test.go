@@ -1,0 +1,65 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// mcpBash is a call of sandboxd's bash tool through Claude Code's MCP
+// client, under the name Claude Code gives a server's tool.
+func mcpBash(command, intent string) toolCall {
+	return toolCall{name: "mcp__sandboxd__bash", input: map[string]any{"command": command, "intent": intent}}
+}
+
+// TestClaudeCodeMCPClient: the real Claude Code, headless, with
+// `sandboxd mcp` as an MCP server from --mcp-config and no hook
+// installed. The model's call of the bash tool runs in the sandbox
+// (SANDBOXD=1 inside; a write outside the workspace absent, refused by
+// sandboxd's reviewer, who was shown the call's intent as the agent's
+// account), its result reaches the model, and a write in the workspace
+// lands.
+func TestClaudeCodeMCPClient(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := filepath.Join(e.mkdir("outside", 0o755), "evil.txt")
+		inside := "landed-" + randHex(4)
+		intent := "stated purpose " + randHex(4)
+		ae := newAgentEnv(t, e, claudeCode(),
+			calls(mcpBash("echo sandboxed=$SANDBOXD; echo evil > "+outside, intent)),
+			calls(mcpBash("echo "+inside+" > in.txt", "")),
+		)
+		ae.writeJSON(ae.claudeSettings(), map[string]any{"permissions": map[string]any{"allow": []string{"mcp__sandboxd__bash"}}})
+		ae.writeJSON(filepath.Join(e.home, ".claude.json"), map[string]any{
+			"projects": map[string]any{e.ws: map[string]any{"hasTrustDialogAccepted": true}}})
+		config := filepath.Join(e.dir, "mcp.json")
+		ae.writeJSON(config, map[string]any{"mcpServers": map[string]any{
+			"sandboxd": map[string]any{"type": "stdio", "command": ae.sandboxd, "args": []string{"mcp", "--workspace", e.ws}}}})
+		mode := "default"
+		if !ae.id.root() {
+			mode = "bypassPermissions"
+		}
+		r := ae.run([]string{
+			"ANTHROPIC_BASE_URL=" + ae.model.url,
+			"ANTHROPIC_API_KEY=sk-ant-e2e-" + randHex(4),
+			"DISABLE_AUTOUPDATER=1",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		}, "-p", ae.prompt, "--output-format", "json", "--permission-mode", mode,
+			"--mcp-config", config, "--strict-mcp-config")
+
+		got := ae.mustResult(0, 0, r)
+		if !strings.Contains(got, "sandboxed=1") {
+			t.Errorf("the command did not run under sandboxd: %q\n%s", got, r)
+		}
+		absent(t, outside, "the MCP call's write outside the workspace ran")
+		if !strings.Contains(got, "sandboxd: denied") || !strings.Contains(got, reviewerWhy) {
+			t.Errorf("the model was not told sandboxd's reviewer refused the write: %q", got)
+		}
+		reviewed := strings.Join(ae.reviewer.requests(), "\n")
+		if !strings.Contains(reviewed, `\"agent_stated_purpose\": \"`+intent) || strings.Contains(reviewed, `\"user_request\": \"`+intent) {
+			t.Errorf("the reviewer was not shown the intent as the agent's account:\n%s", reviewed)
+		}
+		ae.mustResult(1, 0, r)
+		hasContent(t, filepath.Join(e.ws, "in.txt"), inside+"\n", "the workspace write did not land")
+	})
+}
