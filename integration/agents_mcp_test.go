@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +63,42 @@ func TestClaudeCodeMCPClient(t *testing.T) {
 		}
 		ae.mustResult(1, 0, r)
 		hasContent(t, filepath.Join(e.ws, "in.txt"), inside+"\n", "the workspace write did not land")
+	})
+}
+
+// TestCodexMCPClient: the real Codex, headless, with sandboxd mcp as an
+// MCP server of its config.toml ([mcp_servers], its tools approved as
+// the README says) and no hook installed. Codex defers MCP tools behind
+// tool_search, as a model finds them: its search lists sandboxd's bash
+// in the mcp__sandboxd namespace; the model's call of it runs in the
+// sandbox, a write outside the workspace is absent and refused, and the
+// result reaches the model.
+func TestCodexMCPClient(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := filepath.Join(e.mkdir("outside", 0o755), "evil.txt")
+		search := calls(toolCall{name: "tool_search", input: map[string]any{"query": "sandboxd bash", "limit": 8}})
+		first := func(body string) []toolCall {
+			if !strings.Contains(body, `"name":"mcp__sandboxd"`) {
+				return nil // the search did not find it: the run ends
+			}
+			return []toolCall{{namespace: "mcp__sandboxd", name: "bash", input: map[string]any{
+				"command": "echo sandboxed=$SANDBOXD; echo evil > " + outside, "intent": "probe"}}}
+		}
+		ae := newAgentEnv(t, e, codex(), search, first)
+		ae.codexSetup("")
+		cfg := filepath.Join(ae.codexHome(), "config.toml")
+		b, _ := os.ReadFile(cfg)
+		ae.writeFile(cfg, string(b)+fmt.Sprintf("\n[mcp_servers.sandboxd]\ncommand = %q\nargs = [\"mcp\", \"--workspace\", %q]\ndefault_tools_approval_mode = \"approve\"\n", ae.sandboxd, e.ws), 0o600)
+		r := ae.codex()
+		got, ok := ae.model.result(1, 0)
+		if !ok {
+			reqs := ae.model.requests()
+			t.Fatalf("the bash tool was not found or not called; the last request:\n%s\n%s", reqs[len(reqs)-1], r)
+		}
+		if !strings.Contains(got, "sandboxed=1") || !strings.Contains(got, "sandboxd: denied") {
+			t.Errorf("the call did not run under sandboxd, or its denial did not reach the model: %q", got)
+		}
+		absent(t, outside, "the MCP call's write outside the workspace ran")
 	})
 }

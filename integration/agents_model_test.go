@@ -31,6 +31,9 @@ type toolCall struct {
 	name  string         // Claude Code: Bash, Read; Codex: exec_command, apply_patch
 	input map[string]any // the call's input (Codex: exec_command's arguments)
 	patch string         // Codex's apply_patch: the patch, its freeform input
+	// namespace is the namespace of a deferred tool Codex's tool_search
+	// exposed (an MCP server's: mcp__NAME).
+	namespace string
 }
 
 // step is the model's answer to a request that holds n tool results,
@@ -202,7 +205,7 @@ func (m *scriptedModel) responses(w http.ResponseWriter, b []byte) {
 	json.Unmarshal(b, &req)
 	n := 0
 	for _, it := range req.Input {
-		if it.Type == "function_call_output" || it.Type == "custom_tool_call_output" {
+		if it.Type == "function_call_output" || it.Type == "custom_tool_call_output" || it.Type == "tool_search_output" {
 			n++
 		}
 	}
@@ -213,8 +216,16 @@ func (m *scriptedModel) responses(w http.ResponseWriter, b []byte) {
 			items = append(items, map[string]any{"type": "custom_tool_call", "id": "ctc_" + id, "call_id": id, "name": c.name, "status": "completed", "input": c.patch})
 			continue
 		}
+		if c.name == "tool_search" {
+			items = append(items, map[string]any{"type": "tool_search_call", "id": "tsc_" + id, "call_id": id, "execution": "client", "status": "completed", "arguments": c.input})
+			continue
+		}
 		args, _ := json.Marshal(c.input)
-		items = append(items, map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": c.name, "arguments": string(args), "status": "completed"})
+		item := map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": id, "name": c.name, "arguments": string(args), "status": "completed"}
+		if c.namespace != "" {
+			item["namespace"] = c.namespace
+		}
+		items = append(items, item)
 	}
 	if len(items) == 0 {
 		items = append(items, map[string]any{"type": "message", "id": "msg_e2e", "role": "assistant", "status": "completed",
