@@ -6,8 +6,9 @@
 // exactly those exceptions, commits the final attempt's layer, and
 // returns the report (the --report JSON contract, Report).
 //
-// Every front end calls Runner.Run: `sandboxd run` now, `sandboxd serve`,
-// the MCP server and the hook adapters later. It never prints: progress
+// Every front end calls Runner.Run: `sandboxd run` (and through it the
+// agents' hooks), the MCP server (adapters/mcp) and, later, `sandboxd
+// serve`. It never prints: progress
 // reaches the front end as Events (text on stderr for `run`, NDJSON for a
 // daemon, a tool result for MCP). A Runner is safe for concurrent use;
 // each Run owns its own plan, broker and report.
