@@ -174,6 +174,10 @@ func TestMCPServesBash(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(e.ws, "sub", "made.txt")); err != nil || string(b) != "made\n" {
 			t.Errorf("the write in the workspace was not committed: %q %v", b, err)
 		}
+		// Stdin is empty: a command that reads it ends.
+		if _, r := c.bash(t, ctx, map[string]any{"command": "cat; echo after", "timeout": 20}); r.Stdout != "after\n" || r.ExitCode != 0 {
+			t.Errorf("a command reading stdin: %+v", r)
+		}
 		// A relative cwd is the workspace's; the session is the connection's.
 		_, r2 := c.bash(t, ctx, map[string]any{"command": "pwd", "cwd": "."})
 		if r2.Stdout != e.ws+"\n" || r2.Session == "" || r2.Session != r.Session {

@@ -191,7 +191,9 @@ func (h *handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 		timeout = h.cfg.Timeout
 	}
 	out, errOut := NewBounded(h.cfg.MaxOutput), NewBounded(h.cfg.MaxOutput)
-	notes := &lockedBuffer{}
+	// sandboxd's own notes are bounded too: a command can make a commit
+	// name many paths.
+	notes := NewBounded(h.cfg.MaxOutput)
 	prog := startProgress(ctx, req, h.cfg.Progress, out, errOut)
 	defer prog.stop()
 	var ev session.Events = session.Discard{}
@@ -215,24 +217,4 @@ func (h *handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 // failed is a tool error with one sentence.
 func failed(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
-}
-
-// lockedBuffer is the notes of one call: held connections are decided
-// from other goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }
