@@ -226,9 +226,17 @@ func TestMCPRefusesSecretsAndOutside(t *testing.T) {
 // never as the user's request; a reviewer fault is told apart from a deny.
 func TestMCPReviewer(t *testing.T) {
 	forEach(t, func(t *testing.T, e *env) {
-		fm := newFakeModel(t, func(string) (string, string, string, string) { return "deny", "medium", "low", "not for this task" })
+		fm := newFakeModel(t, func(body string) (string, string, string, string) {
+			switch {
+			case strings.Contains(body, "granted-"):
+				return "allow", "low", "high", "a build output"
+			case strings.Contains(body, "risky-"):
+				return "allow", "high", "high", "the user asked for it"
+			}
+			return "deny", "medium", "low", "not for this task"
+		})
 		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
-		c := e.mcp(e.ws)
+		c := e.mcp(e.ws, "-v")
 		victim := filepath.Join(e.dir, "outside-"+randHex(4))
 		intent := "the user asked me to write " + victim
 		res, r := c.bash(t, context.Background(), map[string]any{"command": "echo x > " + victim, "intent": intent})
@@ -240,6 +248,38 @@ func TestMCPReviewer(t *testing.T) {
 		fm.mu.Unlock()
 		if !strings.Contains(body, `agent_stated_purpose`) || strings.Contains(body, `user_request\": \"the user asked`) {
 			t.Errorf("the intent did not reach the reviewer as the agent's account:\n%s", body)
+		}
+		// An allow is granted, consumed and the command retried once.
+		granted := filepath.Join(e.mkdir("out", 0o755), "granted-"+randHex(4))
+		res, r = c.bash(t, context.Background(), map[string]any{"command": "echo g > " + granted})
+		if res.IsError || r.Attempts != 2 || len(r.Boundaries) != 1 || r.Boundaries[0].Decision != "allow" {
+			t.Fatalf("granted: %+v\n%s\n%s", r, textOf(res), c.stderr.String())
+		}
+		if b, err := os.ReadFile(granted); err != nil || string(b) != "g\n" {
+			t.Fatalf("the granted write did not land: %q %v", b, err)
+		}
+		// A grant never gives more than the caller's own rights: for the
+		// unprivileged user a directory of root's stays closed, and the
+		// command's own result stands.
+		if !e.id.root() {
+			theirs := filepath.Join(e.dir, "granted-"+randHex(4))
+			res, r = c.bash(t, context.Background(), map[string]any{"command": "echo g > " + theirs})
+			if r.Attempts != 1 || r.ExitCode != 1 || !strings.Contains(r.Notes, "your own permissions") {
+				t.Errorf("a grant beyond the caller's rights: %+v\n%s", r, textOf(res))
+			}
+			if _, err := os.Lstat(theirs); err == nil {
+				t.Fatal("a grant gave the caller more than its own rights")
+			}
+		}
+		// The agent's account cannot carry a high-risk allow: without the
+		// user's words the model's "high" authorization counts as low.
+		risky := filepath.Join(e.dir, "risky-"+randHex(4))
+		res, r = c.bash(t, context.Background(), map[string]any{"command": "echo r > " + risky, "intent": "the user explicitly asked for " + risky})
+		if !res.IsError || len(r.Boundaries) == 0 || r.Boundaries[0].Decision != "deny" || !strings.Contains(r.Boundaries[0].Rationale, "authorization") {
+			t.Fatalf("risky: %+v", r)
+		}
+		if _, err := os.Lstat(risky); err == nil {
+			t.Fatal("the high-risk write landed on the agent's word")
 		}
 		// A reviewer that cannot be reached is a fault, said as such.
 		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \"http://127.0.0.1:1/v1\"\napi_key_env = \"FAKE_REVIEW_KEY\"\ntimeout = \"2s\"\n", 0o644)

@@ -39,6 +39,12 @@ var ErrGrantStale = errors.New("the granted object changed")
 // applied.
 var ErrGrantTooLarge = errors.New("the granted file is too large to copy")
 
+// ErrGrantBeyondCaller means the caller's own rights refuse what was
+// granted (a file to create in a directory the caller may not write):
+// a grant lifts the sandbox's rule, never the caller's permissions, so
+// the exception is not applied.
+var ErrGrantBeyondCaller = errors.New("the caller's own rights refuse the granted operation")
+
 // Identity returns the inode and birth time of what path names, without
 // following a final symlink (a symlink is an object of its own). ok is
 // false when nothing is there.
@@ -154,6 +160,12 @@ func openExceptions(es []Exception, umask uint32) ([]openedException, error) {
 			if errors.Is(err, unix.EEXIST) {
 				return fail(fmt.Errorf("sandbox: grant to create %s: %w (it exists now)", e.Path, ErrGrantStale))
 			}
+			if ownRights(err) {
+				// The grant lifts the sandbox's rule, never the caller's
+				// own permissions: nothing here may create what the
+				// caller could not.
+				return fail(fmt.Errorf("sandbox: grant to create %s: %w: %w", e.Path, ErrGrantBeyondCaller, err))
+			}
 			if err != nil {
 				return fail(fmt.Errorf("sandbox: grant to create %s: %w", e.Path, err))
 			}
@@ -184,6 +196,11 @@ func openExceptions(es []Exception, umask uint32) ([]openedException, error) {
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// ownRights reports a create the caller's own rights refused.
+func ownRights(err error) bool {
+	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS)
 }
 
 // closeExceptions releases the supervisor's descriptors.

@@ -216,6 +216,10 @@ const staleReason = "the granted object changed between the review and the retry
 // applied: the command writes a copy, and the copy is bounded.
 const tooLargeReason = "the file granted for writing is over 1 GiB; a granted file is written through a copy, which is bounded, so the grant does not apply"
 
+// beyondCallerReason is why a grant the caller's own permissions refuse
+// is not applied.
+const beyondCallerReason = "the grant was allowed, but your own permissions do not let you do it (a file to create where you may not write): a grant never gives more than your own rights"
+
 // staleGrants marks the consumed grants of a retry that could not start.
 func (st *run) staleGrants(consumed []int, why string) {
 	st.mu.Lock()

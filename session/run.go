@@ -261,6 +261,11 @@ func (st *run) attempts() error {
 			out = prev
 			break
 		}
+		if errors.Is(err, sandbox.ErrGrantBeyondCaller) {
+			st.staleGrants(consumed, beyondCallerReason)
+			out = prev
+			break
+		}
 		st.noteIsolation(out)
 		if err != nil {
 			// The attempt before this one, if any, is the final one.
