@@ -132,6 +132,7 @@ type mcpResult struct {
 	Attempts    int    `json:"attempts"`
 	Notes       string `json:"notes"`
 	Error       string `json:"error"`
+	Workspace   string `json:"workspace"`
 	Cwd         string `json:"cwd"`
 	Session     string `json:"session"`
 	Boundaries  []struct {
@@ -381,5 +382,27 @@ func TestMCPClientGoneKillsTheTree(t *testing.T) {
 			t.Fatalf("sandboxd mcp did not exit when its client went\n%s", stderr.String())
 		}
 		noSurvivors(t, gone)
+	})
+}
+
+// A workspace the server found from a .sandboxd.toml keeps the
+// .sandboxd.toml files above it, as sandboxd run's does
+// (TestWorkspacePolicyDirectory): fixing the workspace at start must not
+// drop a policy that tightens it.
+func TestMCPPolicyAboveWorkspace(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		e.writeFile(filepath.Join(e.ws, ".sandboxd.toml"), "[filesystem]\nsecrets = [\"~/private-notes\"]\n", 0o644)
+		e.writeFile(filepath.Join(e.ws, "a", ".sandboxd.toml"), "[limits]\npids = 1000\n", 0o644)
+		deep := filepath.Join(e.ws, "a", "b")
+		e.writeFile(filepath.Join(deep, "f"), "x\n", 0o644)
+		e.writeFile(filepath.Join(e.home, "private-notes"), e.canary+"\n", 0o644)
+		c := e.mcp(deep)
+		res, r := c.bash(t, context.Background(), map[string]any{"command": "pwd; cat ~/private-notes"})
+		if r.Workspace != filepath.Join(e.ws, "a") || r.Stdout == "" {
+			t.Fatalf("workspace %q, want %s/a: %+v\n%s", r.Workspace, e.ws, r, c.stderr.String())
+		}
+		if all, _ := json.Marshal(res); strings.Contains(string(all), e.canary) {
+			t.Fatalf("the outer .sandboxd.toml's secret was readable through sandboxd mcp:\n%s", all)
+		}
 	})
 }

@@ -103,6 +103,10 @@ type Job struct {
 	// workspace, instead of starting it at the workspace's root: for a
 	// front end whose caller names a directory per command.
 	RequireCwd bool
+	// Above are .sandboxd.toml files above Workspace that apply to the
+	// run: Runner.Workspace's, for a front end that fixed a workspace it
+	// found (a run that finds its workspace finds them itself).
+	Above []string
 	// Policy is an explicit policy file (empty: the caller's own
 	// policy.toml, if there is one).
 	Policy string

@@ -77,6 +77,9 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	if err != nil {
 		return nil, err
 	}
+	if j.Workspace != "" {
+		w.above = append(w.above, j.Above...)
+	}
 	if j.RequireCwd {
 		if real, err := filepath.EvalSymlinks(c.Cwd); err != nil || real != w.cwd {
 			return nil, publicerr.New(fmt.Sprintf("the working directory %s is not a directory inside the workspace %s", c.Cwd, w.root))

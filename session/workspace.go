@@ -56,20 +56,33 @@ func (w workspace) policies() []string {
 	return append(append([]string(nil), w.above...), workspacePolicies(w.root, w.cwd)...)
 }
 
+// Found is a workspace a front end fixes once for many runs
+// (Runner.Workspace).
+type Found struct {
+	// Root is the workspace (resolved); From says how it was chosen.
+	Root, From string
+	// Above are the .sandboxd.toml files above a root that was found,
+	// outermost first: they tighten every run in it as they tighten a
+	// run that finds it, so the front end passes them on (Job.Above).
+	Above []string
+}
+
 // Workspace is the workspace a run for c would get with the given
-// --workspace (empty: the one found from c's working directory), and how
-// it was chosen; resolved as the caller. A front end that fixes one
-// workspace for many runs (the MCP server) asks once.
-func (r *Runner) Workspace(c Caller, given string) (root, from string, err error) {
+// --workspace (empty: the one found from c's working directory), how it
+// was chosen and the policy files above it that apply; resolved as the
+// caller. A front end that fixes one workspace for many runs (the MCP
+// server) asks once.
+func (r *Runner) Workspace(c Caller, given string) (Found, error) {
 	var w workspace
+	var err error
 	aerr := fsid.Do(c.ID(), func() error {
 		w, err = resolveWorkspace(given, c)
 		return nil
 	})
 	if aerr != nil {
-		return "", "", publicerr.Wrap(aerr, fmt.Sprintf("sandboxd cannot act as uid %d here", c.UID))
+		return Found{}, publicerr.Wrap(aerr, fmt.Sprintf("sandboxd cannot act as uid %d here", c.UID))
 	}
-	return w.root, w.from, err
+	return Found{Root: w.root, From: w.from, Above: w.above}, err
 }
 
 // resolveWorkspace validates the workspace (given; else the one found

@@ -35,6 +35,10 @@ type Config struct {
 	// Workspace is the workspace fixed when the server started
 	// (resolved): every call runs in it, and its cwd must lie inside.
 	Workspace string
+	// Above are the policy files above a Workspace that was found
+	// (session.Found.Above): every call applies them, as a run that
+	// found the workspace would.
+	Above []string
 	// Session names the sandboxd session (breaker, grants) of every
 	// connection; empty: each connection is a session of its own.
 	Session string
@@ -203,7 +207,7 @@ func (h *handler) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Call
 	sess := h.session(req.Session)
 	job := session.Job{
 		Argv: []string{"bash", "-c", args.Command}, Command: args.Command,
-		Workspace: h.cfg.Workspace, RequireCwd: true, Policy: h.cfg.Policy, Session: sess,
+		Workspace: h.cfg.Workspace, Above: h.cfg.Above, RequireCwd: true, Policy: h.cfg.Policy, Session: sess,
 		Agent: "mcp", Stated: args.Intent, Retries: 2, Timeout: timeout, Reviewer: h.cfg.Reviewer,
 		RequireIsolation: true, Stdout: out, Stderr: errOut,
 	}

@@ -72,11 +72,12 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	cfg.Log, cfg.Version, cfg.Caller = log, version(), caller
 	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader()})
-	root, from, err := cfg.Runner.Workspace(caller, *workspace)
+	found, err := cfg.Runner.Workspace(caller, *workspace)
 	if err != nil {
 		return fail(err)
 	}
-	cfg.Workspace = root
+	root, from := found.Root, found.From
+	cfg.Workspace, cfg.Above = root, found.Above
 	if cwd, err := filepath.EvalSymlinks(caller.Cwd); err != nil || !pathtree.Within(root, cwd) {
 		cfg.Caller.Cwd = root
 	}
