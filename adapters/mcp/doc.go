@@ -16,5 +16,5 @@
 // the model reviewer as such (session.Job.Stated), never as the user's
 // request. Cancelling a call ends every process of its command.
 //
-// Of sandboxd's packages it imports only broker and session.
+// Of sandboxd's packages it imports only broker, session and termfilter.
 package mcp

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/termfilter"
 )
 
 // progress tells a client that asked for it (a progress token) how a
@@ -94,9 +95,11 @@ func (e callEvents) Event(ev session.Event) {
 		if b.Decision == broker.Allow {
 			word = "allowed"
 		}
-		e.prog.say(fmt.Sprintf("%s %s %s (decided by %s)", word, b.Operation, target(*b), b.Source))
+		// A path or host is the command's choice: escaped, as the notes
+		// are, so it cannot start a line that fakes sandboxd's own.
+		e.prog.say(fmt.Sprintf("%s %s %s (decided by %s)", word, b.Operation, termfilter.Escape(target(*b)), b.Source))
 	case session.KindRetrying:
-		e.prog.say("retrying the same command with exactly: " + strings.Join(ev.Exceptions, ", "))
+		e.prog.say("retrying the same command with exactly: " + termfilter.Escape(strings.Join(ev.Exceptions, ", ")))
 	}
 }
 
