@@ -406,3 +406,23 @@ func TestMCPPolicyAboveWorkspace(t *testing.T) {
 		}
 	})
 }
+
+// A run written straight to the workspace (the user's no_transaction
+// entry) has what the persistence rules refuse moved away after it: a
+// denial, so the result is an error, as when a commit refuses it.
+func TestMCPSweptIsAnError(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[transaction]\nno_transaction = [\"echo direct*\"]\n", 0o644)
+		c := e.mcp(e.ws)
+		res, r := c.bash(t, context.Background(), map[string]any{"command": "echo direct; mkdir -p .vscode; echo {} > .vscode/tasks.json"})
+		if _, err := os.Lstat(filepath.Join(e.ws, ".vscode", "tasks.json")); err == nil {
+			t.Fatalf("the persistence path was kept\n%s", textOf(res))
+		}
+		if !strings.Contains(r.Notes, "not kept") {
+			t.Fatalf("not swept (the run was not direct?): %+v\n%s", r, textOf(res))
+		}
+		if !res.IsError {
+			t.Errorf("a write the persistence rules refused is reported as success:\n%s", textOf(res))
+		}
+	})
+}

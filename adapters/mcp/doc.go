@@ -11,8 +11,8 @@
 // output (each stream bounded to its head and tail, Bounded), the exit
 // status and each boundary with its decision and who decided, as
 // structured content under an output schema and as text; a denied
-// boundary, a reviewer's fault and a run sandboxd could not do are
-// error results. A call's intent is the agent's own account, shown to
+// boundary, a reviewer's fault, a path the persistence rules moved away
+// and a run sandboxd could not do are error results. A call's intent is the agent's own account, shown to
 // the model reviewer as such (session.Job.Stated), never as the user's
 // request. Cancelling a call ends every process of its command.
 //

@@ -13,8 +13,9 @@ import (
 const faultNote = "sandboxd: a reviewer failed, which is not a judgement of the command: tell the user rather than working around it; the same request may be allowed once the reviewer works."
 
 // result is a call's tool result: the structured Result and the same as
-// text. A denied boundary or a run sandboxd could not do is an error
-// result; a command's own failure (a non-zero exit) is not.
+// text. A denied boundary, a path the persistence rules moved away and a
+// run sandboxd could not do are error results; a command's own failure
+// (a non-zero exit) is not.
 func result(rep *session.Report, err error, out, errOut *Bounded, notes string, r Result) *sdk.CallToolResult {
 	r.Stdout, r.Stderr = out.String(), errOut.String()
 	r.StdoutBytes, r.StderrBytes = out.Total(), errOut.Total()
@@ -36,6 +37,14 @@ func result(rep *session.Report, err error, out, errOut *Bounded, notes string, 
 			fault = fault || nb.ReviewerFault
 		}
 		r.Boundaries = append(r.Boundaries, nb)
+	}
+	for _, p := range rep.Persistence {
+		// What a run written straight to the workspace left and the
+		// persistence rules then moved away is denied as a commit's
+		// refusal is, though no boundary records it.
+		if p.Action == "quarantined" || p.Action == "removed" {
+			isError = true
+		}
 	}
 	if err != nil {
 		r.Error = rep.Error
