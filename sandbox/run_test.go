@@ -128,6 +128,17 @@ func leakCases() []leakCase {
 		{name: "command not found", spec: func(e leakEnv) sandbox.Spec { return e.spec("sandboxd-no-such-command") }, code: 127},
 		{name: "not executable", spec: func(e leakEnv) sandbox.Spec { return e.spec("./data") }, code: 126},
 		{name: "missing working directory", spec: with(sh("true"), func(e leakEnv, s *sandbox.Spec) { s.Dir = filepath.Join(e.ws, "gone") }), code: 127},
+		// A working directory swapped for a link after it was checked
+		// is refused, never followed out of the workspace.
+		{name: "working directory now a symlink", spec: with(sh("pwd"), func(e leakEnv, s *sandbox.Spec) {
+			link := filepath.Join(e.ws, "swapped")
+			os.Symlink(e.base, link)
+			s.Dir = link
+		}), wantErr: errAny, check: func(t *testing.T, _ sandbox.Result, stdout, _ string) {
+			if stdout != "" {
+				t.Errorf("the command ran: %q", stdout)
+			}
+		}},
 		{name: "read-only run", spec: with(sh("cat data; echo x > f"), func(_ leakEnv, s *sandbox.Spec) { s.ReadOnly = true }), code: 2,
 			check: func(t *testing.T, res sandbox.Result, stdout, _ string) {
 				if stdout != "not a program\n" || res.Layer != nil || res.Transaction.Mode != "none" {

@@ -46,6 +46,7 @@ func Main() {
 	if s.Namespaces {
 		h.check(125, protectWorkspace(s.Workspace, c))
 	}
+	h.enterDir(s.Dir)
 	argv0, code, err := lookPath(s.Argv[0], s.Env, s.Dir)
 	if err != nil {
 		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
@@ -203,6 +204,31 @@ func (h *helper) observe(filter []byte) {
 	h.mark("confined")
 }
 
+// enterDir makes dir the helper's working directory, which the command
+// inherits, once every mount is in place. sandboxd checked dir (resolved,
+// inside the workspace) before the run; it is opened here without
+// following any symlink, so a directory swapped for a link since then is
+// refused, never followed out of the workspace, and the command starts
+// in the very directory that was opened.
+func (h *helper) enterDir(dir string) {
+	if dir == "" {
+		return
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		// Gone, as a chdir would have found it: the command cannot run.
+		h.fail(127, "sandboxd: the working directory %s does not exist or is not a directory", dir)
+	case err != nil:
+		h.fail(125, "sandbox: the working directory %s is not the directory that was checked (%v)", dir, err)
+	}
+	err = unix.Fchdir(fd)
+	unix.Close(fd)
+	h.check(125, err)
+}
+
 // startCommand forks the command in a session of its own and tells the
 // supervisor it runs.
 func (h *helper) startCommand(s *wire.SetupMsg, argv0 string, pipes []int) int {
@@ -217,7 +243,8 @@ func (h *helper) startCommand(s *wire.SetupMsg, argv0 string, pipes []int) int {
 		files = append(files, uintptr(fd))
 	}
 	pid, err := syscall.ForkExec(argv0, s.Argv, &syscall.ProcAttr{
-		Dir:   s.Dir,
+		// The helper's own working directory (enterDir): a path could
+		// have changed since.
 		Env:   s.Env,
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setsid: true},
