@@ -284,3 +284,17 @@ func TestModelNoIntentNoAuthorization(t *testing.T) {
 		}
 	}
 }
+
+// However the agent writes its stated purpose (long, or of characters
+// JSON escapes six times over), it is cut to fit: a review never fails
+// on it, which the agent would read as the reviewer's fault.
+func TestPromptTrimsStated(t *testing.T) {
+	for _, stated := range []string{strings.Repeat("\x01", 16000), strings.Repeat("\u2028", 5000), strings.Repeat("why ", 4000)} {
+		req := writeReq("/home/u/out.txt")
+		req.Intent = ""
+		p, err := BuildPrompt(req, Evidence{Stated: stated}, NewRedactor(nil), 2048)
+		if err != nil || p.Tokens > 2048 || len(p.Trimmed) == 0 || !strings.Contains(p.User, "agent_stated_purpose") {
+			t.Errorf("%q…: %v, %d tokens, trimmed %v", stated[:8], err, p.Tokens, p.Trimmed)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/grants"
 )
@@ -36,7 +37,7 @@ type Evidence struct {
 	Intent string
 	// Stated is the agent's own account of why it runs the command (an
 	// MCP tool's intent argument): shown apart from the user's request,
-	// as the agent's words; never trimmed.
+	// as the agent's words; trimmed last, to what fits.
 	Stated string
 	// Earlier are older user messages an adapter supplies, oldest first.
 	Earlier []string
@@ -168,9 +169,22 @@ func trimOne(pl *payload) (string, bool) {
 	case len(pl.Skipped) > 8:
 		pl.Skipped = pl.Skipped[len(pl.Skipped)-8:]
 		return "older notes", true
+	case len(pl.Stated) > minStated:
+		// The agent's account is its own to make long: cut, never a
+		// reason the review fails (which would read as the reviewer's
+		// fault).
+		cut := len(pl.Stated) / 2
+		for cut > 0 && !utf8.RuneStart(pl.Stated[cut]) {
+			cut--
+		}
+		pl.Stated = pl.Stated[:cut] + "…"
+		return "the end of the agent's stated purpose", true
 	}
 	return "", false
 }
+
+// minStated is how much of the agent's stated purpose trimming keeps.
+const minStated = 256
 
 // requestFields is the canonical request as the model sees it: the
 // hashed fields, key-sorted by encoding/json, redacted.
