@@ -81,7 +81,7 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 		w.above = append(w.above, j.Above...)
 	}
 	if j.RequireCwd {
-		if real, err := filepath.EvalSymlinks(c.Cwd); err != nil || real != w.cwd {
+		if real, err := filepath.EvalSymlinks(c.Cwd); err != nil || real != w.cwd || !isDir(real) {
 			return nil, publicerr.New(fmt.Sprintf("the working directory %s is not a directory inside the workspace %s", c.Cwd, w.root))
 		}
 	}
@@ -121,6 +121,12 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	}
 	p.broker, err = r.newBroker(c, j, p)
 	return p, err
+}
+
+// isDir reports whether p is a directory.
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // Scoped is the session a caller's name stands for: scoped by the

@@ -96,7 +96,11 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}()
 	t := &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
 	if err := mcp.New(cfg).Run(ctx, t); err != nil && ctx.Err() == nil {
+		// The client sent what the protocol cannot read: the connection
+		// ends (every running command with it), and says so.
+		fmt.Fprintln(stderr, "sandboxd mcp: the client sent a message that is not JSON-RPC; the connection is closed and its commands were ended")
 		log.Debug("the MCP connection ended", "err", err)
+		return 1
 	}
 	return 0
 }
