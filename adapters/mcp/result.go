@@ -59,27 +59,27 @@ func result(rep *session.Report, err error, out, errOut *Bounded, notes string, 
 	return &sdk.CallToolResult{IsError: isError, StructuredContent: r, Content: []sdk.Content{&sdk.TextContent{Text: text(r)}}}
 }
 
-// text is the result for a client that reads only text.
+// text is the result for a client that reads only text. sandboxd's own
+// lines and the exit status come first and the command's output after,
+// each stream under a header with its size: whatever the command prints
+// (a "[sandboxd]" line of its own) comes after sandboxd's, inside a
+// stream whose size is said.
 func text(r Result) string {
 	var b strings.Builder
-	section := func(name, s string) {
-		if s == "" {
-			return
-		}
-		if name != "" {
-			fmt.Fprintf(&b, "[%s]\n", name)
-		}
-		b.WriteString(s)
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteString("\n")
-		}
+	if notes := strings.TrimSuffix(r.Notes, "\n"); notes != "" {
+		fmt.Fprintf(&b, "[sandboxd]\n%s\n", notes)
 	}
-	section("", r.Stdout)
-	section("stderr", r.Stderr)
-	section("sandboxd", r.Notes)
 	if r.Error != "" {
-		section("sandboxd", "sandboxd: "+r.Error)
+		fmt.Fprintf(&b, "[sandboxd]\nsandboxd: %s\n", r.Error)
 	}
 	fmt.Fprintf(&b, "[exit status %d]", r.ExitCode)
+	stream := func(name, s string, n int64) {
+		if n == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n[%s: %d bytes]\n%s", name, n, s)
+	}
+	stream("stdout", r.Stdout, r.StdoutBytes)
+	stream("stderr", r.Stderr, r.StderrBytes)
 	return b.String()
 }

@@ -120,7 +120,8 @@ const (
 		"A denial is final: another command, path or tool for the same access is denied too."
 	description = "Run a shell command with bash -c in sandboxd's sandbox, in the workspace the server was started for. " +
 		"Reading or writing outside the workspace, secrets and the network are boundaries that a reviewer decides; the result lists each boundary, its decision and who decided. " +
-		"State the command's purpose in intent. Output is kept up to a bound (head and tail); stdin is empty."
+		"State the command's purpose in intent. Output is kept up to a bound (head and tail); stdin is empty. " +
+		"In the text result sandboxd's own lines and the exit status come first, then the command's stdout and stderr under headers with their sizes."
 )
 
 // handler serves bash calls.
