@@ -41,9 +41,11 @@ type plan struct {
 	// directBy is the policy's no_transaction pattern the command
 	// matched ("" when none did).
 	directBy string
-	policy   policy.Resolved
-	spec     sandbox.Spec
-	broker   *broker.Broker
+	// hidden are the Runner's Hidden paths.
+	hidden []string
+	policy policy.Resolved
+	spec   sandbox.Spec
+	broker *broker.Broker
 	// session is the request's session, scoped by the caller's uid.
 	session string
 	command string
@@ -85,7 +87,8 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 			return nil, publicerr.New(fmt.Sprintf("the working directory %s is not a directory inside the workspace %s", c.Cwd, w.root))
 		}
 	}
-	p := &plan{ws: w.root, cwd: w.cwd, wsFrom: w.from, wsNote: w.note, command: j.commandString(), session: scopedSession(c, j.Session)}
+	p := &plan{ws: w.root, cwd: w.cwd, wsFrom: w.from, wsNote: w.note, command: j.commandString(), session: scopedSession(c, j.Session),
+		hidden: r.hidden}
 	userPolicy, explicit := j.Policy, j.Policy != ""
 	if !explicit {
 		userPolicy = c.Layout().Policy()
@@ -156,7 +159,7 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	environ = withCacheEnv(environ, cache)
 	environ = withPhoneHomeOff(environ)
 	read := []string{"/"}
-	deny := append([]string(nil), res.Secrets...)
+	deny := append(append([]string(nil), res.Secrets...), p.hidden...)
 	if res.Profile == "strict" {
 		deny = append(deny, c.Home)
 		if real, err := filepath.EvalSymlinks(c.Home); err == nil && real != c.Home {
@@ -248,7 +251,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Quiet: quiet,
 		Hard: broker.HardDenies{
 			Secrets:   p.policy.Secrets,
-			Own:       append(c.Layout().Own(), filepath.Join(c.Home, ".local", "share", "sandboxd")),
+			Own:       append(append(c.Layout().Own(), filepath.Join(c.Home, ".local", "share", "sandboxd")), p.hidden...),
 			Home:      c.Home,
 			Workspace: p.ws,
 			Local:     localAddrCheck(),

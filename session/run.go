@@ -69,6 +69,11 @@ type Config struct {
 	// approvals page): no run's proxy connects to them, whatever the
 	// rules say.
 	Reserved []netip.AddrPort
+	// Hidden are sandboxd's own paths outside the caller's directories
+	// (the daemon's socket directory, where the callers' tokens are): no
+	// run may read them, whatever the rules say; a boundary there is a
+	// hard deny.
+	Hidden []string
 	// Models builds the model reviewer a job's policy configures (nil: no
 	// model reviewer can be reached).
 	Models ModelFactory
@@ -91,6 +96,7 @@ type Runner struct {
 	grants   *grants.Store
 	auditor  broker.Auditor
 	reserved func(netip.AddrPort) bool
+	hidden   []string
 	models   ModelFactory
 	reader   []string
 	crashAt  string
@@ -102,7 +108,7 @@ func New(cfg Config) *Runner {
 	reserved := slices.Clone(cfg.Reserved)
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
 		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models,
-		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt}
+		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden)}
 	if r.sandbox == nil {
 		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log)}
 	}

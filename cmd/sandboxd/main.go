@@ -55,6 +55,7 @@ Usage:
   sandboxd run [flags] -- COMMAND [ARG...]
   sandboxd run [flags] -c 'shell command'
   sandboxd mcp [flags]
+  sandboxd serve [status] [--socket PATH]
   sandboxd hook install|status|uninstall claude-code|codex
   sandboxd doctor [--json]
   sandboxd recover [--json]
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch args[0] {
 	case "run":
 		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
+	case "serve":
+		return serveCommand(ctx, args[1:], getenv, stdout, stderr, sigs)
 	case "mcp":
 		return mcpCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
 	case "hook":

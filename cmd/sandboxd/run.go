@@ -221,7 +221,7 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 	}
 	if err == nil {
 		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
-			CrashAt: crashAt(getenv)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 		suggestOnTerminal(rep, caller.PolicyFile(f.policy))
 	}
 	if err != nil {

@@ -1,0 +1,175 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sandboxd/sandboxd/publicerr"
+)
+
+// DefaultSocket is where the daemon listens unless told otherwise; a
+// client also reads SANDBOXD_SOCKET.
+const DefaultSocket = "/run/sandboxd/sandboxd.sock"
+
+// TrustedSocket checks that path is a socket a client may send its
+// environment and tokens to: owned by root, reached only through
+// directories (and symlinks) that root owns and nobody else may write.
+// SANDBOXD_SOCKET may name anything, another user's socket included.
+func TrustedSocket(path string) error {
+	if !filepath.IsAbs(path) {
+		return publicerr.New(fmt.Sprintf("the daemon's socket %s is not an absolute path", path))
+	}
+	path = filepath.Clean(path)
+	// Each prefix as given: a symlink on the way must be root's, in a
+	// directory that is (checked at the step before).
+	for p := path; ; p = filepath.Dir(p) {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+		}
+		if st.Mode()&os.ModeSymlink != 0 && owner(st) != 0 {
+			return untrusted(path, p+" is a symlink that is not root's")
+		}
+		if p == "/" {
+			break
+		}
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+	}
+	st, err := os.Lstat(real)
+	if err != nil {
+		return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+	}
+	if st.Mode()&os.ModeSocket == 0 || owner(st) != 0 {
+		return untrusted(path, real+" is not a socket of root's")
+	}
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		st, err := os.Lstat(d)
+		if err != nil {
+			return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+		}
+		if owner(st) != 0 || st.Mode().Perm()&0o022 != 0 {
+			return untrusted(path, d+" is not a directory only root may write")
+		}
+		if d == "/" {
+			break
+		}
+	}
+	return nil
+}
+
+func owner(st os.FileInfo) int {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid)
+	}
+	return -1
+}
+
+func untrusted(path, why string) error {
+	return publicerr.New(fmt.Sprintf("the daemon's socket %s is not trusted: %s (another user could have put it there)", path, why))
+}
+
+// Client talks to the daemon as the user running it.
+type Client struct {
+	socket string
+	token  string
+	http   *http.Client
+}
+
+// Connect checks socket (TrustedSocket), has the daemon write this
+// user's token file and reads it: the client then sends both factors.
+// uid is the user this process runs as.
+func Connect(ctx context.Context, socket string, uid int) (*Client, error) {
+	if err := TrustedSocket(socket); err != nil {
+		return nil, err
+	}
+	c := &Client{socket: socket, http: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}}}}
+	var tok struct {
+		Path string `json:"path"`
+	}
+	if err := c.Do(ctx, "POST", "/v1/token", nil, &tok); err != nil {
+		return nil, err
+	}
+	b, err := readToken(tok.Path, uid)
+	if err != nil {
+		return nil, err
+	}
+	c.token = b
+	return c, nil
+}
+
+// readToken reads a token file that must be uid's own, a regular file
+// no one else may read.
+func readToken(path string, uid int) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", publicerr.Wrap(err, "your daemon token file cannot be read")
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || owner(st) != uid || st.Mode().Perm()&0o077 != 0 {
+		return "", publicerr.New("your daemon token file is not a private file of yours")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return "", publicerr.Wrap(err, "your daemon token file cannot be read")
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Do sends one request with a JSON body (nil: none) and decodes the
+// JSON answer into out (nil: discarded). An error answer becomes an
+// error with the daemon's message.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("daemon: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, body)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return publicerr.Wrap(err, "the daemon cannot be reached at "+c.socket)
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxRequest))
+	if resp.StatusCode/100 != 2 {
+		var e APIError
+		if dec.Decode(&e) != nil || e.Error.Message == "" {
+			return publicerr.New(fmt.Sprintf("the daemon answered %s", resp.Status))
+		}
+		return publicerr.New("the daemon refused: " + e.Error.Message)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := dec.Decode(out); err != nil {
+		return errors.Join(publicerr.New("the daemon's answer could not be read"), err)
+	}
+	return nil
+}

@@ -1,0 +1,17 @@
+// Package daemon is `sandboxd serve`: one root daemon per machine that
+// serves its API (JSON over HTTP, versioned under /v1; routes.go lists
+// every endpoint) on a unix socket, and the client the CLI and adapters
+// use to reach it.
+//
+// Callers are identified by the kernel, never by what they say: the
+// peer's credentials when it connected (SO_PEERCRED, SO_PEERGROUPS) and,
+// through a pidfd (SO_PEERPIDFD), whether it runs inside a sandbox (a pid
+// namespace below the daemon's), which is refused, as is the daemon
+// itself. The second factor is a token file per uid, readable by that
+// uid only, in a directory no sandboxed command can see (Tokens). A
+// client checks the socket before it sends anything (TrustedSocket): a
+// socket of root's, reached only through directories root alone may
+// write.
+//
+// Of sandboxd's packages it imports only publicerr.
+package daemon

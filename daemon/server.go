@@ -1,0 +1,185 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// MaxRequest bounds a request's body.
+const MaxRequest = 1 << 20
+
+// Config is what a Daemon is built from.
+type Config struct {
+	// Tokens are the callers' second factor.
+	Tokens *Tokens
+	// Version is the daemon's, for /v1/version.
+	Version string
+	Log     *slog.Logger
+}
+
+// Daemon serves the API on a unix socket.
+type Daemon struct {
+	cfg Config
+	pid int
+}
+
+// New returns a Daemon.
+func New(cfg Config) *Daemon {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Daemon{cfg: cfg, pid: os.Getpid()}
+}
+
+// caller is an authenticated request's caller.
+type caller struct {
+	Peer
+}
+
+type peerKey struct{}
+
+// Serve answers requests on ln until ctx ends, then stops taking new
+// ones and waits up to grace for those running.
+func (d *Daemon) Serve(ctx context.Context, ln *net.UnixListener, grace time.Duration) error {
+	srv := d.server()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}
+
+// server is the HTTP server of the routes: every answer JSON, an unknown
+// path 404 and a known path's other methods 405, both with a JSON error.
+func (d *Daemon) server() *http.Server {
+	byPath := map[string]map[string]http.HandlerFunc{}
+	for _, rt := range d.routes() {
+		if byPath[rt.path] == nil {
+			byPath[rt.path] = map[string]http.HandlerFunc{}
+		}
+		byPath[rt.path][rt.method] = d.guard(rt)
+	}
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods, ok := byPath[r.URL.Path]
+		if !ok {
+			writeError(w, http.StatusNotFound, "not_found", "no such endpoint: the API is under /v1 (see GET /v1/version)")
+			return
+		}
+		h, ok := methods[r.Method]
+		if !ok {
+			allowed := make([]string, 0, len(methods))
+			for m := range methods {
+				allowed = append(allowed, m)
+			}
+			slices.Sort(allowed)
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", r.URL.Path+" takes "+strings.Join(allowed, ", "))
+			return
+		}
+		h(w, r)
+	})
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(d.cfg.Log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			uc, ok := c.(*net.UnixConn)
+			if !ok {
+				return ctx
+			}
+			p, err := peerOf(uc)
+			if err != nil {
+				d.cfg.Log.Debug("peer unknown", "err", err)
+				return ctx
+			}
+			return context.WithValue(ctx, peerKey{}, p)
+		},
+	}
+}
+
+// guard authenticates a request for rt, bounds its body and hands it on.
+func (d *Daemon) guard(rt route) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, ok := r.Context().Value(peerKey{}).(Peer)
+		switch {
+		case !ok:
+			writeError(w, http.StatusUnauthorized, "unknown_peer", "the kernel did not say who is calling")
+			return
+		case p.PID == d.pid:
+			writeError(w, http.StatusForbidden, "own_process", "the daemon does not serve itself")
+			return
+		case p.Nested:
+			writeError(w, http.StatusForbidden, "sandboxed_peer", "a process inside a sandbox (a nested pid namespace) may not use the daemon")
+			return
+		}
+		if rt.auth == authToken {
+			tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !found || !d.cfg.Tokens.Check(p.UID, tok) {
+				writeError(w, http.StatusUnauthorized, "bad_token",
+					"the request needs your token: POST /v1/token, then send the file it names as Authorization: Bearer TOKEN")
+				return
+			}
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxRequest)
+		rt.handle(w, r, caller{Peer: p})
+	}
+}
+
+// writeJSON answers v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// APIError is every error's body.
+type APIError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers an error.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var e APIError
+	e.Error.Code, e.Error.Message = code, msg
+	writeJSON(w, status, e)
+}
+
+// token answers POST /v1/token.
+func (d *Daemon) token(w http.ResponseWriter, r *http.Request, c caller) {
+	p, err := d.cfg.Tokens.Ensure(c.UID, c.GID)
+	if err != nil {
+		d.cfg.Log.Error("token", "uid", c.UID, "err", err)
+		writeError(w, http.StatusInternalServerError, "token", "the daemon could not write your token file")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"path": p})
+}
+
+// health answers GET /v1/health.
+func (d *Daemon) health(w http.ResponseWriter, r *http.Request, c caller) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uid": c.UID, "gid": c.GID, "groups": c.Groups})
+}
+
+// version answers GET /v1/version.
+func (d *Daemon) version(w http.ResponseWriter, r *http.Request, c caller) {
+	writeJSON(w, http.StatusOK, map[string]any{"version": d.cfg.Version, "api": "v1"})
+}

@@ -1,0 +1,211 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startDaemon starts `sandboxd serve` as root on a socket of the test's
+// own, and stops it (SIGTERM) when the test ends: it must exit 0 and
+// take its socket with it.
+func startDaemon(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxd serve runs as root")
+	}
+	dir, err := os.MkdirTemp(baseDir, "daemon-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { removeAll(dir) })
+	socket := filepath.Join(dir, "run", "sandboxd.sock")
+	cmd := exec.Command(binary, "serve", "--socket", socket)
+	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the daemon never listened\n%s", stderr.String())
+		}
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("the daemon ended with %v\n%s", err, stderr.String())
+			}
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("the daemon did not stop on SIGTERM\n%s", stderr.String())
+		}
+		if _, err := os.Lstat(socket); err == nil {
+			t.Errorf("the daemon left its socket behind")
+		}
+	})
+	return socket
+}
+
+// asIdentity runs argv as the env's identity, with its home, in its
+// workspace.
+func (e *env) asIdentity(env []string, argv ...string) result {
+	e.t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = e.ws
+	cmd.Env = append([]string{"HOME=" + e.home, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}, env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if os.Geteuid() == 0 && e.id.uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}
+	}
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if x, ok := err.(*exec.ExitError); ok {
+		r.code = x.ExitCode()
+	} else if err != nil {
+		e.t.Fatalf("%v: %v", argv, err)
+	}
+	return r
+}
+
+// curl asks the daemon as the env's identity: the HTTP status and body.
+func (e *env) curl(socket, method, path, token string) (int, string) {
+	e.t.Helper()
+	args := []string{"curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket, "-X", method}
+	if token != "" {
+		args = append(args, "-H", "Authorization: Bearer "+token)
+	}
+	r := e.asIdentity(nil, append(args, "http://sandboxd"+path)...)
+	i := strings.LastIndex(r.stdout, "\n")
+	var code int
+	fmt.Sscan(r.stdout[i+1:], &code)
+	return code, r.stdout[:max(i, 0)]
+}
+
+// The kernel says who calls: each identity is taken for itself, its
+// token file is its own (0400), and only its own token opens the API.
+func TestDaemonIdentifiesCallers(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		r := e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status")
+		want := fmt.Sprintf("you are: uid %d, gid %d", e.id.uid, e.id.gid)
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("serve status: want %q\n%s", want, r)
+		}
+		tokenFile := filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid))
+		st, err := os.Lstat(tokenFile)
+		if err != nil || st.Mode().Perm() != 0o400 || int(st.Sys().(*syscall.Stat_t).Uid) != e.id.uid {
+			t.Fatalf("token file %s: %v %v", tokenFile, st, err)
+		}
+		tok, _ := os.ReadFile(tokenFile)
+		if code, body := e.curl(socket, "GET", "/v1/health", ""); code != 401 || !strings.Contains(body, `"code":"bad_token"`) {
+			t.Errorf("no token: %d %s", code, body)
+		}
+		if code, body := e.curl(socket, "GET", "/v1/health", strings.TrimSpace(string(tok))); code != 200 || !strings.Contains(body, fmt.Sprintf(`"uid":%d`, e.id.uid)) {
+			t.Errorf("own token: %d %s", code, body)
+		}
+		if code, body := e.curl(socket, "GET", "/v1/nothing", strings.TrimSpace(string(tok))); code != 404 || !json.Valid([]byte(body)) {
+			t.Errorf("unknown endpoint: %d %s", code, body)
+		}
+		if code, body := e.curl(socket, "DELETE", "/v1/health", strings.TrimSpace(string(tok))); code != 405 || !json.Valid([]byte(body)) {
+			t.Errorf("wrong method: %d %s", code, body)
+		}
+	})
+	// Another user's token opens nothing: root's, presented by the
+	// unprivileged user.
+	ids := identities(t)
+	root, user := newEnv(t, ids[0]), newEnv(t, ids[1])
+	root.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status")
+	rootTok, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", "0"))
+	if code, body := user.curl(socket, "GET", "/v1/health", strings.TrimSpace(string(rootTok))); code != 401 {
+		t.Errorf("the user got in with root's token: %d %s", code, body)
+	}
+}
+
+// A socket the client cannot trust gets nothing: one the user made
+// (SANDBOXD_SOCKET may name anything), and one of root's in a directory
+// the user may write.
+func TestDaemonSocketTrust(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make root's socket")
+	}
+	forEach(t, func(t *testing.T, e *env) {
+		if e.id.root() {
+			return
+		}
+		planted := filepath.Join(e.mkdir("planted", 0o755), "sandboxd.sock")
+		heard := filepath.Join(e.dir, "heard")
+		e.writeFile(heard, "", 0o666)
+		l := exec.Command("socat", "-u", "UNIX-LISTEN:"+planted+",fork", "CREATE:"+heard)
+		l.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}}
+		l.Dir, l.Env = e.dir, []string{"PATH=/usr/bin:/bin"}
+		if err := l.Start(); err != nil {
+			t.Skip("socat: ", err)
+		}
+		defer func() { l.Process.Kill(); l.Wait() }()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(planted); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("socat never listened")
+			}
+		}
+		r := e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + planted}}, "serve", "status")
+		if r.code == 0 || !strings.Contains(r.stderr, "is not trusted") {
+			t.Errorf("a planted socket was used\n%s", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if b, _ := os.ReadFile(heard); len(b) != 0 {
+			t.Errorf("the planted socket heard %q", b)
+		}
+	})
+}
+
+// From inside a sandbox neither factor is reachable: the daemon never
+// hears from a run (connecting to its socket is a hard deny, so the
+// caller's token file is never made), and a token file made outside
+// cannot be read inside.
+func TestDaemonUnreachableFromSandbox(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		vars := []string{"SANDBOXD_SOCKET=" + socket}
+		tokenFile := filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid))
+		r := e.sandboxdOpts(runOpts{env: vars}, "run", "-c", "curl -s -X POST --unix-socket "+socket+" http://sandboxd/v1/token; echo curl=$?")
+		if strings.Contains(r.stdout, `"path"`) || !strings.Contains(r.stdout, "curl=") {
+			t.Errorf("the daemon answered a run\n%s", r)
+		}
+		if _, err := os.Lstat(tokenFile); err == nil {
+			t.Errorf("the daemon heard from inside the sandbox: the token file exists")
+		}
+		if r := e.sandboxdOpts(runOpts{env: vars}, "serve", "status"); r.code != 0 {
+			t.Fatalf("serve status\n%s", r)
+		}
+		tok, err := os.ReadFile(tokenFile)
+		if err != nil || len(tok) < 32 {
+			t.Fatalf("no token: %v", err)
+		}
+		r = e.sandboxdOpts(runOpts{env: vars}, "run", "-c", "cat "+tokenFile+"; echo cat=$?")
+		if strings.Contains(r.stdout+r.stderr, strings.TrimSpace(string(tok))) || !strings.Contains(r.stdout, "cat=") {
+			t.Errorf("the token was read inside the sandbox\n%s", r)
+		}
+	})
+}
