@@ -174,10 +174,6 @@ func (h *helper) restrict(s *wire.SetupMsg, rulesetFD int) {
 	rs := landlock.Adopt(rulesetFD, sup)
 	h.check(125, addHelperRules(rs, s))
 	h.mark("landlock rules")
-	// The command must not read the helper's memory or environment.
-	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		h.fail(125, "sandbox: dumpable: %v", err)
-	}
 	if err := requireNoNewPrivs(); err != nil {
 		h.fail(125, "%v", err)
 	}
@@ -190,6 +186,15 @@ func (h *helper) restrict(s *wire.SetupMsg, rulesetFD int) {
 		// Announce the domain (with this pid) to the supervisor's audit
 		// reader through one deliberate denial.
 		probeDomain()
+	}
+	// The command must not read the helper's memory or environment. Not
+	// before the probe: a helper that is not dumpable has /proc/self
+	// owned by its namespace's root, and when that is not the helper's
+	// own uid (a root supervisor running for another user) the probe's
+	// open fails on the file's mode before Landlock sees it, so the
+	// domain is never announced. No process of the command exists yet.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		h.fail(125, "sandbox: dumpable: %v", err)
 	}
 }
 
@@ -297,8 +302,10 @@ func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
 	killAll(s.Namespaces, unix.SIGKILL)
 	if s.LandlockFlags != 0 {
 		// Every process of the command is gone: mark the end of its
-		// audit records.
+		// audit records (dumpable again, so that the probe reaches
+		// Landlock: see restrict; nothing is left to read the helper).
 		reapAll(s.Namespaces)
+		unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
 		probeDomain()
 	}
 	var exit wire.Message
