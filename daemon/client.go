@@ -173,3 +173,49 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	return nil
 }
+
+// Exec runs req through the daemon, sending stdin (nil: none) after the
+// request, and hands each line of the answer to line as it comes. It
+// returns once the report has come, or with the error that ended the
+// stream first (cancel ctx to end the run: the daemon ends it with the
+// connection).
+func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, line func(ExecLine)) error {
+	req.Stdin = stdin != nil
+	head, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	body := io.Reader(bytes.NewReader(append(head, '\n')))
+	if stdin != nil {
+		body = io.MultiReader(body, stdin)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, "POST", "http://sandboxd/v1/exec", body)
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	hreq.Header.Set("Authorization", "Bearer "+c.token)
+	hreq.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return publicerr.Wrap(err, "the daemon cannot be reached at "+c.socket)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e APIError
+		if json.NewDecoder(io.LimitReader(resp.Body, MaxRequest)).Decode(&e) != nil || e.Error.Message == "" {
+			return publicerr.New(fmt.Sprintf("the daemon answered %s", resp.Status))
+		}
+		return publicerr.New("the daemon refused: " + e.Error.Message)
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var l ExecLine
+		if err := dec.Decode(&l); err != nil {
+			return publicerr.Wrap(err, "the daemon's answer ended before the run's report")
+		}
+		line(l)
+		if l.Type == "report" {
+			return nil
+		}
+	}
+}

@@ -1,7 +1,10 @@
 // Package daemon is `sandboxd serve`: one root daemon per machine that
 // serves its API (JSON over HTTP, versioned under /v1; routes.go lists
 // every endpoint) on a unix socket, and the client the CLI and adapters
-// use to reach it.
+// use to reach it. An exec runs through session.Runner for the caller:
+// its ids from the kernel, its environment, directory and umask from the
+// request (HOME must be its own), streamed back as NDJSON, ended with
+// the client's connection.
 //
 // Callers are identified by the kernel, never by what they say: the
 // peer's credentials when it connected (SO_PEERCRED, SO_PEERGROUPS) and,
@@ -13,5 +16,5 @@
 // socket of root's, reached only through directories root alone may
 // write.
 //
-// Of sandboxd's packages it imports only publicerr.
+// Of sandboxd's packages it imports only publicerr and session.
 package daemon

@@ -19,6 +19,9 @@ type route struct {
 	method, path string
 	auth         auth
 	handle       func(w http.ResponseWriter, r *http.Request, c caller)
+	// stream: the body is not bounded as a whole (an exec's stdin
+	// follows its request; the request line is bounded by itself).
+	stream bool
 	// doc says what it does, for this file's reader.
 	doc string
 }
@@ -27,11 +30,13 @@ type route struct {
 // JSON; every error is {"error": {"code", "message"}} with a 4xx or 5xx.
 func (d *Daemon) routes() []route {
 	return []route{
-		{"POST", "/v1/token", authPeer, d.token,
-			"write the caller's token file (if the daemon has none for its uid yet); answer its path: the client reads the token from there"},
-		{"GET", "/v1/health", authToken, d.health,
-			"the daemon is up; who it took the caller for (uid, gid, groups)"},
-		{"GET", "/v1/version", authToken, d.version,
-			"the daemon's version and API version"},
+		{method: "POST", path: "/v1/token", auth: authPeer, handle: d.token,
+			doc: "write the caller's token file (if the daemon has none for its uid yet); answer its path: the client reads the token from there"},
+		{method: "GET", path: "/v1/health", auth: authToken, handle: d.health,
+			doc: "the daemon is up; who it took the caller for (uid, gid, groups)"},
+		{method: "GET", path: "/v1/version", auth: authToken, handle: d.version,
+			doc: "the daemon's version and API version"},
+		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
+			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client"},
 	}
 }

@@ -9,7 +9,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // MaxRequest bounds a request's body.
@@ -19,6 +22,10 @@ const MaxRequest = 1 << 20
 type Config struct {
 	// Tokens are the callers' second factor.
 	Tokens *Tokens
+	// Runner runs every caller's commands.
+	Runner *session.Runner
+	// MaxExecs bounds the commands one uid runs at once (0: 64).
+	MaxExecs int
 	// Version is the daemon's, for /v1/version.
 	Version string
 	Log     *slog.Logger
@@ -28,6 +35,9 @@ type Config struct {
 type Daemon struct {
 	cfg Config
 	pid int
+	// mu guards execs: the commands each uid runs now.
+	mu    sync.Mutex
+	execs map[int]int
 }
 
 // New returns a Daemon.
@@ -35,7 +45,30 @@ func New(cfg Config) *Daemon {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Daemon{cfg: cfg, pid: os.Getpid()}
+	if cfg.MaxExecs <= 0 {
+		cfg.MaxExecs = 64
+	}
+	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}}
+}
+
+// admit counts one more command of uid, unless it has its limit.
+func (d *Daemon) admit(uid int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.execs[uid] >= d.cfg.MaxExecs {
+		return false
+	}
+	d.execs[uid]++
+	return true
+}
+
+// release counts one command of uid less.
+func (d *Daemon) release(uid int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.execs[uid]--; d.execs[uid] <= 0 {
+		delete(d.execs, uid)
+	}
 }
 
 // caller is an authenticated request's caller.
@@ -134,7 +167,9 @@ func (d *Daemon) guard(rt route) http.HandlerFunc {
 				return
 			}
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, MaxRequest)
+		if !rt.stream {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxRequest)
+		}
 		rt.handle(w, r, caller{Peer: p})
 	}
 }

@@ -16,6 +16,12 @@ import (
 // own, and stops it (SIGTERM) when the test ends: it must exit 0 and
 // take its socket with it.
 func startDaemon(t *testing.T) string {
+	s, _ := startDaemonLog(t)
+	return s
+}
+
+// startDaemonLog is startDaemon that also returns the daemon's log.
+func startDaemonLog(t *testing.T) (string, *syncBuffer) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxd serve runs as root")
@@ -27,10 +33,10 @@ func startDaemon(t *testing.T) string {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { removeAll(dir) })
 	socket := filepath.Join(dir, "run", "sandboxd.sock")
-	cmd := exec.Command(binary, "serve", "--socket", socket)
+	cmd := exec.Command(binary, "serve", "-v", "--socket", socket)
 	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +66,7 @@ func startDaemon(t *testing.T) string {
 			t.Errorf("the daemon left its socket behind")
 		}
 	})
-	return socket
+	return socket, stderr
 }
 
 // asIdentity runs argv as the env's identity, with its home, in its
@@ -207,5 +213,85 @@ func TestDaemonUnreachableFromSandbox(t *testing.T) {
 		if strings.Contains(r.stdout+r.stderr, strings.TrimSpace(string(tok))) || !strings.Contains(r.stdout, "cat=") {
 			t.Errorf("the token was read inside the sandbox\n%s", r)
 		}
+	})
+}
+
+// reportCore is what must match between a run through the daemon and
+// the same run embedded: the status, the attempts, the workspace and
+// every boundary as decided.
+func reportCore(r result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "exit %v attempts %v timed_out %v workspace %v\n", r.report["exit_code"], r.report["attempts"], r.report["timed_out"], r.report["workspace"])
+	bs, _ := r.report["boundaries"].([]any)
+	for _, x := range bs {
+		m, _ := x.(map[string]any)
+		fmt.Fprintf(&b, "boundary %v %v %v%v %v %v\n", m["attempt"], m["operation"], m["path"], m["destination"], m["decision"], m["source"])
+	}
+	return b.String()
+}
+
+// sandboxd run --daemon behaves as the embedded run: the same output,
+// exit status, report and effects, for each identity, with the daemon
+// acting with the caller's rights only.
+func TestDaemonExecMatchesEmbedded(t *testing.T) {
+	socket, dlog := startDaemonLog(t)
+	defer func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", dlog.String())
+		}
+	}()
+	forEach(t, func(t *testing.T, e *env) {
+		outside := e.mkdir("outside", 0o755)
+		cases := []struct {
+			name  string
+			args  []string
+			stdin string
+		}{
+			{"output and status", []string{"-c", "echo out; echo err >&2; exit 3"}, ""},
+			{"stdin", []string{"-c", "cat; echo done"}, "from stdin\n"},
+			{"workspace write", []string{"-c", "echo w > w.txt; cat w.txt"}, ""},
+			{"write outside", []string{"-c", "echo x > " + filepath.Join(outside, "x")}, ""},
+			{"secret", []string{"-c", "cat ~/.ssh/id_rsa"}, ""},
+			{"timeout", []string{"--timeout", "1s", "-c", "sleep 30"}, ""},
+			{"not found", []string{"--", "sandboxd-no-such-command"}, ""},
+		}
+		for _, tc := range cases {
+			os.Remove(filepath.Join(e.ws, "w.txt"))
+			vars := []string{"SANDBOXD_SOCKET=" + socket}
+			embedded := e.sandboxdOpts(runOpts{env: vars, stdin: tc.stdin}, append([]string{"run"}, tc.args...)...)
+			os.Remove(filepath.Join(e.ws, "w.txt"))
+			daemon := e.sandboxdOpts(runOpts{env: vars, stdin: tc.stdin}, append([]string{"run", "--daemon"}, tc.args...)...)
+			e.noCanary(t, daemon)
+			if embedded.code != daemon.code || embedded.stdout != daemon.stdout || embedded.stderr != daemon.stderr || reportCore(embedded) != reportCore(daemon) {
+				t.Errorf("%s: embedded and through the daemon differ\n--- embedded\n%s\n%s--- daemon\n%s\n%s", tc.name, embedded, reportCore(embedded), daemon, reportCore(daemon))
+			}
+			if _, err := os.Lstat(filepath.Join(outside, "x")); err == nil {
+				t.Fatalf("%s: the write outside landed", tc.name)
+			}
+		}
+		// What the daemon wrote for the caller is the caller's.
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "run", "--daemon", "-c", "echo w > owned.txt").mustSucceed(t)
+		st, err := os.Lstat(filepath.Join(e.ws, "owned.txt"))
+		if err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != e.id.uid {
+			t.Errorf("a file the daemon wrote for uid %d: %v %v", e.id.uid, st, err)
+		}
+	})
+}
+
+// A client that goes away ends its run: no process of it survives.
+func TestDaemonExecEndsWithClient(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		marker := "daemon-gone-" + randHex(6)
+		r := e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}, killed: true, noReport: true, started: func(p *os.Process) {
+			for deadline := time.Now().Add(20 * time.Second); len(processesWith(marker)) == 0 && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			p.Signal(syscall.SIGKILL)
+		}}, "run", "--daemon", "-c", "(sleep 300; echo "+marker+") & sleep 300; echo "+marker)
+		if r.code == 0 {
+			t.Fatalf("the killed client exited 0\n%s", r)
+		}
+		noSurvivors(t, marker)
 	})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +78,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 	}()
 	log.Info("sandboxd serve: listening", "socket", *socket)
-	d := daemon.New(daemon.Config{Tokens: tokens, Version: version(), Log: log})
+	runner := session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
+		Hidden: []string{filepath.Dir(*socket)}})
+	d := daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log})
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}

@@ -1,0 +1,232 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// ExecRequest is one run, as `sandboxd run` describes it: the command,
+// and the caller's environment, working directory and umask (the
+// daemon checks them against the peer; its ids come from the kernel).
+// It is the first line of POST /v1/exec's body; with Stdin, the
+// command's standard input follows it, to the end of the body.
+type ExecRequest struct {
+	Argv []string `json:"argv"`
+	// Command is the exact string a grant binds to (-c's).
+	Command   string   `json:"command,omitempty"`
+	Env       []string `json:"env"`
+	Cwd       string   `json:"cwd"`
+	Umask     uint32   `json:"umask"`
+	Workspace string   `json:"workspace,omitempty"`
+	Policy    string   `json:"policy,omitempty"`
+	Session   string   `json:"session,omitempty"`
+	Agent     string   `json:"agent,omitempty"`
+	Intent    string   `json:"intent,omitempty"`
+	Reviewer  string   `json:"reviewer,omitempty"`
+	// TimeoutMS ends the command after this many milliseconds (0: none).
+	TimeoutMS        int64 `json:"timeout_ms,omitempty"`
+	Retries          int   `json:"retries"`
+	NoTransaction    bool  `json:"no_transaction,omitempty"`
+	NoDetect         bool  `json:"no_detect,omitempty"`
+	RequireIsolation bool  `json:"require_isolation,omitempty"`
+	Stdin            bool  `json:"stdin,omitempty"`
+}
+
+// ExecLine is one line of /v1/exec's answer (NDJSON): output as it
+// comes, the run's events, and last the report (or the public sentence
+// for a run sandboxd could not do).
+type ExecLine struct {
+	// Type is "stdout", "stderr", "event" or "report".
+	Type   string          `json:"type"`
+	Data   []byte          `json:"data,omitempty"`
+	Event  *session.Event  `json:"event,omitempty"`
+	Report *session.Report `json:"report,omitempty"`
+	Error  string          `json:"error,omitempty"`
+}
+
+// Bounds on an exec request.
+const (
+	maxArgs   = 4096
+	maxEnv    = 4096
+	maxString = 128 << 10
+)
+
+// readExecRequest reads and checks the first line of the body.
+func readExecRequest(br *bufio.Reader) (ExecRequest, error) {
+	var req ExecRequest
+	line, err := br.ReadSlice('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return req, fmt.Errorf("the request's first line is over %d KiB", MaxRequest>>10)
+		}
+		return req, errors.New("the request's first line is missing")
+	}
+	if err := strictJSON(line, &req); err != nil {
+		return req, err
+	}
+	switch {
+	case len(req.Argv) == 0 || req.Argv[0] == "":
+		return req, errors.New("argv must name a command")
+	case len(req.Argv) > maxArgs || len(req.Env) > maxEnv:
+		return req, errors.New("too many arguments or variables")
+	case !filepath.IsAbs(req.Cwd):
+		return req, errors.New("cwd must be an absolute path")
+	case req.Umask > 0o777:
+		return req, errors.New("umask must be at most 0777")
+	case req.TimeoutMS < 0 || req.Retries < 0 || req.Retries > 16:
+		return req, errors.New("timeout_ms must not be negative, and retries must be 0 to 16")
+	}
+	for _, s := range append(append([]string{req.Command, req.Cwd, req.Workspace, req.Policy, req.Session, req.Agent, req.Intent}, req.Argv...), req.Env...) {
+		if len(s) > maxString {
+			return req, fmt.Errorf("a string of the request is over %d KiB", maxString>>10)
+		}
+	}
+	return req, nil
+}
+
+// strictJSON decodes one JSON object of known fields.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errors.New("the request is not a JSON object of the endpoint's fields")
+	}
+	if dec.More() {
+		return errors.New("the request holds more than one JSON value")
+	}
+	return nil
+}
+
+// exec answers POST /v1/exec: it runs the command for the caller, with
+// the caller's ids (from the kernel) and the environment, directory and
+// umask of the request, and streams the run as NDJSON. A client that
+// goes away ends the run, and every process of it.
+func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
+	br := bufio.NewReaderSize(r.Body, MaxRequest)
+	req, err := readExecRequest(br)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	who, err := d.callerOf(c, req)
+	if err != nil {
+		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
+		return
+	}
+	if !d.admit(c.UID) {
+		writeError(w, http.StatusTooManyRequests, "too_many", fmt.Sprintf("you have %d commands running through the daemon, its limit", d.cfg.MaxExecs))
+		return
+	}
+	defer d.release(c.UID)
+	rc := http.NewResponseController(w)
+	rc.EnableFullDuplex()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	// The run ends with the client: its context, a line that cannot be
+	// written, or its stdin cut short.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	out := &lineWriter{w: w, rc: rc, gone: cancel}
+	job := session.Job{
+		Argv: req.Argv, Command: req.Command, Workspace: req.Workspace, Policy: req.Policy, Session: req.Session,
+		Agent: req.Agent, Intent: req.Intent, Retries: req.Retries, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
+		Reviewer: req.Reviewer, NoTransaction: req.NoTransaction, NoDetect: req.NoDetect, RequireIsolation: req.RequireIsolation,
+		Stdout: out.stream("stdout"), Stderr: out.stream("stderr"),
+	}
+	if req.Stdin {
+		// The rest of the body; it ends when the client's does.
+		job.Stdin = readerFunc(func(p []byte) (int, error) {
+			n, err := br.Read(p)
+			if err != nil && !errors.Is(err, io.EOF) {
+				cancel()
+			}
+			return n, err
+		})
+	}
+	rep, err := d.cfg.Runner.Run(ctx, who, job, out)
+	line := ExecLine{Type: "report", Report: rep}
+	if err != nil {
+		line.Error = session.Public(err)
+		d.cfg.Log.Debug("exec failed", "uid", c.UID, "err", err)
+	}
+	out.send(line)
+}
+
+// callerOf is the session.Caller a request describes, checked against
+// the peer: the ids are the kernel's, and HOME must be a directory the
+// peer's uid owns (a caller names its own home, never another's).
+func (d *Daemon) callerOf(c caller, req ExecRequest) (session.Caller, error) {
+	who, err := session.NewCaller(c.UID, c.GID, req.Env, filepath.Clean(req.Cwd), req.Umask)
+	if err != nil {
+		return who, err
+	}
+	who.Groups = c.Groups
+	st, err := os.Stat(who.Home)
+	if err != nil || !st.IsDir() {
+		return who, publicerr.New("HOME " + who.Home + " is not a directory")
+	}
+	if s, ok := st.Sys().(*syscall.Stat_t); !ok || int(s.Uid) != c.UID {
+		return who, publicerr.New(fmt.Sprintf("HOME %s is not yours (uid %d)", who.Home, c.UID))
+	}
+	return who, nil
+}
+
+// lineWriter writes an exec's NDJSON lines, one at a time, each flushed.
+type lineWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	rc     *http.ResponseController
+	gone   func()
+	failed bool
+}
+
+// send writes one line; once a write fails (the client went) the rest
+// are dropped: the request's context ends the run.
+func (l *lineWriter) send(line ExecLine) {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failed {
+		return
+	}
+	if _, err := l.w.Write(append(b, '\n')); err != nil || l.rc.Flush() != nil {
+		l.failed = true
+		l.gone()
+	}
+}
+
+// Event sends one of the run's events.
+func (l *lineWriter) Event(e session.Event) { l.send(ExecLine{Type: "event", Event: &e}) }
+
+// stream is a writer of one output stream.
+func (l *lineWriter) stream(name string) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		l.send(ExecLine{Type: name, Data: append([]byte(nil), p...)})
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
