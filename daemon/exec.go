@@ -114,7 +114,8 @@ func strictJSON(b []byte, v any) error {
 // exec answers POST /v1/exec: it runs the command for the caller, with
 // the caller's ids (from the kernel) and the environment, directory and
 // umask of the request, and streams the run as NDJSON. A client that
-// goes away ends the run, and every process of it.
+// goes away, or the daemon stopping, ends the run and every process of
+// it; the report still goes out when the client is there to read it.
 func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	br := bufio.NewReaderSize(r.Body, MaxRequest)
 	req, err := readExecRequest(br)
@@ -136,10 +137,12 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	rc.EnableFullDuplex()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
+	rc.Flush() // the client learns the run started, whatever it prints
 	// The run ends with the client: its context, a line that cannot be
 	// written, or its stdin cut short.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	defer context.AfterFunc(d.stopping, cancel)()
 	out := &lineWriter{w: w, rc: rc, gone: cancel}
 	job := session.Job{
 		Argv: req.Argv, Command: req.Command, Workspace: req.Workspace, Policy: req.Policy, Session: req.Session,

@@ -35,6 +35,8 @@ type Config struct {
 type Daemon struct {
 	cfg Config
 	pid int
+	// stopping ends when the daemon stops (set by Serve).
+	stopping context.Context
 	// mu guards execs: the commands each uid runs now.
 	mu    sync.Mutex
 	execs map[int]int
@@ -48,7 +50,7 @@ func New(cfg Config) *Daemon {
 	if cfg.MaxExecs <= 0 {
 		cfg.MaxExecs = 64
 	}
-	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}}
+	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, stopping: context.Background()}
 }
 
 // admit counts one more command of uid, unless it has its limit.
@@ -81,6 +83,9 @@ type peerKey struct{}
 // Serve answers requests on ln until ctx ends, then stops taking new
 // ones and waits up to grace for those running.
 func (d *Daemon) Serve(ctx context.Context, ln *net.UnixListener, grace time.Duration) error {
+	// Every exec ends with ctx: its command killed, its report sent,
+	// before the server waits for the handlers to return.
+	d.stopping = ctx
 	srv := d.server()
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

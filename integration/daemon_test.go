@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -294,4 +295,74 @@ func TestDaemonExecEndsWithClient(t *testing.T) {
 		}
 		noSurvivors(t, marker)
 	})
+}
+
+// SIGTERM ends the daemon's runs (no process survives; the client gets
+// its report: killed) and the daemon exits 0; kill -9 of the daemon
+// mid-run leaves no process of the run either.
+func TestDaemonStops(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxd serve runs as root")
+	}
+	ids := identities(t)
+	e := newEnv(t, ids[len(ids)-1])
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir, err := os.MkdirTemp(baseDir, "daemon-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(dir, 0o755)
+			defer removeAll(dir)
+			socket := filepath.Join(dir, "run", "sandboxd.sock")
+			d := exec.Command(binary, "serve", "--socket", socket)
+			d.Dir, d.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+			if err := d.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- d.Wait() }()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(socket); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					d.Process.Kill()
+					t.Fatal("the daemon never listened")
+				}
+			}
+			marker := "daemon-stop-" + randHex(6)
+			// Once the command's processes run (not counting the client,
+			// whose command line names the marker too), stop the daemon.
+			started := func(client *os.Process) {
+				for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if n := len(slices.DeleteFunc(processesWith(marker), func(pid int) bool { return pid == client.Pid })); n >= 2 {
+						break
+					}
+				}
+				d.Process.Signal(sig)
+			}
+			r := e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}, noReport: true, started: started},
+				"run", "--daemon", "-c", "(sleep 300; echo "+marker+") & sleep 300; echo "+marker)
+			noSurvivors(t, marker)
+			if r.code == 0 || strings.Contains(r.stdout, marker) {
+				t.Errorf("the run went on\n%s", r)
+			}
+			select {
+			case err := <-exited:
+				if sig == syscall.SIGTERM && err != nil {
+					t.Errorf("the daemon ended with %v on SIGTERM", err)
+				}
+			case <-time.After(15 * time.Second):
+				d.Process.Kill()
+				t.Fatalf("the daemon did not end on %v", sig)
+			}
+			if sig == syscall.SIGTERM && r.code != 128+9 && r.code != 128+15 {
+				t.Errorf("the client was not told the run was killed (exit %d)\n%s", r.code, r)
+			}
+			if sig == syscall.SIGKILL && !strings.Contains(r.stderr, "ended before the run's report") {
+				t.Errorf("the client was not told the daemon went mid-run\n%s", r)
+			}
+		})
+	}
 }
