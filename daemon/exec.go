@@ -150,6 +150,9 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 		Reviewer: req.Reviewer, NoTransaction: req.NoTransaction, NoDetect: req.NoDetect, RequireIsolation: req.RequireIsolation,
 		Stdout: out.stream("stdout"), Stderr: out.stream("stderr"),
 	}
+	if job.Reviewer == "" {
+		job.Reviewer = session.ReviewAuto
+	}
 	if req.Stdin {
 		// The rest of the body; it ends when the client's does.
 		job.Stdin = readerFunc(func(p []byte) (int, error) {

@@ -36,6 +36,8 @@ func (d *Daemon) routes() []route {
 			doc: "the daemon is up; who it took the caller for (uid, gid, groups)"},
 		{method: "GET", path: "/v1/version", auth: authToken, handle: d.version,
 			doc: "the daemon's version and API version"},
+		{method: "POST", path: "/v1/review", auth: authToken, handle: d.review,
+			doc: "decide one boundary before anything runs (a ReviewRequest: a path and operation, a destination, or a whole command): the broker's decision, source and rationale, and on request an allow's grant"},
 		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
 			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client"},
 	}

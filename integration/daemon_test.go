@@ -366,3 +366,59 @@ func TestDaemonStops(t *testing.T) {
 		})
 	}
 }
+
+// review decides a boundary before anything runs, for the caller only,
+// with the caller's policy: a secret is a hard deny, a write outside
+// with no reviewer is denied, the model's allow comes with a grant when
+// asked; a request naming another user's home is refused.
+func TestDaemonReview(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status").mustSucceed(t)
+		tok, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid)))
+		ask := func(home string, q map[string]any) (int, map[string]any) {
+			q["env"], q["cwd"], q["umask"] = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "FAKE_REVIEW_KEY=fake-review-key"}, e.ws, 0o22
+			body, _ := json.Marshal(q)
+			r := e.asIdentity(nil, "curl", "-s", "-w", "\n%{http_code}", "--unix-socket", socket, "-H", "Authorization: Bearer "+strings.TrimSpace(string(tok)),
+				"--data-binary", string(body), "http://sandboxd/v1/review")
+			i := strings.LastIndex(r.stdout, "\n")
+			var code int
+			fmt.Sscan(r.stdout[i+1:], &code)
+			var out map[string]any
+			json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
+			return code, out
+		}
+		decision := func(out map[string]any) string {
+			d, _ := out["decision"].(map[string]any)
+			return fmt.Sprint(d["outcome"], " ", d["source"])
+		}
+		if code, out := ask(e.home, map[string]any{"surface": "filesystem", "operation": "read_file", "path": filepath.Join(e.home, ".ssh", "id_rsa")}); code != 200 || decision(out) != "deny hard-deny" {
+			t.Errorf("secret: %d %v", code, out)
+		}
+		outside := filepath.Join(e.dir, "out.txt")
+		if code, out := ask(e.home, map[string]any{"surface": "filesystem", "operation": "make_reg", "path": outside, "command": "echo x > " + outside, "grant": true}); code != 200 || decision(out) != "deny no-reviewer" || out["grant"] != nil {
+			t.Errorf("outside without a reviewer: %d %v", code, out)
+		}
+		fm := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "a build output" })
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
+		q := map[string]any{"surface": "filesystem", "operation": "make_reg", "path": outside, "command": "echo x > " + outside, "grant": true}
+		code, out := ask(e.home, q)
+		if g, _ := out["grant"].(map[string]any); code != 200 || decision(out) != "allow reviewer" || g == nil || len(fmt.Sprint(g["token"])) < 32 {
+			t.Errorf("a model's allow: %d %v (the key is in the env? %v)", code, out, fm.requests())
+		}
+		if _, err := os.Lstat(outside); err == nil {
+			t.Error("a review wrote the file")
+		}
+		// Another user's home is not the caller's to name.
+		other := "/root"
+		if e.id.root() {
+			other = "/home/" + testUser
+		}
+		if code, out := ask(other, map[string]any{"surface": "filesystem", "operation": "read_file", "path": "/etc/hostname"}); code != 403 {
+			t.Errorf("another user's home: %d %v", code, out)
+		}
+		if code, out := ask(e.home, map[string]any{"surface": "filesystem", "operation": "fly", "path": "/etc/hostname"}); code != 400 {
+			t.Errorf("an unknown operation: %d %v", code, out)
+		}
+	})
+}

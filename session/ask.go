@@ -1,0 +1,75 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/sandboxd/sandboxd/boundary"
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// Question is one boundary a front end asks about before anything runs
+// (the daemon's review endpoint): a path and a filesystem operation, a
+// network destination, or the job's whole command (boundary.Command,
+// judged before it runs; never granted).
+type Question struct {
+	Surface   boundary.Surface
+	Operation boundary.Operation
+	// Path is absolute; Destination is host:port.
+	Path, Destination string
+	// Grant keeps the allow's grant for the caller (else it is revoked
+	// at once): the caller consumes it when it retries.
+	Grant bool
+}
+
+// Review decides one boundary for c as a run of job would decide it, by
+// the same broker (the policy's rules, the hard denies, the reviewers,
+// the session's breaker), without running anything. The object's
+// identity is read as the caller: a grant binds to it as a run's does.
+func (r *Runner) Review(ctx context.Context, c Caller, job Job, q Question) (broker.Result, error) {
+	if err := q.check(); err != nil {
+		return broker.Result{}, err
+	}
+	p, err := r.newPlan(ctx, c, job)
+	if err != nil {
+		return broker.Result{}, err
+	}
+	req := grants.Request{
+		Session: p.session, Cwd: p.cwd, Command: p.command, Surface: q.Surface, Operation: q.Operation,
+		Path: q.Path, ResolvedPath: q.Path, Agent: job.Agent, Intent: job.Intent, ToolCallID: job.ToolCallID, Attempt: 1,
+	}.WithDestinationText(q.Destination)
+	if q.Surface == boundary.Filesystem {
+		fsid.Do(c.ID(), func() error {
+			if ino, born, _, ok := sandbox.Identity(q.Path); ok {
+				req.Ino, req.Born = ino, born
+			}
+			return nil
+		})
+	}
+	res := p.broker.Decide(ctx, req)
+	if res.Grant != nil && !q.Grant {
+		r.grants.Revoke(res.Grant.Token)
+		res.Grant = nil
+	}
+	return res, nil
+}
+
+// check says what is wrong with a question.
+func (q Question) check() error {
+	switch {
+	case !q.Surface.Valid():
+		return publicerr.New(fmt.Sprintf("unknown surface %q (filesystem, network or command)", q.Surface))
+	case !q.Operation.Of(q.Surface):
+		return publicerr.New(fmt.Sprintf("%q is not an operation of the %s surface", q.Operation, q.Surface))
+	case q.Surface == boundary.Filesystem && (!filepath.IsAbs(q.Path) || filepath.Clean(q.Path) != q.Path):
+		return publicerr.New("a filesystem question needs an absolute, clean path")
+	case q.Surface == boundary.Network && q.Destination == "":
+		return publicerr.New("a network question needs a destination (host:port)")
+	}
+	return nil
+}
