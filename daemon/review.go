@@ -50,33 +50,21 @@ type GrantOut struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// ConsumeRequest names a grant and the request it is used for now, as a
+// review named it.
+type ConsumeRequest struct {
+	ReviewRequest
+	Token string `json:"token"`
+}
+
 // review answers POST /v1/review.
 func (d *Daemon) review(w http.ResponseWriter, r *http.Request, c caller) {
-	line, err := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
-	if len(line) == 0 && err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", "the request is empty")
-		return
-	}
 	var req ReviewRequest
-	if err := strictJSON(line, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+	who, job, q, ok := d.question(w, r, c, &req, &req)
+	if !ok {
 		return
 	}
-	who, err := d.callerOf(c, ExecRequest{Env: req.Env, Cwd: req.Cwd, Umask: req.Umask})
-	if err != nil {
-		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
-		return
-	}
-	job := session.Job{Argv: []string{"bash", "-c", req.Command}, Command: req.Command, Workspace: req.Workspace,
-		Policy: req.Policy, Session: req.Session, Agent: req.Agent, Intent: req.Intent, Reviewer: req.Reviewer}
-	if job.Reviewer == "" {
-		job.Reviewer = session.ReviewAuto
-	}
-	if req.Command == "" {
-		job.Argv = []string{"true"}
-	}
-	res, err := d.cfg.Runner.Review(r.Context(), who, job, session.Question{Surface: boundary.Surface(req.Surface),
-		Operation: boundary.Operation(req.Operation), Path: req.Path, Destination: req.Destination, Grant: req.Grant})
+	res, err := d.cfg.Runner.Review(r.Context(), who, job, q)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", session.Public(err))
 		return
@@ -86,4 +74,50 @@ func (d *Daemon) review(w http.ResponseWriter, r *http.Request, c caller) {
 		out.Grant = &GrantOut{Token: res.Grant.Token, ExpiresAt: res.Grant.ExpiresAt}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// consume answers POST /v1/grants/consume: 200 when the grant was used
+// for exactly this request, 409 (with why) when it was refused.
+func (d *Daemon) consume(w http.ResponseWriter, r *http.Request, c caller) {
+	var req ConsumeRequest
+	who, job, q, ok := d.question(w, r, c, &req, &req.ReviewRequest)
+	if !ok {
+		return
+	}
+	if err := d.cfg.Runner.Consume(r.Context(), who, job, q, req.Token); err != nil {
+		writeError(w, http.StatusConflict, "grant_refused", "the grant was refused: "+session.Public(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"consumed": true})
+}
+
+// question reads a review-like request into v (whose ReviewRequest is
+// rq) and checks it describes the peer; on a bad one it answers and
+// reports false.
+func (d *Daemon) question(w http.ResponseWriter, r *http.Request, c caller, v any, rq *ReviewRequest) (session.Caller, session.Job, session.Question, bool) {
+	line, err := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	if len(line) == 0 && err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "the request is empty")
+		return session.Caller{}, session.Job{}, session.Question{}, false
+	}
+	if err := strictJSON(line, v); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return session.Caller{}, session.Job{}, session.Question{}, false
+	}
+	who, err := d.callerOf(c, ExecRequest{Env: rq.Env, Cwd: rq.Cwd, Umask: rq.Umask})
+	if err != nil {
+		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
+		return session.Caller{}, session.Job{}, session.Question{}, false
+	}
+	job := session.Job{Argv: []string{"bash", "-c", rq.Command}, Command: rq.Command, Workspace: rq.Workspace,
+		Policy: rq.Policy, Session: rq.Session, Agent: rq.Agent, Intent: rq.Intent, Reviewer: rq.Reviewer}
+	if rq.Command == "" {
+		job.Argv = []string{"true"}
+	}
+	if job.Reviewer == "" {
+		job.Reviewer = session.ReviewAuto
+	}
+	q := session.Question{Surface: boundary.Surface(rq.Surface), Operation: boundary.Operation(rq.Operation),
+		Path: rq.Path, Destination: rq.Destination, Grant: rq.Grant}
+	return who, job, q, true
 }

@@ -38,6 +38,8 @@ func (d *Daemon) routes() []route {
 			doc: "the daemon's version and API version"},
 		{method: "POST", path: "/v1/review", auth: authToken, handle: d.review,
 			doc: "decide one boundary before anything runs (a ReviewRequest: a path and operation, a destination, or a whole command): the broker's decision, source and rationale, and on request an allow's grant"},
+		{method: "POST", path: "/v1/grants/consume", auth: authToken, handle: d.consume,
+			doc: "use a grant (a ConsumeRequest: the token and the request as a review named it, as it is now) before the retry it allows; 409 with why when it does not apply: another request, command, directory, session or caller, used or expired"},
 		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
 			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client"},
 	}

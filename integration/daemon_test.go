@@ -377,16 +377,10 @@ func TestDaemonReview(t *testing.T) {
 		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status").mustSucceed(t)
 		tok, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid)))
 		ask := func(home string, q map[string]any) (int, map[string]any) {
-			q["env"], q["cwd"], q["umask"] = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "FAKE_REVIEW_KEY=fake-review-key"}, e.ws, 0o22
-			body, _ := json.Marshal(q)
-			r := e.asIdentity(nil, "curl", "-s", "-w", "\n%{http_code}", "--unix-socket", socket, "-H", "Authorization: Bearer "+strings.TrimSpace(string(tok)),
-				"--data-binary", string(body), "http://sandboxd/v1/review")
-			i := strings.LastIndex(r.stdout, "\n")
-			var code int
-			fmt.Sscan(r.stdout[i+1:], &code)
-			var out map[string]any
-			json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
-			return code, out
+			return e.daemonPost(socket, strings.TrimSpace(string(tok)), "/v1/review", home, q)
+		}
+		consume := func(q map[string]any) (int, map[string]any) {
+			return e.daemonPost(socket, strings.TrimSpace(string(tok)), "/v1/grants/consume", e.home, q)
 		}
 		decision := func(out map[string]any) string {
 			d, _ := out["decision"].(map[string]any)
@@ -401,10 +395,47 @@ func TestDaemonReview(t *testing.T) {
 		}
 		fm := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "a build output" })
 		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
-		q := map[string]any{"surface": "filesystem", "operation": "make_reg", "path": outside, "command": "echo x > " + outside, "grant": true}
+		q := map[string]any{"surface": "filesystem", "operation": "make_reg", "path": outside, "command": "echo x > " + outside, "grant": true, "session": "s1"}
 		code, out := ask(e.home, q)
-		if g, _ := out["grant"].(map[string]any); code != 200 || decision(out) != "allow reviewer" || g == nil || len(fmt.Sprint(g["token"])) < 32 {
-			t.Errorf("a model's allow: %d %v (the key is in the env? %v)", code, out, fm.requests())
+		g, _ := out["grant"].(map[string]any)
+		if code != 200 || decision(out) != "allow reviewer" || g == nil || len(fmt.Sprint(g["token"])) < 32 {
+			t.Fatalf("a model's allow: %d %v", code, out)
+		}
+		// The grant is used once, for exactly that request; presented for
+		// another, it is refused and gone.
+		use := func(change func(map[string]any)) int {
+			c := map[string]any{"token": g["token"]}
+			for k, v := range q {
+				if k != "grant" {
+					c[k] = v
+				}
+			}
+			change(c)
+			code, _ := consume(c)
+			return code
+		}
+		if code := use(func(c map[string]any) { c["command"] = "echo y > " + outside }); code != 409 {
+			t.Errorf("consumed for another command: %d", code)
+		}
+		if code := use(func(map[string]any) {}); code != 409 {
+			t.Errorf("a grant presented for another command was still good: %d", code)
+		}
+		regrant := func() {
+			code, out = ask(e.home, q)
+			if g, _ = out["grant"].(map[string]any); code != 200 || g == nil {
+				t.Fatalf("no second grant: %d %v", code, out)
+			}
+		}
+		regrant()
+		if code := use(func(c map[string]any) { c["session"] = "s2" }); code != 409 {
+			t.Errorf("consumed in another session: %d", code)
+		}
+		regrant()
+		if code := use(func(map[string]any) {}); code != 200 {
+			t.Errorf("consumed for its request: %d", code)
+		}
+		if code := use(func(map[string]any) {}); code != 409 {
+			t.Errorf("consumed twice: %d", code)
 		}
 		if _, err := os.Lstat(outside); err == nil {
 			t.Error("a review wrote the file")
@@ -421,4 +452,47 @@ func TestDaemonReview(t *testing.T) {
 			t.Errorf("an unknown operation: %d %v", code, out)
 		}
 	})
+	// Root's grant, presented by the unprivileged user for the same
+	// boundary in a session of the same name, is refused.
+	ids := identities(t)
+	root, user := newEnv(t, ids[0]), newEnv(t, ids[1])
+	fm := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "fine" })
+	root.writeFile(filepath.Join(root.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
+	token := func(e *env) string {
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status").mustSucceed(t)
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid)))
+		return strings.TrimSpace(string(b))
+	}
+	target := filepath.Join(root.dir, "shared.txt")
+	q := func() map[string]any {
+		return map[string]any{"surface": "filesystem", "operation": "make_reg", "path": target, "command": "echo x > " + target, "session": "s1"}
+	}
+	rq := q()
+	rq["grant"] = true
+	code, out := root.daemonPost(socket, token(root), "/v1/review", root.home, rq)
+	g, _ := out["grant"].(map[string]any)
+	if code != 200 || g == nil {
+		t.Fatalf("root's review: %d %v", code, out)
+	}
+	uq := q()
+	uq["token"] = g["token"]
+	if code, out := user.daemonPost(socket, token(user), "/v1/grants/consume", user.home, uq); code != 409 {
+		t.Errorf("the user used root's grant: %d %v", code, out)
+	}
+}
+
+// daemonPost posts a review-like request for the env's identity (its
+// HOME given as home) and decodes the JSON answer.
+func (e *env) daemonPost(socket, token, path, home string, q map[string]any) (int, map[string]any) {
+	e.t.Helper()
+	q["env"], q["cwd"], q["umask"] = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "FAKE_REVIEW_KEY=fake-review-key"}, e.ws, 0o22
+	body, _ := json.Marshal(q)
+	r := e.asIdentity(nil, "curl", "-s", "-w", "\n%{http_code}", "--unix-socket", socket, "-H", "Authorization: Bearer "+token,
+		"--data-binary", string(body), "http://sandboxd"+path)
+	i := strings.LastIndex(r.stdout, "\n")
+	var code int
+	fmt.Sscan(r.stdout[i+1:], &code)
+	var out map[string]any
+	json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
+	return code, out
 }

@@ -32,12 +32,41 @@ type Question struct {
 // the session's breaker), without running anything. The object's
 // identity is read as the caller: a grant binds to it as a run's does.
 func (r *Runner) Review(ctx context.Context, c Caller, job Job, q Question) (broker.Result, error) {
-	if err := q.check(); err != nil {
+	p, req, err := r.question(ctx, c, job, q)
+	if err != nil {
 		return broker.Result{}, err
+	}
+	res := p.broker.Decide(ctx, req)
+	if res.Grant != nil && !q.Grant {
+		r.grants.Revoke(res.Grant.Token)
+		res.Grant = nil
+	}
+	return res, nil
+}
+
+// Consume uses the grant token for the boundary q names, as it is now,
+// for c and job: what a front end does before it retries. A token given
+// for another request, session, command, directory or caller, used
+// already or expired, is refused (and recorded as refused).
+func (r *Runner) Consume(ctx context.Context, c Caller, job Job, q Question, token string) error {
+	p, req, err := r.question(ctx, c, job, q)
+	if err != nil {
+		return err
+	}
+	if err := p.broker.Consume(ctx, token, req); err != nil {
+		return publicerr.Wrap(err, grantMismatch(err))
+	}
+	return nil
+}
+
+// question is the plan of job for c and the request q makes in it.
+func (r *Runner) question(ctx context.Context, c Caller, job Job, q Question) (*plan, grants.Request, error) {
+	if err := q.check(); err != nil {
+		return nil, grants.Request{}, err
 	}
 	p, err := r.newPlan(ctx, c, job)
 	if err != nil {
-		return broker.Result{}, err
+		return nil, grants.Request{}, err
 	}
 	req := grants.Request{
 		Session: p.session, Cwd: p.cwd, Command: p.command, Surface: q.Surface, Operation: q.Operation,
@@ -51,12 +80,7 @@ func (r *Runner) Review(ctx context.Context, c Caller, job Job, q Question) (bro
 			return nil
 		})
 	}
-	res := p.broker.Decide(ctx, req)
-	if res.Grant != nil && !q.Grant {
-		r.grants.Revoke(res.Grant.Token)
-		res.Grant = nil
-	}
-	return res, nil
+	return p, req, nil
 }
 
 // check says what is wrong with a question.
