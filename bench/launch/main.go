@@ -4,7 +4,10 @@
 // the same command under bare bash and under bubblewrap, interleaved in
 // one run so that all see the same machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
-//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases] [-home-files 100000]
+//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases] [-home-files 100000] [-daemon]
+//
+// With -daemon (root), sandboxd also runs through a daemon of the
+// benchmark's own (sandboxd serve; sandboxd run --daemon).
 //
 // With -home-files, sandboxd also runs with HOME set to an empty home
 // and to a home of that many files (the credential scan walks it): with
@@ -45,8 +48,9 @@ func main() {
 	phases := flag.Bool("phases", false, "also print where sandboxd's time goes (medians of its -v phases)")
 	baseline := flag.String("baseline", "", "an older sandboxd binary to run side by side")
 	homeFiles := flag.Int("home-files", 0, "also run with an empty home and a home of this many files")
+	viaDaemon := flag.Bool("daemon", false, "also run through a daemon of the benchmark's own (sandboxd serve; root only)")
 	flag.Parse()
-	err := run(*n, *bin, *baseline, *homeFiles)
+	err := run(*n, *bin, *baseline, *homeFiles, *viaDaemon)
 	if err == nil && *phases {
 		err = phaseTable(*n, *bin)
 	}
@@ -56,7 +60,7 @@ func main() {
 	}
 }
 
-func run(n int, bin, baseline string, homeFiles int) error {
+func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -87,6 +91,14 @@ func run(n int, bin, baseline string, homeFiles int) error {
 		for _, c := range cs[2:] {
 			cs = append(cs, &contender{name: "baseline: " + c.name, argv: append([]string{baseline}, c.argv[1:]...)})
 		}
+	}
+	if viaDaemon {
+		c, stop, err := daemonContender(bin, ws)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		cs = append(cs, c)
 	}
 	if homeFiles > 0 {
 		more, cleanup, err := homeContenders(bin, ws, homeFiles)
@@ -230,3 +242,36 @@ func fillHome(home string, n int) error {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// daemonContender starts `sandboxd serve` on a socket of the benchmark's
+// own and is `sandboxd run --daemon -- true` through it; stop ends the
+// daemon.
+func daemonContender(bin, ws string) (*contender, func(), error) {
+	dir, cleanup, err := scratch.Workspace()
+	if err != nil {
+		return nil, nil, err
+	}
+	socket := filepath.Join(dir, "run", "sandboxd.sock")
+	d := exec.Command(bin, "serve", "--socket", socket)
+	d.Dir, d.Env = "/", os.Environ()
+	if err := d.Start(); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	stop := func() {
+		d.Process.Signal(os.Interrupt)
+		d.Wait()
+		cleanup()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("the daemon did not listen (it runs as root)")
+		}
+	}
+	return &contender{name: "sandboxd run --daemon -- true", argv: []string{bin, "run", "--daemon", "--workspace", ws, "--", "true"},
+		env: []string{"SANDBOXD_SOCKET=" + socket}}, stop, nil
+}
