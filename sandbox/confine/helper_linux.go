@@ -247,6 +247,7 @@ func (h *helper) startCommand(s *wire.SetupMsg, argv0 string, pipes []int) int {
 	for _, fd := range pipes {
 		files = append(files, uintptr(fd))
 	}
+	h.check(125, setDataLimit(s))
 	pid, err := syscall.ForkExec(argv0, s.Argv, &syscall.ProcAttr{
 		// The helper's own working directory (enterDir): a path could
 		// have changed since.

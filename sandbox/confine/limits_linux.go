@@ -2,10 +2,8 @@ package confine
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
@@ -15,19 +13,21 @@ import (
 // setRlimits bounds what the command may use where no cgroup does, and
 // takes away core dumps.
 func setRlimits(s *wire.SetupMsg) error {
-	set := func(res int, v uint64, what string) error {
-		lim := unix.Rlimit{Cur: v, Max: v}
-		var old unix.Rlimit
-		if err := unix.Getrlimit(res, &old); err == nil && old.Max < v {
-			lim = unix.Rlimit{Cur: old.Max, Max: old.Max}
-		}
-		if err := unix.Setrlimit(res, &lim); err != nil {
-			return fmt.Errorf("rlimit %s: %w", what, err)
-		}
-		return nil
-	}
 	if err := set(unix.RLIMIT_CORE, 0, "core"); err != nil {
 		return err
+	}
+	limitData := s.LimitData && s.Limits.Memory > 0
+	if limitData {
+		// The data limit binds the helper as well as the command, and
+		// the helper (the Go runtime in a large binary: over 130 MiB of
+		// VmData) is past a small one before it is set: the limit only
+		// stops growth, so the helper takes the heap and the threads it
+		// will need first. The command's room is its own (a process's
+		// limit is on its own data).
+		reserveHeap(helperHeap)
+	}
+	if s.Limits.Pids > 0 || limitData {
+		reserveThreads(helperThreads)
 	}
 	if s.Limits.FileSize > 0 {
 		if err := set(unix.RLIMIT_FSIZE, uint64(s.Limits.FileSize), "fsize"); err != nil {
@@ -39,13 +39,6 @@ func setRlimits(s *wire.SetupMsg) error {
 	// cgroup; without one it is the only bound (uid 0 in the initial user
 	// namespace ignores it, but the command never runs as that).
 	if s.Limits.Pids > 0 {
-		n := helperThreads
-		if s.LimitData && s.Limits.Memory > 0 {
-			// Each thread's stack counts against RLIMIT_DATA, which
-			// applies to the helper too: never spend the heap's room.
-			n = min(n, threadsWithin(uint64(s.Limits.Memory)))
-		}
-		reserveThreads(n)
 		// With a pids cgroup the cgroup refuses a fork at the limit (and
 		// counts it in pids.events, which names the limit); the rlimit,
 		// checked first by the kernel, is then twice as loose, a bound
@@ -58,12 +51,48 @@ func setRlimits(s *wire.SetupMsg) error {
 			return err
 		}
 	}
-	if s.LimitData && s.Limits.Memory > 0 {
-		if err := set(unix.RLIMIT_DATA, uint64(s.Limits.Memory), "data"); err != nil {
-			return err
-		}
+	return nil
+}
+
+// setDataLimit bounds the command's data (RLIMIT_DATA) where no memory
+// cgroup does. It binds the helper as well, so it is set last, just
+// before the command starts, once the helper has taken what it needs
+// (setRlimits).
+func setDataLimit(s *wire.SetupMsg) error {
+	if !s.LimitData || s.Limits.Memory <= 0 {
+		return nil
+	}
+	return set(unix.RLIMIT_DATA, uint64(s.Limits.Memory), "data")
+}
+
+// set lowers a limit to v (or to its hard limit, when that is lower).
+func set(res int, v uint64, what string) error {
+	lim := unix.Rlimit{Cur: v, Max: v}
+	var old unix.Rlimit
+	if err := unix.Getrlimit(res, &old); err == nil && old.Max < v {
+		lim = unix.Rlimit{Cur: old.Max, Max: old.Max}
+	}
+	if err := unix.Setrlimit(res, &lim); err != nil {
+		return fmt.Errorf("rlimit %s: %w", what, err)
 	}
 	return nil
+}
+
+// helperHeap is the heap the helper maps for itself before the data
+// limit applies to it as well as to the command.
+const helperHeap = 16 << 20
+
+// reserveHeap grows the helper's heap by n bytes and frees them again.
+// Under RLIMIT_DATA the runtime can take no new memory from the kernel
+// (a heap that grows maps more, and a helper near a small limit died
+// with "out of memory allocating heap arena metadata"); memory it has
+// freed stays mapped, and the helper's later allocations reuse it. The
+// pages are never touched here, so this costs no more than the mapping.
+func reserveHeap(n int) {
+	b := make([]byte, n)
+	runtime.KeepAlive(b)
+	b = nil
+	runtime.GC()
 }
 
 // helperThreads is how many OS threads the helper keeps for itself
@@ -71,38 +100,9 @@ func setRlimits(s *wire.SetupMsg) error {
 // main thread in wait4, the control socket, signals, the runtime's own).
 const helperThreads = 16
 
-// threadsWithin is how many more threads fit in half of what a data
-// limit of limit bytes leaves the helper (its VmData now, each new
-// thread's stack as large as RLIMIT_STACK says, glibc's default): none
-// when that cannot be read.
-func threadsWithin(limit uint64) int {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	var used uint64
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmData:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			used = kb << 10
-		}
-	}
-	var st unix.Rlimit
-	stack := uint64(8 << 20)
-	if err := unix.Getrlimit(unix.RLIMIT_STACK, &st); err == nil && st.Cur != unix.RLIM_INFINITY && st.Cur > 0 {
-		stack = st.Cur
-	}
-	if used == 0 || used >= limit {
-		return 0
-	}
-	return int((limit - used) / 2 / (stack + 1<<20))
-}
-
 // reserveThreads makes the Go runtime hold at least n OS threads, idle
-// and reused, before RLIMIT_NPROC applies. The limit counts the helper's
+// and reused, before RLIMIT_NPROC and RLIMIT_DATA apply (a thread's
+// stack is data too). The limit counts the helper's
 // threads with the command's processes (one uid), so once a fork bomb
 // has taken the rest the helper could not create a thread, and the
 // runtime aborts when pthread_create fails (seen in CI: exit 125 under a
