@@ -92,22 +92,12 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 			cs = append(cs, &contender{name: "baseline: " + c.name, argv: append([]string{baseline}, c.argv[1:]...)})
 		}
 	}
-	if viaDaemon {
-		c, stop, err := daemonContender(bin, ws)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		cs = append(cs, c)
+	more, cleanup, err := moreContenders(bin, ws, homeFiles, viaDaemon)
+	if err != nil {
+		return err
 	}
-	if homeFiles > 0 {
-		more, cleanup, err := homeContenders(bin, ws, homeFiles)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		cs = append(cs, more...)
-	}
+	defer cleanup()
+	cs = append(cs, more...)
 	// Warm up caches (the compiled seccomp filter, page cache).
 	for _, c := range cs {
 		for i := 0; i < 5; i++ {
@@ -242,6 +232,36 @@ func fillHome(home string, n int) error {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+// moreContenders are the optional ones: through a daemon, and with homes
+// of homeFiles files; cleanup ends and removes what they needed.
+func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender, func(), error) {
+	var cs []*contender
+	var undo []func()
+	cleanup := func() {
+		for _, f := range undo {
+			f()
+		}
+	}
+	if viaDaemon {
+		c, stop, err := daemonContender(bin, ws)
+		if err != nil {
+			return nil, cleanup, err
+		}
+		undo = append(undo, stop)
+		cs = append(cs, c)
+	}
+	if homeFiles > 0 {
+		more, stop, err := homeContenders(bin, ws, homeFiles)
+		if err != nil {
+			cleanup()
+			return nil, func() {}, err
+		}
+		undo = append(undo, stop)
+		cs = append(cs, more...)
+	}
+	return cs, cleanup, nil
+}
 
 // daemonContender starts `sandboxd serve` on a socket of the benchmark's
 // own and is `sandboxd run --daemon -- true` through it; stop ends the
