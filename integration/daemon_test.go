@@ -496,3 +496,28 @@ func (e *env) daemonPost(socket, token, path, home string, q map[string]any) (in
 	json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
 	return code, out
 }
+
+// The daemon never takes over a directory it is pointed at: one that a
+// user owns or may write is refused, and left as it was.
+func TestDaemonRefusesForeignDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxd serve runs as root")
+	}
+	ids := identities(t)
+	e := newEnv(t, ids[len(ids)-1])
+	for _, dir := range []string{e.mkdir("theirs", 0o755), e.mkdir("open", 0o777)} {
+		if filepath.Base(dir) == "open" {
+			os.Chown(dir, 0, 0)
+		}
+		before := snapshot(t, dir)
+		cmd := exec.Command(binary, "serve", "--socket", filepath.Join(dir, "sandboxd.sock"))
+		cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/bin:/bin", "HOME=/root"}
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "must be a directory of root's that nobody else may write") {
+			t.Errorf("serve in %s: %v\n%s", dir, err, out)
+		}
+		if after := snapshot(t, dir); after != before {
+			t.Errorf("serve changed %s:\n%s\n->\n%s", dir, before, after)
+		}
+	}
+}

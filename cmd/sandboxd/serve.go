@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
@@ -98,11 +99,15 @@ func listen(socket string) (*net.UnixListener, *daemon.Tokens, error) {
 		return nil, nil, publicerr.New("--socket must be an absolute path")
 	}
 	dir := filepath.Dir(socket)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, publicerr.Wrap(err, "the socket's directory "+dir+" cannot be made")
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, publicerr.Wrap(err, "the socket's directory "+dir+" cannot be made")
+		}
 	}
-	if st, err := os.Lstat(dir); err != nil || !st.IsDir() || os.Chown(dir, 0, 0) != nil || os.Chmod(dir, 0o755) != nil {
-		return nil, nil, publicerr.New("the socket's directory " + dir + " cannot be made root's")
+	// A directory that was there is never taken over: it must already be
+	// one only root may write, as every client checks.
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() || owner(st) != 0 || st.Mode().Perm()&0o022 != 0 {
+		return nil, nil, publicerr.New("the socket's directory " + dir + " must be a directory of root's that nobody else may write")
 	}
 	if st, err := os.Lstat(socket); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
@@ -164,4 +169,12 @@ func daemonSocket(getenv func(string) string) string {
 // directory, where every caller's token is (session.Config.Hidden).
 func hiddenPaths(getenv func(string) string) []string {
 	return []string{filepath.Dir(daemonSocket(getenv))}
+}
+
+// owner is the uid that owns a file.
+func owner(st os.FileInfo) int {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid)
+	}
+	return -1
 }
