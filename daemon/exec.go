@@ -27,7 +27,23 @@ import (
 type ExecRequest struct {
 	Argv []string `json:"argv"`
 	// Command is the exact string a grant binds to (-c's).
-	Command   string   `json:"command,omitempty"`
+	Command string `json:"command,omitempty"`
+	Context
+	// TimeoutMS ends the command after this many milliseconds (0: none).
+	TimeoutMS        int64 `json:"timeout_ms,omitempty"`
+	Retries          int   `json:"retries"`
+	NoTransaction    bool  `json:"no_transaction,omitempty"`
+	NoDetect         bool  `json:"no_detect,omitempty"`
+	RequireIsolation bool  `json:"require_isolation,omitempty"`
+	Stdin            bool  `json:"stdin,omitempty"`
+}
+
+// Context is who a request is for and where, as every request that
+// acts for a caller carries it: the caller's environment, working
+// directory and umask (checked against the peer, whose ids are the
+// kernel's), and the workspace, policy, session, agent, intent and
+// reviewer mode, as sandboxd run's flags give them ("" reviewer: auto).
+type Context struct {
 	Env       []string `json:"env"`
 	Cwd       string   `json:"cwd"`
 	Umask     uint32   `json:"umask"`
@@ -37,13 +53,16 @@ type ExecRequest struct {
 	Agent     string   `json:"agent,omitempty"`
 	Intent    string   `json:"intent,omitempty"`
 	Reviewer  string   `json:"reviewer,omitempty"`
-	// TimeoutMS ends the command after this many milliseconds (0: none).
-	TimeoutMS        int64 `json:"timeout_ms,omitempty"`
-	Retries          int   `json:"retries"`
-	NoTransaction    bool  `json:"no_transaction,omitempty"`
-	NoDetect         bool  `json:"no_detect,omitempty"`
-	RequireIsolation bool  `json:"require_isolation,omitempty"`
-	Stdin            bool  `json:"stdin,omitempty"`
+}
+
+// job is the session.Job ctx describes, for argv and the exact command.
+func (ctx Context) job(argv []string, command string) session.Job {
+	j := session.Job{Argv: argv, Command: command, Workspace: ctx.Workspace, Policy: ctx.Policy, Session: ctx.Session,
+		Agent: ctx.Agent, Intent: ctx.Intent, Reviewer: ctx.Reviewer}
+	if j.Reviewer == "" {
+		j.Reviewer = session.ReviewAuto
+	}
+	return j
 }
 
 // ExecLine is one line of /v1/exec's answer (NDJSON): output as it
@@ -90,7 +109,7 @@ func readExecRequest(br *bufio.Reader) (ExecRequest, error) {
 	case req.TimeoutMS < 0 || req.Retries < 0 || req.Retries > 16:
 		return req, errors.New("timeout_ms must not be negative, and retries must be 0 to 16")
 	}
-	for _, s := range append(append([]string{req.Command, req.Cwd, req.Workspace, req.Policy, req.Session, req.Agent, req.Intent}, req.Argv...), req.Env...) {
+	for _, s := range append(append([]string{req.Command, req.Cwd, req.Workspace, req.Policy, req.Session, req.Agent, req.Intent, req.Reviewer}, req.Argv...), req.Env...) {
 		if len(s) > maxString {
 			return req, fmt.Errorf("a string of the request is over %d KiB", maxString>>10)
 		}
@@ -123,7 +142,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	who, err := d.callerOf(c, req)
+	who, err := d.callerOf(c, req.Context)
 	if err != nil {
 		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
 		return
@@ -144,15 +163,10 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	defer cancel()
 	defer context.AfterFunc(d.stopping, cancel)()
 	out := &lineWriter{w: w, rc: rc, gone: cancel}
-	job := session.Job{
-		Argv: req.Argv, Command: req.Command, Workspace: req.Workspace, Policy: req.Policy, Session: req.Session,
-		Agent: req.Agent, Intent: req.Intent, Retries: req.Retries, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond,
-		Reviewer: req.Reviewer, NoTransaction: req.NoTransaction, NoDetect: req.NoDetect, RequireIsolation: req.RequireIsolation,
-		Stdout: out.stream("stdout"), Stderr: out.stream("stderr"),
-	}
-	if job.Reviewer == "" {
-		job.Reviewer = session.ReviewAuto
-	}
+	job := req.Context.job(req.Argv, req.Command)
+	job.Retries, job.Timeout = req.Retries, time.Duration(req.TimeoutMS)*time.Millisecond
+	job.NoTransaction, job.NoDetect, job.RequireIsolation = req.NoTransaction, req.NoDetect, req.RequireIsolation
+	job.Stdout, job.Stderr = out.stream("stdout"), out.stream("stderr")
 	if req.Stdin {
 		// The rest of the body; it ends when the client's does.
 		job.Stdin = readerFunc(func(p []byte) (int, error) {
@@ -175,7 +189,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 // callerOf is the session.Caller a request describes, checked against
 // the peer: the ids are the kernel's, and HOME must be a directory the
 // peer's uid owns (a caller names its own home, never another's).
-func (d *Daemon) callerOf(c caller, req ExecRequest) (session.Caller, error) {
+func (d *Daemon) callerOf(c caller, req Context) (session.Caller, error) {
 	who, err := session.NewCaller(c.UID, c.GID, req.Env, filepath.Clean(req.Cwd), req.Umask)
 	if err != nil {
 		return who, err

@@ -16,16 +16,7 @@ import (
 // exec's are): a path and a filesystem operation, a network destination,
 // or Command itself (surface "command", operation "run").
 type ReviewRequest struct {
-	Env       []string `json:"env"`
-	Cwd       string   `json:"cwd"`
-	Umask     uint32   `json:"umask"`
-	Workspace string   `json:"workspace,omitempty"`
-	Policy    string   `json:"policy,omitempty"`
-	Session   string   `json:"session,omitempty"`
-	Agent     string   `json:"agent,omitempty"`
-	Intent    string   `json:"intent,omitempty"`
-	// Reviewer is the review mode, as run's --reviewer ("": auto).
-	Reviewer string `json:"reviewer,omitempty"`
+	Context
 	// Command is the command that meets the boundary (run with bash -c);
 	// for surface "command", the one judged.
 	Command     string `json:"command,omitempty"`
@@ -104,19 +95,16 @@ func (d *Daemon) question(w http.ResponseWriter, r *http.Request, c caller, v an
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return session.Caller{}, session.Job{}, session.Question{}, false
 	}
-	who, err := d.callerOf(c, ExecRequest{Env: rq.Env, Cwd: rq.Cwd, Umask: rq.Umask})
+	who, err := d.callerOf(c, rq.Context)
 	if err != nil {
 		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
 		return session.Caller{}, session.Job{}, session.Question{}, false
 	}
-	job := session.Job{Argv: []string{"bash", "-c", rq.Command}, Command: rq.Command, Workspace: rq.Workspace,
-		Policy: rq.Policy, Session: rq.Session, Agent: rq.Agent, Intent: rq.Intent, Reviewer: rq.Reviewer}
+	argv := []string{"bash", "-c", rq.Command}
 	if rq.Command == "" {
-		job.Argv = []string{"true"}
+		argv = []string{"true"}
 	}
-	if job.Reviewer == "" {
-		job.Reviewer = session.ReviewAuto
-	}
+	job := rq.Context.job(argv, rq.Command)
 	q := session.Question{Surface: boundary.Surface(rq.Surface), Operation: boundary.Operation(rq.Operation),
 		Path: rq.Path, Destination: rq.Destination, Grant: rq.Grant}
 	return who, job, q, true

@@ -106,9 +106,10 @@ func execRequest(f *runFlags, argv []string, getenv func(string) string) (daemon
 		}
 	}
 	return daemon.ExecRequest{
-		Argv: argv, Command: f.command, Env: caller.Env, Cwd: caller.Cwd, Umask: caller.Umask,
-		Workspace: abs(f.workspace), Policy: abs(f.policy), Session: f.session, Agent: f.agent, Intent: intent,
-		Reviewer: f.reviewer, TimeoutMS: f.timeout.Milliseconds(), Retries: f.retries,
+		Argv: argv, Command: f.command,
+		Context: daemon.Context{Env: caller.Env, Cwd: caller.Cwd, Umask: caller.Umask, Workspace: abs(f.workspace),
+			Policy: abs(f.policy), Session: f.session, Agent: f.agent, Intent: intent, Reviewer: f.reviewer},
+		TimeoutMS: f.timeout.Milliseconds(), Retries: f.retries,
 		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
 	}, nil
 }
