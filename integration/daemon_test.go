@@ -24,6 +24,37 @@ func startDaemon(t *testing.T) string {
 // startDaemonLog is startDaemon that also returns the daemon's log.
 func startDaemonLog(t *testing.T) (string, *syncBuffer) {
 	t.Helper()
+	d := spawnDaemon(t)
+	t.Cleanup(func() {
+		d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-d.exited:
+			if err != nil {
+				t.Errorf("the daemon ended with %v\n%s", err, d.log.String())
+			}
+		case <-time.After(15 * time.Second):
+			d.cmd.Process.Kill()
+			t.Errorf("the daemon did not stop on SIGTERM\n%s", d.log.String())
+		}
+		if _, err := os.Lstat(d.socket); err == nil {
+			t.Errorf("the daemon left its socket behind")
+		}
+	})
+	return d.socket, d.log
+}
+
+// testDaemon is a running `sandboxd serve -v` of a test's own.
+type testDaemon struct {
+	cmd    *exec.Cmd
+	socket string
+	log    *syncBuffer
+	exited chan error // its Wait's result
+}
+
+// spawnDaemon starts `sandboxd serve` as root on a socket in a directory
+// of the test's own and waits until it listens; the caller stops it.
+func spawnDaemon(t *testing.T) *testDaemon {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxd serve runs as root")
 	}
@@ -33,41 +64,23 @@ func startDaemonLog(t *testing.T) (string, *syncBuffer) {
 	}
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { removeAll(dir) })
-	socket := filepath.Join(dir, "run", "sandboxd.sock")
-	cmd := exec.Command(binary, "serve", "-v", "--socket", socket)
-	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	d := &testDaemon{socket: filepath.Join(dir, "run", "sandboxd.sock"), log: &syncBuffer{}, exited: make(chan error, 1)}
+	d.cmd = exec.Command(binary, "serve", "-v", "--socket", d.socket)
+	d.cmd.Dir, d.cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	d.cmd.Stderr = d.log
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { d.exited <- d.cmd.Wait() }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(socket); err == nil {
-			break
+		if _, err := os.Stat(d.socket); err == nil {
+			return d
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the daemon never listened\n%s", stderr.String())
+			d.cmd.Process.Kill()
+			t.Fatalf("the daemon never listened\n%s", d.log.String())
 		}
 	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("the daemon ended with %v\n%s", err, stderr.String())
-			}
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("the daemon did not stop on SIGTERM\n%s", stderr.String())
-		}
-		if _, err := os.Lstat(socket); err == nil {
-			t.Errorf("the daemon left its socket behind")
-		}
-	})
-	return socket, stderr
 }
 
 // asIdentity runs argv as the env's identity, with its home, in its
@@ -308,29 +321,8 @@ func TestDaemonStops(t *testing.T) {
 	e := newEnv(t, ids[len(ids)-1])
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
-			dir, err := os.MkdirTemp(baseDir, "daemon-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.Chmod(dir, 0o755)
-			defer removeAll(dir)
-			socket := filepath.Join(dir, "run", "sandboxd.sock")
-			d := exec.Command(binary, "serve", "--socket", socket)
-			d.Dir, d.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
-			if err := d.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- d.Wait() }()
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				if _, err := os.Stat(socket); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					d.Process.Kill()
-					t.Fatal("the daemon never listened")
-				}
-			}
+			td := spawnDaemon(t)
+			d, socket, exited := td.cmd, td.socket, td.exited
 			marker := "daemon-stop-" + randHex(6)
 			// Once the command's processes run (not counting the client,
 			// whose command line names the marker too), stop the daemon.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
@@ -63,7 +62,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	ln, tokens, err := listen(*socket)
+	ln, tokens, err := daemon.Listen(*socket, os.Geteuid())
 	if err != nil {
 		return fail(err)
 	}
@@ -86,49 +85,6 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return fail(err)
 	}
 	return 0
-}
-
-// listen makes the socket's directory root's (0755), replaces a socket
-// left by an earlier daemon, listens, and opens every user to connect
-// (0666): the peer's credentials and token decide, not the mode.
-func listen(socket string) (*net.UnixListener, *daemon.Tokens, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil, publicerr.New("sandboxd serve runs as root: it acts for every user of the machine, each with that user's rights")
-	}
-	if !filepath.IsAbs(socket) {
-		return nil, nil, publicerr.New("--socket must be an absolute path")
-	}
-	dir := filepath.Dir(socket)
-	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, publicerr.Wrap(err, "the socket's directory "+dir+" cannot be made")
-		}
-	}
-	// A directory that was there is never taken over: it must already be
-	// one only root may write, as every client checks.
-	if st, err := os.Lstat(dir); err != nil || !st.IsDir() || owner(st) != 0 || st.Mode().Perm()&0o022 != 0 {
-		return nil, nil, publicerr.New("the socket's directory " + dir + " must be a directory of root's that nobody else may write")
-	}
-	if st, err := os.Lstat(socket); err == nil {
-		if st.Mode()&os.ModeSocket == 0 {
-			return nil, nil, publicerr.New(socket + " exists and is not a socket")
-		}
-		os.Remove(socket)
-	}
-	tokens, err := daemon.NewTokens(filepath.Join(dir, "tokens"))
-	if err != nil {
-		return nil, nil, publicerr.Wrap(err, "the token directory cannot be made")
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
-	if err != nil {
-		return nil, nil, publicerr.Wrap(err, "cannot listen on "+socket)
-	}
-	ln.SetUnlinkOnClose(false)
-	if err := os.Chmod(socket, 0o666); err != nil {
-		ln.Close()
-		return nil, nil, publicerr.Wrap(err, "cannot open "+socket+" to callers")
-	}
-	return ln, tokens, nil
 }
 
 // serveStatus is `sandboxd serve status`.
@@ -169,12 +125,4 @@ func daemonSocket(getenv func(string) string) string {
 // directory, where every caller's token is (session.Config.Hidden).
 func hiddenPaths(getenv func(string) string) []string {
 	return []string{filepath.Dir(daemonSocket(getenv))}
-}
-
-// owner is the uid that owns a file.
-func owner(st os.FileInfo) int {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid)
-	}
-	return -1
 }
