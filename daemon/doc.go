@@ -16,6 +16,6 @@
 // socket of root's, reached only through directories root alone may
 // write.
 //
-// Of sandboxd's packages it imports only boundary, broker, publicerr and
-// session.
+// Of sandboxd's packages it imports only boundary, broker, fsid, publicerr
+// and session.
 package daemon

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -195,12 +196,21 @@ func (d *Daemon) callerOf(c caller, req Context) (session.Caller, error) {
 		return who, err
 	}
 	who.Groups = c.Groups
-	st, err := os.Stat(who.Home)
+	// Looked at as the caller: the answer says nothing of a path the
+	// caller could not reach itself (one the daemon, as root, could).
+	var st os.FileInfo
+	aerr := fsid.Do(who.ID(), func() error {
+		st, err = os.Stat(who.Home)
+		return nil
+	})
+	if aerr != nil {
+		return who, publicerr.Wrap(aerr, fmt.Sprintf("the daemon cannot act as uid %d here", c.UID))
+	}
 	if err != nil || !st.IsDir() {
-		return who, publicerr.New("HOME " + who.Home + " is not a directory")
+		return who, publicerr.New("HOME " + who.Home + " is not a directory of yours")
 	}
 	if s, ok := st.Sys().(*syscall.Stat_t); !ok || int(s.Uid) != c.UID {
-		return who, publicerr.New(fmt.Sprintf("HOME %s is not yours (uid %d)", who.Home, c.UID))
+		return who, publicerr.New("HOME " + who.Home + " is not a directory of yours")
 	}
 	return who, nil
 }

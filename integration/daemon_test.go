@@ -440,6 +440,21 @@ func TestDaemonReview(t *testing.T) {
 		if code, out := ask(other, map[string]any{"surface": "filesystem", "operation": "read_file", "path": "/etc/hostname"}); code != 403 {
 			t.Errorf("another user's home: %d %v", code, out)
 		}
+		// Nor does the answer tell a path the caller cannot reach from one
+		// that is not there: the daemon looks as the caller.
+		if !e.id.root() {
+			msg := func(home string) string {
+				_, out := ask(home, map[string]any{"surface": "filesystem", "operation": "read_file", "path": "/etc/hostname"})
+				m, _ := out["error"].(map[string]any)
+				return strings.ReplaceAll(fmt.Sprint(m["message"]), home, "HOME")
+			}
+			private := filepath.Join(e.dir, "private")
+			os.MkdirAll(filepath.Join(private, "inner"), 0o700)
+			os.Chmod(private, 0o700) // root's: the caller cannot look inside
+			if there, gone := msg(filepath.Join(private, "inner")), msg(filepath.Join(private, "none")); there != gone {
+				t.Errorf("HOME inside a directory the caller cannot reach is told apart: %q vs %q", there, gone)
+			}
+		}
 		if code, out := ask(e.home, map[string]any{"surface": "filesystem", "operation": "fly", "path": "/etc/hostname"}); code != 400 {
 			t.Errorf("an unknown operation: %d %v", code, out)
 		}
