@@ -37,6 +37,14 @@ type ExecRequest struct {
 	NoDetect         bool  `json:"no_detect,omitempty"`
 	RequireIsolation bool  `json:"require_isolation,omitempty"`
 	Stdin            bool  `json:"stdin,omitempty"`
+	// Retry is who retries after allowed boundaries: "daemon" (or ""),
+	// or "client": the daemon holds the attempt's layer and answers the
+	// allows' grants in the report's "retry", for an exec that presents
+	// them (Grants) or a decline (POST /v1/retries/decline).
+	Retry string `json:"retry,omitempty"`
+	// Grants are a held attempt's grants, all of them: this exec is its
+	// retry, for the same command, caller and context.
+	Grants []string `json:"grants,omitempty"`
 }
 
 // Context is who a request is for and where, as every request that
@@ -109,6 +117,13 @@ func readExecRequest(br *bufio.Reader) (ExecRequest, error) {
 		return req, errors.New("umask must be at most 0777")
 	case req.TimeoutMS < 0 || req.Retries < 0 || req.Retries > 16:
 		return req, errors.New("timeout_ms must not be negative, and retries must be 0 to 16")
+	case req.Retry != "" && req.Retry != "daemon" && req.Retry != "client":
+		return req, errors.New(`retry must be "daemon" or "client"`)
+	case req.Retry == "client" && req.Retries == 0:
+		return req, errors.New(`retry "client" needs retries of at least 1: with none, nothing is held`)
+	}
+	if err := checkTokens(req.Grants); err != nil {
+		return req, err
 	}
 	for _, s := range append(append([]string{req.Command, req.Cwd, req.Workspace, req.Policy, req.Session, req.Agent, req.Intent, req.Reviewer}, req.Argv...), req.Env...) {
 		if len(s) > maxString {
@@ -116,6 +131,25 @@ func readExecRequest(br *bufio.Reader) (ExecRequest, error) {
 		}
 	}
 	return req, nil
+}
+
+// Bounds on the grants a request presents.
+const (
+	maxTokens   = 64
+	maxTokenLen = 128
+)
+
+// checkTokens bounds presented grant tokens.
+func checkTokens(tokens []string) error {
+	if len(tokens) > maxTokens {
+		return fmt.Errorf("at most %d grants may be presented at once", maxTokens)
+	}
+	for _, t := range tokens {
+		if t == "" || len(t) > maxTokenLen {
+			return errors.New("a grant token is empty or too long")
+		}
+	}
+	return nil
 }
 
 // strictJSON decodes one JSON object of known fields.
@@ -167,6 +201,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	job := req.Context.job(req.Argv, req.Command)
 	job.Retries, job.Timeout = req.Retries, time.Duration(req.TimeoutMS)*time.Millisecond
 	job.NoTransaction, job.NoDetect, job.RequireIsolation = req.NoTransaction, req.NoDetect, req.RequireIsolation
+	job.Hold, job.Present = req.Retry == "client", req.Grants
 	job.Stdout, job.Stderr = out.stream("stdout"), out.stream("stderr")
 	if req.Stdin {
 		// The rest of the body; it ends when the client's does.

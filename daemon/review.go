@@ -82,6 +82,34 @@ func (d *Daemon) consume(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, map[string]any{"consumed": true})
 }
 
+// DeclineRequest names a held attempt by all its grants.
+type DeclineRequest struct {
+	Grants []string `json:"grants"`
+}
+
+// decline answers POST /v1/retries/decline: the held attempt is ended
+// without its retry (its grants revoked, its changes committed, as the
+// caller) and its final report answered; 409 when no attempt of the
+// caller waits on exactly these grants.
+func (d *Daemon) decline(w http.ResponseWriter, r *http.Request, c caller) {
+	var req DeclineRequest
+	line, _ := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	if err := strictJSON(line, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	if err := checkTokens(req.Grants); err != nil || len(req.Grants) == 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", "name the held attempt by all its grants")
+		return
+	}
+	rep, err := d.cfg.Runner.Decline(r.Context(), c.UID, req.Grants)
+	if err != nil {
+		writeError(w, http.StatusConflict, "not_held", session.Public(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, ExecLine{Type: "report", Report: rep})
+}
+
 // question reads a review-like request into v (whose ReviewRequest is
 // rq) and checks it describes the peer; on a bad one it answers and
 // reports false.

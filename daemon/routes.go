@@ -41,6 +41,8 @@ func (d *Daemon) routes() []route {
 		{method: "POST", path: "/v1/grants/consume", auth: authToken, handle: d.consume,
 			doc: "use a grant (a ConsumeRequest: the token and the request as a review named it, as it is now) before the retry it allows; 409 with why when it does not apply: another request, command, directory, session or caller, used or expired"},
 		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
-			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client"},
+			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client. With retry \"client\" an attempt whose boundaries were all allowed is held and its report's retry carries the grants; an exec presenting all of them (grants) for the same command and context is its retry"},
+		{method: "POST", path: "/v1/retries/decline", auth: authToken, handle: d.decline,
+			doc: "end a held attempt without its retry (a DeclineRequest: all its grants): grants revoked, its changes committed; answer its final report; 409 when no attempt of the caller waits on exactly these grants"},
 	}
 }

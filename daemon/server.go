@@ -97,6 +97,9 @@ func (d *Daemon) Serve(ctx context.Context, ln *net.UnixListener, grace time.Dur
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	srv.Shutdown(sctx)
+	// No grant outlives the daemon, and no held attempt's changes are
+	// lost: each is ended as declined.
+	d.cfg.Runner.Release()
 	return nil
 }
 

@@ -493,15 +493,7 @@ func TestDaemonReview(t *testing.T) {
 func (e *env) daemonPost(socket, token, path, home string, q map[string]any) (int, map[string]any) {
 	e.t.Helper()
 	q["env"], q["cwd"], q["umask"] = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "FAKE_REVIEW_KEY=fake-review-key"}, e.ws, 0o22
-	body, _ := json.Marshal(q)
-	r := e.asIdentity(nil, "curl", "-s", "-w", "\n%{http_code}", "--unix-socket", socket, "-H", "Authorization: Bearer "+token,
-		"--data-binary", string(body), "http://sandboxd"+path)
-	i := strings.LastIndex(r.stdout, "\n")
-	var code int
-	fmt.Sscan(r.stdout[i+1:], &code)
-	var out map[string]any
-	json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
-	return code, out
+	return e.rawPost(socket, token, path, q)
 }
 
 // The daemon never takes over a directory it is pointed at: one that a

@@ -34,6 +34,10 @@ const (
 	// again with exactly Exceptions. Discarded says the attempt's changes
 	// were dropped (its output, already shown, came to nothing).
 	KindRetrying Kind = "retrying"
+	// KindHeld: every boundary was allowed, and the front end drives
+	// the retry: the attempt is held, uncommitted, for a run that
+	// presents its grants (Report.Retry).
+	KindHeld Kind = "held"
 	// KindNotRetrying: a retry was possible but does not happen (Reason).
 	KindNotRetrying Kind = "not_retrying"
 	// KindTimedOut: the timeout ended every process of the command

@@ -126,8 +126,17 @@ type Job struct {
 	// evidence for the model reviewer (trimmed first when the prompt is
 	// over budget; the Intent never is).
 	Earlier, Recent []string
-	// Retries bounds the automatic retries after granted boundaries.
+	// Retries bounds the retries after granted boundaries.
 	Retries int
+	// Hold has the front end drive the retry (the daemon's retry
+	// "client"): when a retry would follow, the report carries the
+	// grants (Report.Retry) and the attempt's layer is held for a run
+	// that presents them (held.go).
+	Hold bool
+	// Present are the grants of a held attempt this run continues: all
+	// of them, for the same caller and job (the streams, signals and
+	// timeout may differ).
+	Present []string
 	// Timeout, if non-zero, ends the command (exit 124).
 	Timeout time.Duration
 	// NoTransaction writes straight to the workspace; NoDetect turns

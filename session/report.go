@@ -54,6 +54,9 @@ type Report struct {
 	Command       []string `json:"command,omitempty"`
 	SetupMS       float64  `json:"setup_ms,omitempty"`
 	Egress        *Egress  `json:"egress,omitempty"`
+	// Retry, when the front end drives the retry (Job.Hold), holds the
+	// grants an attempt waits on (held.go).
+	Retry *Retry `json:"retry,omitempty"`
 	// Reviewer says who could review the run's boundaries.
 	Reviewer *ReviewerInfo `json:"reviewer,omitempty"`
 	// Error is the public sentence for a run sandboxd itself failed

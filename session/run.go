@@ -83,6 +83,9 @@ type Config struct {
 	// command sees them. Nil: it reads none.
 	EvidenceReader []string
 	Log            *slog.Logger
+	// MaxHeld bounds the attempts held for one caller's retries
+	// (Job.Hold; 0: DefaultMaxHeld).
+	MaxHeld int
 	// CrashAt names a commit failpoint at which the process kills itself
 	// (layer.Options.CrashAt): crash tests only. It is the process's
 	// own setting, never a request's: only cmd/sandboxd built with the
@@ -101,6 +104,8 @@ type Runner struct {
 	reader   []string
 	crashAt  string
 	log      *slog.Logger
+	// held are the runs parked for a front end's retry (held.go).
+	held heldSet
 }
 
 // New returns a Runner.
@@ -114,6 +119,10 @@ func New(cfg Config) *Runner {
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()
+	}
+	r.held.max = cfg.MaxHeld
+	if r.held.max <= 0 {
+		r.held.max = DefaultMaxHeld
 	}
 	return r
 }
@@ -149,34 +158,60 @@ type run struct {
 	// answered and how long their connections waited (under mu).
 	netReviews    int64
 	netReviewWait time.Duration
+	// offered are the grants a held retry waits on (Job.Hold): while
+	// set, the run is parked in the Runner's held set with its layer.
+	offered []allowed
 }
 
 // Run runs job for caller and returns its report. An error means
 // sandboxd itself failed: the report then has exit status 125 and the
 // error's public sentence, and the error carries the cause for the log.
+// A job that presents held grants (Job.Present) continues the held
+// attempt they were offered for instead (see held.go).
 func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report, error) {
 	if ev == nil {
 		ev = Discard{}
 	}
+	if len(job.Present) > 0 {
+		return r.resume(ctx, c, job, ev)
+	}
 	st := &run{r: r, ctx: ctx, caller: c, job: job, ev: ev,
 		rep: &Report{Boundaries: []Boundary{}, Session: job.Session, Command: job.Argv}}
-	defer func() { st.pending.Close() }()
-	p, err := r.newPlan(ctx, c, job)
+	rep, err := st.start()
+	return r.settle(st, rep, err)
+}
+
+// start plans the run and runs its attempts.
+func (st *run) start() (*Report, error) {
+	defer st.closePending()
+	p, err := st.r.newPlan(st.ctx, st.caller, st.job)
 	if p != nil {
 		st.rep.Workspace, st.rep.WorkspaceFrom, st.rep.WorkspaceNote = p.ws, p.wsFrom, p.wsNote
 		st.rep.CredentialScan = p.storesNote
-		r.log.Info("workspace", "root", p.ws, "from", p.wsFrom, "cwd", p.cwd, "note", p.wsNote)
+		st.r.log.Info("workspace", "root", p.ws, "from", p.wsFrom, "cwd", p.cwd, "note", p.wsNote)
 	}
 	if err != nil {
 		return st.failed(err)
 	}
 	st.plan = p
+	st.rep.Reviewer = &p.reviewer
+	return st.execute(func() error {
+		st.rep.Transaction = &Transaction{Mode: "none"}
+		// A commit a crash interrupted is finished (or rolled back)
+		// before anything new runs.
+		st.rep.Transaction.Recovered = st.recover()
+		return st.attempts(nil)
+	})
+}
+
+// execute runs body, which runs attempts, with the run's cache marked in
+// use and its egress proxy serving them.
+func (st *run) execute(body func() error) (*Report, error) {
 	defer st.useCache()()
 	// Deferred before the proxy's end, so it runs after it: every
 	// decision is final by then.
 	defer st.suggestRules()
-	st.rep.Reviewer = &p.reviewer
-	if e := p.spec.Egress; e != nil {
+	if e := st.plan.spec.Egress; e != nil {
 		px, err := st.newProxy()
 		if err != nil {
 			return st.failed(err)
@@ -187,7 +222,7 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		e.SOCKS = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
 			return px.ServeSOCKS(ctx, ln, netproxy.Dialer(inside))
 		}
-		if p.policy.Network.Capture {
+		if st.plan.policy.Network.Capture {
 			e.Capture = func(ctx context.Context, ln net.Listener, inside sandbox.Dialer) error {
 				return px.ServeCapture(ctx, ln, netproxy.Dialer(inside))
 			}
@@ -196,17 +231,22 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 		defer st.endEgress(px)
 	}
 	var toldWatch sync.Once
-	p.spec.OnWatch = func() { toldWatch.Do(st.tellWatch) }
-	st.rep.Transaction = &Transaction{Mode: "none"}
-	// A commit a crash interrupted is finished (or rolled back) before
-	// anything new runs.
-	st.rep.Transaction.Recovered = st.recover()
-	err = st.attempts()
+	st.plan.spec.OnWatch = func() { toldWatch.Do(st.tellWatch) }
+	err := body()
 	st.noteReviewer()
 	if err != nil {
 		return st.failed(err)
 	}
 	return st.rep, nil
+}
+
+// closePending closes the latest attempt's layer, unless a held retry
+// keeps it.
+func (st *run) closePending() {
+	if st.offered == nil {
+		st.pending.Close()
+		st.pending = nil
+	}
 }
 
 // watchNotice is told, once per run, to a command that watches files
@@ -241,13 +281,11 @@ func Public(err error) string {
 }
 
 // attempts runs the command until no retry follows, then commits.
-func (st *run) attempts() error {
-	var out sandbox.Result
-	var consumed []int // boundaries whose grants the current attempt uses
-	for st.attempt = 1; ; st.attempt++ {
-		prev := out
-		var err error
-		out, err = st.r.sandbox.Run(st.ctx, st.plan.spec, st.during, st.r.log)
+// consumed are the boundaries whose grants the next attempt uses (a
+// resumed run's); st.attempt is the attempt before it.
+func (st *run) attempts(consumed []int) error {
+	for st.attempt++; ; st.attempt++ {
+		out, err := st.r.sandbox.Run(st.ctx, st.plan.spec, st.during, st.r.log)
 		if err != nil && out.Layer != nil {
 			// sandboxd failed during the attempt: what it wrote is
 			// nobody's to commit.
@@ -255,21 +293,11 @@ func (st *run) attempts() error {
 			out.Layer = nil
 		}
 		st.keepLayer(out)
-		if errors.Is(err, sandbox.ErrGrantStale) {
-			// Between the review and the retry the object changed: the
-			// grant no longer applies, and nothing is retried.
-			st.staleGrants(consumed, staleReason)
-			out = prev
-			break
-		}
-		if errors.Is(err, sandbox.ErrGrantTooLarge) {
-			st.staleGrants(consumed, tooLargeReason)
-			out = prev
-			break
-		}
-		if errors.Is(err, sandbox.ErrGrantBeyondCaller) {
-			st.staleGrants(consumed, beyondCallerReason)
-			out = prev
+		if why := grantRefused(err); why != "" {
+			// Between the review and the retry the object changed, or
+			// the grant asks what a retry cannot give: nothing is
+			// retried, and the attempt before stands.
+			st.staleGrants(consumed, why)
 			break
 		}
 		st.noteIsolation(out)
@@ -280,9 +308,16 @@ func (st *run) attempts() error {
 			}
 			return st.sandboxFailed(err)
 		}
+		st.rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
 		st.noteAttempt(out)
 		granted, allAllowed := st.review(out.Denials)
 		if !allAllowed || st.attempt > st.job.Retries {
+			break
+		}
+		if st.job.Hold {
+			if st.offer(granted) {
+				return nil // the layer waits for the front end's retry
+			}
 			break
 		}
 		var ok bool
@@ -290,10 +325,29 @@ func (st *run) attempts() error {
 			break
 		}
 	}
-	st.rep.SetupMS = float64(out.Setup.Microseconds()) / 1000
+	return st.finish()
+}
+
+// finish ends a run no retry follows: what it was refused is told, the
+// grants no retry used are revoked, and the final layer is committed.
+func (st *run) finish() error {
 	st.tellRefused()
 	st.revokeUnused()
 	return st.commit()
+}
+
+// grantRefused says why a retry's grants could not be applied (the
+// sandbox refused them before the command started), or "".
+func grantRefused(err error) string {
+	switch {
+	case errors.Is(err, sandbox.ErrGrantStale):
+		return staleReason
+	case errors.Is(err, sandbox.ErrGrantTooLarge):
+		return tooLargeReason
+	case errors.Is(err, sandbox.ErrGrantBeyondCaller):
+		return beyondCallerReason
+	}
+	return ""
 }
 
 // sandboxFailed gives a sandbox error its public sentence. A run an

@@ -52,6 +52,8 @@ func (s *stderrEvents) Event(e session.Event) {
 			fmt.Fprintln(w, "sandboxd: the output above is from an attempt whose changes were discarded")
 		}
 		fmt.Fprintf(w, "sandboxd: retrying the same command with exactly: %s\n", esc(strings.Join(e.Exceptions, ", ")))
+	case session.KindHeld:
+		fmt.Fprintln(w, "sandboxd: every boundary was allowed; the attempt's changes are held until the retry with its grants (or until they expire)")
 	case session.KindNotRetrying:
 		fmt.Fprintf(w, "sandboxd: not retrying: %s\n", esc(e.Reason))
 	case session.KindTimedOut:

@@ -1,0 +1,177 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// execLines posts an exec request for the env's identity and returns
+// the NDJSON lines of the answer, and its report (nil: none).
+func (e *env) execLines(socket, token string, q map[string]any) ([]map[string]any, map[string]any) {
+	e.t.Helper()
+	q["env"], q["cwd"], q["umask"] = []string{"HOME=" + e.home, "PATH=/usr/bin:/bin", "FAKE_REVIEW_KEY=fake-review-key"}, e.ws, 0o22
+	body, _ := json.Marshal(q)
+	r := e.asIdentity(nil, "curl", "-sN", "--unix-socket", socket, "-H", "Authorization: Bearer "+token,
+		"--data-binary", string(body), "http://sandboxd/v1/exec")
+	var lines []map[string]any
+	var rep map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			e.t.Fatalf("not an NDJSON line: %q (stderr %q)", l, r.stderr)
+		}
+		lines = append(lines, m)
+		if m["type"] == "report" {
+			rep, _ = m["report"].(map[string]any)
+			if msg, _ := m["error"].(string); msg != "" {
+				rep["error"] = msg
+			}
+		}
+	}
+	return lines, rep
+}
+
+// heldGrants are the grants a report's retry offers.
+func heldGrants(rep map[string]any) []any {
+	r, _ := rep["retry"].(map[string]any)
+	g, _ := r["grants"].([]any)
+	return g
+}
+
+// With retry "client", the daemon holds an attempt whose boundaries were
+// all allowed: nothing of it lands until the client presents the grants,
+// and then exactly the retry's changes land. A replayed presentation
+// runs nothing; a declined retry keeps the first attempt's changes and
+// grants nothing; another user's presentation of the grants runs
+// nothing and ends the hold.
+func TestDaemonClientRetry(t *testing.T) {
+	socket, dlog := startDaemonLog(t)
+	defer func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", dlog.String())
+		}
+	}()
+	fm := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "a build output" })
+	token := func(e *env) string {
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status").mustSucceed(t)
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid)))
+		return strings.TrimSpace(string(b))
+	}
+	setup := func(e *env) (string, string) {
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
+		return token(e), e.mkdir("outside", 0o755)
+	}
+	request := func(outside, name string) map[string]any {
+		cmd := fmt.Sprintf("echo run >> %s.count; echo out > %s", name, filepath.Join(outside, name))
+		return map[string]any{"argv": []string{"bash", "-c", cmd}, "command": cmd, "retry": "client", "retries": 1, "session": "s1"}
+	}
+	lines := func(path string) int {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return 0
+		}
+		return strings.Count(string(b), "\n")
+	}
+	forEach(t, func(t *testing.T, e *env) {
+		tok, outside := setup(e)
+		q := request(outside, "a")
+		_, rep := e.execLines(socket, tok, q)
+		grants := heldGrants(rep)
+		if rep == nil || len(grants) != 1 || fmt.Sprint(rep["attempts"]) != "1" {
+			t.Fatalf("first attempt: %v", rep)
+		}
+		if lines(filepath.Join(e.ws, "a.count")) != 0 || lines(filepath.Join(outside, "a")) != 0 {
+			t.Fatal("a held attempt's changes landed before its retry")
+		}
+		q["grants"] = grants
+		_, rep = e.execLines(socket, tok, q)
+		if rep == nil || fmt.Sprint(rep["attempts"]) != "2" || fmt.Sprint(rep["exit_code"]) != "0" || rep["retry"] != nil {
+			t.Fatalf("the retry: %v", rep)
+		}
+		if lines(filepath.Join(e.ws, "a.count")) != 1 || lines(filepath.Join(outside, "a")) != 1 {
+			t.Fatalf("after the retry: count %d, outside %d lines (want 1 and 1)", lines(filepath.Join(e.ws, "a.count")), lines(filepath.Join(outside, "a")))
+		}
+		_, rep = e.execLines(socket, tok, q)
+		if rep == nil || fmt.Sprint(rep["exit_code"]) != "125" || lines(filepath.Join(e.ws, "a.count")) != 1 {
+			t.Fatalf("a replayed presentation: %v, count %d", rep, lines(filepath.Join(e.ws, "a.count")))
+		}
+
+		// Declined: the first attempt's changes land, the grant is gone.
+		q = request(outside, "b")
+		_, rep = e.execLines(socket, tok, q)
+		grants = heldGrants(rep)
+		code, out := e.daemonPost(socket, tok, "/v1/retries/decline", e.home, map[string]any{"grants": grants})
+		if code != 400 {
+			t.Errorf("a decline with a context: %d %v", code, out)
+		}
+		code, out = e.rawPost(socket, tok, "/v1/retries/decline", map[string]any{"grants": grants})
+		if code != 200 {
+			t.Fatalf("decline: %d %v", code, out)
+		}
+		if lines(filepath.Join(e.ws, "b.count")) != 1 || lines(filepath.Join(outside, "b")) != 0 {
+			t.Fatalf("after a decline: count %d, outside %d lines (want 1 and 0)", lines(filepath.Join(e.ws, "b.count")), lines(filepath.Join(outside, "b")))
+		}
+		q["grants"] = grants
+		if _, rep = e.execLines(socket, tok, q); fmt.Sprint(rep["exit_code"]) != "125" || lines(filepath.Join(outside, "b")) != 0 {
+			t.Fatalf("a declined retry's grants still ran: %v", rep)
+		}
+		if code, _ := e.rawPost(socket, tok, "/v1/retries/decline", map[string]any{"grants": grants}); code != 409 {
+			t.Errorf("declined twice: %d", code)
+		}
+
+		// Presented for another command: nothing runs, the hold ends.
+		q = request(outside, "c")
+		_, rep = e.execLines(socket, tok, q)
+		other := request(outside, "c2")
+		other["grants"] = heldGrants(rep)
+		if _, rep = e.execLines(socket, tok, other); fmt.Sprint(rep["exit_code"]) != "125" || lines(filepath.Join(outside, "c2")) != 0 {
+			t.Fatalf("grants presented for another command: %v", rep)
+		}
+		q["grants"] = other["grants"]
+		if _, rep = e.execLines(socket, tok, q); fmt.Sprint(rep["exit_code"]) != "125" || lines(filepath.Join(outside, "c")) != 0 {
+			t.Fatalf("the hold outlived a presentation for another command: %v", rep)
+		}
+		if lines(filepath.Join(e.ws, "c.count")) != 1 {
+			t.Errorf("the ended hold's first attempt was not committed")
+		}
+	})
+
+	// Root's held grants, presented by the unprivileged user for a
+	// command of the same text in a session of the same name.
+	ids := identities(t)
+	if len(ids) < 2 {
+		return
+	}
+	root, user := newEnv(t, ids[0]), newEnv(t, ids[1])
+	rtok, routside := setup(root)
+	utok, _ := setup(user)
+	q := request(routside, "d")
+	_, rep := root.execLines(socket, rtok, q)
+	uq := request(routside, "d")
+	uq["grants"] = heldGrants(rep)
+	if _, urep := user.execLines(socket, utok, uq); fmt.Sprint(urep["exit_code"]) != "125" {
+		t.Fatalf("the user's presentation of root's grants: %v", urep)
+	}
+	q["grants"] = uq["grants"]
+	if _, rep = root.execLines(socket, rtok, q); fmt.Sprint(rep["exit_code"]) != "125" || lines(filepath.Join(routside, "d")) != 0 {
+		t.Fatalf("root's hold outlived another user's presentation: %v", rep)
+	}
+}
+
+// rawPost posts body as it is (no context added) and decodes the answer.
+func (e *env) rawPost(socket, token, path string, q map[string]any) (int, map[string]any) {
+	e.t.Helper()
+	body, _ := json.Marshal(q)
+	r := e.asIdentity(nil, "curl", "-s", "-w", "\n%{http_code}", "--unix-socket", socket, "-H", "Authorization: Bearer "+token,
+		"--data-binary", string(body), "http://sandboxd"+path)
+	i := strings.LastIndex(r.stdout, "\n")
+	var code int
+	fmt.Sscan(r.stdout[i+1:], &code)
+	var out map[string]any
+	json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
+	return code, out
+}
