@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
@@ -108,6 +109,33 @@ func (d *Daemon) decline(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ExecLine{Type: "report", Report: rep})
+}
+
+// session answers POST /v1/sessions/{id}: the session named id of the
+// caller the body's Context describes, read as that caller.
+func (d *Daemon) session(w http.ResponseWriter, r *http.Request, c caller) {
+	var req Context
+	line, _ := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	if err := strictJSON(line, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	who, err := d.callerOf(c, req)
+	if err != nil {
+		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
+		return
+	}
+	id := r.PathValue("id")
+	if len(id) > maxString || !utf8.ValidString(id) {
+		writeError(w, http.StatusBadRequest, "bad_request", "the session's name is too long or not UTF-8")
+		return
+	}
+	st, err := d.cfg.Runner.SessionState(who, id)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "unreadable", session.Public(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 // question reads a review-like request into v (whose ReviewRequest is

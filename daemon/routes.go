@@ -40,6 +40,8 @@ func (d *Daemon) routes() []route {
 			doc: "decide one boundary before anything runs (a ReviewRequest: a path and operation, a destination, or a whole command): the broker's decision, source and rationale, and on request an allow's grant"},
 		{method: "POST", path: "/v1/grants/consume", auth: authToken, handle: d.consume,
 			doc: "use a grant (a ConsumeRequest: the token and the request as a review named it, as it is now) before the retry it allows; 409 with why when it does not apply: another request, command, directory, session or caller, used or expired"},
+		{method: "POST", path: "/v1/sessions/{id}", auth: authToken, handle: d.session,
+			doc: "one of the caller's named sessions, for the Context of the body: its circuit breaker (locked, why, headroom), the model's recent denials in it, its held retries"},
 		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
 			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client. With retry \"client\" an attempt whose boundaries were all allowed is held and its report's retry carries the grants; an exec presenting all of them (grants) for the same command and context is its retry"},
 		{method: "POST", path: "/v1/retries/decline", auth: authToken, handle: d.decline,

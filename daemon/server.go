@@ -114,7 +114,7 @@ func (d *Daemon) server() *http.Server {
 		byPath[rt.path][rt.method] = d.guard(rt)
 	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		methods, ok := byPath[r.URL.Path]
+		methods, ok := byPath[routePath(r)]
 		if !ok {
 			writeError(w, http.StatusNotFound, "not_found", "no such endpoint: the API is under /v1 (see GET /v1/version)")
 			return
@@ -150,6 +150,18 @@ func (d *Daemon) server() *http.Server {
 			return context.WithValue(ctx, peerKey{}, p)
 		},
 	}
+}
+
+// routePath is the route a request's path names: a path of the routes
+// as it is, or, for /v1/sessions/NAME, the route "/v1/sessions/{id}"
+// with NAME as the request's "id" (one path segment, unescaped).
+func routePath(r *http.Request) string {
+	const sessions = "/v1/sessions/"
+	if id, ok := strings.CutPrefix(r.URL.Path, sessions); ok && id != "" && !strings.Contains(id, "/") {
+		r.SetPathValue("id", id)
+		return sessions + "{id}"
+	}
+	return r.URL.Path
 }
 
 // guard authenticates a request for rt, bounds its body and hands it on.

@@ -175,3 +175,50 @@ func (e *env) rawPost(socket, token, path string, q map[string]any) (int, map[st
 	json.Unmarshal([]byte(r.stdout[:max(i, 0)]), &out)
 	return code, out
 }
+
+// A session's state through the API is the caller's own: the model's
+// denials in it, its breaker tripping; another user naming the same
+// session sees their own, empty one.
+func TestDaemonSessionState(t *testing.T) {
+	socket := startDaemon(t)
+	fm := newFakeModel(t, func(string) (string, string, string, string) { return "deny", "high", "low", "not for this task" })
+	ids := identities(t)
+	envs := make([]*env, len(ids))
+	for i, id := range ids {
+		envs[i] = newEnv(t, id)
+	}
+	e := envs[0]
+	e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
+	token := func(e *env) string {
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status").mustSucceed(t)
+		b, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid)))
+		return strings.TrimSpace(string(b))
+	}
+	tok := token(e)
+	state := func(e *env, tok, name string) (int, map[string]any) {
+		return e.daemonPost(socket, tok, "/v1/sessions/"+name, e.home, map[string]any{})
+	}
+	if code, st := state(e, tok, "s1"); code != 200 || st["locked"] != false || len(st["recent_denials"].([]any)) != 0 {
+		t.Fatalf("a new session: %d %v", code, st)
+	}
+	for i := range 3 {
+		target := filepath.Join(e.dir, fmt.Sprintf("f%d", i))
+		e.daemonPost(socket, tok, "/v1/review", e.home, map[string]any{"surface": "filesystem", "operation": "make_reg", "path": target, "command": "touch " + target, "session": "s1"})
+	}
+	code, st := state(e, tok, "s1")
+	if d, _ := st["recent_denials"].([]any); code != 200 || st["locked"] != true || len(d) != 3 || fmt.Sprint(st["headroom"]) != "0" {
+		t.Fatalf("after three model denials: %d %v", code, st)
+	}
+	if code, _ := state(e, tok, "a/b"); code != 404 {
+		t.Errorf("a name with a slash: %d", code)
+	}
+	if len(envs) > 1 {
+		u := envs[1]
+		if code, st := state(u, token(u), "s1"); code != 200 || st["locked"] != false || len(st["recent_denials"].([]any)) != 0 {
+			t.Fatalf("another user's session of the same name: %d %v", code, st)
+		}
+		if code, _ := u.daemonPost(socket, token(u), "/v1/sessions/s1", e.home, map[string]any{}); code != 403 {
+			t.Errorf("another user naming root's home: %d", code)
+		}
+	}
+}

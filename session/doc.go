@@ -7,8 +7,8 @@
 // returns the report (the --report JSON contract, Report).
 //
 // Every front end calls Runner.Run: `sandboxd run` (and through it the
-// agents' hooks), the MCP server (adapters/mcp) and, later, `sandboxd
-// serve`. It never prints: progress
+// agents' hooks), the MCP server (adapters/mcp) and the daemon (`sandboxd
+// serve`, package daemon). It never prints: progress
 // reaches the front end as Events (text on stderr for `run`, NDJSON for a
 // daemon, a tool result for MCP). A Runner is safe for concurrent use;
 // each Run owns its own plan, broker and report.

@@ -152,6 +152,19 @@ func (h *heldSet) takeAll(uid int) []*heldRun {
 	return all
 }
 
+// count is how many runs of uid in session are parked.
+func (h *heldSet) count(uid int, session string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var seen []*heldRun
+	for _, r := range h.byToken {
+		if r.st.caller.UID == uid && r.st.plan.session == session && !slices.Contains(seen, r) {
+			seen = append(seen, r)
+		}
+	}
+	return len(seen)
+}
+
 // sameSet reports whether a and b hold the same tokens, each once.
 func sameSet(a, b []string) bool {
 	if len(a) != len(b) {
