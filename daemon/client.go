@@ -9,12 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/publicerr"
+	"golang.org/x/sys/unix"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise; a
@@ -218,4 +220,14 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, lin
 			return nil
 		}
 	}
+}
+
+// Signal forwards sig to the command of the caller's exec id (the
+// "started" line's).
+func (c *Client) Signal(ctx context.Context, id string, sig unix.Signal) error {
+	name, ok := signalName(sig)
+	if !ok {
+		return fmt.Errorf("daemon: signal %v is not forwarded", sig)
+	}
+	return c.Do(ctx, "POST", "/v1/execs/"+url.PathEscape(id)+"/signal", SignalRequest{Signal: name}, nil)
 }

@@ -78,8 +78,11 @@ func (ctx Context) job(argv []string, command string) session.Job {
 // comes, the run's events, and last the report (or the public sentence
 // for a run sandboxd could not do).
 type ExecLine struct {
-	// Type is "stdout", "stderr", "event" or "report".
-	Type   string          `json:"type"`
+	// Type is "started" (first, with Exec), "stdout", "stderr", "event"
+	// or "report".
+	Type string `json:"type"`
+	// Exec is the run's id, for POST /v1/execs/{id}/signal.
+	Exec   string          `json:"exec,omitempty"`
 	Data   []byte          `json:"data,omitempty"`
 	Event  *session.Event  `json:"event,omitempty"`
 	Report *session.Report `json:"report,omitempty"`
@@ -191,17 +194,21 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	rc.EnableFullDuplex()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	rc.Flush() // the client learns the run started, whatever it prints
+	id, sigs, forget := d.register(c.UID)
+	defer forget()
 	// The run ends with the client: its context, a line that cannot be
 	// written, or its stdin cut short.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(d.stopping, cancel)()
 	out := &lineWriter{w: w, rc: rc, gone: cancel}
+	// The client learns the run started, and its id, whatever it prints.
+	out.send(ExecLine{Type: "started", Exec: id})
 	job := req.Context.job(req.Argv, req.Command)
 	job.Retries, job.Timeout = req.Retries, time.Duration(req.TimeoutMS)*time.Millisecond
 	job.NoTransaction, job.NoDetect, job.RequireIsolation = req.NoTransaction, req.NoDetect, req.RequireIsolation
 	job.Hold, job.Present = req.Retry == "client", req.Grants
+	job.Signals = sigs
 	job.Stdout, job.Stderr = out.stream("stdout"), out.stream("stderr")
 	if req.Stdin {
 		// The rest of the body; it ends when the client's does.

@@ -43,7 +43,9 @@ func (d *Daemon) routes() []route {
 		{method: "POST", path: "/v1/sessions/{id}", auth: authToken, handle: d.session,
 			doc: "one of the caller's named sessions, for the Context of the body: its circuit breaker (locked, why, headroom), the model's recent denials in it, its held retries"},
 		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
-			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: stdout and stderr chunks, the run's events, last the report; the run ends with the client. With retry \"client\" an attempt whose boundaries were all allowed is held and its report's retry carries the grants; an exec presenting all of them (grants) for the same command and context is its retry"},
+			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: first a \"started\" line with the exec's id, then stdout and stderr chunks, the run's events, last the report; the run ends with the client. With retry \"client\" an attempt whose boundaries were all allowed is held and its report's retry carries the grants; an exec presenting all of them (grants) for the same command and context is its retry"},
+		{method: "POST", path: "/v1/execs/{id}/signal", auth: authToken, handle: d.signal,
+			doc: "forward a signal (a SignalRequest: INT, TERM, HUP, QUIT, USR1, USR2 or WINCH) to the command of the caller's running exec whose \"started\" line gave id, as a person's: the second INT ends its whole tree"},
 		{method: "POST", path: "/v1/retries/decline", auth: authToken, handle: d.decline,
 			doc: "end a held attempt without its retry (a DeclineRequest: all its grants): grants revoked, its changes committed; answer its final report; 409 when no attempt of the caller waits on exactly these grants"},
 	}

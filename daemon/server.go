@@ -37,9 +37,11 @@ type Daemon struct {
 	pid int
 	// stopping ends when the daemon stops (set by Serve).
 	stopping context.Context
-	// mu guards execs: the commands each uid runs now.
+	// mu guards execs, the commands each uid runs now, and live, the
+	// running execs by id.
 	mu    sync.Mutex
 	execs map[int]int
+	live  map[string]*liveExec
 }
 
 // New returns a Daemon.
@@ -50,7 +52,7 @@ func New(cfg Config) *Daemon {
 	if cfg.MaxExecs <= 0 {
 		cfg.MaxExecs = 64
 	}
-	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, stopping: context.Background()}
+	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, live: map[string]*liveExec{}, stopping: context.Background()}
 }
 
 // admit counts one more command of uid, unless it has its limit.
@@ -107,14 +109,18 @@ func (d *Daemon) Serve(ctx context.Context, ln *net.UnixListener, grace time.Dur
 // path 404 and a known path's other methods 405, both with a JSON error.
 func (d *Daemon) server() *http.Server {
 	byPath := map[string]map[string]http.HandlerFunc{}
+	var patterns []string
 	for _, rt := range d.routes() {
+		if strings.Contains(rt.path, "{id}") && !slices.Contains(patterns, rt.path) {
+			patterns = append(patterns, rt.path)
+		}
 		if byPath[rt.path] == nil {
 			byPath[rt.path] = map[string]http.HandlerFunc{}
 		}
 		byPath[rt.path][rt.method] = d.guard(rt)
 	}
 	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		methods, ok := byPath[routePath(r)]
+		methods, ok := byPath[routePath(r, patterns)]
 		if !ok {
 			writeError(w, http.StatusNotFound, "not_found", "no such endpoint: the API is under /v1 (see GET /v1/version)")
 			return
@@ -153,13 +159,19 @@ func (d *Daemon) server() *http.Server {
 }
 
 // routePath is the route a request's path names: a path of the routes
-// as it is, or, for /v1/sessions/NAME, the route "/v1/sessions/{id}"
-// with NAME as the request's "id" (one path segment, unescaped).
-func routePath(r *http.Request) string {
-	const sessions = "/v1/sessions/"
-	if id, ok := strings.CutPrefix(r.URL.Path, sessions); ok && id != "" && !strings.Contains(id, "/") {
-		r.SetPathValue("id", id)
-		return sessions + "{id}"
+// as it is, or a route with "{id}" whose place one path segment of the
+// request's fills (set as the request's "id").
+func routePath(r *http.Request, patterns []string) string {
+	for _, p := range patterns {
+		prefix, suffix, _ := strings.Cut(p, "{id}")
+		rest, ok := strings.CutPrefix(r.URL.Path, prefix)
+		if !ok {
+			continue
+		}
+		if id, ok := strings.CutSuffix(rest, suffix); ok && id != "" && !strings.Contains(id, "/") {
+			r.SetPathValue("id", id)
+			return p
+		}
 	}
 	return r.URL.Path
 }

@@ -3,10 +3,15 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // execLines posts an exec request for the env's identity and returns
@@ -221,4 +226,80 @@ func TestDaemonSessionState(t *testing.T) {
 			t.Errorf("another user naming root's home: %d", code)
 		}
 	}
+}
+
+// sandboxd run goes through the daemon by itself when its socket is there
+// and trusted (--no-daemon keeps it here; an untrusted socket is said and
+// passed over), and relays signals as an embedded run does: one SIGINT
+// reaches the command, which may trap it; two end its whole tree.
+func TestDaemonRunChoosesItAndRelaysSignals(t *testing.T) {
+	socket, dlog := startDaemonLog(t)
+	runs := func() int { return strings.Count(dlog.String(), "msg=workspace") }
+	forEach(t, func(t *testing.T, e *env) {
+		vars := []string{"SANDBOXD_SOCKET=" + socket}
+		before := runs()
+		r := e.sandboxdOpts(runOpts{env: vars}, "run", "-c", "echo hi")
+		if r.code != 0 || r.stdout != "hi\n" || runs() != before+1 {
+			t.Fatalf("with the socket there, the run did not go through the daemon (%d runs there)\n%s", runs()-before, r)
+		}
+		r = e.sandboxdOpts(runOpts{env: vars}, "run", "--no-daemon", "-c", "echo hi")
+		if r.code != 0 || runs() != before+1 {
+			t.Fatalf("--no-daemon went through the daemon\n%s", r)
+		}
+		fake := filepath.Join(e.mkdir("planted", 0o755), "sandboxd.sock")
+		e.writeFile(fake, "", 0o644)
+		r = e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + fake}}, "run", "-c", "echo hi")
+		if r.code != 0 || r.stdout != "hi\n" || !strings.Contains(r.stderr, "not using the daemon") {
+			t.Fatalf("an untrusted socket: not said, or the run did not stay here\n%s", r)
+		}
+		for _, times := range []int{1, 2} {
+			results := map[string]result{}
+			for _, mode := range []string{"--no-daemon", "--daemon"} {
+				marker := fmt.Sprintf("7.%d%s", times, randHex(3)[:2])
+				marker = strings.Map(func(r rune) rune {
+					if r >= 'a' {
+						return '1'
+					}
+					return r
+				}, marker)
+				started := func(p *os.Process) {
+					// The command's sleep, not this client, whose command
+					// line names it too.
+					for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+						if len(slices.DeleteFunc(processesWith("sleep "+marker), func(pid int) bool { return pid == p.Pid })) > 0 {
+							break
+						}
+					}
+					for range times {
+						p.Signal(syscall.SIGINT)
+						time.Sleep(50 * time.Millisecond)
+					}
+				}
+				results[mode] = e.sandboxdOpts(runOpts{env: vars, noReport: true, started: started}, "run", mode, "-c",
+					"trap 'echo trapped' INT; sleep "+marker+" & wait $!; echo after")
+				noSurvivors(t, "sleep "+marker)
+			}
+			here, there := results["--no-daemon"], results["--daemon"]
+			if here.code != there.code || here.stdout != there.stdout {
+				t.Errorf("SIGINT x%d: here and through the daemon differ\n--- here\n%s--- daemon\n%s", times, here, there)
+			}
+			if times == 1 && !strings.Contains(there.stdout, "trapped") {
+				t.Errorf("one SIGINT did not reach the command through the daemon\n%s", there)
+			}
+		}
+	})
+}
+
+// hostListener is a loopback HTTP server of the test's own, on the host:
+// its address. A sandboxed command reaches it only through a boundary.
+func hostListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("host\n")) })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
 }

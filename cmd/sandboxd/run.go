@@ -45,6 +45,7 @@ type runFlags struct {
 	verbose          bool
 	detect           string
 	daemon           bool
+	noDaemon         bool
 }
 
 // durationFlag is a duration whose parse error names the fix.
@@ -169,7 +170,8 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
 	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
 	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
-	fs.BoolVar(&f.daemon, "daemon", false, "run through the daemon (sandboxd serve; its socket: $SANDBOXD_SOCKET, else "+daemon.DefaultSocket+"), and fail when it cannot be reached")
+	fs.BoolVar(&f.daemon, "daemon", false, "run through the daemon (sandboxd serve; its socket: $SANDBOXD_SOCKET, else "+daemon.DefaultSocket+"), and fail when it cannot be reached (without it or --no-daemon: through the daemon when its socket is there and trusted)")
+	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run here, never through the daemon")
 	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
 	fs.StringVar(&f.detect, "detect", "auto", "boundary detection: auto, or off (denials are enforced but not reported or reviewed)")
 	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
@@ -193,8 +195,15 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error())) // a flag's name is the caller's, maybe the command's
 		return exitSandboxd
 	}
+	if f.daemon && f.noDaemon {
+		fmt.Fprintln(stderr, "sandboxd: --daemon and --no-daemon contradict each other; give one")
+		return exitSandboxd
+	}
 	if f.daemon {
-		return runViaDaemon(ctx, f, argv, getenv, stdin, stdout, stderr, sigs, pipes)
+		return runViaDaemon(ctx, f, argv, getenv, stdin, stdout, stderr, sigs, pipes, nil)
+	}
+	if c := daemonToUse(ctx, f, getenv, stderr, pipes); c != nil {
+		return runViaDaemon(ctx, f, argv, getenv, stdin, stdout, stderr, sigs, pipes, c)
 	}
 	// stderr is the agent's too: without -v nothing internal is logged
 	// there (the public sentences are events), with -v everything is.

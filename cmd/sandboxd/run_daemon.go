@@ -16,7 +16,8 @@ import (
 // runViaDaemon is sandboxd run --daemon: the same run, done by the
 // daemon for this user, its output, events and report streamed back and
 // shown as an embedded run shows them.
-func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, pipes []*os.File) int {
+// c is the client to use (nil: connect, or fail).
+func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, pipes []*os.File, c *daemon.Client) int {
 	fail := func(msg string, rep *session.Report) int {
 		if rep == nil {
 			rep = &session.Report{ExitCode: exitSandboxd, Boundaries: []session.Boundary{}, Session: f.session, Command: argv}
@@ -33,21 +34,15 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 	if err != nil {
 		return fail(session.Public(err), nil)
 	}
-	c, err := daemon.Connect(ctx, daemonSocket(getenv), os.Getuid())
-	if err != nil {
-		return fail(session.Public(err), nil)
+	if c == nil {
+		if c, err = daemon.Connect(ctx, daemonSocket(getenv), os.Getuid()); err != nil {
+			return fail(session.Public(err), nil)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		// Ending the request ends the run, and every process of it.
-		for s := range sigs {
-			if s == unix.SIGINT || s == unix.SIGTERM || s == unix.SIGHUP {
-				cancel()
-				return
-			}
-		}
-	}()
+	started := make(chan string, 1)
+	go relaySignals(ctx, c, sigs, started, cancel)
 	var in io.Reader
 	if file, ok := stdin.(*os.File); !ok || !isTerminal(file) {
 		in = stdin
@@ -57,6 +52,8 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 	var runErr string
 	err = c.Exec(ctx, req, in, func(l daemon.ExecLine) {
 		switch l.Type {
+		case "started":
+			started <- l.Exec
 		case "stdout":
 			stdout.Write(l.Data)
 		case "stderr":
@@ -112,4 +109,52 @@ func execRequest(f *runFlags, argv []string, getenv func(string) string) (daemon
 		TimeoutMS: f.timeout.Milliseconds(), Retries: f.retries,
 		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
 	}, nil
+}
+
+// relaySignals forwards the signals this process gets to the run, as an
+// embedded run relays them to its command (a second SIGINT ends the
+// whole tree there too). A signal before the run started, or one the
+// daemon cannot be told, ends the request, which ends the run and every
+// process of it.
+func relaySignals(ctx context.Context, c *daemon.Client, sigs <-chan os.Signal, started <-chan string, cancel func()) {
+	id := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id = <-started:
+		case s, ok := <-sigs:
+			if !ok {
+				return
+			}
+			sig, _ := s.(unix.Signal)
+			if id == "" || c.Signal(ctx, id, sig) != nil {
+				if sig != unix.SIGWINCH {
+					cancel()
+				}
+			}
+		}
+	}
+}
+
+// daemonToUse is the daemon a run goes through when neither --daemon
+// nor --no-daemon is given: the one at the socket, when it is there,
+// trusted and answers, and the run needs nothing the daemon cannot do
+// for it yet (pipes to this process; a person asked at this terminal).
+// A socket that is there but not trusted, or a daemon that refuses, is
+// said, and the run stays here.
+func daemonToUse(ctx context.Context, f *runFlags, getenv func(string) string, stderr io.Writer, pipes []*os.File) *daemon.Client {
+	if f.noDaemon || len(pipes) > 0 || (f.reviewer != session.ReviewOff && (f.reviewer == session.ReviewHuman || ttyReachable())) {
+		return nil
+	}
+	socket := daemonSocket(getenv)
+	if _, err := os.Lstat(socket); err != nil {
+		return nil // no daemon here (or, inside a sandbox, none to see)
+	}
+	c, err := daemon.Connect(ctx, socket, os.Getuid())
+	if err != nil {
+		fmt.Fprintf(stderr, "sandboxd: warning: not using the daemon: %s; running here\n", esc(session.Public(err)))
+		return nil
+	}
+	return c
 }

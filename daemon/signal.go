@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwardable are the signals a client may forward to its run, by the
+// names it gives them: those a person sends a command from a terminal
+// or a service manager (sandboxd run relays the same ones embedded).
+var forwardable = map[string]unix.Signal{
+	"INT": unix.SIGINT, "TERM": unix.SIGTERM, "HUP": unix.SIGHUP, "QUIT": unix.SIGQUIT,
+	"USR1": unix.SIGUSR1, "USR2": unix.SIGUSR2, "WINCH": unix.SIGWINCH,
+}
+
+// liveExec is a running exec a client may signal.
+type liveExec struct {
+	uid  int
+	sigs chan os.Signal
+}
+
+// register names a new exec of uid and returns its id and the channel
+// its run reads signals from; the returned func forgets it.
+func (d *Daemon) register(uid int) (string, chan os.Signal, func()) {
+	var b [16]byte
+	rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	x := &liveExec{uid: uid, sigs: make(chan os.Signal, 8)}
+	d.mu.Lock()
+	d.live[id] = x
+	d.mu.Unlock()
+	return id, x.sigs, func() {
+		d.mu.Lock()
+		delete(d.live, id)
+		d.mu.Unlock()
+	}
+}
+
+// SignalRequest names a signal to forward: INT, TERM, HUP, QUIT, USR1,
+// USR2 or WINCH.
+type SignalRequest struct {
+	Signal string `json:"signal"`
+}
+
+// signal answers POST /v1/execs/{id}/signal: the signal goes to the
+// run's command as a person's would (the second INT ends the whole
+// tree). Only the exec's own caller may signal it; another's is 404,
+// as one that is not there.
+func (d *Daemon) signal(w http.ResponseWriter, r *http.Request, c caller) {
+	var req SignalRequest
+	line, _ := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	if err := strictJSON(line, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	sig, ok := forwardable[req.Signal]
+	if !ok {
+		writeError(w, http.StatusBadRequest, "bad_request", "signal must be one of INT, TERM, HUP, QUIT, USR1, USR2, WINCH")
+		return
+	}
+	d.mu.Lock()
+	x := d.live[r.PathValue("id")]
+	d.mu.Unlock()
+	if x == nil || x.uid != c.UID {
+		writeError(w, http.StatusNotFound, "no_such_exec", "no command of yours runs under that id")
+		return
+	}
+	select {
+	case x.sigs <- sig:
+		writeJSON(w, http.StatusOK, map[string]any{"sent": req.Signal})
+	default:
+		writeError(w, http.StatusTooManyRequests, "too_many", "signals are coming faster than the command takes them")
+	}
+}
+
+// signalName is sig's name as a SignalRequest gives it.
+func signalName(sig unix.Signal) (string, bool) {
+	for name, s := range forwardable {
+		if s == sig {
+			return name, true
+		}
+	}
+	return "", false
+}
