@@ -231,3 +231,6 @@ func (c *Client) Signal(ctx context.Context, id string, sig unix.Signal) error {
 	}
 	return c.Do(ctx, "POST", "/v1/execs/"+url.PathEscape(id)+"/signal", SignalRequest{Signal: name}, nil)
 }
+
+// CloseIdle closes the client's idle connections to the daemon.
+func (c *Client) CloseIdle() { c.http.CloseIdleConnections() }

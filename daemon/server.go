@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -242,8 +243,18 @@ func (d *Daemon) token(w http.ResponseWriter, r *http.Request, c caller) {
 }
 
 // health answers GET /v1/health.
+// Root is told what the daemon holds (goroutines, running execs, held
+// retries): counts over every user's work, which no other user sees.
 func (d *Daemon) health(w http.ResponseWriter, r *http.Request, c caller) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "uid": c.UID, "gid": c.GID, "groups": c.Groups})
+	out := map[string]any{"status": "ok", "uid": c.UID, "gid": c.GID, "groups": c.Groups}
+	if c.UID == 0 {
+		d.mu.Lock()
+		out["execs"] = len(d.live)
+		d.mu.Unlock()
+		out["goroutines"] = runtime.NumGoroutine()
+		out["held_retries"] = d.cfg.Runner.Held()
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // version answers GET /v1/version.

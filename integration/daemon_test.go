@@ -52,8 +52,9 @@ type testDaemon struct {
 }
 
 // spawnDaemon starts `sandboxd serve` as root on a socket in a directory
-// of the test's own and waits until it listens; the caller stops it.
-func spawnDaemon(t *testing.T) *testDaemon {
+// of the test's own, with args, and waits until it listens; the caller
+// stops it.
+func spawnDaemon(t *testing.T, args ...string) *testDaemon {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxd serve runs as root")
@@ -65,7 +66,7 @@ func spawnDaemon(t *testing.T) *testDaemon {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { removeAll(dir) })
 	d := &testDaemon{socket: filepath.Join(dir, "run", "sandboxd.sock"), log: &syncBuffer{}, exited: make(chan error, 1)}
-	d.cmd = exec.Command(binary, "serve", "-v", "--socket", d.socket)
+	d.cmd = exec.Command(binary, append([]string{"serve", "-v", "--socket", d.socket}, args...)...)
 	d.cmd.Dir, d.cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {

@@ -308,6 +308,17 @@ func (r *Runner) Decline(ctx context.Context, uid int, tokens []string) (*Report
 	return mine, nil
 }
 
+// Held counts the attempts held for every caller.
+func (r *Runner) Held() int {
+	r.held.mu.Lock()
+	defer r.held.mu.Unlock()
+	n := 0
+	for _, c := range r.held.perUID {
+		n += c
+	}
+	return n
+}
+
 // Release ends every held attempt as declined (a daemon that stops): no
 // grant outlives it, and no attempt's changes are lost.
 func (r *Runner) Release() {

@@ -38,6 +38,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	fs := flag.NewFlagSet("sandboxd serve", flag.ContinueOnError)
 	socket := fs.String("socket", "", "the daemon's socket (default: $SANDBOXD_SOCKET, else "+daemon.DefaultSocket+")")
 	verbose := fs.Bool("v", false, "log what the daemon does to stderr")
+	maxExecs := fs.Int("max-execs", 64, "the commands one user may run through the daemon at once")
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
@@ -80,7 +81,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	log.Info("sandboxd serve: listening", "socket", *socket)
 	runner := session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}})
-	d := daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log})
+	d := daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs})
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}
