@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/internal/proctree"
 )
 
 // daemonHolds is what a daemon holds at one moment: what must come back
@@ -45,7 +46,7 @@ func holdsOf(t *testing.T, c *daemon.Client, pid int, group string) daemonHolds 
 	out := daemonHolds{goroutines: h.Goroutines, execs: h.Execs, held: h.Held}
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	out.fds = len(fds)
-	out.children = len(descendants(pid))
+	out.children = len(proctree.Descendants(pid))
 	if group != "" {
 		filepath.WalkDir(group, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() && p != group {
@@ -58,37 +59,6 @@ func holdsOf(t *testing.T, c *daemon.Client, pid int, group string) daemonHolds 
 	out.mounts = strings.Count(string(mi), "\n")
 	hi, _ := os.ReadFile("/proc/self/mountinfo")
 	out.hostMounts = strings.Count(string(hi), "\n")
-	return out
-}
-
-// descendants are the processes below pid.
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the command's name, which may hold spaces.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 {
-			parent[p], _ = strconv.Atoi(f[1])
-		}
-	}
-	var out []int
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
-			if q == pid {
-				out = append(out, p)
-				break
-			}
-		}
-	}
 	return out
 }
 
@@ -192,7 +162,7 @@ func TestDaemonLeaksNothing(t *testing.T) {
 		// outside.
 		defer close(sampled)
 		for {
-			peak = max(peak, len(descendants(td.cmd.Process.Pid)))
+			peak = max(peak, len(proctree.Descendants(td.cmd.Process.Pid)))
 			select {
 			case <-done:
 				return
