@@ -3,12 +3,15 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -302,4 +305,68 @@ func hostListener(t *testing.T) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
+}
+
+// Two clients presenting one grant race: exactly one wins, for a grant
+// from a review (grants/consume) and for a held attempt's (exec).
+func TestDaemonGrantRaces(t *testing.T) {
+	socket := startDaemon(t)
+	fm := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "a build output" })
+	e := newEnv(t, identities(t)[0])
+	e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[review]\nmodel = \"fake-model\"\nbase_url = \""+fm.url+"\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
+	e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}}, "serve", "status").mustSucceed(t)
+	b, _ := os.ReadFile(filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid)))
+	tok := strings.TrimSpace(string(b))
+	outside := e.mkdir("outside", 0o755)
+	race := func(n int, f func() bool) int {
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if f() {
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		return int(wins.Load())
+	}
+	target := filepath.Join(outside, "reviewed")
+	q := map[string]any{"surface": "filesystem", "operation": "make_reg", "path": target, "command": "touch " + target, "session": "s1", "grant": true}
+	_, out := e.daemonPost(socket, tok, "/v1/review", e.home, q)
+	g, _ := out["grant"].(map[string]any)
+	if g == nil {
+		t.Fatalf("no grant: %v", out)
+	}
+	delete(q, "grant")
+	if wins := race(8, func() bool {
+		c := maps.Clone(q)
+		c["token"] = g["token"]
+		code, _ := e.daemonPost(socket, tok, "/v1/grants/consume", e.home, c)
+		return code == 200
+	}); wins != 1 {
+		t.Errorf("%d of 8 consumers of one grant won", wins)
+	}
+	cmd := "echo run >> race.count; echo out >> " + filepath.Join(outside, "held")
+	req := func() map[string]any {
+		return map[string]any{"argv": []string{"bash", "-c", cmd}, "command": cmd, "retry": "client", "retries": 1, "session": "s1"}
+	}
+	_, rep := e.execLines(socket, tok, req())
+	grants := heldGrants(rep)
+	if len(grants) != 1 {
+		t.Fatalf("no held attempt: %v", rep)
+	}
+	if wins := race(6, func() bool {
+		r := req()
+		r["grants"] = grants
+		_, rep := e.execLines(socket, tok, r)
+		return fmt.Sprint(rep["exit_code"]) == "0"
+	}); wins != 1 {
+		t.Errorf("%d of 6 retries presenting one held attempt's grants ran", wins)
+	}
+	if got, _ := os.ReadFile(filepath.Join(outside, "held")); string(got) != "out\n" {
+		t.Errorf("the held attempt's retry ran %q times", got)
+	}
 }
