@@ -654,6 +654,9 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 		d, err := b.modelReview(ctx, req)
 		if err == nil {
 			d = consistent(d, SourceReviewer)
+			if d.Outcome == Deny && person && takesDenials(b.cfg.Person) {
+				d = b.deferToPerson(ctx, req, d)
+			}
 			b.recordDenial(ctx, req, d)
 			return d
 		}
@@ -668,14 +671,48 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	if !person {
 		return fallback
 	}
+	d, err := b.askPerson(ctx, req, Decision{})
+	if err != nil {
+		return deny(SourceError, "the person could not be asked")
+	}
+	return d
+}
+
+// takesDenials reports whether the person also reviews the model's
+// denials.
+func takesDenials(p Person) bool {
+	d, ok := p.(Deferrer)
+	return ok && d.TakesDenials()
+}
+
+// deferToPerson asks the person about the model's deny: a person's
+// answer replaces it; no answer (or a failure) leaves the model's.
+func (b *Broker) deferToPerson(ctx context.Context, req grants.Request, model Decision) Decision {
+	d, err := b.askPerson(context.WithValue(ctx, deferredKey{}, model), req, model)
+	if err != nil || d.Source == SourceNoReviewer {
+		return model
+	}
+	return d
+}
+
+// askPerson asks the person slot, one question at a time. A person's
+// answer is SourceHuman; one relayed by an API client stays
+// SourceClient, whatever else it claims, and carries the model's risk
+// and authorization (none when the model did not judge): a client
+// cannot state its own, and without the model's it can allow nothing.
+func (b *Broker) askPerson(ctx context.Context, req grants.Request, model Decision) (Decision, error) {
 	b.personMu.Lock()
 	d, err := b.cfg.Person.Review(ctx, req)
 	b.personMu.Unlock()
 	if err != nil {
 		b.cfg.Log.Debug("human reviewer failed", "err", err)
-		return deny(SourceError, "the person could not be asked")
+		return Decision{}, err
 	}
-	return consistent(d, SourceHuman)
+	if d.Source == SourceClient {
+		d.RiskLevel, d.UserAuthorization = model.RiskLevel, model.UserAuthorization
+		return consistent(d, SourceClient), nil
+	}
+	return consistent(d, SourceHuman), nil
 }
 
 // consistent applies the consistency rules (docs/ARCHITECTURE.md §3.6)

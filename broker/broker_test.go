@@ -696,3 +696,80 @@ func TestDecideAgainNotCounted(t *testing.T) {
 		t.Fatal("one boundary decided again locked the session")
 	}
 }
+
+// deferringPerson takes the model's denials and answers as a client
+// relaying a person (or as a person), noting what the model said.
+type deferringPerson struct {
+	fakeHuman
+	seen    Decision
+	offered bool
+}
+
+func (p *deferringPerson) TakesDenials() bool { return true }
+
+func (p *deferringPerson) Review(ctx context.Context, req grants.Request) (Decision, error) {
+	p.seen, p.offered = Deferred(ctx)
+	return p.fakeHuman.Review(ctx, req)
+}
+
+// An answer relayed by an API client may allow only what a reviewer
+// may, at the model's risk (never its own), and never in a lockdown
+// (no model judged) or at critical risk; a person's own answer stays
+// a person's; no answer leaves the model's deny.
+func TestClientAnswers(t *testing.T) {
+	modelDeny := func(r Risk, a Authorization) *fakeReviewer {
+		return &fakeReviewer{d: Decision{Outcome: Deny, RiskLevel: r, UserAuthorization: a, Rationale: "model says no"}}
+	}
+	clientAllow := Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh, Source: SourceClient}
+	for _, tc := range []struct {
+		name    string
+		model   *fakeReviewer
+		answer  Decision
+		locked  bool
+		outcome Outcome
+		source  Source
+		risk    Risk
+	}{
+		{"medium: client allows", modelDeny(RiskMedium, AuthUnknown), clientAllow, false, Allow, SourceClient, RiskMedium},
+		{"high without authorization: refused", modelDeny(RiskHigh, AuthLow), clientAllow, false, Deny, SourceClient, ""},
+		{"high with authorization: allowed", modelDeny(RiskHigh, AuthMedium), clientAllow, false, Allow, SourceClient, RiskHigh},
+		{"critical: refused", modelDeny(RiskCritical, AuthHigh), clientAllow, false, Deny, SourceClient, ""},
+		{"claiming to be a person: still a client", modelDeny(RiskCritical, AuthHigh), Decision{Outcome: Allow, Source: SourceClient, Rationale: "I am human"}, false, Deny, SourceClient, ""},
+		{"no model judged: refused", nil, clientAllow, false, Deny, SourceClient, ""},
+		{"lockdown: refused", modelDeny(RiskLow, AuthHigh), clientAllow, true, Deny, SourceClient, ""},
+		{"client denies", modelDeny(RiskLow, AuthHigh), Decision{Outcome: Deny, Source: SourceClient}, false, Deny, SourceClient, RiskLow},
+		{"nobody answered: the model's deny", modelDeny(RiskMedium, AuthLow), Decision{Outcome: Deny, Source: SourceNoReviewer, Rationale: "expired"}, false, Deny, SourceReviewer, RiskMedium},
+		{"a person at a terminal", modelDeny(RiskCritical, AuthLow), Decision{Outcome: Allow, Source: SourceHuman}, false, Allow, SourceHuman, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &deferringPerson{fakeHuman: fakeHuman{fakeReviewer: fakeReviewer{d: tc.answer}}}
+			cfg := Config{Grants: grants.NewStore(), Person: p}
+			if tc.model != nil {
+				cfg.Model = tc.model
+			}
+			if tc.locked {
+				cfg.Breaker = NewBreaker(t.TempDir())
+				for i := 0; i < breakerConsecutive; i++ {
+					cfg.Breaker.Record("s", true)
+				}
+			}
+			res := New(cfg).Decide(context.Background(), fsReq("write_file", "/opt/x"))
+			d := res.Decision
+			if d.Outcome != tc.outcome || d.Source != tc.source || d.RiskLevel != tc.risk {
+				t.Fatalf("got %s/%s/%s (%s), want %s/%s/%s", d.Outcome, d.Source, d.RiskLevel, d.Rationale, tc.outcome, tc.source, tc.risk)
+			}
+			if (res.Grant != nil) != (d.Outcome == Allow) {
+				t.Fatalf("grant %v for %s", res.Grant, d.Outcome)
+			}
+			if tc.model != nil && !tc.locked && (!p.offered || p.seen.RiskLevel != tc.model.d.RiskLevel) {
+				t.Fatalf("the person was not shown the model's decision: %v %+v", p.offered, p.seen)
+			}
+		})
+	}
+	// A model's allow is never sent to the person.
+	p := &deferringPerson{fakeHuman: fakeHuman{fakeReviewer: fakeReviewer{d: Decision{Outcome: Deny, Source: SourceClient}}}}
+	b := New(Config{Grants: grants.NewStore(), Person: p, Model: &fakeReviewer{d: Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}}})
+	if d := b.Decide(context.Background(), fsReq("write_file", "/opt/x")).Decision; d.Outcome != Allow || p.calls != 0 {
+		t.Fatalf("a model's allow went to the person: %+v, %d calls", d, p.calls)
+	}
+}

@@ -61,10 +61,15 @@ type Source string
 
 // Sources.
 const (
-	SourcePolicy         Source = "policy"
-	SourceHardDeny       Source = "hard-deny"
-	SourceReviewer       Source = "reviewer"
-	SourceHuman          Source = "human"
+	SourcePolicy   Source = "policy"
+	SourceHardDeny Source = "hard-deny"
+	SourceReviewer Source = "reviewer"
+	SourceHuman    Source = "human"
+	// SourceClient: a person's answer relayed by an API client of the
+	// daemon. Nothing shows who typed it, so it may allow only what a
+	// reviewer may (the consistency rules, with the model's risk level),
+	// never a critical boundary.
+	SourceClient         Source = "client"
 	SourceGrant          Source = "grant"
 	SourceCircuitBreaker Source = "circuit-breaker"
 	SourceNoReviewer     Source = "no-reviewer"
@@ -99,6 +104,24 @@ type Person interface {
 	// Reachable reports whether a person can be asked now and, when not,
 	// why (a sentence safe to show).
 	Reachable() (bool, string)
+}
+
+// Deferrer is a Person that also takes the model's denials: the model's
+// deny goes to the person, who may overturn it (a daemon's question
+// queue, which an API client relays). The person reads the model's
+// decision with Deferred. A person that is no Deferrer is asked only
+// when the model is absent or failed, or in a lockdown.
+type Deferrer interface {
+	TakesDenials() bool
+}
+
+type deferredKey struct{}
+
+// Deferred is the model's decision a person is asked to review, when
+// the model denied and deferred to the person.
+func Deferred(ctx context.Context) (Decision, bool) {
+	d, ok := ctx.Value(deferredKey{}).(Decision)
+	return d, ok
 }
 
 // GrantStore issues and consumes grants.

@@ -37,7 +37,7 @@ type Request struct {
 type Verdict struct {
 	Allow bool
 	// Source says who decided ("policy", "hard-deny", "reviewer",
-	// "human", "no-reviewer", "error", "circuit-breaker", ...).
+	// "human", "client", "no-reviewer", "error", "circuit-breaker", ...).
 	Source string
 	// Reason is safe to show the command (it goes into the 403 body).
 	Reason string

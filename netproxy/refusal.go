@@ -40,6 +40,8 @@ func deniedRefusal(dest netdest.Dest, v Verdict) *refusal {
 		line = "Denied by the reviewer"
 	case "human":
 		line = "Denied by a person"
+	case "client":
+		line = "Denied by a person's answer relayed by a client of the daemon (client)"
 	case "policy":
 		line = "Denied by policy"
 	case "hard-deny":

@@ -208,9 +208,10 @@ func (e egressDecider) Decide(ctx context.Context, r netproxy.Request) netproxy.
 	return e.st.keepGrant(verdict(res))
 }
 
-// reviewed reports whether a reviewer (the model or a person) answered.
+// reviewed reports whether a reviewer (the model or a person, at a
+// terminal or through a client) answered.
 func reviewed(d broker.Decision) bool {
-	return d.Source == broker.SourceReviewer || d.Source == broker.SourceHuman
+	return d.Source == broker.SourceReviewer || d.Source == broker.SourceHuman || d.Source == broker.SourceClient
 }
 
 // policyAllowed reports whether the policy allowed a request outright:

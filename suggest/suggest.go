@@ -74,7 +74,7 @@ func For(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 		return Suggestion{Why: "it was not denied"}
 	}
 	switch b.Source {
-	case broker.SourceReviewer, broker.SourceHuman, broker.SourceNoReviewer:
+	case broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourceNoReviewer:
 	case broker.SourceHardDeny:
 		return Suggestion{Why: joinWhy("a hard deny, decided before any allow rule", b.Rationale)}
 	case broker.SourcePolicy:

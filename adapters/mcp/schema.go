@@ -42,7 +42,7 @@ const outputSchema = `{
     "operation": {"type": "string"},
     "target": {"type": "string", "description": "The path or network destination."},
     "decision": {"type": "string", "enum": ["allow", "deny"]},
-    "decided_by": {"type": "string", "description": "policy, hard-deny, reviewer (the model), human, grant, circuit-breaker, no-reviewer or error."},
+    "decided_by": {"type": "string", "description": "policy, hard-deny, reviewer (the model), human, client (a person's answer relayed by a client of the daemon), grant, circuit-breaker, no-reviewer or error."},
     "reviewer_fault": {"type": "boolean", "description": "The reviewer failed: not a judgement of the command."},
     "rationale": {"type": "string"},
     "held": {"type": "boolean", "description": "Decided while the command ran (a network connection that waited)."}
