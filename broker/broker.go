@@ -688,7 +688,7 @@ func takesDenials(p Person) bool {
 // deferToPerson asks the person about the model's deny: a person's
 // answer replaces it; no answer (or a failure) leaves the model's.
 func (b *Broker) deferToPerson(ctx context.Context, req grants.Request, model Decision) Decision {
-	d, err := b.askPerson(context.WithValue(ctx, deferredKey{}, model), req, model)
+	d, err := b.askPerson(WithDeferred(ctx, model), req, model)
 	if err != nil || d.Source == SourceNoReviewer {
 		return model
 	}

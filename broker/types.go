@@ -117,6 +117,12 @@ type Deferrer interface {
 
 type deferredKey struct{}
 
+// WithDeferred is ctx carrying the model's decision a person is asked
+// to review (the broker sets it; tests of a person use it).
+func WithDeferred(ctx context.Context, model Decision) context.Context {
+	return context.WithValue(ctx, deferredKey{}, model)
+}
+
 // Deferred is the model's decision a person is asked to review, when
 // the model denied and deferred to the person.
 func Deferred(ctx context.Context) (Decision, bool) {

@@ -3,8 +3,10 @@ package review
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 
 	"strings"
 	"time"
@@ -28,10 +30,16 @@ const DefaultTimeout = 60 * time.Second
 // output is held back and it reads nothing from the terminal (Hold); and
 // the prompt is written and read on /dev/tty directly, not on the
 // command's streams. No terminal, no answer in time, or anything but
-// "y"/"yes" is a deny.
+// "y"/"yes" is a deny. A question the model denied as critical and
+// deferred to the person (broker.Deferred) takes the typed phrase
+// "BREAK-GLASS CODE", as `sandboxd break-glass` does, not a "y".
 type Human struct {
 	// TTY is the terminal device (default /dev/tty).
 	TTY string
+	// File, if set, is the terminal, already open (one a client of the
+	// daemon passed, checked to be its controlling terminal): asked on
+	// it instead of TTY.
+	File *os.File
 	// Timeout bounds the wait for an answer (default DefaultTimeout).
 	Timeout time.Duration
 	// Hold, if set, holds the command's use of the terminal (its output
@@ -48,7 +56,7 @@ type Holder interface {
 // Reachable reports whether the terminal can be opened: without one
 // nobody can be asked, and the broker denies instead of waiting.
 func (h *Human) Reachable() (bool, string) {
-	fd, err := unix.Open(h.tty(), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	fd, err := h.open(unix.O_RDWR)
 	if err != nil {
 		return false, noTerminal
 	}
@@ -59,16 +67,22 @@ func (h *Human) Reachable() (bool, string) {
 // noTerminal is the deny when nobody can be asked.
 const noTerminal = "no terminal to ask a person on"
 
-func (h *Human) tty() string {
-	if h.TTY == "" {
-		return "/dev/tty"
+// open opens the terminal anew with flags: File's through /proc (a
+// description of its own, so O_NONBLOCK stays off the client's), else
+// TTY.
+func (h *Human) open(flags int) (int, error) {
+	tty := h.TTY
+	if tty == "" {
+		tty = "/dev/tty"
 	}
-	return h.TTY
+	if h.File != nil {
+		tty = fmt.Sprintf("/proc/self/fd/%d", h.File.Fd())
+	}
+	return unix.Open(tty, flags|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 }
 
 // Review shows exactly what would be allowed and takes one answer.
 func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
-	tty := h.tty()
 	timeout := h.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -83,8 +97,7 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	nobody := func(why string) (broker.Decision, error) {
 		return broker.Decision{Outcome: broker.Deny, Rationale: why, Source: broker.SourceNoReviewer}, nil
 	}
-
-	fd, err := unix.Open(tty, unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	fd, err := h.open(unix.O_RDWR)
 	if err != nil {
 		return nobody(noTerminal)
 	}
@@ -97,6 +110,36 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	}
 	// Drop anything typed before the question was asked.
 	unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
+	prompt, want, err := question(ctx, req)
+	if err != nil {
+		return nobody("the question could not be made")
+	}
+	if _, err := unix.Write(fd, prompt); err != nil {
+		return nobody("could not write to the terminal")
+	}
+	// Read from a non-blocking descriptor of its own: a poll that saw
+	// input another reader took must not leave the read waiting past the
+	// timeout.
+	rfd, err := h.open(unix.O_RDONLY | unix.O_NONBLOCK)
+	if err != nil {
+		return nobody("could not read the terminal")
+	}
+	defer unix.Close(rfd)
+	answer, err := readLine(ctx, rfd, timeout)
+	if err != nil {
+		unix.Write(fd, []byte("\r\n"))
+		return nobody(noAnswer(err))
+	}
+	if want(answer) {
+		return broker.Decision{Outcome: broker.Allow, Rationale: "allowed by the person at the terminal", Source: broker.SourceHuman}, nil
+	}
+	return broker.Decision{Outcome: broker.Deny, Rationale: "denied by the person at the terminal", Source: broker.SourceHuman}, nil
+}
+
+// question is the prompt for req and the test of an answer that allows:
+// "y" or "yes", or for a question the model denied as critical, the
+// break-glass phrase it shows.
+func question(ctx context.Context, req grants.Request) ([]byte, func(string) bool, error) {
 	target := req.Path
 	if req.Surface == boundary.Network {
 		target = req.DestinationText()
@@ -109,32 +152,44 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	if req.Intent != "" {
 		fmt.Fprintf(&b, "  intent:  %s\r\n", safe(req.Intent))
 	}
+	yes := func(a string) bool {
+		a = strings.ToLower(strings.TrimSpace(a))
+		return a == "y" || a == "yes"
+	}
 	question := "Allow exactly this, once?"
 	if req.Held {
 		question = "Allow connections to this destination? (the command waits)"
 	}
+	if model, ok := broker.Deferred(ctx); ok {
+		fmt.Fprintf(&b, "  model:   denied it (risk %s): %s\r\n", safe(string(model.RiskLevel)), safe(model.Rationale))
+		if model.RiskLevel == broker.RiskCritical {
+			code, err := breakGlassCode()
+			if err != nil {
+				return nil, nil, err
+			}
+			phrase := "BREAK-GLASS " + code
+			question = "The model judged this critical. To allow it once, type " + phrase + "; anything else denies:"
+			yes = func(a string) bool { return strings.TrimSpace(a) == phrase }
+			fmt.Fprintf(&b, "%s%s%s ", termfilter.FrameOn, question, termfilter.FrameOff)
+			return b.Bytes(), yes, nil
+		}
+	}
 	fmt.Fprintf(&b, "%s%s [y/N]%s ", termfilter.FrameOn, question, termfilter.FrameOff)
-	if _, err := unix.Write(fd, b.Bytes()); err != nil {
-		return nobody("could not write to the terminal")
+	return b.Bytes(), yes, nil
+}
+
+// breakGlassCode is 8 characters a person reads and types: uniform over
+// an unambiguous alphabet.
+func breakGlassCode() (string, error) {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
 	}
-	// Read from a non-blocking descriptor of its own: a poll that saw
-	// input another reader took must not leave the read waiting past the
-	// timeout.
-	rfd, err := unix.Open(tty, unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nobody("could not read the terminal")
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)] // 256 is a multiple of 32: no bias
 	}
-	defer unix.Close(rfd)
-	answer, err := readLine(ctx, rfd, timeout)
-	if err != nil {
-		unix.Write(fd, []byte("\r\n"))
-		return nobody(noAnswer(err))
-	}
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return broker.Decision{Outcome: broker.Allow, Rationale: "allowed by the person at the terminal", Source: broker.SourceHuman}, nil
-	}
-	return broker.Decision{Outcome: broker.Deny, Rationale: "denied by the person at the terminal", Source: broker.SourceHuman}, nil
+	return string(b[:]), nil
 }
 
 // Why readLine got no answer.

@@ -152,3 +152,59 @@ func TestHumanHoldsOutputAndEscapes(t *testing.T) {
 		}
 	}
 }
+
+// A terminal passed as an open file is asked on; a question the model
+// denied as critical takes the break-glass phrase shown, never a "y".
+func TestHumanOnFileCriticalNeedsPhrase(t *testing.T) {
+	req := grants.Request{Session: "s", Cwd: "/w", Command: "touch /x", Surface: boundary.Filesystem,
+		Operation: "make_reg", Path: "/x", ResolvedPath: "/x"}
+	crit := broker.Decision{Outcome: broker.Deny, RiskLevel: broker.RiskCritical, Rationale: "a shell start-up file"}
+	for _, tc := range []struct {
+		name    string
+		answer  func(screen string) string
+		outcome broker.Outcome
+	}{
+		{"y is not enough", func(string) string { return "y" }, broker.Deny},
+		{"the phrase", func(screen string) string {
+			i := strings.Index(screen, "type BREAK-GLASS ")
+			return screen[i+len("type ") : i+len("type BREAK-GLASS ")+8]
+		}, broker.Allow},
+		{"another code", func(string) string { return "BREAK-GLASS AAAAAAAA" }, broker.Deny},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+			n, _ := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+			s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			go func() {
+				var screen []byte
+				buf := make([]byte, 4096)
+				for {
+					n, err := m.Read(buf)
+					screen = append(screen, buf[:n]...)
+					if strings.Contains(string(screen), "anything else denies:") {
+						m.Write([]byte(tc.answer(string(screen)) + "\n"))
+						return
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			h := &Human{TTY: "/nonexistent", File: s, Timeout: 5 * time.Second}
+			ctx := broker.WithDeferred(context.Background(), crit)
+			d, err := h.Review(ctx, req)
+			if err != nil || d.Outcome != tc.outcome || d.Source != broker.SourceHuman {
+				t.Fatalf("Review = %+v, %v; want %s by the person", d, err, tc.outcome)
+			}
+		})
+	}
+}
