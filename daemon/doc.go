@@ -16,6 +16,13 @@
 // socket of root's, reached only through directories root alone may
 // write.
 //
-// Of sandboxd's packages it imports only boundary, broker, fsid, publicerr
-// and session.
+// Questions for a person live in one queue (Questions): an exec's person
+// slot puts each there, sends it on the stream when the client relays
+// questions, and asks it on the terminal the client passed over the
+// socket when that is the client's controlling terminal; the first
+// answer wins. An API client's answer is source client, which allows
+// only what a reviewer may.
+//
+// Of sandboxd's packages it imports only boundary, broker, fsid, grants,
+// publicerr, review and session.
 package daemon

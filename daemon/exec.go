@@ -45,6 +45,9 @@ type ExecRequest struct {
 	// Grants are a held attempt's grants, all of them: this exec is its
 	// retry, for the same command, caller and context.
 	Grants []string `json:"grants,omitempty"`
+	// Questions: the client relays questions for a person (they come as
+	// "question" lines; answers go to /v1/questions/{id}/answer).
+	Questions bool `json:"questions,omitempty"`
 }
 
 // Context is who a request is for and where, as every request that
@@ -78,15 +81,16 @@ func (ctx Context) job(argv []string, command string) session.Job {
 // comes, the run's events, and last the report (or the public sentence
 // for a run sandboxd could not do).
 type ExecLine struct {
-	// Type is "started" (first, with Exec), "stdout", "stderr", "event"
-	// or "report".
+	// Type is "started" (first, with Exec), "stdout", "stderr", "event",
+	// "question" or "report".
 	Type string `json:"type"`
 	// Exec is the run's id, for POST /v1/execs/{id}/signal.
-	Exec   string          `json:"exec,omitempty"`
-	Data   []byte          `json:"data,omitempty"`
-	Event  *session.Event  `json:"event,omitempty"`
-	Report *session.Report `json:"report,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	Exec     string          `json:"exec,omitempty"`
+	Question *Question       `json:"question,omitempty"`
+	Data     []byte          `json:"data,omitempty"`
+	Event    *session.Event  `json:"event,omitempty"`
+	Report   *session.Report `json:"report,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // Bounds on an exec request.
@@ -204,7 +208,9 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	out := &lineWriter{w: w, rc: rc, gone: cancel}
 	// The client learns the run started, and its id, whatever it prints.
 	out.send(ExecLine{Type: "started", Exec: id})
+	defer context.AfterFunc(ctx, out.end)()
 	job := req.Context.job(req.Argv, req.Command)
+	job.Reviewers.Person = d.personFor(r, c, req, out)
 	job.Retries, job.Timeout = req.Retries, time.Duration(req.TimeoutMS)*time.Millisecond
 	job.NoTransaction, job.NoDetect, job.RequireIsolation = req.NoTransaction, req.NoDetect, req.RequireIsolation
 	job.Hold, job.Present = req.Retry == "client", req.Grants
@@ -264,6 +270,11 @@ type lineWriter struct {
 	rc     *http.ResponseController
 	gone   func()
 	failed bool
+	// held counts open questions: output waits while one is (holdCond,
+	// on mu); ended, once the run's context is, frees it.
+	held     int
+	ended    bool
+	holdCond *sync.Cond
 }
 
 // send writes one line; once a write fails (the client went) the rest
@@ -290,6 +301,7 @@ func (l *lineWriter) Event(e session.Event) { l.send(ExecLine{Type: "event", Eve
 // stream is a writer of one output stream.
 func (l *lineWriter) stream(name string) io.Writer {
 	return writerFunc(func(p []byte) (int, error) {
+		l.waitHeld()
 		l.send(ExecLine{Type: name, Data: append([]byte(nil), p...)})
 		return len(p), nil
 	})

@@ -43,10 +43,14 @@ func (d *Daemon) routes() []route {
 		{method: "POST", path: "/v1/sessions/{id}", auth: authToken, handle: d.session,
 			doc: "one of the caller's named sessions, for the Context of the body: its circuit breaker (locked, why, headroom), the model's recent denials in it, its held retries"},
 		{method: "POST", path: "/v1/exec", auth: authToken, handle: d.exec, stream: true,
-			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: first a \"started\" line with the exec's id, then stdout and stderr chunks, the run's events, last the report; the run ends with the client. With retry \"client\" an attempt whose boundaries were all allowed is held and its report's retry carries the grants; an exec presenting all of them (grants) for the same command and context is its retry"},
+			doc: "run a command for the caller (an ExecRequest line, then its stdin); answer NDJSON: first a \"started\" line with the exec's id, then stdout and stderr chunks, the run's events, questions for a person (with \"questions\": true, or a terminal passed with the request), last the report; the run ends with the client. With retry \"client\" an attempt whose boundaries were all allowed is held and its report's retry carries the grants; an exec presenting all of them (grants) for the same command and context is its retry"},
 		{method: "POST", path: "/v1/execs/{id}/signal", auth: authToken, handle: d.signal,
 			doc: "forward a signal (a SignalRequest: INT, TERM, HUP, QUIT, USR1, USR2 or WINCH) to the command of the caller's running exec whose \"started\" line gave id, as a person's: the second INT ends its whole tree"},
 		{method: "POST", path: "/v1/retries/decline", auth: authToken, handle: d.decline,
 			doc: "end a held attempt without its retry (a DeclineRequest: all its grants): grants revoked, its changes committed; answer its final report; 409 when no attempt of the caller waits on exactly these grants"},
+		{method: "GET", path: "/v1/questions", auth: authToken, handle: d.listQuestions,
+			doc: "the caller's questions for a person that wait for an answer (the exec that asked each is waiting)"},
+		{method: "POST", path: "/v1/questions/{id}/answer", auth: authToken, handle: d.answerQuestion,
+			doc: "answer one of the caller's questions ({\"allow\": bool, \"note\": \"...\"}), source client: an allow only where a reviewer could allow (the model's risk, never critical, never in a lockdown); 404 for none of the caller's, 409 when answered or withdrawn"},
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -27,6 +28,11 @@ type Config struct {
 	Runner *session.Runner
 	// MaxExecs bounds the commands one uid runs at once (0: 64).
 	MaxExecs int
+	// QuestionWait is how long a question for a person waits for an
+	// answer before it denies (0: review.DefaultTimeout, as a terminal's).
+	QuestionWait time.Duration
+	// MaxQuestions bounds the questions one uid has waiting (0: 16).
+	MaxQuestions int
 	// Version is the daemon's, for /v1/version.
 	Version string
 	Log     *slog.Logger
@@ -43,6 +49,8 @@ type Daemon struct {
 	mu    sync.Mutex
 	execs map[int]int
 	live  map[string]*liveExec
+	// questions is the one queue of questions for a person.
+	questions *Questions
 }
 
 // New returns a Daemon.
@@ -53,7 +61,11 @@ func New(cfg Config) *Daemon {
 	if cfg.MaxExecs <= 0 {
 		cfg.MaxExecs = 64
 	}
-	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, live: map[string]*liveExec{}, stopping: context.Background()}
+	if cfg.QuestionWait <= 0 {
+		cfg.QuestionWait = review.DefaultTimeout
+	}
+	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, live: map[string]*liveExec{}, stopping: context.Background(),
+		questions: NewQuestions(cfg.QuestionWait, cfg.MaxQuestions)}
 }
 
 // admit counts one more command of uid, unless it has its limit.

@@ -14,12 +14,13 @@ import (
 
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
 
 const serveUsage = `Usage:
-  sandboxd serve [--socket PATH]
+  sandboxd serve [--socket PATH] [--question-wait DURATION]
   sandboxd serve status [--socket PATH]
 
 serve runs the daemon, as root, one per machine: its API listens on a
@@ -39,6 +40,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	socket := fs.String("socket", "", "the daemon's socket (default: $SANDBOXD_SOCKET, else "+daemon.DefaultSocket+")")
 	verbose := fs.Bool("v", false, "log what the daemon does to stderr")
 	maxExecs := fs.Int("max-execs", 64, "the commands one user may run through the daemon at once")
+	questionWait := fs.Duration("question-wait", review.DefaultTimeout, "how long a question for a person waits for an answer before it denies")
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
@@ -81,7 +83,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	log.Info("sandboxd serve: listening", "socket", *socket)
 	runner := session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}})
-	d := daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs})
+	d := daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs, QuestionWait: *questionWait})
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}

@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"sync"
+
+	"github.com/sandboxd/sandboxd/boundary"
+	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/review"
+)
+
+// person is an exec's person slot, backed by the daemon's question
+// queue: each question is in the queue (where an API client's answer
+// comes from), sent on the exec's stream when the client relays
+// questions, and asked on the terminal the client passed, if any. The
+// first answer wins; the others are withdrawn. The command's output
+// lines are held while a question is open.
+type person struct {
+	qs  *Questions
+	uid int
+	out *lineWriter
+	// relay: the client said it relays questions (ExecRequest.Questions).
+	relay bool
+	// tty is the person's terminal (nil: none was passed, or it was not
+	// the client's controlling terminal).
+	tty *review.Human
+}
+
+// Reachable reports whether anyone can answer: a client that relays, or
+// a terminal.
+func (p *person) Reachable() (bool, string) {
+	if p.relay || p.tty != nil {
+		return true, ""
+	}
+	return false, "nobody can be asked: the client relays no questions and passed no terminal"
+}
+
+// TakesDenials: a client that relays questions is asked about the
+// model's denials too (it answers what the model could not allow); a
+// terminal alone is asked as an embedded run's is.
+func (p *person) TakesDenials() bool { return p.relay }
+
+// Review puts req in the queue and waits for the first answer.
+func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
+	q := questionOf(ctx, req)
+	t, err := p.qs.Ask(p.uid, q)
+	if err != nil {
+		return broker.Decision{Outcome: broker.Deny, Source: broker.SourceNoReviewer,
+			Rationale: "too many questions of yours wait for a person; this one was not asked"}, nil
+	}
+	q = t.Question()
+	p.out.Hold()
+	defer p.out.Release()
+	if p.relay {
+		p.out.send(ExecLine{Type: "question", Question: &q})
+	}
+	var wg sync.WaitGroup
+	tctx, cancel := context.WithCancel(ctx)
+	if p.tty != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, _ := p.tty.Review(tctx, req)
+			if d.Source == broker.SourceHuman {
+				p.qs.Answer(p.uid, q.ID, Answer{Allow: d.Outcome == broker.Allow, Source: broker.SourceHuman, Decision: &d})
+			}
+		}()
+	}
+	a, ok, why := t.Wait(ctx)
+	cancel() // withdraws the terminal's question
+	wg.Wait()
+	if !ok {
+		return broker.Decision{Outcome: broker.Deny, Source: broker.SourceNoReviewer, Rationale: why}, nil
+	}
+	return decisionOf(a), nil
+}
+
+// questionOf is the question req asks, with the model's deny when it
+// deferred to the person.
+func questionOf(ctx context.Context, req grants.Request) Question {
+	q := Question{Surface: string(req.Surface), Operation: string(req.Operation), Path: req.Path,
+		Command: req.Command, Cwd: req.Cwd, Session: req.Session, Intent: req.Intent, Held: req.Held}
+	if req.Surface == boundary.Network {
+		q.Destination = req.DestinationText()
+	}
+	if m, ok := broker.Deferred(ctx); ok {
+		q.Model = &m
+	}
+	return q
+}
+
+// decisionOf is an answer as the person slot's decision: a terminal
+// person's own, or a client's (the broker holds it to what a reviewer
+// may allow, at the model's risk).
+func decisionOf(a Answer) broker.Decision {
+	if a.Source == broker.SourceHuman && a.Decision != nil {
+		return *a.Decision
+	}
+	d := broker.Decision{Outcome: broker.Deny, Source: broker.SourceClient, Rationale: "denied by a person's answer relayed by the client"}
+	if a.Allow {
+		d.Outcome, d.Rationale = broker.Allow, "allowed by a person's answer relayed by the client"
+	}
+	if a.Note != "" {
+		d.Rationale += ": " + a.Note
+	}
+	return d
+}
+
+// personFor is an exec's person slot: nil when nobody can be asked (the
+// client relays no questions and passed no terminal that is its own).
+func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *lineWriter) broker.Person {
+	tty := d.terminalOf(r, c, out)
+	if !req.Questions && tty == nil {
+		return nil
+	}
+	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions}
+	if tty != nil {
+		p.tty = &review.Human{File: tty, Timeout: d.cfg.QuestionWait, Hold: out}
+	}
+	return p
+}
+
+// terminalOf is the terminal the client passed with the request, when
+// it is the client's controlling terminal.
+func (d *Daemon) terminalOf(r *http.Request, c caller, out *lineWriter) *os.File {
+	return nil
+}

@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/broker"
+)
+
+// Of many answers racing for one question exactly one is taken; the
+// others are refused as answered, and the asker gets the winner's.
+func TestQuestionFirstAnswerWins(t *testing.T) {
+	qs := NewQuestions(time.Minute, 4)
+	for range 50 {
+		tk, err := qs.Ask(1000, Question{Path: "/x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := tk.Question().ID
+		var won atomic.Int32
+		var winner atomic.Value
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a := Answer{Allow: i%2 == 0, Note: string(rune('a' + i)), Source: broker.SourceClient}
+				switch err := qs.Answer(1000, id, a); {
+				case err == nil:
+					won.Add(1)
+					winner.Store(a.Note)
+				case !errors.Is(err, ErrAnswered):
+					t.Errorf("a losing answer: %v", err)
+				}
+			}()
+		}
+		a, ok, _ := tk.Wait(context.Background())
+		wg.Wait()
+		if !ok || won.Load() != 1 || a.Note != winner.Load() {
+			t.Fatalf("answers taken %d, asker got %+v (ok %v), winner %v", won.Load(), a, ok, winner.Load())
+		}
+		if err := qs.Answer(1000, id, Answer{}); !errors.Is(err, ErrAnswered) {
+			t.Fatalf("an answer after the first: %v", err)
+		}
+	}
+	if n := len(qs.Pending(1000)); n != 0 {
+		t.Fatalf("%d questions still open", n)
+	}
+}
+
+// Another uid neither sees nor answers a question; an unknown id is
+// told apart from nothing.
+func TestQuestionOwnUIDOnly(t *testing.T) {
+	qs := NewQuestions(time.Minute, 4)
+	tk, _ := qs.Ask(1000, Question{Path: "/x"})
+	id := tk.Question().ID
+	if len(id) != 32 {
+		t.Fatalf("id %q", id)
+	}
+	if got := qs.Pending(1001); len(got) != 0 {
+		t.Fatalf("another uid lists %v", got)
+	}
+	if err := qs.Answer(1001, id, Answer{Allow: true}); !errors.Is(err, ErrNoQuestion) {
+		t.Fatalf("another uid answered: %v", err)
+	}
+	if err := qs.Answer(1000, "nope", Answer{Allow: true}); !errors.Is(err, ErrNoQuestion) {
+		t.Fatalf("an unknown id: %v", err)
+	}
+	if got := qs.Pending(1000); len(got) != 1 || got[0].ID != id {
+		t.Fatalf("the owner lists %v", got)
+	}
+}
+
+// Expiry and the asker going away withdraw a question: no answer, a
+// sentence why, and a later answer refused.
+func TestQuestionWithdrawn(t *testing.T) {
+	qs := NewQuestions(50*time.Millisecond, 4)
+	tk, _ := qs.Ask(1000, Question{})
+	if _, ok, why := tk.Wait(context.Background()); ok || why != "no answer in time" {
+		t.Fatalf("expiry: ok %v, %q", ok, why)
+	}
+	if err := qs.Answer(1000, tk.Question().ID, Answer{Allow: true}); !errors.Is(err, ErrAnswered) {
+		t.Fatalf("an answer after expiry: %v", err)
+	}
+	qs = NewQuestions(time.Minute, 4)
+	tk, _ = qs.Ask(1000, Question{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok, why := tk.Wait(ctx); ok || why == "" {
+		t.Fatalf("withdrawn: ok %v, %q", ok, why)
+	}
+	if len(qs.Pending(1000)) != 0 {
+		t.Fatal("a withdrawn question is listed")
+	}
+}
+
+// A uid has at most its bound of questions open; answering one makes
+// room; another uid is not counted against it.
+func TestQuestionBound(t *testing.T) {
+	qs := NewQuestions(time.Minute, 2)
+	a, _ := qs.Ask(1000, Question{})
+	if _, err := qs.Ask(1000, Question{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qs.Ask(1000, Question{}); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("over the bound: %v", err)
+	}
+	if _, err := qs.Ask(1001, Question{}); err != nil {
+		t.Fatalf("another uid: %v", err)
+	}
+	qs.Answer(1000, a.Question().ID, Answer{})
+	if _, err := qs.Ask(1000, Question{}); err != nil {
+		t.Fatalf("after an answer: %v", err)
+	}
+}
+
+func TestReadAnswer(t *testing.T) {
+	for _, tc := range []struct{ in, err string }{
+		{`{"allow":true}`, ""},
+		{`{"allow":false,"note":"use the cache instead"}`, ""},
+		{`{}`, "must say"},
+		{`{"allow":"yes"}`, "not a JSON object"},
+		{`{"allow":true,"source":"human"}`, "not a JSON object"},
+		{`{"allow":true,"note":"a\u001b[2Jb"}`, "control"},
+		{`{"allow":true,"note":"a\u202eb"}`, "control"},
+		{`{"allow":true}{"allow":false}`, "more than one"},
+	} {
+		_, err := readAnswer([]byte(tc.in))
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !contains(err.Error(), tc.err)) {
+			t.Errorf("readAnswer(%s) = %v, want %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Whatever a client sends, a taken answer says yes or no and carries a
+// bounded note of printable text.
+func FuzzReadAnswer(f *testing.F) {
+	f.Add([]byte(`{"allow":true,"note":"ok"}`))
+	f.Add([]byte(`{"allow":false}`))
+	f.Add([]byte(`{"allow":null,"note":"\u0000"}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, err := readAnswer(in)
+		if err != nil {
+			return
+		}
+		if a.Allow == nil || len([]rune(a.Note)) > maxNote {
+			t.Fatalf("out of bounds: %+v", a)
+		}
+		for _, r := range a.Note {
+			if r < 0x20 || r == 0x7f || r == 0x202e {
+				t.Fatalf("a control character in the note: %q", a.Note)
+			}
+		}
+	})
+}
