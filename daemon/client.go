@@ -88,6 +88,30 @@ type Client struct {
 	socket string
 	token  string
 	http   *http.Client
+	// tty is the terminal Exec passes to the daemon (nil: none).
+	tty *os.File
+}
+
+// PassTerminal has Exec pass tty, this process's controlling terminal,
+// over the socket with its request: the daemon asks the person on it
+// (it checks that it is this process's controlling terminal first).
+func (c *Client) PassTerminal(tty *os.File) { c.tty = tty }
+
+// execHTTP is the HTTP client of an exec: with a terminal to pass, a
+// connection of its own that passes it with the request's first bytes.
+func (c *Client) execHTTP() *http.Client {
+	if c.tty == nil {
+		return c.http
+	}
+	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, "unix", c.socket)
+			if err != nil {
+				return nil, err
+			}
+			return &passingConn{UnixConn: conn.(*net.UnixConn), fd: c.tty}, nil
+		}}}
 }
 
 // Connect checks socket (TrustedSocket), has the daemon write this
@@ -197,7 +221,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, lin
 	}
 	hreq.Header.Set("Authorization", "Bearer "+c.token)
 	hreq.Header.Set("Content-Type", "application/x-ndjson")
-	resp, err := c.http.Do(hreq)
+	resp, err := c.execHTTP().Do(hreq)
 	if err != nil {
 		return publicerr.Wrap(err, "the daemon cannot be reached at "+c.socket)
 	}

@@ -210,7 +210,9 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	out.send(ExecLine{Type: "started", Exec: id})
 	defer context.AfterFunc(ctx, out.end)()
 	job := req.Context.job(req.Argv, req.Command)
-	job.Reviewers.Person = d.personFor(r, c, req, out)
+	person, done := d.personFor(r, c, req, out)
+	defer done()
+	job.Reviewers.Person = person
 	job.Retries, job.Timeout = req.Retries, time.Duration(req.TimeoutMS)*time.Millisecond
 	job.NoTransaction, job.NoDetect, job.RequireIsolation = req.NoTransaction, req.NoDetect, req.RequireIsolation
 	job.Hold, job.Present = req.Retry == "client", req.Grants

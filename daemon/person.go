@@ -3,13 +3,13 @@ package daemon
 import (
 	"context"
 	"net/http"
-	"os"
 	"sync"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/review"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // person is an exec's person slot, backed by the daemon's question
@@ -111,20 +111,24 @@ func decisionOf(a Answer) broker.Decision {
 
 // personFor is an exec's person slot: nil when nobody can be asked (the
 // client relays no questions and passed no terminal that is its own).
-func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *lineWriter) broker.Person {
-	tty := d.terminalOf(r, c, out)
+// done closes the terminal once the run is over.
+func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *lineWriter) (broker.Person, func()) {
+	tty, why := passedTerminal(r.Context())
+	if why != "" {
+		// Said once; the run goes on with whoever else can answer.
+		out.Event(session.Event{Kind: session.KindWarning, Reason: why})
+	}
+	done := func() {
+		if tty != nil {
+			tty.Close()
+		}
+	}
 	if !req.Questions && tty == nil {
-		return nil
+		return nil, done
 	}
 	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions}
 	if tty != nil {
 		p.tty = &review.Human{File: tty, Timeout: d.cfg.QuestionWait, Hold: out}
 	}
-	return p
-}
-
-// terminalOf is the terminal the client passed with the request, when
-// it is the client's controlling terminal.
-func (d *Daemon) terminalOf(r *http.Request, c caller, out *lineWriter) *os.File {
-	return nil
+	return p, done
 }

@@ -103,7 +103,7 @@ func (d *Daemon) Serve(ctx context.Context, ln *net.UnixListener, grace time.Dur
 	d.stopping = ctx
 	srv := d.server()
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(fdListener{ln}) }()
 	select {
 	case err := <-done:
 		return err
@@ -157,11 +157,13 @@ func (d *Daemon) server() *http.Server {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(d.cfg.Log.Handler(), slog.LevelDebug),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			uc, ok := c.(*net.UnixConn)
+			fc, ok := c.(*fdConn)
 			if !ok {
 				return ctx
 			}
-			p, err := peerOf(uc)
+			// The handler takes the descriptors the peer passed from here.
+			ctx = context.WithValue(ctx, connKey{}, fc)
+			p, err := peerOf(fc.UnixConn)
 			if err != nil {
 				d.cfg.Log.Debug("peer unknown", "err", err)
 				return ctx

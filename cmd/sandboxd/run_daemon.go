@@ -39,6 +39,16 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 			return fail(session.Public(err), nil)
 		}
 	}
+	if tty := controllingTerminal(); tty != nil {
+		// The person is asked on it, by the daemon, as an embedded run
+		// asks: this process relays nothing itself.
+		defer tty.Close()
+		c.PassTerminal(tty)
+	}
+	// The command's output to a terminal cannot fake or hide the
+	// daemon's questions there (it holds the output while one is open).
+	var hold termHold
+	stdout, stderr = hold.filtered(stdout), hold.filtered(stderr)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	started := make(chan string, 1)
@@ -157,4 +167,14 @@ func daemonToUse(ctx context.Context, f *runFlags, getenv func(string) string, s
 		return nil
 	}
 	return c
+}
+
+// controllingTerminal is this process's controlling terminal, open, or
+// nil when it has none.
+func controllingTerminal() *os.File {
+	f, err := os.OpenFile("/dev/tty", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	return f
 }
