@@ -130,8 +130,10 @@ func controllingTerminal(c *net.UnixConn, f *os.File) error {
 	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
 		return errors.New("it is not a terminal")
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+	// The device of the terminal behind the descriptor, whichever name
+	// opened it (/dev/tty's own inode would say 5:0): encoded as tty_nr is.
+	dev, err := unix.IoctlGetUint32(int(f.Fd()), unix.TIOCGDEV)
+	if err != nil {
 		return errors.New("it is not a terminal device")
 	}
 	raw, err := c.SyscallConn()
@@ -158,9 +160,7 @@ func controllingTerminal(c *net.UnixConn, f *os.File) error {
 	if again, err := pidOfPidfd(pidfd); err != nil || again != pid {
 		return errors.New("the peer is gone")
 	}
-	major := (ttyNr >> 8) & 0xfff
-	minor := (ttyNr & 0xff) | ((ttyNr >> 12) & 0xfff00)
-	if ttyNr == 0 || uint32(major) != unix.Major(st.Rdev) || uint32(minor) != unix.Minor(st.Rdev) {
+	if ttyNr == 0 || uint32(ttyNr) != dev {
 		return errors.New("it is another terminal than the one the client runs on")
 	}
 	return nil

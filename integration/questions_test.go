@@ -275,3 +275,124 @@ func testQuestions(t *testing.T, e, other *env, socket string) {
 		t.Errorf("an answer after expiry: %d", code)
 	}
 }
+
+// passClient is a client that passes a descriptor with its exec request
+// (SCM_RIGHTS, with the request's head), as `sandboxd run` passes its
+// terminal: "null" passes /dev/null; "pty" makes one pty its
+// controlling terminal and passes another, and says how many bytes
+// reached the passed one's master.
+const passClient = `
+import os, socket, sys, fcntl, termios, time
+sock_path, token, mode, req = sys.argv[1:5]
+os.setsid()
+other = None
+if mode == "null":
+    fd = os.open("/dev/null", os.O_RDWR)
+else:
+    m1, s1 = os.openpty()
+    fcntl.ioctl(s1, termios.TIOCSCTTY, 0)
+    other, fd = os.openpty()
+body = req.encode() + b"\n"
+head = ("POST /v1/exec HTTP/1.1\r\nHost: sandboxd\r\nAuthorization: Bearer %s\r\nContent-Type: application/x-ndjson\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (token, len(body))).encode()
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.connect(sock_path)
+socket.send_fds(c, [head], [fd])
+c.sendall(body)
+out = b""
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode(errors="replace"))
+if other is not None:
+    os.set_blocking(other, False)
+    try:
+        n = len(os.read(other, 65536))
+    except BlockingIOError:
+        n = 0
+    sys.stdout.write("\nPTY-BYTES %d\n" % n)
+`
+
+// A terminal passed over the socket is the person's only when it is
+// the client's controlling terminal: /dev/null and a pty that is not
+// are refused (said once, as a warning), nobody is asked and nothing is
+// written to them; with `sandboxd run --daemon` under a real controlling
+// terminal (script), the question reaches that terminal and a typed "y"
+// allows (the retry writes the file).
+func TestDaemonTerminal(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		tok := e.daemonToken(socket)
+		out := e.mkdir("out", 0o755)
+		for _, mode := range []string{"null", "pty"} {
+			target := filepath.Join(out, mode+".txt")
+			req, _ := json.Marshal(map[string]any{"argv": []string{"bash", "-c", "echo written > " + target}, "retries": 2,
+				"env": []string{"HOME=" + e.home, "PATH=/usr/bin:/bin"}, "cwd": e.ws, "umask": 0o22})
+			r := e.asIdentity(nil, "/usr/bin/python3", "-c", passClient, socket, tok, mode, string(req))
+			if !strings.Contains(r.stdout, "not your controlling terminal") || strings.Count(r.stdout, `"kind":"warning"`) != 1 {
+				t.Errorf("%s: the refused terminal was not said once:\n%s", mode, r)
+			}
+			if !strings.Contains(r.stdout, `"source":"no-reviewer"`) || !strings.Contains(r.stdout, `"type":"report"`) {
+				t.Errorf("%s: somebody was asked, or no report:\n%s", mode, r)
+			}
+			if mode == "pty" && !strings.Contains(r.stdout, "PTY-BYTES 0") {
+				t.Errorf("the pty that is not the client's terminal was written to:\n%s", r)
+			}
+			if _, err := os.Lstat(target); err == nil {
+				t.Errorf("%s: written without anyone's allow", mode)
+			}
+		}
+		// A real controlling terminal: script(1) gives the client one.
+		target := filepath.Join(out, "tty.txt")
+		cmd := exec.Command("script", "-qfec", binary+" run --daemon -- bash -c 'echo written > "+target+"'", "/dev/null")
+		cmd.Dir = e.ws
+		cmd.Env = []string{"HOME=" + e.home, "PATH=/usr/bin:/bin", "SANDBOXD_SOCKET=" + socket, "TERM=dumb"}
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		if os.Geteuid() == 0 && e.id.uid != 0 {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(e.id.uid), Gid: uint32(e.id.gid), Groups: []uint32{}}
+		}
+		stdin, _ := cmd.StdinPipe()
+		var mu sync.Mutex
+		var screen strings.Builder
+		cmd.Stdout = writerFunc(func(p []byte) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			screen.Write(p)
+			return len(p), nil
+		})
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		seen := func() string { mu.Lock(); defer mu.Unlock(); return screen.String() }
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(seen(), "Allow exactly this, once?"); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				t.Fatalf("no question on the terminal:\n%s", seen())
+			}
+		}
+		stdin.Write([]byte("y\n"))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("sandboxd run --daemon: %v\n%s", err, seen())
+			}
+		case <-time.After(60 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("the run did not end:\n%s", seen())
+		}
+		if b, err := os.ReadFile(target); err != nil || string(b) != "written\n" {
+			t.Errorf("the person's y at the terminal did not land: %q %v\n%s", b, err, seen())
+		}
+		if !strings.Contains(seen(), "target") && !strings.Contains(seen(), "tty.txt") {
+			t.Errorf("the question did not name the boundary:\n%s", seen())
+		}
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

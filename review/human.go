@@ -67,16 +67,24 @@ func (h *Human) Reachable() (bool, string) {
 // noTerminal is the deny when nobody can be asked.
 const noTerminal = "no terminal to ask a person on"
 
-// open opens the terminal anew with flags: File's through /proc (a
-// description of its own, so O_NONBLOCK stays off the client's), else
-// TTY.
+// open opens the terminal anew with flags, or for File, a duplicate of
+// its descriptor (reopening it by name could reach another terminal:
+// /dev/tty is each opener's own). File's description is the one its
+// sender opened for this (a client passes its own open of /dev/tty),
+// so making it non-blocking for the read touches nobody else's.
 func (h *Human) open(flags int) (int, error) {
+	if h.File != nil {
+		fd, err := unix.FcntlInt(h.File.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+		if err == nil && flags&unix.O_NONBLOCK != 0 {
+			if err = unix.SetNonblock(fd, true); err != nil {
+				unix.Close(fd)
+			}
+		}
+		return fd, err
+	}
 	tty := h.TTY
 	if tty == "" {
 		tty = "/dev/tty"
-	}
-	if h.File != nil {
-		tty = fmt.Sprintf("/proc/self/fd/%d", h.File.Fd())
 	}
 	return unix.Open(tty, flags|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 }
