@@ -150,7 +150,9 @@ func relaySignals(ctx context.Context, c *daemon.Client, sigs <-chan os.Signal, 
 // daemonToUse is the daemon a run goes through when neither --daemon
 // nor --no-daemon is given: the one at the socket, when it is there,
 // trusted and answers, and the run needs nothing the daemon cannot do
-// for it yet (pipes to this process; a person asked at this terminal).
+// for it yet: pipes to this process, or a terminal, where a command may
+// read the person's typing (a run through the daemon streams no stdin
+// that is a terminal) and a person may be asked.
 // A socket that is there but not trusted, or a daemon that refuses, is
 // said, and the run stays here.
 func daemonToUse(ctx context.Context, f *runFlags, getenv func(string) string, stderr io.Writer, pipes []*os.File) *daemon.Client {
