@@ -255,39 +255,45 @@ func TestDaemonRunChoosesItAndRelaysSignals(t *testing.T) {
 		if r.code != 0 || r.stdout != "hi\n" || !strings.Contains(r.stderr, "not using the daemon") {
 			t.Fatalf("an untrusted socket: not said, or the run did not stay here\n%s", r)
 		}
+		// Once: the command traps it and goes on to its end. Twice: the
+		// second ends the whole tree, though the command traps both.
 		for _, times := range []int{1, 2} {
 			results := map[string]result{}
 			for _, mode := range []string{"--no-daemon", "--daemon"} {
-				marker := fmt.Sprintf("7.%d%s", times, randHex(3)[:2])
-				marker = strings.Map(func(r rune) rune {
-					if r >= 'a' {
-						return '1'
-					}
-					return r
-				}, marker)
+				marker := fmt.Sprintf("7.%d%d", times, time.Now().UnixNano()%1000)
 				started := func(p *os.Process) {
-					// The command's sleep, not this client, whose command
-					// line names it too.
+					// The command's sleep itself: the client's and bash's
+					// command lines name it too, and bash's exists before
+					// its trap is set.
 					for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-						if len(slices.DeleteFunc(processesWith("sleep "+marker), func(pid int) bool { return pid == p.Pid })) > 0 {
+						if slices.ContainsFunc(processesWith("sleep "+marker), func(pid int) bool {
+							b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+							return string(b) == "sleep\x00"+marker+"\x00"
+						}) {
 							break
 						}
 					}
 					for range times {
 						p.Signal(syscall.SIGINT)
-						time.Sleep(50 * time.Millisecond)
+						time.Sleep(300 * time.Millisecond)
 					}
 				}
-				results[mode] = e.sandboxdOpts(runOpts{env: vars, noReport: true, started: started}, "run", mode, "-c",
-					"trap 'echo trapped' INT; sleep "+marker+" & wait $!; echo after")
+				script := "trap 'echo trapped' INT; sleep " + marker + " & wait $!; echo after"
+				if times == 2 {
+					script = "trap 'echo trapped' INT; while :; do sleep " + marker + " & wait $!; done"
+				}
+				results[mode] = e.sandboxdOpts(runOpts{env: vars, noReport: true, started: started}, "run", mode, "-c", script)
 				noSurvivors(t, "sleep "+marker)
 			}
 			here, there := results["--no-daemon"], results["--daemon"]
-			if here.code != there.code || here.stdout != there.stdout {
-				t.Errorf("SIGINT x%d: here and through the daemon differ\n--- here\n%s--- daemon\n%s", times, here, there)
+			if here.code != there.code || !strings.HasPrefix(there.stdout, "trapped\n") || !strings.HasPrefix(here.stdout, "trapped\n") {
+				t.Errorf("SIGINT x%d: here and through the daemon differ, or the command did not get the first\n--- here\n%s--- daemon\n%s", times, here, there)
 			}
-			if times == 1 && !strings.Contains(there.stdout, "trapped") {
-				t.Errorf("one SIGINT did not reach the command through the daemon\n%s", there)
+			if times == 1 && (here.stdout != "trapped\nafter\n" || here.code != 0) {
+				t.Errorf("one SIGINT ended the command\n%s", here)
+			}
+			if times == 2 && here.code == 0 {
+				t.Errorf("two SIGINTs did not end the command\n%s", here)
 			}
 		}
 	})
