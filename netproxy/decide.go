@@ -310,10 +310,11 @@ func (p *Proxy) dialPermit(ctx context.Context, pm *permit, network, addr string
 			return nil, &refusalError{metadataRefusal(pm.dest)}
 		}
 	}
-	d := net.Dialer{Timeout: p.lim.DialTimeout}
 	var last error
 	for _, a := range loopbackBoth(pm.addrs) {
-		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, pm.dest.Port).String())
+		dctx, cancel := context.WithTimeout(ctx, p.lim.DialTimeout)
+		c, err := p.cfg.Dial(dctx, "tcp", netip.AddrPortFrom(a, pm.dest.Port).String())
+		cancel()
 		if err == nil {
 			return p.upstream(pm, c)
 		}

@@ -97,6 +97,10 @@
 // by decide, and refuses without one. The plain-HTTP transport's
 // DialContext and the CONNECT dial are that dialer; the transport never
 // reads the proxy process's own HTTP(S)_PROXY and never dials TLS.
+// The socket itself comes from Config.Dial, which the default resolver
+// uses for its queries too: a daemon makes every connection of a
+// caller's run as that caller (session gives it fsid.Dialer), so a host
+// firewall's owner rules see the caller, never root.
 // Addresses for
 // which Config.Reserved reports true (sandboxd's own listeners), and
 // cloud metadata endpoints (netdest.Metadata, by name or address), are

@@ -79,9 +79,16 @@ type Config struct {
 	// Token is the run's credential (required). Clients authenticate
 	// with Proxy-Authorization: Basic base64("sandboxd:"+Token).
 	Token string
-	// Resolver looks up allowed names; nil is &net.Resolver{} (the
-	// host's resolver, /etc/hosts included).
+	// Resolver looks up allowed names; nil is the host's resolver
+	// (/etc/hosts included): &net.Resolver{}, or, when Dial is set, Go's
+	// own resolver whose queries Dial makes.
 	Resolver Resolver
+	// Dial makes every connection the proxy opens to the network: the
+	// upstream dials (to one checked address, "tcp" and an IP:port) and
+	// the default Resolver's queries. A daemon gives it the caller's
+	// identity, so that a host firewall sees the caller's connections as
+	// the caller's (fsid.Dialer). nil is a net.Dialer's.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Reserved reports sandboxd's own listeners: never dialled whatever
 	// the decider says (403, source "hard-deny"). nil reserves nothing.
 	Reserved func(netip.AddrPort) bool
@@ -197,7 +204,12 @@ func New(cfg Config) (*Proxy, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	if p.resolver == nil {
-		p.resolver = &net.Resolver{}
+		// With Dial set, the lookups go through it too; the host's C
+		// library resolver would ask with the process's identity.
+		p.resolver = &net.Resolver{PreferGo: cfg.Dial != nil, Dial: cfg.Dial}
+	}
+	if p.cfg.Dial == nil {
+		p.cfg.Dial = (&net.Dialer{}).DialContext
 	}
 	p.base, p.cancel = context.WithCancel(context.Background())
 	p.tr = p.newTransport()

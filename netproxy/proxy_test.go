@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -535,5 +536,64 @@ func TestMetadataNeverDialled(t *testing.T) {
 	}
 	if o.hits.Load() != 0 {
 		t.Errorf("the origin behind a metadata name was reached %d times", o.hits.Load())
+	}
+}
+
+// TestConfigDial: every upstream connection, plain HTTP and CONNECT,
+// is made by Config.Dial (a daemon's dials as the caller), to exactly
+// the checked address; a Dial that fails reaches nothing; the default
+// resolver's queries go through Dial too.
+func TestConfigDial(t *testing.T) {
+	o := newOrigin(t)
+	dec := newFakeDecider("127.0.0.1:"+o.port(), "name.test:"+o.port())
+	var mu sync.Mutex
+	var dials []string
+	fail := false
+	h := newHarness(t, dec, func(c *Config, _ *Dialer) {
+		c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			dials = append(dials, network+" "+addr)
+			f := fail
+			mu.Unlock()
+			if f {
+				return nil, errors.New("refused by the test")
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+	})
+	h.res.add("name.test", "127.0.0.1")
+	if code, body, _ := httpGet(t, h, "http://name.test:"+o.port()+"/"); code != 200 {
+		t.Fatalf("GET: %d %q", code, body)
+	}
+	c, _, err := h.connect("127.0.0.1:" + o.port())
+	if err != nil {
+		t.Fatalf("CONNECT: %v", err)
+	}
+	c.Close()
+	mu.Lock()
+	want := "tcp 127.0.0.1:" + o.port()
+	if len(dials) != 2 || dials[0] != want || dials[1] != want {
+		t.Errorf("Dial was asked %q, want %q twice", dials, want)
+	}
+	fail = true
+	mu.Unlock()
+	hits := o.hits.Load()
+	if code, body, _ := httpGet(t, h, "http://127.0.0.1:"+o.port()+"/again"); code != 502 {
+		t.Errorf("GET with a failing Dial: %d %q", code, body)
+	}
+	if o.hits.Load() != hits {
+		t.Error("the origin was reached without Dial")
+	}
+
+	p, err := New(Config{Decider: dec, Token: testToken, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("no")
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if r, ok := p.resolver.(*net.Resolver); !ok || r.Dial == nil || !r.PreferGo {
+		t.Errorf("with Dial set, the default resolver is %#v: its queries would not go through Dial", p.resolver)
 	}
 }
