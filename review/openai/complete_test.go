@@ -6,9 +6,12 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -520,5 +523,55 @@ func TestFaultMessages(t *testing.T) {
 		if !strings.Contains(f.Error(), strconv.Itoa(418)) && (class == ClassAuth || class == ClassHTTPStatus || class == ClassServer) {
 			t.Errorf("%s: status missing from %q", class, f.Error())
 		}
+	}
+}
+
+// TestDialAndProxy: the client of its own connects only through
+// Config.Dial, to the endpoint or to the proxy Config.Proxy names, and
+// never through the process's own proxy variables (in a daemon they are
+// root's, not the caller's).
+func TestDialAndProxy(t *testing.T) {
+	checkGoroutines(t)
+	f := newFake(t, answerWith(allowJSON))
+	envProxy := newFake(t, answerWith(allowJSON))
+	t.Setenv("HTTP_PROXY", envProxy.srv.URL)
+	t.Setenv("http_proxy", envProxy.srv.URL)
+	real := strings.TrimPrefix(f.srv.URL, "http://")
+	var mu sync.Mutex
+	var dials []string
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials = append(dials, network+" "+addr)
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, real) // model.test is f
+	}
+	c := newTestClient(t, "http://model.test/v1", Config{Dial: dial})
+	if _, err := c.Complete(deadline(t, 5*time.Second), sysPrompt, userMsg, nil); err != nil {
+		t.Fatalf("Complete through Dial: %v", err)
+	}
+	proxied := newTestClient(t, "http://model.test/v1", Config{Dial: dial, Proxy: func(*http.Request) (*url.URL, error) {
+		return url.Parse("http://proxy.test:3128")
+	}})
+	if _, err := proxied.Complete(deadline(t, 5*time.Second), sysPrompt, userMsg, nil); err != nil {
+		t.Fatalf("Complete through the caller's proxy: %v", err)
+	}
+	mu.Lock()
+	if want := []string{"tcp model.test:80", "tcp proxy.test:3128"}; !slices.Equal(dials, want) {
+		t.Errorf("Dial was asked %q, want %q", dials, want)
+	}
+	mu.Unlock()
+	if f.requests() != 2 || envProxy.requests() != 0 {
+		t.Errorf("endpoint got %d requests (want 2), the process's HTTP_PROXY %d (want 0)", f.requests(), envProxy.requests())
+	}
+	refused := newTestClient(t, f.url(), Config{Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("refused by the test")
+	}})
+	_, err := refused.Complete(deadline(t, 2*time.Second), sysPrompt, userMsg, nil)
+	if fl := asFault(t, err); fl.Class != ClassConnection {
+		t.Errorf("fault = %q, want connection", fl.Class)
+	}
+	if f.requests() != 2 {
+		t.Errorf("a Dial that refuses still reached the endpoint")
 	}
 }

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -36,8 +38,18 @@ type Config struct {
 	StructuredOutput string         // "auto" (""), "json_schema" or "json_object"
 	Schema           map[string]any // the verdict's JSON schema, sent as a strict json_schema named "verdict"
 	MaxBody          int64          // largest response body read (0: 1 MiB); larger is a fault
-	HTTPClient       *http.Client   // nil: a client of its own (proxy from the environment)
-	Logger           *slog.Logger   // nil: no logs; debug lines carry only fault class and status
+	HTTPClient       *http.Client   // nil: a client of its own, with Dial and Proxy
+	// Dial makes every connection the client of its own opens, to the
+	// endpoint or to its proxy (nil: a net.Dialer's). A daemon gives it
+	// the caller's identity (fsid.Dialer), so that a host firewall sees
+	// the caller's connections, and refuses its own listeners there.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy names the proxy for a request, as the caller's environment
+	// says (http.ProxyFromEnvironment's rules over the caller's HTTP_PROXY,
+	// HTTPS_PROXY and NO_PROXY); nil: none. The process's own environment
+	// is never read: in a daemon it is not the caller's.
+	Proxy  func(*http.Request) (*url.URL, error)
+	Logger *slog.Logger // nil: no logs; debug lines carry only fault class and status
 }
 
 // Client sends reviews to one endpoint; it is safe for concurrent use.
@@ -61,7 +73,7 @@ func New(cfg Config) (*Client, error) {
 	if err := checkConfig(&cfg); err != nil {
 		return nil, err
 	}
-	hc := httpClient(cfg.HTTPClient, cfg.MaxBody)
+	hc := httpClient(cfg, cfg.MaxBody)
 	opts := []option.RequestOption{
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(hc),

@@ -15,10 +15,13 @@
 //   - return content it could not fully vouch for: every fault (timeout,
 //     refusal, truncation, oversized or non-JSON body, empty answer, content
 //     the caller's validate rejects) is an error, and callers deny on error;
-//   - read OPENAI_* from the environment (the SDK's NewClient would: the
-//     endpoint and key are only what Config says), follow a redirect to
-//     another origin, or log the API key or a prompt (debug logs carry the
-//     fault class and HTTP status only);
+//   - read the process's environment: not OPENAI_* (the SDK's NewClient
+//     would: the endpoint and key are only what Config says), nor the
+//     proxy variables (Config.Proxy is the caller's; in a daemon the
+//     process's environment is root's), nor open a connection but through
+//     Config.Dial when it is set (a daemon's connects as the caller);
+//   - follow a redirect to another origin, or log the API key or a prompt
+//     (debug logs carry the fault class and HTTP status only);
 //   - import any other package of sandboxd's.
 //
 // Of sandboxd's packages it imports none.

@@ -1,11 +1,13 @@
 package openai
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -73,15 +75,15 @@ func (b *limitBody) Read(p []byte) (int, error) {
 
 func (b *limitBody) Close() error { return b.rc.Close() }
 
-// httpClient returns the client Complete uses: base (or a new one of ours)
-// with its transport wrapped in limitTransport and redirects kept on the
-// request's own origin. base itself is not modified.
-func httpClient(base *http.Client, maxBody int64) *http.Client {
+// httpClient returns the client Complete uses: cfg.HTTPClient (or a new
+// one of ours) with its transport wrapped in limitTransport and redirects
+// kept on the request's own origin. cfg.HTTPClient itself is not modified.
+func httpClient(cfg Config, maxBody int64) *http.Client {
 	var c http.Client
-	if base != nil {
-		c = *base
+	if cfg.HTTPClient != nil {
+		c = *cfg.HTTPClient
 	} else {
-		c.Transport = newTransport()
+		c.Transport = newTransport(cfg.Dial, cfg.Proxy)
 	}
 	next := c.Transport
 	if next == nil {
@@ -92,13 +94,20 @@ func httpClient(base *http.Client, maxBody int64) *http.Client {
 	return &c
 }
 
-// newTransport is the transport of a client of our own: the process's
-// proxy environment honoured like any CLI, bounded dial, TLS and headers;
-// the whole exchange is bounded by the caller's ctx.
-func newTransport() *http.Transport {
+// newTransport is the transport of a client of our own: the caller's
+// dialer and proxy (never the process's environment), bounded dial, TLS
+// and headers; the whole exchange is bounded by the caller's ctx.
+func newTransport(dial func(context.Context, string, string) (net.Conn, error), proxy func(*http.Request) (*url.URL, error)) *http.Transport {
+	if dial == nil {
+		dial = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
 	return &http.Transport{
-		Proxy:                  http.ProxyFromEnvironment,
-		DialContext:            (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: proxy,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			defer cancel()
+			return dial(ctx, network, addr)
+		},
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
 		MaxIdleConns:           4,
@@ -106,6 +115,9 @@ func newTransport() *http.Transport {
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 }
+
+// dialTimeout bounds one connect (name lookup included).
+const dialTimeout = 10 * time.Second
 
 // sameOrigin refuses a redirect that leaves the original scheme and host
 // (the Authorization header must not travel), then defers to next.
