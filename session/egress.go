@@ -118,9 +118,11 @@ func netLimits(n policy.Network) netproxy.Limits {
 // newProxy builds the run's proxy; its decider is the run's broker.
 func (st *run) newProxy() (*netproxy.Proxy, error) {
 	n := st.plan.policy.Network
+	// Every connection the proxy makes for the run is the caller's.
+	dial := dialer(st.caller, st.r.reserved).DialContext
 	var res netproxy.Resolver
 	if n.Resolver != "" {
-		res = dnsServer(n.Resolver)
+		res = dnsServer(n.Resolver, dial)
 	}
 	scope := netproxy.ScopeRun
 	if n.GrantScope == policy.ScopeConnection {
@@ -128,15 +130,15 @@ func (st *run) newProxy() (*netproxy.Proxy, error) {
 	}
 	return netproxy.New(netproxy.Config{
 		Decider: egressDecider{st}, Token: st.plan.egress.token, Resolver: res,
-		Reserved: st.r.reserved, Scope: scope, Limits: netLimits(n), Log: st.r.log,
+		Reserved: st.r.reserved, Scope: scope, Limits: netLimits(n), Log: st.r.log, Dial: dial,
 	})
 }
 
-// dnsServer is a resolver that asks only the DNS server at addr.
-func dnsServer(addr string) *net.Resolver {
+// dnsServer is a resolver that asks only the DNS server at addr, through
+// dial (as the caller).
+func dnsServer(addr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
+		return dial(ctx, network, addr)
 	}}
 }
 

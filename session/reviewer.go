@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/sandboxd/sandboxd/broker"
@@ -47,6 +49,15 @@ type ModelConfig struct {
 	// Earlier, Recent and Stated are the job's evidence (see Job).
 	Earlier, Recent []string
 	Stated          string
+	// Dial makes the model client's connections, to the endpoint or its
+	// proxy: as the caller (fsid.Dialer), so a host firewall's owner
+	// rules see the caller, and, in a run, never to sandboxd's own
+	// listeners (Config.Reserved).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Proxy is the proxy the caller's environment names for a URL (nil:
+	// none), by http.ProxyFromEnvironment's rules: the client must never
+	// read the process's own, which in a daemon is root's.
+	Proxy func(*url.URL) (*url.URL, error)
 }
 
 // ModelFactory builds the model reviewer (the front end supplies it: the
@@ -87,7 +98,8 @@ func (st *run) noteReviewer() {
 // ok is false when no model is named (an API key alone sends nothing).
 func modelConfig(c Caller, rev policy.Review, envDeny, envAllow []string) (ModelConfig, bool) {
 	get := c.Getenv
-	cfg := ModelConfig{BaseURL: rev.BaseURL, Model: rev.Model, Review: rev}
+	cfg := ModelConfig{BaseURL: rev.BaseURL, Model: rev.Model, Review: rev,
+		Dial: dialer(c, nil).DialContext, Proxy: callerProxy(c)}
 	if cfg.Model == "" {
 		cfg.Model = get("SANDBOXD_MODEL")
 	}
@@ -155,6 +167,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.Layout().Own()...)
 	cfg.Earlier, cfg.Recent, cfg.Stated = j.Earlier, j.Recent, j.Stated
 	cfg.OpenView = r.viewOpener(p.spec)
+	cfg.Dial = dialer(c, r.reserved).DialContext
 	m, err := r.models(cfg)
 	if err != nil {
 		return nil, nil, info, publicerr.Wrap(err, "the model reviewer could not be set up: "+publicerr.Message(err, "see -v"))

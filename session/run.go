@@ -66,8 +66,9 @@ type Config struct {
 	// Auditor records every decision and grant event (nil: none).
 	Auditor broker.Auditor
 	// Reserved are sandboxd's own listeners (the daemon's, metrics, the
-	// approvals page): no run's proxy connects to them, whatever the
-	// rules say.
+	// approvals page): no run's proxy, resolver or model reviewer
+	// connects to them, whatever the rules say, at any of the host's
+	// own addresses (ownListener).
 	Reserved []netip.AddrPort
 	// Hidden are sandboxd's own paths outside the caller's directories
 	// (the daemon's socket directory, where the callers' tokens are): no
@@ -110,9 +111,8 @@ type Runner struct {
 
 // New returns a Runner.
 func New(cfg Config) *Runner {
-	reserved := slices.Clone(cfg.Reserved)
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
-		reserved: func(a netip.AddrPort) bool { return slices.Contains(reserved, a) }, models: cfg.Models,
+		reserved: ownListener(cfg.Reserved), models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden)}
 	if r.sandbox == nil {
 		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log)}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"slices"
 	"time"
 
@@ -24,6 +26,7 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 			BaseURL: cfg.BaseURL, Model: cfg.Model, APIKey: cfg.Key,
 			MaxOutputTokens: int(r.MaxOutputTokens), ReasoningEffort: r.ReasoningEffort,
 			StructuredOutput: r.StructuredOutput, Schema: review.VerdictSchema(), Logger: log,
+			Dial: cfg.Dial, Proxy: requestProxy(cfg.Proxy),
 		})
 		if err != nil {
 			return nil, publicerr.Wrap(err, "the model reviewer's configuration is invalid (check [review] in your policy; run with -v to log why)")
@@ -55,6 +58,15 @@ func openView(open func(context.Context) (*evidence.Client, error)) func(context
 		}
 		return c, nil
 	}
+}
+
+// requestProxy adapts the caller's proxy rule to net/http's (nil stays
+// nil: no proxy).
+func requestProxy(proxy func(*url.URL) (*url.URL, error)) func(*http.Request) (*url.URL, error) {
+	if proxy == nil {
+		return nil
+	}
+	return func(r *http.Request) (*url.URL, error) { return proxy(r.URL) }
 }
 
 // completer adapts the client to review.Completer; its faults carry
