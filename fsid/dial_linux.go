@@ -149,7 +149,12 @@ func partialDeadline(ctx context.Context, left int) (context.Context, context.Ca
 func dialOne(ctx context.Context, id ID, sotype int, ap netip.AddrPort) (net.Conn, error) {
 	domain, sa := sockaddr(ap)
 	var fd int
-	err := Do(id, func() error {
+	// The ids without the umask: a socket is no file on disk, and a
+	// file-system context of the thread's own (unshare) is not free.
+	err := onThread(func() error {
+		if err := become(id, false); err != nil {
+			return err
+		}
 		var err error
 		fd, err = unix.Socket(domain, sotype|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 		if err != nil {
