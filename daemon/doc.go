@@ -4,7 +4,10 @@
 // use to reach it. An exec runs through session.Runner for the caller:
 // its ids from the kernel, its environment, directory and umask from the
 // request (HOME must be its own), streamed back as NDJSON, ended with
-// the client's connection.
+// the client's connection. What the run connects to for the caller
+// (its proxy's upstream and resolver, the model reviewer) session
+// connects to as the caller (session/dial.go, fsid.Dialer): a host
+// firewall's owner rules see the caller's uid, not the daemon's.
 //
 // Callers are identified by the kernel, never by what they say: the
 // peer's credentials when it connected (SO_PEERCRED, SO_PEERGROUPS) and,

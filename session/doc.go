@@ -11,7 +11,11 @@
 // serve`, package daemon). It never prints: progress
 // reaches the front end as Events (text on stderr for `run`, NDJSON for a
 // daemon, a tool result for MCP). A Runner is safe for concurrent use;
-// each Run owns its own plan, broker and report.
+// each Run owns its own plan, broker and report. Every connection it
+// opens for a caller (the proxy's upstream dials and resolver, the model
+// reviewer's calls and their proxy) is made as that caller (dial.go:
+// fsid.Dialer) and never reaches sandboxd's own listeners
+// (Config.Reserved).
 //
 // Of sandboxd's packages it imports only boundary, broker, cachedir,
 // credfile, credstore, envlist, evidence, fsid, grants, layer, netdest,
