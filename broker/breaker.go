@@ -61,6 +61,36 @@ func (b *Breaker) file(session string) string {
 	return filepath.Join(b.dir, hex.EncodeToString(sum[:12]))
 }
 
+// read is the session's state as it is. It creates nothing, neither
+// the directory nor the lock: a reader (sessions/{id}, a decision)
+// leaves the state as it found it, and the file is only ever replaced
+// whole (atomicfile), so a read needs no lock.
+func (b *Breaker) read(session string) (st breakerState, err error) {
+	err = b.do(func() (err error) {
+		st, err = b.load(b.file(session))
+		return err
+	})
+	return st, err
+}
+
+// load reads the state file of base (none: a fresh session).
+func (b *Breaker) load(base string) (breakerState, error) {
+	var st breakerState
+	b1, err := os.ReadFile(base + ".json")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return st, fmt.Errorf("broker: breaker state: %w", err)
+	default:
+		if err := json.Unmarshal(b1, &st); err != nil {
+			// A damaged state file fails closed: locked until a human
+			// lifts it.
+			st = breakerState{Locked: true, LockedAt: b.now(), Reason: "breaker state unreadable"}
+		}
+	}
+	return st, nil
+}
+
 // update runs f on the session's state under the lock and saves it.
 func (b *Breaker) update(session string, f func(*breakerState)) (st breakerState, err error) {
 	err = b.do(func() (err error) {
@@ -84,21 +114,9 @@ func (b *Breaker) updateHere(session string, f func(*breakerState)) (breakerStat
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		return breakerState{}, fmt.Errorf("broker: breaker lock: %w", err)
 	}
-	var st breakerState
-	b1, err := os.ReadFile(base + ".json")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return st, fmt.Errorf("broker: breaker state: %w", err)
-	default:
-		if err := json.Unmarshal(b1, &st); err != nil {
-			// A damaged state file fails closed: locked until a human
-			// lifts it.
-			st = breakerState{Locked: true, LockedAt: b.now(), Reason: "breaker state unreadable"}
-		}
-	}
-	if f == nil {
-		return st, nil
+	st, err := b.load(base)
+	if err != nil {
+		return st, err
 	}
 	f(&st)
 	out, _ := json.Marshal(st)
@@ -110,7 +128,7 @@ func (b *Breaker) updateHere(session string, f func(*breakerState)) (breakerStat
 
 // Locked reports whether the session is locked down and why.
 func (b *Breaker) Locked(session string) (bool, string, error) {
-	st, err := b.update(session, nil)
+	st, err := b.read(session)
 	return st.Locked, st.Reason, err
 }
 
@@ -118,7 +136,7 @@ func (b *Breaker) Locked(session string) (bool, string, error) {
 // before it locks (0 when it is locked): a lower bound, since denials
 // leaving the window are not counted.
 func (b *Breaker) Headroom(session string) (int, error) {
-	st, err := b.update(session, nil)
+	st, err := b.read(session)
 	if err != nil || st.Locked {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,6 +153,47 @@ func TestBreakerLocksAndPersists(t *testing.T) {
 	}
 	if d := newBroker(nil).Decide(context.Background(), fsReq("write_file", "/opt/ok")).Decision; d.Outcome != Allow || d.Source != SourcePolicy {
 		t.Fatalf("after lift: %+v", d)
+	}
+}
+
+// Reading a session's breaker (sessions/{id}, a decision) creates and
+// changes nothing: no directory, no lock file, for a session never seen
+// or one with state; and what it reads is the state Record left.
+func TestBreakerReadCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "breaker")
+	br := NewBreaker(dir)
+	if locked, _, err := br.Locked("fresh"); err != nil || locked {
+		t.Fatalf("a fresh session: locked %v, %v", locked, err)
+	}
+	if n, err := br.Headroom("fresh"); err != nil || n != breakerConsecutive {
+		t.Fatalf("a fresh session's headroom: %d, %v", n, err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("reading a fresh session made its directory: %v", err)
+	}
+	for range breakerConsecutive {
+		if _, err := br.Record("s", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.ReadDir(dir)
+	for _, s := range []string{"s", "other", "..", "a\x00b"} {
+		br.Locked(s)
+		br.Headroom(s)
+	}
+	after, _ := os.ReadDir(dir)
+	if len(after) != len(before) {
+		t.Fatalf("reads made files: %d entries before, %d after", len(before), len(after))
+	}
+	if locked, why, _ := br.Locked("s"); !locked || why == "" {
+		t.Fatalf("the tripped session reads unlocked (%q)", why)
+	}
+	if n, _ := br.Headroom("s"); n != 0 {
+		t.Fatalf("the tripped session's headroom %d", n)
+	}
+	os.WriteFile(br.file("damaged")+".json", []byte("{"), 0o600)
+	if locked, _, _ := br.Locked("damaged"); !locked {
+		t.Fatal("a damaged state file reads unlocked")
 	}
 }
 
@@ -392,7 +434,7 @@ func TestAuditorHook(t *testing.T) {
 				t.Fatalf("events %+v", aud.events)
 			}
 			// The deny an unrecorded allow became is counted.
-			st, _ := br.update("s", nil)
+			st, _ := br.read("s")
 			if got := st.Recent[len(st.Recent)-1]; got != (tc.outcome == Deny) {
 				t.Fatalf("breaker counted denied=%v", got)
 			}
