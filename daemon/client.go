@@ -121,6 +121,9 @@ func Connect(ctx context.Context, socket string, uid int) (*Client, error) {
 	if err := TrustedSocket(socket); err != nil {
 		return nil, err
 	}
+	// The path checked is the clean one: dial it, not socket as given,
+	// where a ".." after a symlink of another user's leads elsewhere.
+	socket = filepath.Clean(socket)
 	c := &Client{socket: socket, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

@@ -1,12 +1,16 @@
 package daemon
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -129,5 +133,59 @@ func TestPeerOfSocketpair(t *testing.T) {
 	groups, _ := os.Getgroups()
 	if p.UID != os.Getuid() || p.GID != os.Getgid() || p.PID != os.Getpid() || p.Nested || len(p.Groups) != len(groups) {
 		t.Errorf("peer %+v (groups %v)", p, groups)
+	}
+}
+
+// Connect talks to the socket it checked: SANDBOXD_SOCKET as given may
+// hold a ".." after a symlink of another user's, which the check's clean
+// path does not follow and the kernel does.
+func TestConnectDialsTheCheckedPath(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the sockets must be root's")
+	}
+	d := testDir(t)
+	os.MkdirAll(filepath.Join(d, "run"), 0o755)
+	tok := filepath.Join(d, "run", "tok")
+	os.WriteFile(tok, []byte("good\n"), 0o600)
+	good, err := net.Listen("unix", filepath.Join(d, "run", "d.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"path": tok})
+	})}
+	go srv.Serve(good)
+	t.Cleanup(func() { srv.Close() })
+	// Another user's: a directory anyone may write, a symlink in it, and
+	// a socket where the kernel's reading of the path ends.
+	os.MkdirAll(filepath.Join(d, "evil", "x", "y"), 0o755)
+	os.MkdirAll(filepath.Join(d, "evil", "run"), 0o755)
+	os.Mkdir(filepath.Join(d, "open"), 0o777)
+	os.Chmod(filepath.Join(d, "open"), 0o777)
+	os.Symlink(filepath.Join(d, "evil", "x", "y"), filepath.Join(d, "open", "a"))
+	evil, err := net.Listen("unix", filepath.Join(d, "evil", "run", "d.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var heard atomic.Int32
+	go func() {
+		for {
+			c, err := evil.Accept()
+			if err != nil {
+				return
+			}
+			heard.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { evil.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, d+"/open/a/../../run/d.sock", 0)
+	if heard.Load() != 0 {
+		t.Fatalf("the client dialled the socket the kernel found, not the one it checked (%d connections)", heard.Load())
+	}
+	if err != nil || c.token != "good" {
+		t.Fatalf("Connect: %v", err)
 	}
 }
