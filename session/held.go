@@ -32,8 +32,13 @@ type Retry struct {
 	ExpiresInMS int64 `json:"expires_in_ms"`
 }
 
-// DefaultMaxHeld bounds the attempts held for one caller at a time.
-const DefaultMaxHeld = 64
+// Bounds on what one caller's held attempts keep: how many, and how many
+// bytes their layers hold together (each layer is a tmpfs: memory no
+// process accounts for while it waits).
+const (
+	DefaultMaxHeld      = 16
+	DefaultMaxHeldBytes = 1 << 30
+)
 
 // ErrNotHeld is a presentation of grants that no held attempt of this
 // caller and job waits on.
@@ -43,8 +48,10 @@ var ErrNotHeld = errors.New("no held attempt for these grants")
 type heldSet struct {
 	mu      sync.Mutex
 	byToken map[string]*heldRun
-	perUID  map[int]int // held runs, and slots reserved for them
+	perUID  map[int]int   // held runs, and slots reserved for them
+	bytes   map[int]int64 // the bytes their layers hold
 	max     int
+	maxB    int64
 }
 
 // heldRun is one parked run.
@@ -52,34 +59,40 @@ type heldRun struct {
 	st     *run
 	tokens []string
 	key    string
-	timer  *time.Timer
+	bytes  int64
+	timer  *time.Timer // set under the set's mu
 }
 
-// reserve takes a slot for uid's next held run, if it has one left.
-func (h *heldSet) reserve(uid int) bool {
+// reserve takes a slot, and n bytes, for uid's next held run, if it has
+// them left.
+func (h *heldSet) reserve(uid int, n int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.perUID[uid] >= h.max {
+	if h.perUID[uid] >= h.max || h.bytes[uid]+n > h.maxB {
 		return false
 	}
 	if h.perUID == nil {
-		h.perUID = map[int]int{}
+		h.perUID, h.bytes = map[int]int{}, map[int]int64{}
 	}
 	h.perUID[uid]++
+	h.bytes[uid] += n
 	return true
 }
 
-// unreserve gives a slot back.
-func (h *heldSet) unreserve(uid int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// unreserveLocked gives a slot and n bytes back.
+func (h *heldSet) unreserveLocked(uid int, n int64) {
 	if h.perUID[uid]--; h.perUID[uid] <= 0 {
 		delete(h.perUID, uid)
 	}
+	if h.bytes[uid] -= n; h.bytes[uid] <= 0 {
+		delete(h.bytes, uid)
+	}
 }
 
-// add parks hr in its reserved slot.
-func (h *heldSet) add(hr *heldRun) {
+// add parks hr in its reserved slot until ttl, when expire runs (unless
+// it was taken before). The timer starts under the lock: of the expiry
+// and a presentation, whichever takes hr first finds it parked.
+func (h *heldSet) add(hr *heldRun, ttl time.Duration, expire func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.byToken == nil {
@@ -88,6 +101,7 @@ func (h *heldSet) add(hr *heldRun) {
 	for _, t := range hr.tokens {
 		h.byToken[t] = hr
 	}
+	hr.timer = time.AfterFunc(ttl, expire)
 }
 
 // removeLocked unparks hr; it reports whether hr was parked (of an
@@ -99,9 +113,7 @@ func (h *heldSet) removeLocked(hr *heldRun) bool {
 	for _, t := range hr.tokens {
 		delete(h.byToken, t)
 	}
-	if h.perUID[hr.st.caller.UID]--; h.perUID[hr.st.caller.UID] <= 0 {
-		delete(h.perUID, hr.st.caller.UID)
-	}
+	h.unreserveLocked(hr.st.caller.UID, hr.bytes)
 	hr.timer.Stop()
 	return true
 }
@@ -181,10 +193,6 @@ func sameSet(a, b []string) bool {
 // the run parks when Run returns (settle). Without room, it says so and
 // the run ends as when no retry follows.
 func (st *run) offer(granted []allowed) bool {
-	if !st.r.held.reserve(st.caller.UID) {
-		st.warn("the retry is not held: you have too many attempts waiting for their retry; the grants are revoked and this attempt's changes are kept")
-		return false
-	}
 	tokens := make([]string, len(granted))
 	ttl := time.Duration(-1)
 	for i, g := range granted {
@@ -193,9 +201,24 @@ func (st *run) offer(granted []allowed) bool {
 			ttl = left
 		}
 	}
-	st.offered = granted
+	if ttl <= 0 {
+		// Expired already (the command ran past its grants' life): no
+		// retry could use them.
+		st.mu.Lock()
+		for _, g := range granted {
+			st.rep.Boundaries[g.at].Grant = "expired"
+		}
+		st.mu.Unlock()
+		return false
+	}
+	used, err := st.pending.Used()
+	if err != nil || !st.r.held.reserve(st.caller.UID, used) {
+		st.warn("the retry is not held: your attempts waiting for their retry hold too many, or too large, changes; the grants are revoked and this attempt's changes are kept")
+		return false
+	}
+	st.offered, st.heldBytes = granted, used
 	st.unused = nil // the front end's now
-	st.rep.Retry = &Retry{Grants: tokens, ExpiresInMS: max(ttl, 0).Milliseconds()}
+	st.rep.Retry = &Retry{Grants: tokens, ExpiresInMS: ttl.Milliseconds()}
 	st.ev.Event(Event{Kind: KindHeld, Attempt: st.attempt})
 	return true
 }
@@ -208,14 +231,13 @@ func (r *Runner) settle(st *run, rep *Report, err error) (*Report, error) {
 		return rep, err
 	}
 	shown := st.rep.snapshot()
-	hr := &heldRun{st: st, tokens: st.rep.Retry.Grants, key: resumeKey(st.caller, st.job)}
+	hr := &heldRun{st: st, tokens: st.rep.Retry.Grants, key: resumeKey(st.caller, st.job), bytes: st.heldBytes}
 	st.ctx, st.ev = context.WithoutCancel(st.ctx), Discard{}
-	hr.timer = time.AfterFunc(time.Duration(st.rep.Retry.ExpiresInMS)*time.Millisecond, func() {
+	r.held.add(hr, time.Duration(st.rep.Retry.ExpiresInMS)*time.Millisecond, func() {
 		if r.held.remove(hr) {
 			r.end(hr, "expired")
 		}
 	})
-	r.held.add(hr)
 	r.log.Debug("attempt held for the client's retry", "uid", st.caller.UID, "grants", len(hr.tokens))
 	return shown, nil
 }

@@ -216,3 +216,38 @@ func TestHeldBound(t *testing.T) {
 		t.Fatalf("release left %d grants", h.store.Len())
 	}
 }
+
+// A caller's held attempts are bounded in number and in the bytes their
+// layers hold together; another caller has its own room.
+func TestHeldRoom(t *testing.T) {
+	h := heldSet{max: 3, maxB: 100}
+	if !h.reserve(1, 60) || h.reserve(1, 50) || !h.reserve(2, 50) || !h.reserve(1, 40) {
+		t.Fatal("bytes are not bounded per caller")
+	}
+	if h.reserve(1, 0) == false {
+		t.Fatal("a third empty hold found no room")
+	}
+	if h.reserve(1, 0) {
+		t.Fatal("a fourth hold found room")
+	}
+	h.mu.Lock()
+	h.unreserveLocked(1, 60)
+	h.mu.Unlock()
+	if !h.reserve(1, 60) {
+		t.Fatal("the room given back was not taken again")
+	}
+}
+
+// Grants that expired before they could be offered hold nothing: the
+// run ends as without a retry, the grants marked expired.
+func TestHeldNotWhenExpired(t *testing.T) {
+	offset := -broker.DefaultGrantTTL - time.Second
+	h := newHeldWorld(t, func() time.Time { return time.Now().Add(offset) })
+	rep, err := h.r.Run(context.Background(), h.w.caller, holdJob(), nil)
+	if err != nil || rep.Retry != nil || h.store.Len() != 0 || h.r.Held() != 0 {
+		t.Fatalf("err %v retry %+v, %d grants, %d held", err, rep.Retry, h.store.Len(), h.r.Held())
+	}
+	if got := boundaries(rep); !slices.Equal(got, []string{"1 make_reg new-file allow/policy expired"}) {
+		t.Fatalf("boundaries %q", got)
+	}
+}

@@ -84,9 +84,11 @@ type Config struct {
 	// command sees them. Nil: it reads none.
 	EvidenceReader []string
 	Log            *slog.Logger
-	// MaxHeld bounds the attempts held for one caller's retries
-	// (Job.Hold; 0: DefaultMaxHeld).
-	MaxHeld int
+	// MaxHeld and MaxHeldBytes bound the attempts held for one caller's
+	// retries (Job.Hold), and the bytes their layers hold together (0:
+	// DefaultMaxHeld, DefaultMaxHeldBytes).
+	MaxHeld      int
+	MaxHeldBytes int64
 	// CrashAt names a commit failpoint at which the process kills itself
 	// (layer.Options.CrashAt): crash tests only. It is the process's
 	// own setting, never a request's: only cmd/sandboxd built with the
@@ -120,9 +122,12 @@ func New(cfg Config) *Runner {
 	if r.grants == nil {
 		r.grants = grants.NewStore()
 	}
-	r.held.max = cfg.MaxHeld
+	r.held.max, r.held.maxB = cfg.MaxHeld, cfg.MaxHeldBytes
 	if r.held.max <= 0 {
 		r.held.max = DefaultMaxHeld
+	}
+	if r.held.maxB <= 0 {
+		r.held.maxB = DefaultMaxHeldBytes
 	}
 	return r
 }
@@ -159,8 +164,10 @@ type run struct {
 	netReviews    int64
 	netReviewWait time.Duration
 	// offered are the grants a held retry waits on (Job.Hold): while
-	// set, the run is parked in the Runner's held set with its layer.
-	offered []allowed
+	// set, the run is parked in the Runner's held set with its layer,
+	// which holds heldBytes.
+	offered   []allowed
+	heldBytes int64
 }
 
 // Run runs job for caller and returns its report. An error means
