@@ -105,13 +105,34 @@ func (c *Client) execHTTP() *http.Client {
 	}
 	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			conn, err := d.DialContext(ctx, "unix", c.socket)
+			conn, err := dialDaemon(ctx, c.socket)
 			if err != nil {
 				return nil, err
 			}
-			return &passingConn{UnixConn: conn.(*net.UnixConn), fd: c.tty}, nil
+			return &passingConn{UnixConn: conn, fd: c.tty}, nil
 		}}}
+}
+
+// dialDaemon connects to socket and checks, by the kernel's word on the
+// peer (SO_PEERCRED), that root listens there: whatever the path's checks
+// found, nothing of this user's goes to a listener of another user's.
+func dialDaemon(ctx context.Context, socket string) (*net.UnixConn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	uc := conn.(*net.UnixConn)
+	raw, err := uc.SyscallConn()
+	var cred *unix.Ucred
+	if err == nil {
+		raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	}
+	if err != nil || cred.Uid != 0 {
+		uc.Close()
+		return nil, untrusted(socket, "the process listening on it is not root's")
+	}
+	return uc, nil
 }
 
 // Connect checks socket (TrustedSocket), has the daemon write this
@@ -126,8 +147,7 @@ func Connect(ctx context.Context, socket string, uid int) (*Client, error) {
 	socket = filepath.Clean(socket)
 	c := &Client{socket: socket, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			return dialDaemon(ctx, socket)
 		}}}}
 	var tok struct {
 		Path string `json:"path"`

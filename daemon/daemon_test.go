@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -187,5 +189,40 @@ func TestConnectDialsTheCheckedPath(t *testing.T) {
 	}
 	if err != nil || c.token != "good" {
 		t.Fatalf("Connect: %v", err)
+	}
+}
+
+// A client never talks to a listener that is not root's, whatever path
+// led it there: the kernel's word on the peer decides.
+func TestDialRefusesAListenerNotRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a listener as another user")
+	}
+	py := "/usr/bin/python3" // the system's: another uid may run it
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("needs /usr/bin/python3 for a listener of another uid")
+	}
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's parent is 0700
+	os.Chmod(dir, 0o777)
+	sock := filepath.Join(dir, "s")
+	cmd := exec.Command(py, "-c", "import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen()\nprint('up',flush=True)\nc,_=s.accept()\nprint('got',len(c.recv(100)),flush=True)\ntime.sleep(1)", sock)
+	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	r := bufio.NewReader(out)
+	if l, _ := r.ReadString('\n'); l != "up\n" {
+		t.Fatalf("listener: %q", l)
+	}
+	if c, err := dialDaemon(context.Background(), sock); err == nil {
+		c.Close()
+		t.Fatal("dialled a listener of uid 65534")
+	}
+	if l, _ := r.ReadString('\n'); l != "got 0\n" {
+		t.Fatalf("the listener got bytes: %q", l)
 	}
 }

@@ -13,9 +13,11 @@ import (
 // forwardable are the signals a client may forward to its run, by the
 // names it gives them: those a person sends a command from a terminal
 // or a service manager (sandboxd run relays the same ones embedded).
-var forwardable = map[string]unix.Signal{
-	"INT": unix.SIGINT, "TERM": unix.SIGTERM, "HUP": unix.SIGHUP, "QUIT": unix.SIGQUIT,
-	"USR1": unix.SIGUSR1, "USR2": unix.SIGUSR2, "WINCH": unix.SIGWINCH,
+func forwardable() map[string]unix.Signal {
+	return map[string]unix.Signal{
+		"INT": unix.SIGINT, "TERM": unix.SIGTERM, "HUP": unix.SIGHUP, "QUIT": unix.SIGQUIT,
+		"USR1": unix.SIGUSR1, "USR2": unix.SIGUSR2, "WINCH": unix.SIGWINCH,
+	}
 }
 
 // liveExec is a running exec a client may signal.
@@ -58,7 +60,7 @@ func (d *Daemon) signal(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	sig, ok := forwardable[req.Signal]
+	sig, ok := forwardable()[req.Signal]
 	if !ok {
 		writeError(w, http.StatusBadRequest, "bad_request", "signal must be one of INT, TERM, HUP, QUIT, USR1, USR2, WINCH")
 		return
@@ -80,7 +82,7 @@ func (d *Daemon) signal(w http.ResponseWriter, r *http.Request, c caller) {
 
 // signalName is sig's name as a SignalRequest gives it.
 func signalName(sig unix.Signal) (string, bool) {
-	for name, s := range forwardable {
+	for name, s := range forwardable() {
 		if s == sig {
 			return name, true
 		}
