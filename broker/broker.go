@@ -157,12 +157,12 @@ func (b *Broker) DecideAgain(ctx context.Context, req grants.Request) Result {
 }
 
 func (b *Broker) decideCounted(ctx context.Context, req grants.Request, count bool) Result {
-	return b.count(req, b.settle(ctx, req, b.decide(ctx, req)), count)
+	return b.count(ctx, req, b.settle(ctx, req, b.decide(ctx, req)), count)
 }
 
 // count has the breaker count a decision (unless count is false), and
 // turns an allow it could not count into a deny.
-func (b *Broker) count(req grants.Request, res Result, count bool) Result {
+func (b *Broker) count(ctx context.Context, req grants.Request, res Result, count bool) Result {
 	if res.Decision.Source == SourceQuiet || res.Decision.Source == SourceCircuitBreaker {
 		// Quiet writes are no boundary; a lockdown's own denials would
 		// only keep it locked.
@@ -188,6 +188,8 @@ func (b *Broker) count(req grants.Request, res Result, count bool) Result {
 			b.cfg.Log.Debug("circuit breaker", "err", err)
 		case tripped:
 			b.cfg.Log.Debug("session locked down", "session", req.Session)
+			// The lockdown holds whether or not it is recorded.
+			b.record(ctx, AuditEvent{Kind: AuditBreakerTripped, Request: req, Decision: res.Decision})
 		}
 	}
 	return res
@@ -252,12 +254,12 @@ func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request)
 	if d.Outcome != Allow {
 		b.cfg.Grants.Revoke(token)
 		b.record(ctx, AuditEvent{Kind: AuditDecision, Request: req, Decision: d})
-		return b.count(req, Result{Decision: d}, true)
+		return b.count(ctx, req, Result{Decision: d}, true)
 	}
 	if err := b.Consume(ctx, token, byName); err != nil {
 		return Result{Decision: deny(SourceError, "the destination's grant no longer applies")}
 	}
-	return b.count(req, b.settle(ctx, req, d), true)
+	return b.count(ctx, req, b.settle(ctx, req, d), true)
 }
 
 // checkResolved decides a name's resolved addresses.
@@ -303,7 +305,7 @@ func (b *Broker) Consume(ctx context.Context, token string, req grants.Request) 
 	err := b.cfg.Grants.Consume(token, req)
 	ev := AuditEvent{Kind: AuditGrantConsumed, Request: req, RequestHash: req.Hash()}
 	if err != nil {
-		ev.Kind, ev.Why = AuditGrantRejected, consumeWhy(err)
+		ev.Kind, ev.Why, ev.Expired = AuditGrantRejected, consumeWhy(err), errors.Is(err, grants.ErrExpired)
 	}
 	if aerr := b.record(ctx, ev); aerr != nil && err == nil {
 		return fmt.Errorf("broker: %w", errUnrecorded)

@@ -170,6 +170,8 @@ const (
 	AuditGrantIssued   AuditKind = "grant_issued"
 	AuditGrantConsumed AuditKind = "grant_consumed"
 	AuditGrantRejected AuditKind = "grant_rejected"
+	// AuditBreakerTripped: this decision locked its session down.
+	AuditBreakerTripped AuditKind = "breaker_tripped"
 )
 
 // AuditEvent is one thing the broker did.
@@ -181,8 +183,10 @@ type AuditEvent struct {
 	// RequestHash and ExpiresAt identify a grant (never its token).
 	RequestHash [32]byte
 	ExpiresAt   time.Time
-	// Why says why a grant was rejected (expired, mismatched, ...).
-	Why string
+	// Why says why a grant was rejected (expired, mismatched, ...);
+	// Expired, that it had expired.
+	Why     string
+	Expired bool
 }
 
 // Result is a decision and, for an allow of a grantable surface, its

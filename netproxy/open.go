@@ -39,9 +39,11 @@ func (p *Proxy) open(ctx context.Context, cc *clientConn, via Via, dest netdest.
 func (p *Proxy) permitFor(ctx context.Context, cc *clientConn, via Via, dest netdest.Dest, tell answer) *permit {
 	pm, ref := p.decide(ctx, cc.s, cc, via, dest)
 	if ref != nil {
+		p.stats.countVia(ref.decision, via)
 		p.refuse(ref, false, tell)
 		return nil
 	}
+	p.stats.countVia("allow", via)
 	return pm
 }
 

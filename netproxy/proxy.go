@@ -150,8 +150,9 @@ type Proxy struct {
 
 // stats are the counters behind Counters.
 type stats struct {
-	mu    sync.Mutex // guards conns
+	mu    sync.Mutex // guards conns and byVia
 	conns map[string]int64
+	byVia map[string]int64
 
 	up, down  atomic.Int64
 	waitNS    atomic.Int64
@@ -165,9 +166,21 @@ func (s *stats) count(key string) {
 	s.mu.Unlock()
 }
 
+// countVia counts one connection decided for its destination, by
+// decision and the way it came in.
+func (s *stats) countVia(decision string, via Via) {
+	s.mu.Lock()
+	if s.byVia == nil {
+		s.byVia = map[string]int64{}
+	}
+	s.byVia[decision+"/"+string(via)]++
+	s.mu.Unlock()
+}
+
 // Counters is a snapshot of what a Proxy did.
 type Counters struct {
 	Connections        map[string]int64 // by "decision/source", e.g. "allow/policy", "deny/hard-deny", "allow/inside", "deny/auth", "deny/malformed"
+	ByVia              map[string]int64 // connections decided for a destination, by "decision/via", e.g. "allow/connect", "deny/capture"
 	BytesUp, BytesDown int64            // client→origin, origin→client (tunnels and plain HTTP bodies)
 	DecisionWait       time.Duration    // total time connections were parked waiting for Decide
 	Decisions          int64            // Decide calls that were made (not cache hits), whoever decided
@@ -246,10 +259,11 @@ func (p *Proxy) newTransport() *http.Transport {
 // Counters returns a snapshot.
 func (p *Proxy) Counters() Counters {
 	p.stats.mu.Lock()
-	conns := maps.Clone(p.stats.conns)
+	conns, byVia := maps.Clone(p.stats.conns), maps.Clone(p.stats.byVia)
 	p.stats.mu.Unlock()
 	return Counters{
 		Connections:  conns,
+		ByVia:        byVia,
 		BytesUp:      p.stats.up.Load(),
 		BytesDown:    p.stats.down.Load(),
 		DecisionWait: time.Duration(p.stats.waitNS.Load()),

@@ -62,6 +62,9 @@ type Model struct {
 	Stated string
 	Log    *slog.Logger
 	Stats  ModelStats
+	// Observe, if set, hears each review when it ends (the daemon's
+	// metrics).
+	Observe func(Observation)
 
 	// mu guards inspected: one inspection per command, working directory
 	// and attempt, shared by the reviews of that attempt's boundaries.
@@ -91,12 +94,55 @@ type ModelStats struct {
 	LatencyNS atomic.Int64
 }
 
+// Observation is one review as Observe hears it.
+type Observation struct {
+	Took                time.Duration
+	TokensIn, TokensOut int64
+	// Fault is the class of a review that failed (FaultClass), "" for
+	// one that answered.
+	Fault string
+}
+
+// Fault classes of a review that failed before or without the client:
+// its caps, its input budget, or a cause of no known class.
+const (
+	FaultCapped = "capped"
+	FaultBudget = "budget"
+	FaultOther  = "other"
+)
+
+// FaultClass is the class of a review's failure: the client's own class
+// (review/openai's, when its fault says one), capped, budget, timeout, or
+// other. The set is bounded: it labels counters.
+func FaultClass(err error) string {
+	var classed interface{ FaultClass() string }
+	switch {
+	case errors.Is(err, ErrCapped):
+		return FaultCapped
+	case errors.Is(err, ErrBudget):
+		return FaultBudget
+	case errors.As(err, &classed) && classed.FaultClass() != "":
+		return classed.FaultClass()
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return "timeout"
+	}
+	return FaultOther
+}
+
 // Review reviews req.
 func (m *Model) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
 	start := time.Now()
 	m.Stats.Reviews.Add(1)
-	defer func() { m.Stats.LatencyNS.Add(int64(time.Since(start))) }()
-	d, err := m.review(ctx, req)
+	d, use, err := m.review(ctx, req)
+	took := time.Since(start)
+	m.Stats.LatencyNS.Add(int64(took))
+	if m.Observe != nil {
+		o := Observation{Took: took, TokensIn: use.PromptTokens, TokensOut: use.CompletionTokens}
+		if err != nil {
+			o.Fault = FaultClass(err)
+		}
+		m.Observe(o)
+	}
 	switch {
 	case err != nil:
 		m.Stats.Faults.Add(1)
@@ -109,7 +155,7 @@ func (m *Model) Review(ctx context.Context, req grants.Request) (broker.Decision
 	return d, err
 }
 
-func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision, error) {
+func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision, Completion, error) {
 	ctx, cancel := m.deadline(ctx, req)
 	defer cancel()
 	ev := Evidence{Intent: req.Intent, Stated: m.Stated, Earlier: m.Earlier, Recent: m.Recent}
@@ -126,15 +172,15 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 	}
 	p, err := BuildPrompt(req, ev, red, max)
 	if err != nil {
-		return broker.Decision{}, publicerr.Wrap(err, "the request is too large for the model reviewer's input budget")
+		return broker.Decision{}, Completion{}, publicerr.Wrap(err, "the request is too large for the model reviewer's input budget")
 	}
 	var reservation int64
 	if m.Meter != nil {
 		if reservation, err = m.Meter.Reserve(req.Session, int64(p.Tokens)); err != nil {
 			if errors.Is(err, ErrCapped) {
-				return broker.Decision{}, publicerr.Wrap(err, capWhy(err))
+				return broker.Decision{}, Completion{}, publicerr.Wrap(err, capWhy(err))
 			}
-			return broker.Decision{}, publicerr.Wrap(err, "the model reviewer's usage could not be counted")
+			return broker.Decision{}, Completion{}, publicerr.Wrap(err, "the model reviewer's usage could not be counted")
 		}
 	}
 	var verdict broker.Decision
@@ -149,7 +195,7 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 		m.Meter.Spend(req.Session, reservation, c.PromptTokens+c.CompletionTokens-int64(p.Tokens))
 	}
 	if err != nil {
-		return broker.Decision{}, err
+		return broker.Decision{}, c, err
 	}
 	verdict.Source = broker.SourceReviewer
 	if req.Intent == "" && (verdict.UserAuthorization == broker.AuthMedium || verdict.UserAuthorization == broker.AuthHigh) {
@@ -157,7 +203,7 @@ func (m *Model) review(ctx context.Context, req grants.Request) (broker.Decision
 		// authorization: an agent's account of it is not one.
 		verdict.UserAuthorization = broker.AuthLow
 	}
-	return verdict, nil
+	return verdict, c, nil
 }
 
 // inspect reads the scripts req's command invokes, once per attempt:

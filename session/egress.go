@@ -443,12 +443,29 @@ func (st *run) endEgress(px *netproxy.Proxy) {
 		return // no attempt said how it reached the network
 	}
 	e.Scope = st.plan.policy.Network.GrantScope
-	e.Connections, e.BytesUp, e.BytesDown = c.Connections, c.BytesUp, c.BytesDown
+	// Added: a held run serves its attempts with one proxy each side of
+	// the hold.
+	e.Connections, e.ByVia = addCounts(e.Connections, c.Connections), addCounts(e.ByVia, c.ByVia)
+	e.BytesUp, e.BytesDown = e.BytesUp+c.BytesUp, e.BytesDown+c.BytesDown
 	st.mu.Lock()
 	e.Allowed = st.netAllowed
 	e.Reviews, e.ReviewWait = st.netReviews, float64(st.netReviewWait.Microseconds())/1000
 	st.mu.Unlock()
-	e.DNSAnswers = c.DNSAnswers
+	e.DNSAnswers += c.DNSAnswers
+}
+
+// addCounts adds b's counts to a's (a new map when a is nil).
+func addCounts(a, b map[string]int64) map[string]int64 {
+	if len(b) == 0 {
+		return a
+	}
+	if a == nil {
+		a = make(map[string]int64, len(b))
+	}
+	for k, n := range b {
+		a[k] += n
+	}
+	return a
 }
 
 // keepGrant remembers a network grant to revoke when the run ends.

@@ -112,8 +112,11 @@ type Egress struct {
 	Scope string `json:"grant_scope,omitempty"`
 	// Connections counts client connections by "decision/source".
 	Connections map[string]int64 `json:"connections,omitempty"`
-	BytesUp     int64            `json:"bytes_up"`
-	BytesDown   int64            `json:"bytes_down"`
+	// ByVia counts the connections decided for a destination by
+	// "decision/via" (http, connect, socks, capture, capture-http).
+	ByVia     map[string]int64 `json:"by_via,omitempty"`
+	BytesUp   int64            `json:"bytes_up"`
+	BytesDown int64            `json:"bytes_down"`
 	// Allowed are the destinations the policy allowed: nothing was
 	// refused or reviewed, so none is a boundary.
 	Allowed []AllowedDest `json:"allowed,omitempty"`

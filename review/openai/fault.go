@@ -69,6 +69,10 @@ func (f *Fault) Error() string {
 // Unwrap returns the internal cause.
 func (f *Fault) Unwrap() error { return f.Err }
 
+// FaultClass is f's class (one of the Class constants), for a reviewer
+// that counts faults by class without importing this package.
+func (f *Fault) FaultClass() string { return f.Class }
+
 // Sentinel causes raised by this package's transport; classify maps them.
 var (
 	errOversized   = errors.New("response body exceeds the limit")
