@@ -228,7 +228,9 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 			return n, err
 		})
 	}
+	start := time.Now()
 	rep, err := d.cfg.Runner.Run(ctx, who, job, out)
+	d.cfg.Observer.Exec(rep, time.Since(start))
 	line := ExecLine{Type: "report", Report: rep}
 	if err != nil {
 		line.Error = session.Public(err)

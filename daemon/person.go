@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
@@ -27,6 +28,8 @@ type person struct {
 	// tty is the person's terminal (nil: none was passed, or it was not
 	// the client's controlling terminal).
 	tty *review.Human
+	// observe hears each answer (the daemon's metrics).
+	observe Observer
 }
 
 // Reachable reports whether anyone can answer: a client that relays, or
@@ -69,12 +72,14 @@ func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decisio
 			}
 		}()
 	}
+	asked := time.Now()
 	a, ok, why := t.Wait(ctx)
 	cancel() // withdraws the terminal's question
 	wg.Wait()
 	if !ok {
 		return broker.Decision{Outcome: broker.Deny, Source: broker.SourceNoReviewer, Rationale: why}, nil
 	}
+	p.observe.Answered(a.Source, time.Since(asked))
 	return decisionOf(a), nil
 }
 
@@ -126,7 +131,7 @@ func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *line
 	if !req.Questions && tty == nil {
 		return nil, done
 	}
-	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions}
+	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions, observe: d.cfg.Observer}
 	if tty != nil {
 		p.tty = &review.Human{File: tty, Timeout: d.cfg.QuestionWait, Hold: out}
 	}

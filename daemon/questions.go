@@ -192,6 +192,17 @@ func (qs *Questions) Answer(uid int, id string, a Answer) error {
 	return nil
 }
 
+// Waiting counts the open questions of every uid.
+func (qs *Questions) Waiting() int {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	n := 0
+	for _, w := range qs.waiting {
+		n += w
+	}
+	return n
+}
+
 // Pending lists uid's open questions, oldest first.
 func (qs *Questions) Pending(uid int) []Question {
 	qs.mu.Lock()

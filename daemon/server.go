@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -35,8 +36,28 @@ type Config struct {
 	MaxQuestions int
 	// Version is the daemon's, for /v1/version.
 	Version string
-	Log     *slog.Logger
+	// Observer hears each exec and each answer to a question, for the
+	// daemon's metrics (nil: nobody).
+	Observer Observer
+	Log      *slog.Logger
 }
+
+// Observer hears what the daemon did, as counts: no caller, path or
+// command reaches it beyond what a report carries.
+type Observer interface {
+	// Exec hears an exec's report (nil when there was none) and how
+	// long it took.
+	Exec(rep *session.Report, took time.Duration)
+	// Answered hears that a question was answered, by whom (source
+	// human or client) and how long after it was asked.
+	Answered(source broker.Source, took time.Duration)
+}
+
+// nobody is the Observer that hears nothing.
+type nobody struct{}
+
+func (nobody) Exec(*session.Report, time.Duration)   {}
+func (nobody) Answered(broker.Source, time.Duration) {}
 
 // Daemon serves the API on a unix socket.
 type Daemon struct {
@@ -64,9 +85,22 @@ func New(cfg Config) *Daemon {
 	if cfg.QuestionWait <= 0 {
 		cfg.QuestionWait = review.DefaultTimeout
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = nobody{}
+	}
 	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, live: map[string]*liveExec{}, stopping: context.Background(),
 		questions: NewQuestions(cfg.QuestionWait, cfg.MaxQuestions)}
 }
+
+// Active is how many execs run now, for every caller.
+func (d *Daemon) Active() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.live)
+}
+
+// Waiting is how many questions wait for a person now, for every caller.
+func (d *Daemon) Waiting() int { return d.questions.Waiting() }
 
 // admit counts one more command of uid, unless it has its limit.
 func (d *Daemon) admit(uid int) bool {

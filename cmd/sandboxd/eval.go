@@ -189,7 +189,7 @@ func evalCommand(ctx context.Context, args []string, getenv func(string) string,
 // evalModel builds the model reviewer exactly as a run does
 // (modelFactory), then records what its client is sent.
 func evalModel(cfg session.ModelConfig, log *slog.Logger) (*review.Model, *recorder, error) {
-	r, err := modelFactory(log)(cfg)
+	r, err := modelFactory(log, nil)(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

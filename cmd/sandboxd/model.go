@@ -18,8 +18,9 @@ import (
 )
 
 // modelFactory builds the model reviewer a run's policy configures: the
-// openai-go client behind review.Model.
-func modelFactory(log *slog.Logger) session.ModelFactory {
+// openai-go client behind review.Model. observe, if set, hears each
+// review (the daemon's metrics).
+func modelFactory(log *slog.Logger, observe func(review.Observation)) session.ModelFactory {
 	return func(cfg session.ModelConfig) (broker.Reviewer, error) {
 		r := cfg.Review
 		c, err := openai.New(openai.Config{
@@ -40,7 +41,7 @@ func modelFactory(log *slog.Logger) session.ModelFactory {
 				UserCallsPerHour: r.MaxUserCallsPerHour, UserTokensPerHour: r.MaxUserTokensPerHour}},
 			Denied:   func(p string) bool { return under(p, cfg.Denied) },
 			OpenView: openView(cfg.OpenView),
-			Earlier:  cfg.Earlier, Recent: cfg.Recent, Stated: cfg.Stated, Log: log,
+			Earlier:  cfg.Earlier, Recent: cfg.Recent, Stated: cfg.Stated, Log: log, Observe: observe,
 		}, nil
 	}
 }

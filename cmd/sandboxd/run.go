@@ -235,7 +235,7 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		}
 	}
 	if err == nil {
-		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
+		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
 			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 		suggestOnTerminal(rep, caller.PolicyFile(f.policy))
 	}

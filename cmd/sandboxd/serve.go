@@ -8,11 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/metrics"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
@@ -40,6 +44,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	socket := fs.String("socket", "", "the daemon's socket (default: $SANDBOXD_SOCKET, else "+daemon.DefaultSocket+")")
 	verbose := fs.Bool("v", false, "log what the daemon does to stderr")
 	maxExecs := fs.Int("max-execs", 64, "the commands one user may run through the daemon at once")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback `address` such as 127.0.0.1:9464 (default: off)")
 	questionWait := fs.Duration("question-wait", review.DefaultTimeout, "how long a question for a person waits for an answer before it denies")
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
@@ -81,9 +86,17 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 	}()
 	log.Info("sandboxd serve: listening", "socket", *socket)
-	runner := session.New(session.Config{Log: log, Models: modelFactory(log), EvidenceReader: evidenceReader(),
-		Hidden: []string{filepath.Dir(*socket)}})
-	d := daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs, QuestionWait: *questionWait})
+	var d *daemon.Daemon
+	m := metrics.New(metrics.Build{Version: version(), LandlockABI: landlockABI()},
+		metrics.Gauges{ActiveExecs: func() int { return d.Active() }, PendingQuestions: func() int { return d.Waiting() }})
+	reserved, err := serveMetrics(ctx, *metricsAddr, m, log)
+	if err != nil {
+		return fail(err)
+	}
+	runner := session.New(session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
+		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved})
+	d = daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs,
+		QuestionWait: *questionWait, Observer: m})
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}
@@ -128,4 +141,38 @@ func daemonSocket(getenv func(string) string) string {
 // directory, where every caller's token is (session.Config.Hidden).
 func hiddenPaths(getenv func(string) string) []string {
 	return []string{filepath.Dir(daemonSocket(getenv))}
+}
+
+// serveMetrics serves m at http://addr/metrics until ctx ends, when addr
+// is set: a loopback address only (the metrics are the machine's, for
+// its operator's Prometheus, never the network's). It returns the
+// address, for the runs to be refused it whatever their rules say.
+func serveMetrics(ctx context.Context, addr string, m *metrics.Metrics, log *slog.Logger) ([]netip.AddrPort, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() {
+		return nil, publicerr.New(fmt.Sprintf("--metrics-addr %q is not a loopback address and port (such as 127.0.0.1:9464)", addr))
+	}
+	ln, err := net.Listen("tcp", ap.String())
+	if err != nil {
+		return nil, publicerr.Wrap(err, "the metrics address "+addr+" cannot be listened on")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	context.AfterFunc(ctx, func() { srv.Close() })
+	log.Info("sandboxd serve: metrics", "addr", ln.Addr().String())
+	return []netip.AddrPort{netip.MustParseAddrPort(ln.Addr().String())}, nil
+}
+
+// landlockABI is the kernel's Landlock ABI (0 when it has none).
+func landlockABI() int {
+	sup, err := landlock.Probe()
+	if err != nil {
+		return 0
+	}
+	return sup.ABI
 }
