@@ -313,6 +313,14 @@ func (b *Broker) Consume(ctx context.Context, token string, req grants.Request) 
 	return err
 }
 
+// Withdraw revokes a grant nobody will use for req and records why: a
+// held retry declined, expired, or whose grants were presented for
+// something else.
+func (b *Broker) Withdraw(ctx context.Context, token string, req grants.Request, why string, expired bool) {
+	b.cfg.Grants.Revoke(token)
+	b.record(ctx, AuditEvent{Kind: AuditGrantRejected, Request: req, RequestHash: req.Hash(), Why: why, Expired: expired})
+}
+
 // errUnrecorded is a consumed grant the auditor could not record: it is
 // gone, and nothing it allowed is used.
 var errUnrecorded = errors.New("the grant's use could not be recorded")

@@ -250,9 +250,12 @@ func (r *Runner) end(hr *heldRun, why string) (*Report, error) {
 	st.mu.Lock()
 	for _, g := range st.offered {
 		st.rep.Boundaries[g.at].Grant = why
-		r.grants.Revoke(g.grant.Token)
 	}
 	st.mu.Unlock()
+	for _, g := range st.offered {
+		// Recorded, as a grant that was not used and why.
+		st.plan.broker.Withdraw(st.ctx, g.grant.Token, g.req, "the held retry was "+why, why == "expired")
+	}
 	st.offered, st.rep.Retry = nil, nil
 	err := st.commit()
 	st.closePending()

@@ -251,3 +251,39 @@ func TestHeldNotWhenExpired(t *testing.T) {
 		t.Fatalf("boundaries %q", got)
 	}
 }
+
+// auditLog keeps the broker's audit events.
+type auditLog struct {
+	mu     sync.Mutex
+	events []broker.AuditEvent
+}
+
+func (a *auditLog) Record(_ context.Context, ev broker.AuditEvent) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, ev)
+	return nil
+}
+
+// A hold that ends without its retry is recorded: each grant withdrawn,
+// and why.
+func TestHeldEndIsRecorded(t *testing.T) {
+	h := newHeldWorld(t, nil)
+	log := &auditLog{}
+	h.r = New(Config{Sandbox: h.fake, Grants: h.store, Auditor: log})
+	tokens := h.hold(t)
+	other := holdJob()
+	other.Command = "touch y"
+	if _, err := h.present(h.w.caller, other, tokens); !errors.Is(err, ErrNotHeld) {
+		t.Fatal(err)
+	}
+	var why []string
+	for _, ev := range log.events {
+		if ev.Kind == broker.AuditGrantRejected {
+			why = append(why, ev.Why)
+		}
+	}
+	if !slices.Equal(why, []string{"the held retry was rejected"}) {
+		t.Fatalf("recorded rejections: %q", why)
+	}
+}
