@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
@@ -30,6 +31,8 @@ const serveUsage = `Usage:
 serve runs the daemon, as root, one per machine: its API listens on a
 unix socket (default /run/sandboxd/sandboxd.sock) in a directory of
 root's, and each caller's token file is written beside it, in tokens/.
+Started by a systemd socket unit (deploy/sandboxd.socket), it serves the
+socket systemd passes (LISTEN_FDS), which must be the --socket path.
 status asks the daemon, as you, whether it is up and who it takes you
 for; it checks the socket is root's first (SANDBOXD_SOCKET names another).
 `
@@ -70,11 +73,13 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	ln, tokens, err := daemon.Listen(*socket, os.Geteuid())
+	ln, tokens, made, err := serveListener(*socket, getenv)
 	if err != nil {
 		return fail(err)
 	}
-	defer os.Remove(*socket)
+	if made {
+		defer os.Remove(*socket)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -85,7 +90,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 			}
 		}
 	}()
-	log.Info("sandboxd serve: listening", "socket", *socket)
+	log.Info("sandboxd serve: listening", "socket", *socket, "from_service_manager", !made)
 	var d *daemon.Daemon
 	m := metrics.New(metrics.Build{Version: version(), LandlockABI: landlockABI()},
 		metrics.Gauges{ActiveExecs: func() int { return d.Active() }, PendingQuestions: func() int { return d.Waiting() }})
@@ -101,6 +106,41 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return fail(err)
 	}
 	return 0
+}
+
+// serveListener is the daemon's socket: the one the service manager
+// passed (socket activation: LISTEN_PID names this process), else one
+// daemon.Listen makes, which made reports (the daemon removes it when it
+// stops; systemd's socket outlives the daemon).
+func serveListener(socket string, getenv func(string) string) (ln *net.UnixListener, tokens *daemon.Tokens, made bool, err error) {
+	f, err := activated(getenv)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if f == nil {
+		ln, tokens, err = daemon.Listen(socket, os.Geteuid())
+		return ln, tokens, true, err
+	}
+	defer f.Close()
+	ln, tokens, err = daemon.Inherited(f, socket, os.Geteuid())
+	return ln, tokens, false, err
+}
+
+// listenFD is the first descriptor systemd passes (SD_LISTEN_FDS_START).
+const listenFD = 3
+
+// activated is the socket systemd passed this process (sd_listen_fds):
+// nil when LISTEN_PID is unset or names another process (the variables
+// were meant for a parent), an error when it passed other than exactly
+// one, the .socket unit's one ListenStream=.
+func activated(getenv func(string) string) (*os.File, error) {
+	if pid := getenv("LISTEN_PID"); pid == "" || pid != strconv.Itoa(os.Getpid()) {
+		return nil, nil
+	}
+	if n := getenv("LISTEN_FDS"); n != "1" {
+		return nil, publicerr.New(fmt.Sprintf("the service manager passed %q sockets (LISTEN_FDS); sandboxd serve takes exactly one, its socket unit's ListenStream=", n))
+	}
+	return os.NewFile(listenFD, "LISTEN_FDS"), nil
 }
 
 // serveStatus is `sandboxd serve status`.
