@@ -117,31 +117,77 @@ func (h *Holder) Release() error {
 	return restore(h.dir)
 }
 
+// Recovery is what Recover did.
+type Recovery struct {
+	// Restored: a holder that died had left audit changed, and the
+	// settings it recorded (Enabled, BacklogLimit) are back.
+	Restored              bool
+	Enabled, BacklogLimit uint32
+	// Holders is how many live holders keep audit changed: their
+	// settings stay, and the last of them restores the original ones.
+	Holders int
+}
+
+// Recover restores, now, what holders that died (killed with SIGKILL,
+// say) left changed, unless live holders still need it: a long-lived
+// process (the daemon) calls it when it starts, so that a crash's
+// changes do not wait for the next holder to come and go. With no
+// state file it does nothing, and needs no privilege.
+func Recover(dir string) (Recovery, error) {
+	statePath := filepath.Join(dir, "state.json")
+	if _, err := os.Lstat(statePath); errors.Is(err, fs.ErrNotExist) {
+		return Recovery{}, nil
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return Recovery{}, err
+	}
+	defer unlock()
+	if live := pruneHolders(dir); live > 0 {
+		return Recovery{Holders: live}, nil
+	}
+	s, err := restoreSaved(dir)
+	if err != nil || s == nil {
+		return Recovery{}, err
+	}
+	return Recovery{Restored: true, Enabled: s.Enabled, BacklogLimit: s.BacklogLimit}, nil
+}
+
 // restore puts back the recorded settings and removes the record.
 func restore(dir string) error {
+	_, err := restoreSaved(dir)
+	return err
+}
+
+// restoreSaved is restore that returns what it put back (nil: there
+// was no record).
+func restoreSaved(dir string) (*saved, error) {
 	statePath := filepath.Join(dir, "state.json")
 	b, err := os.ReadFile(statePath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("kaudit: %w", err)
+		return nil, fmt.Errorf("kaudit: %w", err)
 	}
 	var s saved
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("kaudit: state file: %w", err)
+		return nil, fmt.Errorf("kaudit: state file: %w", err)
 	}
 	c, err := dial()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer c.close()
 	if s.Mask != 0 {
 		if err := c.set(s.Mask, Status{Enabled: s.Enabled, BacklogLimit: s.BacklogLimit}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return os.Remove(statePath)
+	if err := os.Remove(statePath); err != nil {
+		return nil, fmt.Errorf("kaudit: %w", err)
+	}
+	return &s, nil
 }
 
 // lockDir takes the directory's exclusive lock.
