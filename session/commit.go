@@ -3,11 +3,13 @@ package session
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -59,7 +61,9 @@ func (st *run) commit() error {
 	return nil
 }
 
-// commitLayer runs layer.Commit on l's upper directory.
+// commitLayer runs layer.Commit on l's upper directory, recorded in
+// flight with the Runner's Commits, if any, from before it starts until
+// it has ended well.
 func (st *run) commitLayer(l *sandbox.Layer) (layer.Outcome, error) {
 	defer l.Close()
 	upper, err := openUpper(l)
@@ -68,12 +72,74 @@ func (st *run) commitLayer(l *sandbox.Layer) (layer.Outcome, error) {
 	}
 	defer upper.Close()
 	spec := &st.plan.spec
-	return layer.Commit(st.ctx, layer.Source{Upper: upper, Started: l.Started,
+	runID := newID()
+	if st.r.commits != nil {
+		id := st.caller.ID()
+		end, berr := st.r.commits.Begin(InFlight{UID: id.UID, GID: id.GID, Groups: id.Groups, Umask: id.Umask,
+			StateDir: spec.StateDir, Workspace: spec.Workspace, RunID: runID})
+		if berr != nil {
+			// A commit nobody could recover after a crash does not start.
+			return layer.Outcome{}, fmt.Errorf("record the commit in flight: %w", berr)
+		}
+		defer func() {
+			if err == nil {
+				end()
+			}
+		}()
+	}
+	var out layer.Outcome
+	out, err = layer.Commit(st.ctx, layer.Source{Upper: upper, Started: l.Started,
 		HostUID: l.HostUID, HostGID: l.HostGID, UID: l.UID, GID: l.GID},
-		layer.Options{Workspace: spec.Workspace, StateDir: spec.StateDir, RunID: newID(),
+		layer.Options{Workspace: spec.Workspace, StateDir: spec.StateDir, RunID: runID,
 			Protected: spec.Protected, Unguarded: append(append([]string(nil), spec.Writable...), spec.Caches...),
 			Home: spec.Home, GitConfigs: spec.GitConfigs, Caller: st.caller.ID(),
 			Log: st.r.log, CrashAt: st.r.crashAt})
+	return out, err
+}
+
+// InFlight is one commit in progress, as a process that commits for
+// many callers (the daemon) records it: whose it is, and where package
+// layer journals it. It is all Recover needs.
+type InFlight struct {
+	// UID, GID, Groups and Umask are the caller's file-system identity:
+	// a recovery acts with it, never with the process's own.
+	UID    int    `json:"uid"`
+	GID    int    `json:"gid"`
+	Groups []int  `json:"groups"`
+	Umask  uint32 `json:"umask"`
+	// StateDir is the caller's state directory (Caller.Layout().State),
+	// where the commit's journal is.
+	StateDir string `json:"state_dir"`
+	// Workspace and RunID name the commit, for the log.
+	Workspace string `json:"workspace"`
+	RunID     string `json:"run_id"`
+}
+
+// ID is the file-system identity a recovery of c acts with.
+func (c InFlight) ID() fsid.ID {
+	return fsid.ID{UID: c.UID, GID: c.GID, Groups: c.Groups, Umask: c.Umask}
+}
+
+// Commits records the commits in flight of a long-lived process, so
+// that after it was killed the next one can finish or roll back, for
+// their callers, the commits it interrupted (Recover) without waiting
+// for each caller's next run, which recovers them too.
+type Commits interface {
+	// Begin records c before its commit starts; when it fails the
+	// commit does not start. end removes the record once the commit has
+	// ended well; a commit that failed keeps it (its journal may be left
+	// for recovery).
+	Begin(c InFlight) (end func(), err error)
+}
+
+// Recover finishes or rolls back the commits a crash interrupted in c's
+// state directory, as c's caller (package fsid): a recovery done with
+// the process's rights could be made to write where the caller may not.
+func Recover(c InFlight, log *slog.Logger) ([]layer.Recovered, error) {
+	if !filepath.IsAbs(c.StateDir) || c.UID < 0 || c.GID < 0 {
+		return nil, errors.New("session: recover: not a commit's record")
+	}
+	return layer.Recover(c.StateDir, c.ID(), log)
 }
 
 // openUpper opens the layer's upper directory, which the command may have

@@ -94,6 +94,9 @@ type Config struct {
 	// own setting, never a request's: only cmd/sandboxd built with the
 	// failpoints tag sets it.
 	CrashAt string
+	// Commits records each commit while it is in flight (nil: none; a
+	// caller's next run recovers an interrupted commit of its own).
+	Commits Commits
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -106,6 +109,7 @@ type Runner struct {
 	models   ModelFactory
 	reader   []string
 	crashAt  string
+	commits  Commits
 	log      *slog.Logger
 	// held are the runs parked for a front end's retry (held.go).
 	held heldSet
@@ -115,7 +119,8 @@ type Runner struct {
 func New(cfg Config) *Runner {
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
 		reserved: ownListener(cfg.Reserved), models: cfg.Models,
-		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden)}
+		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
+		commits: cfg.Commits}
 	if r.sandbox == nil {
 		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log)}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/metrics"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -80,6 +81,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if made {
 		defer os.Remove(*socket)
 	}
+	commits, err := recoverAtStart(filepath.Dir(*socket), log)
+	if err != nil {
+		return fail(err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -99,7 +104,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		return fail(err)
 	}
 	runner := session.New(session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
-		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved})
+		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
+		Commits: commits, CrashAt: crashAt(getenv)})
 	d = daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m})
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
@@ -141,6 +147,30 @@ func activated(getenv func(string) string) (*os.File, error) {
 		return nil, publicerr.New(fmt.Sprintf("the service manager passed %q sockets (LISTEN_FDS); sandboxd serve takes exactly one, its socket unit's ListenStream=", n))
 	}
 	return os.NewFile(listenFD, "LISTEN_FDS"), nil
+}
+
+// recoverAtStart undoes what a daemon killed before it (kill -9, a
+// crash) left behind, before this one serves anyone: the kernel audit
+// settings its runs changed, and the commits it had in flight, each
+// finished or rolled back as its caller. It returns the record of
+// commits in flight the new runner keeps, beside the socket.
+func recoverAtStart(dir string, log *slog.Logger) (*daemon.Commits, error) {
+	switch rec, err := kaudit.Recover(kaudit.DefaultDir); {
+	case err != nil:
+		log.Error("kernel audit: could not restore the settings a killed run left changed", "err", err)
+	case rec.Restored:
+		log.Info("kernel audit: restored the settings a killed run left changed", "enabled", rec.Enabled, "backlog_limit", rec.BacklogLimit)
+	case rec.Holders > 0:
+		log.Info("kernel audit: left on for the runs of other sandboxd processes; the last of them restores it", "holders", rec.Holders)
+	}
+	commits, err := daemon.NewCommits(filepath.Join(dir, "commits"))
+	if err != nil {
+		return nil, publicerr.Wrap(err, "the daemon cannot keep its record of commits in flight")
+	}
+	if n := commits.Recover(log); n > 0 {
+		log.Info("recovered the commits a killed daemon had in flight", "commits", n)
+	}
+	return commits, nil
 }
 
 // serveStatus is `sandboxd serve status`.
