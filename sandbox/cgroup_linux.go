@@ -217,20 +217,33 @@ func (c *cgroup) openJoin() ([]int, error) {
 
 // removeStale removes the groups that runs killed before they could
 // remove their own (sandboxd SIGKILLed, say) left beside dir: named as
-// runs name theirs, empty, and older than staleAfter, so that a group
-// another run has just made and not yet joined stays.
+// runs name theirs, empty, and either made by a process of this pid
+// namespace that is gone (groupName) or older than staleAfter, so that
+// a group another run has just made and not yet joined stays.
 func removeStale(dir string) {
-	parent := filepath.Dir(dir)
+	removeStaleIn(filepath.Dir(dir), dir)
+}
+
+// removeStaleIn is removeStale for the groups in parent but keep.
+func removeStaleIn(parent, keep string) {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
+	ns := ownPidNS()
 	for _, e := range ents {
 		name := e.Name()
-		if !e.IsDir() || !strings.HasPrefix(name, "sandboxd-") || filepath.Join(parent, name) == dir {
+		if !e.IsDir() || !strings.HasPrefix(name, "sandboxd-") || filepath.Join(parent, name) == keep {
 			continue
 		}
 		p := filepath.Join(parent, name)
+		if makerGone(name, ns) {
+			// What is left of a run whose sandboxd is gone: its tasks
+			// (dying already: the helper's parent-death signal ended
+			// the pid namespace) are killed, as its sandboxd would have.
+			killAndRemove(p)
+			continue
+		}
 		info, err := e.Info()
 		if err != nil || time.Since(info.ModTime()) < staleAfter {
 			continue
@@ -240,6 +253,73 @@ func removeStale(dir string) {
 		}
 		os.Remove(p) // EBUSY if a task joined meanwhile: it stays
 	}
+}
+
+// killAndRemove kills every task left in the group dir and removes it,
+// trying for a bounded time.
+func killAndRemove(dir string) {
+	for i := 0; i < 100; i++ {
+		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		// cgroup.kill (v2, Linux 5.14) kills the whole group at once.
+		if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) != nil {
+			if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						killPid(pid)
+					}
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// RemoveStaleGroups removes, where this process's runs make their
+// groups, the empty groups runs left when their sandboxd was killed
+// (removeStale): a daemon calls it when it starts, since the runs a
+// killed daemon had could not remove theirs.
+func RemoveStaleGroups() {
+	info := probeCgroups()
+	for _, parent := range []string{info.PidsDir, info.MemoryDir} {
+		if parent != "" {
+			removeStaleIn(parent, "")
+		}
+	}
+}
+
+// groupName names a run's group after the process that makes it, its
+// pid namespace and pid, so that a group whose maker is gone can be
+// told at once from one a live run has made and not joined yet.
+func groupName(runID string) string {
+	return fmt.Sprintf("sandboxd-%s-%d-%s", ownPidNS(), os.Getpid(), runID)
+}
+
+// ownPidNS is this process's pid namespace's inode number ("0": not
+// known, and no group's maker is then known to be gone).
+func ownPidNS() string {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/pid", &st) != nil {
+		return "0"
+	}
+	return strconv.FormatUint(st.Ino, 10)
+}
+
+// makerGone reports whether the group name says it was made by a
+// process of pid namespace ns that has exited. A pid reused since is
+// taken for the maker (the group then waits for staleAfter), as is a
+// maker in another pid namespace, whose pids mean nothing here.
+func makerGone(name, ns string) bool {
+	parts := strings.SplitN(strings.TrimPrefix(name, "sandboxd-"), "-", 3)
+	if len(parts) != 3 || ns == "0" || parts[0] != ns {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[1])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return errors.Is(unix.Kill(pid, 0), unix.ESRCH)
 }
 
 // staleAfter is how old an empty group of another run must be before a
@@ -256,21 +336,7 @@ func (c *cgroup) remove() {
 		}
 	}()
 	for _, d := range c.dirs {
-		for i := 0; i < 100; i++ {
-			if err := os.Remove(d); err == nil || errors.Is(err, os.ErrNotExist) {
-				break
-			}
-			if c.v2 {
-				os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
-			} else if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
-				for _, f := range strings.Fields(string(b)) {
-					if pid, err := strconv.Atoi(f); err == nil {
-						killPid(pid)
-					}
-				}
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		killAndRemove(d)
 	}
 }
 

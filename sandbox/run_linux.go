@@ -297,7 +297,7 @@ func (r *run) removeAsCaller(dir string) {
 // makeCgroup creates the run's cgroup, or notes what bounds the command
 // without one.
 func (r *run) makeCgroup() {
-	c, err := newCgroup(probeCgroups(), "sandboxd-"+r.runID, r.spec.Limits)
+	c, err := newCgroup(probeCgroups(), groupName(r.runID), r.spec.Limits)
 	if err == nil {
 		r.cg = c
 		r.undo = append(r.undo, c.remove)
