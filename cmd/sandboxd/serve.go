@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxd/sandboxd/metrics"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
@@ -151,9 +152,9 @@ func activated(getenv func(string) string) (*os.File, error) {
 
 // recoverAtStart undoes what a daemon killed before it (kill -9, a
 // crash) left behind, before this one serves anyone: the kernel audit
-// settings its runs changed, and the commits it had in flight, each
-// finished or rolled back as its caller. It returns the record of
-// commits in flight the new runner keeps, beside the socket.
+// settings its runs changed, their cgroups, and the commits it had in
+// flight, each finished or rolled back as its caller. It returns the
+// record of commits in flight the new runner keeps, beside the socket.
 func recoverAtStart(dir string, log *slog.Logger) (*daemon.Commits, error) {
 	switch rec, err := kaudit.Recover(kaudit.DefaultDir); {
 	case err != nil:
@@ -163,6 +164,9 @@ func recoverAtStart(dir string, log *slog.Logger) (*daemon.Commits, error) {
 	case rec.Holders > 0:
 		log.Info("kernel audit: left on for the runs of other sandboxd processes; the last of them restores it", "holders", rec.Holders)
 	}
+	// The runs' processes died with it (each helper's parent-death
+	// signal ends its pid namespace); their groups are left.
+	sandbox.RemoveStaleGroups()
 	commits, err := daemon.NewCommits(filepath.Join(dir, "commits"))
 	if err != nil {
 		return nil, publicerr.Wrap(err, "the daemon cannot keep its record of commits in flight")
