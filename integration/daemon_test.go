@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,25 +57,38 @@ type testDaemon struct {
 // stops it.
 func spawnDaemon(t *testing.T, args ...string) *testDaemon {
 	t.Helper()
+	return spawnDaemonAt(t, "", nil, args...)
+}
+
+// spawnDaemonAt is spawnDaemon on socket ("": a new one), with env added
+// to the daemon's environment (a failpoint).
+func spawnDaemonAt(t *testing.T, socket string, env []string, args ...string) *testDaemon {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("sandboxd serve runs as root")
 	}
-	dir, err := os.MkdirTemp(baseDir, "daemon-")
-	if err != nil {
-		t.Fatal(err)
+	if socket == "" {
+		dir, err := os.MkdirTemp(baseDir, "daemon-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(dir, 0o755)
+		t.Cleanup(func() { removeAll(dir) })
+		socket = filepath.Join(dir, "run", "sandboxd.sock")
 	}
-	os.Chmod(dir, 0o755)
-	t.Cleanup(func() { removeAll(dir) })
-	d := &testDaemon{socket: filepath.Join(dir, "run", "sandboxd.sock"), log: &syncBuffer{}, exited: make(chan error, 1)}
+	d := &testDaemon{socket: socket, log: &syncBuffer{}, exited: make(chan error, 1)}
 	d.cmd = exec.Command(binary, append([]string{"serve", "-v", "--socket", d.socket}, args...)...)
-	d.cmd.Dir, d.cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	d.cmd.Dir, d.cmd.Env = "/", append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
 	d.cmd.Stderr = d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { d.exited <- d.cmd.Wait() }()
+	t.Cleanup(func() { d.cmd.Process.Kill() }) // one a failed test left running
+	// Listening, not merely there: a killed daemon leaves its socket.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(d.socket); err == nil {
+		if c, err := net.Dial("unix", d.socket); err == nil {
+			c.Close()
 			return d
 		}
 		if time.Now().After(deadline) {
