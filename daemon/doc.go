@@ -26,6 +26,11 @@
 // answer wins. An API client's answer is source client, which allows
 // only what a reviewer may.
 //
+// Nothing of a daemon outlives it but its record of the commits it has
+// in flight (Commits): a restarted daemon writes new tokens, holds no
+// grant of the old one, and recovers each recorded commit, as its
+// caller, before it serves anyone.
+//
 // Of sandboxd's packages it imports only boundary, broker, fsid, grants,
 // publicerr, review and session.
 package daemon

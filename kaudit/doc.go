@@ -7,7 +7,8 @@
 // take a lock in /run/sandboxd/kaudit, the first one records the original settings in a
 // state file before it changes anything, each holder keeps a lock on a
 // file of its own while it runs, and the last to leave — or the next to
-// arrive after a crash — restores the recorded settings. Only the
+// arrive after a crash, or a daemon when it starts (Recover) — restores
+// the recorded settings. Only the
 // enabled flag and the backlog limit are ever changed; audit rules,
 // which an auditd may rely on, are never touched.
 //
