@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
+	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
@@ -28,6 +30,10 @@ import (
 // each caller's next run recovers its own commits, as it always does.
 type Commits struct {
 	dir string
+	// mu guards told: the recoveries Recover did for each uid, until
+	// that uid's next exec takes them (Told).
+	mu   sync.Mutex
+	told map[int][]session.Event
 }
 
 // NewCommits makes dir (root's, 0700) for the records.
@@ -38,7 +44,7 @@ func NewCommits(dir string) (*Commits, error) {
 	if err := ownedByRoot(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &Commits{dir: dir}, nil
+	return &Commits{dir: dir, told: map[int][]session.Event{}}, nil
 }
 
 // recordExt ends a record's name; anything else in the directory is a
@@ -104,6 +110,7 @@ func (c *Commits) Recover(log *slog.Logger) int {
 				continue // err says why
 			}
 			n++
+			c.tell(f.UID, r)
 			log.Info("recovered a commit the daemon was killed in", "uid", f.UID, "workspace", r.Workspace,
 				"run", r.RunID, "action", r.Action, "ops", r.Ops, "conflicts", len(r.Conflicts))
 		}
@@ -118,6 +125,45 @@ func (c *Commits) Recover(log *slog.Logger) int {
 		os.Remove(p)
 	}
 	return n
+}
+
+// tell keeps r for uid's next exec.
+func (c *Commits) tell(uid int, r layer.Recovered) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.told[uid] = append(c.told[uid], session.Event{Kind: session.KindRecovered, Recovered: &r})
+}
+
+// Told returns, once, what Recover did for uid's commits, as the events
+// a run that had recovered them itself would have sent (nil Commits:
+// none).
+func (c *Commits) Told(uid int) []session.Event {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev := c.told[uid]
+	delete(c.told, uid)
+	return ev
+}
+
+// tellRecovered tells the caller's exec what the daemon recovered of
+// its commits when it started, as a run that recovers one itself tells
+// it (session.Runner.Run): the events now, on ev, and the report's
+// transaction through the function it returns, once the run is over.
+func (d *Daemon) tellRecovered(uid int, ev session.Events) func(*session.Report) {
+	told := d.cfg.Commits.Told(uid)
+	for _, e := range told {
+		ev.Event(e)
+	}
+	return func(rep *session.Report) {
+		for _, e := range told {
+			if rep != nil && rep.Transaction != nil {
+				rep.Transaction.Recovered = append(rep.Transaction.Recovered, *e.Recovered)
+			}
+		}
+	}
 }
 
 // readRecord reads one record: a JSON object of session.InFlight's

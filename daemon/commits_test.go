@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -68,5 +69,25 @@ func TestCommits(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("left after recovery: %v", ents)
+	}
+}
+
+// What Recover did for a uid is told once, to that uid only.
+func TestCommitsTold(t *testing.T) {
+	var none *Commits
+	if ev := none.Told(0); ev != nil {
+		t.Fatalf("a daemon with no record told %v", ev)
+	}
+	c := &Commits{told: map[int][]session.Event{}}
+	c.tell(1000, layer.Recovered{RunID: "r1", Action: "completed"})
+	if ev := c.Told(1001); len(ev) != 0 {
+		t.Fatalf("another uid was told %v", ev)
+	}
+	ev := c.Told(1000)
+	if len(ev) != 1 || ev[0].Kind != session.KindRecovered || ev[0].Recovered.RunID != "r1" {
+		t.Fatalf("told %+v", ev)
+	}
+	if ev := c.Told(1000); len(ev) != 0 {
+		t.Fatalf("told twice: %v", ev)
 	}
 }

@@ -32,5 +32,5 @@
 // caller, before it serves anyone.
 //
 // Of sandboxd's packages it imports only boundary, broker, fsid, grants,
-// publicerr, review and session.
+// layer, publicerr, review and session.
 package daemon

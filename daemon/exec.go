@@ -209,6 +209,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	// The client learns the run started, and its id, whatever it prints.
 	out.send(ExecLine{Type: "started", Exec: id})
 	defer context.AfterFunc(ctx, out.end)()
+	addRecovered := d.tellRecovered(c.UID, out)
 	job := req.Context.job(req.Argv, req.Command)
 	person, done := d.personFor(r, c, req, out)
 	defer done()
@@ -230,6 +231,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	start := time.Now()
 	rep, err := d.cfg.Runner.Run(ctx, who, job, out)
+	addRecovered(rep)
 	d.cfg.Observer.Exec(rep, time.Since(start))
 	line := ExecLine{Type: "report", Report: rep}
 	if err != nil {

@@ -34,6 +34,9 @@ type Config struct {
 	QuestionWait time.Duration
 	// MaxQuestions bounds the questions one uid has waiting (0: 16).
 	MaxQuestions int
+	// Commits is the record of commits in flight, which holds what the
+	// daemon recovered at start for each caller's next exec (nil: none).
+	Commits *Commits
 	// Version is the daemon's, for /v1/version.
 	Version string
 	// Observer hears each exec and each answer to a question, for the

@@ -69,6 +69,25 @@ func TestDaemonRecoversCommitsAtStart(t *testing.T) {
 				if !strings.Contains(d2.log.String(), "recovered a commit the daemon was killed in") {
 					t.Errorf("the daemon's log does not say what it recovered\n%s", d2.log)
 				}
+				// The caller's next run says what was recovered, as the
+				// run that recovers a commit itself does; once.
+				action := "rolled back"
+				if c.applied {
+					action = "completed"
+				}
+				for i, want := range []string{"[" + action + "]", "[]"} {
+					rr := e.sandboxdOpts(runOpts{env: env}, "run", "--daemon", "--", "true").mustSucceed(t)
+					var got []string
+					txn, _ := rr.report["transaction"].(map[string]any)
+					recs, _ := txn["recovered"].([]any)
+					for _, x := range recs {
+						m, _ := x.(map[string]any)
+						got = append(got, fmt.Sprint(m["action"]))
+					}
+					if fmt.Sprint(got) != want {
+						t.Errorf("run %d after the restart: the report's recovered commits are %v, want %s\n%s", i+1, got, want, rr)
+					}
+				}
 			})
 		})
 	}

@@ -107,7 +107,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	runner := session.New(session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
 		Commits: commits, CrashAt: crashAt(getenv)})
-	d = daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Version: version(), Log: log, MaxExecs: *maxExecs,
+	d = daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m})
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
