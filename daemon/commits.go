@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -166,11 +167,25 @@ func (d *Daemon) tellRecovered(uid int, ev session.Events) func(*session.Report)
 	}
 }
 
-// readRecord reads one record: a JSON object of session.InFlight's
-// fields, no more.
+// readRecord reads one record: a file of root's that only root may
+// write (a record makes the daemon act as the uid it names), holding a
+// JSON object of session.InFlight's fields, no more.
 func readRecord(p string) (session.InFlight, error) {
 	var f session.InFlight
-	b, err := os.ReadFile(p)
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return f, err
+	}
+	file := os.NewFile(uintptr(fd), p)
+	defer file.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return f, err
+	}
+	if st.Uid != 0 || st.Mode&0o022 != 0 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return f, errors.New("not a record of the daemon's: not a file only root may write")
+	}
+	b, err := io.ReadAll(io.LimitReader(file, 1<<20))
 	if err != nil {
 		return f, err
 	}

@@ -64,6 +64,13 @@ func TestCommits(t *testing.T) {
 			t.Errorf("%s read as a record", name)
 		}
 	}
+	// A record root did not write is none, whatever it says.
+	theirs := filepath.Join(dir, "theirs.json")
+	os.WriteFile(theirs, []byte(`{"uid":0,"gid":0,"state_dir":"/s"}`), 0o600)
+	os.Chown(theirs, 1000, 1000)
+	if _, err := readRecord(theirs); err == nil {
+		t.Error("a record of another uid's was read")
+	}
 	if n := c.Recover(slog.New(slog.DiscardHandler)); n != 0 {
 		t.Fatalf("recovered %d commits of a state directory with no journal", n)
 	}
