@@ -221,11 +221,13 @@ func (c *cgroup) openJoin() ([]int, error) {
 // namespace that is gone (groupName) or older than staleAfter, so that
 // a group another run has just made and not yet joined stays.
 func removeStale(dir string) {
-	removeStaleIn(filepath.Dir(dir), dir)
+	removeStaleIn(filepath.Dir(dir), dir, 1)
 }
 
-// removeStaleIn is removeStale for the groups in parent but keep.
-func removeStaleIn(parent, keep string) {
+// removeStaleIn is removeStale for the groups in parent but keep; a
+// killed run's group it tries tries times to remove (a run that ends
+// does not wait for another's tasks to die: the next one tries again).
+func removeStaleIn(parent, keep string, tries int) {
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
@@ -241,7 +243,7 @@ func removeStaleIn(parent, keep string) {
 			// What is left of a run whose sandboxd is gone: its tasks
 			// (dying already: the helper's parent-death signal ended
 			// the pid namespace) are killed, as its sandboxd would have.
-			killAndRemove(p)
+			killAndRemove(p, tries)
 			continue
 		}
 		info, err := e.Info()
@@ -256,9 +258,9 @@ func removeStaleIn(parent, keep string) {
 }
 
 // killAndRemove kills every task left in the group dir and removes it,
-// trying for a bounded time.
-func killAndRemove(dir string) {
-	for i := 0; i < 100; i++ {
+// trying tries times, 2 ms apart.
+func killAndRemove(dir string, tries int) {
+	for i := 0; i < tries; i++ {
 		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
 			return
 		}
@@ -284,7 +286,7 @@ func RemoveStaleGroups() {
 	info := probeCgroups()
 	for _, parent := range []string{info.PidsDir, info.MemoryDir} {
 		if parent != "" {
-			removeStaleIn(parent, "")
+			removeStaleIn(parent, "", 100)
 		}
 	}
 }
@@ -336,7 +338,7 @@ func (c *cgroup) remove() {
 		}
 	}()
 	for _, d := range c.dirs {
-		killAndRemove(d)
+		killAndRemove(d, 100)
 	}
 }
 
