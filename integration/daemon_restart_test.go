@@ -281,37 +281,68 @@ type auditCheck struct {
 // them restores it, not the daemon).
 func auditToChange(t *testing.T) *auditCheck {
 	t.Helper()
-	st, err := kaudit.CurrentStatus()
-	if err != nil {
+	if _, err := kaudit.CurrentStatus(); err != nil {
 		t.Logf("kernel audit is not reachable (%v): its settings are not checked", err)
 		return nil
 	}
-	if n := auditHolders(); n > 0 {
-		t.Logf("%d other sandboxd processes hold kernel audit: the last of them restores it, so its settings are not checked", n)
-		return nil
+	var a *auditCheck
+	settled := auditSettled(func(st kaudit.Status) {
+		if st.Enabled == 2 {
+			t.Log("kernel audit is locked: its settings are not checked")
+			return
+		}
+		if st.Enabled != 0 && st.BacklogLimit >= kaudit.MinBacklog {
+			orig := st.BacklogLimit
+			setAuditBacklog(t, kaudit.MinBacklog-1)
+			st.BacklogLimit = kaudit.MinBacklog - 1
+			t.Cleanup(func() { putBackBacklog(t, orig) })
+		}
+		t.Logf("kernel audit before the run: enabled=%d backlog=%d", st.Enabled, st.BacklogLimit)
+		a = &auditCheck{before: st}
+	})
+	if !settled {
+		t.Log("other sandboxd processes hold kernel audit, or one that was killed left its record: the last of them restores it, so its settings are not checked")
+	}
+	return a
+}
+
+// auditSettled runs f with the audit settings under kaudit's lock (no
+// holder comes or goes meanwhile) when no holder holds them and none
+// left a record of them; it reports whether it did.
+func auditSettled(f func(kaudit.Status)) bool {
+	lock, err := os.OpenFile(filepath.Join(kaudit.DefaultDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return false
+	}
+	defer lock.Close()
+	if unix.Flock(int(lock.Fd()), unix.LOCK_EX) != nil || auditHolders() > 0 {
+		return false
 	}
 	if _, err := os.Stat(filepath.Join(kaudit.DefaultDir, "state.json")); err == nil {
-		t.Log("a killed holder's record of kernel audit's settings is there: the settings before the test are not the machine's, and are not checked")
-		return nil
+		return false
 	}
-	if st.Enabled == 2 {
-		t.Log("kernel audit is locked: its settings are not checked")
-		return nil
+	st, err := kaudit.CurrentStatus()
+	if err != nil {
+		return false
 	}
-	if st.Enabled != 0 && st.BacklogLimit >= kaudit.MinBacklog {
-		orig := st.BacklogLimit
-		setAuditBacklog(t, kaudit.MinBacklog-1)
-		t.Cleanup(func() {
-			// Unless a holder keeps it changed now (and restores ours).
-			_, err := os.Stat(filepath.Join(kaudit.DefaultDir, "state.json"))
-			if now, serr := kaudit.CurrentStatus(); serr == nil && now.BacklogLimit != orig && err != nil && auditHolders() == 0 {
+	f(st)
+	return true
+}
+
+// putBackBacklog puts the backlog limit the test lowered back to orig,
+// once no holder keeps audit changed (one that came meanwhile took the
+// lowered limit for the machine's and restores it when it leaves).
+func putBackBacklog(t *testing.T, orig uint32) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if auditSettled(func(st kaudit.Status) {
+			if st.BacklogLimit == kaudit.MinBacklog-1 {
 				setAuditBacklog(t, orig)
 			}
-		})
-		st.BacklogLimit = kaudit.MinBacklog - 1
+		}) {
+			return
+		}
 	}
-	t.Logf("kernel audit before the run: enabled=%d backlog=%d", st.Enabled, st.BacklogLimit)
-	return &auditCheck{before: st}
+	t.Logf("the audit backlog limit the test lowered is held by other sandboxd processes: it stays at %d, not %d", kaudit.MinBacklog-1, orig)
 }
 
 // stillChanged fails unless the run's settings are still in force (a
