@@ -11,9 +11,10 @@
 // the workspace), so the same number of commands and decisions is done.
 // Rounds alternate the two. It prints, per side, the wall time, the
 // commands and decisions per second, the p50 and p99 of a command's
-// latency (and of a review's), and the peak of the summed resident
-// memory of every process involved (the daemon and its sandboxes, or
-// every embedded run and its sandbox), sampled every 20 ms.
+// latency (and of a review's), and the peaks of the summed resident (RSS)
+// and proportional (PSS) memory of every process involved (the daemon
+// and its sandboxes, or every embedded run and its sandbox), sampled
+// every 50 ms.
 package main
 
 import (
@@ -37,7 +38,7 @@ import (
 type outcome struct {
 	wall             time.Duration
 	execs, reviews   []time.Duration
-	peakRSS          int64 // KiB
+	peakRSS, peakPSS int64 // KiB
 	failed           int
 	commands, checks int
 }
@@ -93,8 +94,8 @@ func run(bin string, execs, reviews, rounds int) error {
 		embedded = append(embedded, w.embedded())
 	}
 	fmt.Printf("%d commands at once and %d boundary decisions, %d rounds alternated (medians of the rounds; latencies over every round)\n\n", execs, reviews, rounds)
-	fmt.Println("| | wall | commands/s | decisions/s | command p50 | command p99 | review p50 | review p99 | peak RSS (all processes) | failed |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| | wall | commands/s | decisions/s | command p50 | command p99 | review p50 | review p99 | peak RSS, summed | peak PSS, summed | failed |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	row("through the daemon", viaDaemon)
 	row("embedded (sandboxd run --no-daemon)", embedded)
 	return nil
@@ -102,11 +103,11 @@ func run(bin string, execs, reviews, rounds int) error {
 
 func row(name string, rounds []outcome) {
 	var walls, ex, rv []time.Duration
-	var rss []time.Duration // KiB, carried as durations for stats
+	var rss, pss []time.Duration // KiB, carried as durations for stats
 	failed, commands, checks := 0, 0, 0
 	for _, o := range rounds {
 		walls, ex, rv = append(walls, o.wall), append(ex, o.execs...), append(rv, o.reviews...)
-		rss = append(rss, time.Duration(o.peakRSS))
+		rss, pss = append(rss, time.Duration(o.peakRSS)), append(pss, time.Duration(o.peakPSS))
 		failed, commands, checks = failed+o.failed, o.commands, o.checks
 	}
 	wall := stats.Median(walls)
@@ -116,9 +117,9 @@ func row(name string, rounds []outcome) {
 		}
 		return ms(stats.Pct(rv, p))
 	}
-	fmt.Printf("| %s | %.2f s | %.1f | %.1f | %s | %s | %s | %s | %.0f MiB | %d |\n", name, wall.Seconds(),
+	fmt.Printf("| %s | %.2f s | %.1f | %.1f | %s | %s | %s | %s | %.0f MiB | %.0f MiB | %d |\n", name, wall.Seconds(),
 		float64(commands)/wall.Seconds(), float64(checks)/wall.Seconds(), ms(stats.Pct(ex, 50)), ms(stats.Pct(ex, 99)),
-		review(50), review(99), float64(stats.Median(rss))/1024, failed)
+		review(50), review(99), float64(stats.Median(rss))/1024, float64(stats.Median(pss))/1024, failed)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
@@ -139,7 +140,7 @@ func (w work) throughDaemon(c *daemon.Client, pid int) outcome {
 	dctx := daemon.Context{Env: []string{"HOME=" + w.home, "PATH=/usr/bin:/bin"}, Cwd: w.ws, Workspace: w.ws, Umask: 0o22, Session: "bench"}
 	out := outcome{commands: w.execs, checks: w.reviews}
 	var mu sync.Mutex
-	sample := sampleRSS(func() []int { return append(proctree.Descendants(pid), pid) })
+	sample := sampleMemory(func() []int { return append(proctree.Descendants(pid), pid) })
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range w.execs {
@@ -190,7 +191,7 @@ func (w work) throughDaemon(c *daemon.Client, pid int) outcome {
 	close(jobs)
 	wg.Wait()
 	out.wall = time.Since(start)
-	out.peakRSS = sample()
+	out.peakRSS, out.peakPSS = sample()
 	c.CloseIdle()
 	return out
 }
@@ -200,7 +201,7 @@ func (w work) embedded() outcome {
 	out := outcome{commands: w.execs, checks: w.execs * w.boundariesPerRun()}
 	var mu sync.Mutex
 	var pids sync.Map
-	sample := sampleRSS(func() []int {
+	sample := sampleMemory(func() []int {
 		var all []int
 		pids.Range(func(k, _ any) bool {
 			all = append(all, k.(int))
@@ -242,32 +243,35 @@ func (w work) embedded() outcome {
 	}
 	wg.Wait()
 	out.wall = time.Since(start)
-	out.peakRSS = sample()
+	out.peakRSS, out.peakPSS = sample()
 	return out
 }
 
-// sampleRSS samples the summed resident memory of the processes pids
-// names every 20 ms until the returned function is called, which returns
-// the peak in KiB.
-func sampleRSS(pids func() []int) func() int64 {
-	done, result := make(chan struct{}), make(chan int64)
+// sampleMemory samples the summed resident (RSS) and proportional (PSS)
+// memory of the processes pids names every 50 ms until the returned
+// function is called, which returns the peaks in KiB. RSS counts a page
+// shared by many processes (the binary's text) in each; PSS shares it
+// out, so its sum is what they hold together.
+func sampleMemory(pids func() []int) func() (int64, int64) {
+	done, result := make(chan struct{}), make(chan [2]int64)
 	go func() {
-		var peak int64
+		var peak [2]int64
 		for {
-			var sum int64
+			var rss, pss int64
 			for _, p := range pids() {
-				sum += proctree.RSS(p)
+				rss += proctree.RSS(p)
+				pss += proctree.PSS(p)
 			}
-			peak = max(peak, sum)
+			peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
 			select {
 			case <-done:
 				result <- peak
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(50 * time.Millisecond):
 			}
 		}
 	}()
-	return func() int64 { close(done); return <-result }
+	return func() (int64, int64) { close(done); p := <-result; return p[0], p[1] }
 }
 
 // startDaemon starts `sandboxd serve` on a socket of the benchmark's own.

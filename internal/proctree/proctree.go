@@ -40,14 +40,23 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// RSS is a process's resident set in KiB (0 when it is gone).
-func RSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// RSS is a process's resident set in KiB (0 when it is gone): pages it
+// shares with others count in full.
+func RSS(pid int) int64 { return kB(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
+
+// PSS is a process's proportional set in KiB (0 when it is gone): a page
+// shared by n processes counts 1/n in each, so the PSS of processes adds
+// up to the memory they hold together.
+func PSS(pid int) int64 { return kB(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
+
+// kB reads the "key: N kB" line of a /proc file.
+func kB(path, key string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, key); ok {
 			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return n
 		}

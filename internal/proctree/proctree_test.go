@@ -26,7 +26,7 @@ func TestDescendants(t *testing.T) {
 	if !slices.Contains(below, cmd.Process.Pid) || len(below) < 2 {
 		t.Fatalf("below this process: %v (bash is %d)", below, cmd.Process.Pid)
 	}
-	if RSS(os.Getpid()) <= 0 || RSS(1<<22+1) != 0 {
-		t.Fatal("RSS")
+	if RSS(os.Getpid()) <= 0 || RSS(1<<22+1) != 0 || PSS(os.Getpid()) <= 0 || PSS(os.Getpid()) > RSS(os.Getpid()) {
+		t.Fatal("RSS or PSS")
 	}
 }
