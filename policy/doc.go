@@ -10,6 +10,13 @@
 // only tighten: every key is merged through the rule named by its `tighten`
 // struct tag, and a key without a known rule makes the merge fail.
 //
+// A machine policy (the [policy] table of the daemon's machine
+// configuration, ParseTable) binds the keys its operator's file sets:
+// a caller's own policy is merged under it by the same rules
+// (UnderMachine), and workspace policies then tighten the result
+// (LoadUnder). Decode gives other configuration files (the machine
+// configuration's other tables) the same error form.
+//
 // Errors about a file are *Error values formatted as FILE:LINE: KEY: MESSAGE.
 //
 // This package is pure data and parsing. Of sandboxd's packages it imports

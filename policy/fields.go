@@ -76,6 +76,10 @@ func leaves(t reflect.Type) []leaf {
 // so for ["profile", "x"] it returns 1 and string.
 func schemaLookup(t reflect.Type, parts []string) (int, reflect.Type) {
 	for n, p := range parts {
+		if t.Kind() == reflect.Map {
+			t = t.Elem() // p is the map's key
+			continue
+		}
 		if !isTable(t) {
 			return n, t
 		}
@@ -162,8 +166,11 @@ func describeType(t reflect.Type) string {
 	case reflect.Float32, reflect.Float64:
 		return "a number"
 	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.String {
+		switch t.Elem().Kind() {
+		case reflect.String:
 			return "an array of strings"
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			return "an array of integers"
 		}
 		return "an array"
 	}

@@ -19,10 +19,23 @@ func FuzzParse(f *testing.F) {
 		"[filesystem]\nprotected = [\"../x\"]\n",
 		"a.b.c = [[1], {x = 2}]\n",
 		"\"\\u0000\" = '''\n'''\n",
+		"[policy.limits]\npids = 64\n[access]\nuids = [1]\n",
+		"policy = { profile = \"strict\" }\nPolicy.x = 1\n",
 	} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// The same bytes as a machine configuration's [policy]: the
+		// same error form, and a machine policy any user policy merges
+		// under.
+		if mp, mkeys, err := ParseTable("fuzz.toml", data, "policy"); err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) || pe.File != "fuzz.toml" || pe.Line <= 0 {
+				t.Fatalf("ParseTable error without file or line: %v", err)
+			}
+		} else if _, err := UnderMachine(Machine{Policy: mp, Set: mkeys, File: "m"}, Default(), "u", KeySet{}); err != nil {
+			t.Fatalf("a machine policy alone did not merge: %v", err)
+		}
 		p, keys, err := ParseWithKeys("fuzz.toml", data, Default())
 		if err != nil {
 			var pe *Error

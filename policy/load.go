@@ -28,17 +28,29 @@ const maxFileSize = 1 << 20
 //
 // All errors are *Error.
 func Load(userPath string, userExplicit bool, wsPaths ...string) (Policy, error) {
-	user := Default()
+	return LoadUnder(nil, userPath, userExplicit, wsPaths...)
+}
+
+// LoadUnder is Load under the machine policy m (nil: none, as Load): the
+// user policy is merged under it (UnderMachine) before the workspace
+// policies tighten the result.
+func LoadUnder(m *Machine, userPath string, userExplicit bool, wsPaths ...string) (Policy, error) {
+	user, userSet := Default(), KeySet{}
 	data, err := readUserFile(userPath)
 	switch {
 	case err == nil:
-		if user, err = Parse(userPath, data, user); err != nil {
+		if user, userSet, err = ParseWithKeys(userPath, data, user); err != nil {
 			return Policy{}, err
 		}
 	case errors.Is(err, fs.ErrNotExist) && !userExplicit:
 		// No user policy: defaults.
 	default:
 		return Policy{}, fileError(userPath, err)
+	}
+	if m != nil {
+		if user, err = UnderMachine(*m, user, userPath, userSet); err != nil {
+			return Policy{}, err
+		}
 	}
 
 	for _, wsPath := range wsPaths {

@@ -30,16 +30,39 @@ func Parse(name string, data []byte, base Policy) (Policy, error) {
 // ParseWithKeys is Parse that also returns the set of keys the file sets
 // (with their lines), as needed by Tighten.
 func ParseWithKeys(name string, data []byte, base Policy) (Policy, KeySet, error) {
+	return parseDoc(name, data, base, "")
+}
+
+// ParseTable parses the policy held in the top-level table named table
+// of a larger document (the machine configuration's [policy]) on top of
+// Default(). The document's other top-level keys are its caller's to
+// check (see Decode). Errors name keys as the document spells them
+// ("policy.limits.pids"); the KeySet holds the policy's own
+// ("limits.pids"), as Tighten and UnderMachine take them.
+func ParseTable(name string, data []byte, table string) (Policy, KeySet, error) {
+	return parseDoc(name, data, Default(), table)
+}
+
+// parseDoc is ParseWithKeys of a document that is a policy (table "")
+// or holds one in its top-level table named table.
+func parseDoc(name string, data []byte, base Policy, table string) (Policy, KeySet, error) {
 	pt := policyType()
-	mirror := reflect.New(mirrorType(pt))
+	root, mroot := pt, mirrorType(pt)
+	if table != "" {
+		root, mroot = embedded(data, table, root), embedded(data, table, mroot)
+	}
+	mirror := reflect.New(mroot)
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(mirror.Interface()); err != nil {
-		return Policy{}, KeySet{}, decodeError(name, data, err)
+		return Policy{}, KeySet{}, decodeError(name, data, err, root)
 	}
-
 	idx := buildIndex(data)
-	if e := checkKeyCase(name, idx); e != nil {
+	if e := checkKeyCase(name, idx, root); e != nil {
 		return Policy{}, KeySet{}, e
+	}
+	src := mirror.Elem()
+	if table != "" {
+		src = src.Field(0)
 	}
 	out := base.clone()
 	outV := reflect.ValueOf(&out).Elem()
@@ -47,19 +70,23 @@ func ParseWithKeys(name string, data []byte, base Policy) (Policy, KeySet, error
 	var errs []*Error
 	rules := validators()
 	for _, lf := range leaves(pt) {
-		src := mirror.Elem().FieldByIndex(lf.index)
-		if src.IsNil() {
+		leafSrc := src.FieldByIndex(lf.index)
+		if leafSrc.IsNil() {
 			continue // absent from the file
 		}
-		pos := idx.lookup(lf.path)
+		full := lf.path
+		if table != "" {
+			full = joinKey([]string{table}) + "." + lf.path
+		}
+		pos := idx.lookup(full)
 		keys.m[lf.path] = pos
 		dst := outV.FieldByIndex(lf.index)
-		if msg := assignLeaf(dst, src.Elem()); msg != "" {
-			errs = append(errs, &Error{File: name, Line: pos.line, Key: lf.path, Msg: msg})
+		if msg := assignLeaf(dst, leafSrc.Elem()); msg != "" {
+			errs = append(errs, &Error{File: name, Line: pos.line, Key: full, Msg: msg})
 			continue
 		}
 		if elem, msg := validateLeaf(rules, lf.path, dst); msg != "" {
-			errs = append(errs, &Error{File: name, Line: pos.elemLine(elem), Key: lf.path, Msg: msg})
+			errs = append(errs, &Error{File: name, Line: pos.elemLine(elem), Key: full, Msg: msg})
 		}
 	}
 	if len(errs) > 0 {
@@ -69,14 +96,59 @@ func ParseWithKeys(name string, data []byte, base Policy) (Policy, KeySet, error
 	return out, keys, nil
 }
 
+// embedded is the type of a document whose top-level table named table
+// has type t and whose every other top-level key (those data sets) holds
+// any value: the policy of a larger document, whose other keys its
+// caller checks.
+func embedded(data []byte, table string, t reflect.Type) reflect.Type {
+	fields := []reflect.StructField{{Name: "Table", Type: t, Tag: reflect.StructTag("toml:" + strconv.Quote(table))}}
+	seen := map[string]bool{table: true}
+	idx := buildIndex(data)
+	for _, k := range sortedKeys(idx) {
+		top := idx[k].parts[0]
+		if seen[top] {
+			continue
+		}
+		seen[top] = true
+		fields = append(fields, reflect.StructField{Name: "Other" + strconv.Itoa(len(fields)), Type: reflect.TypeFor[any](),
+			Tag: reflect.StructTag("toml:" + strconv.Quote(top))})
+	}
+	return reflect.StructOf(fields)
+}
+
+// Decode decodes the TOML document data into v, a pointer to a struct
+// whose fields name their keys with toml tags (maps of such structs and
+// fields of type any included), as another sandboxd configuration file
+// that speaks the policy's error form does (the machine configuration).
+// Unknown keys and keys spelled in another case are refused; values are
+// decoded as go-toml does, without the policy's validation. It returns
+// the lines of every key the document sets, tables included. Errors are
+// *Error naming name, the line and the key.
+func Decode(name string, data []byte, v any) (KeySet, error) {
+	root := reflect.TypeOf(v).Elem()
+	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return KeySet{}, decodeError(name, data, err, root)
+	}
+	idx := buildIndex(data)
+	if e := checkKeyCase(name, idx, root); e != nil {
+		return KeySet{}, e
+	}
+	return KeySet{m: idx}, nil
+}
+
 // checkKeyCase rejects keys that go-toml matched to the schema
 // case-insensitively: keys are case-sensitive in TOML and in this format.
-func checkKeyCase(name string, idx keyIndex) *Error {
+func checkKeyCase(name string, idx keyIndex, root reflect.Type) *Error {
 	var first *Error
 	for _, k := range sortedKeys(idx) {
 		pos := idx[k]
-		t := policyType()
+		t := root
 		for i, part := range pos.parts {
+			if t.Kind() == reflect.Map {
+				t = t.Elem() // part is the map's key: any spelling is one
+				continue
+			}
 			if !isTable(t) {
 				break
 			}
@@ -193,8 +265,9 @@ func mismatchRE() *regexp.Regexp {
 	return regexp.MustCompile(`^cannot decode TOML ([a-z-]+) into `)
 }
 
-// decodeError converts an error from go-toml into an *Error.
-func decodeError(name string, data []byte, err error) *Error {
+// decodeError converts an error from go-toml into an *Error; root is
+// the document's schema type.
+func decodeError(name string, data []byte, err error, root reflect.Type) *Error {
 	var sme *toml.StrictMissingError
 	if errors.As(err, &sme) && len(sme.Errors) > 0 {
 		e := &sme.Errors[0]
@@ -206,7 +279,7 @@ func decodeError(name string, data []byte, err error) *Error {
 		}
 		msg := "unknown " + what
 		if len(parts) > 0 {
-			n, t := schemaLookup(policyType(), parts[:len(parts)-1])
+			n, t := schemaLookup(root, parts[:len(parts)-1])
 			if n == len(parts)-1 && t != nil && isTable(t) {
 				where := "top-level keys"
 				if n > 0 {
@@ -223,7 +296,7 @@ func decodeError(name string, data []byte, err error) *Error {
 		parts := []string(de.Key())
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
 		if m := mismatchRE().FindStringSubmatch(msg); m != nil {
-			if n, t := schemaLookup(policyType(), parts); n > 0 && t != nil {
+			if n, t := schemaLookup(root, parts); n > 0 && t != nil {
 				parts = parts[:n]
 				got := m[1]
 				msg = fmt.Sprintf("expected %s, got a TOML %s", describeType(t), got)

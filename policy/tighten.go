@@ -120,66 +120,72 @@ func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error
 			continue
 		}
 		rule := lf.field.Tag.Get("tighten")
+		pos := wsSet.m[lf.path]
+		if rule == ruleUser {
+			return &Error{File: wsName, Line: pos.line, Key: lf.path,
+				Msg: "only your own policy may set " + lf.path + " (" + userOnlyWhy(lf.path) + ")"}
+		}
 		u := user.FieldByIndex(lf.index)
 		w := ws.FieldByIndex(lf.index)
 		o := out.FieldByIndex(lf.index)
-		pos := wsSet.m[lf.path]
-		fail := func(elem int, format string, args ...any) error {
-			return &Error{
-				File: wsName,
-				Line: pos.elemLine(elem),
-				Key:  lf.path,
-				Msg:  "workspace policy may only tighten: " + fmt.Sprintf(format, args...),
-			}
-		}
-		switch rule {
-		case ruleUser:
-			return &Error{File: wsName, Line: pos.line, Key: lf.path,
-				Msg: "only your own policy may set " + lf.path + " (" + userOnlyWhy(lf.path) + ")"}
-		case ruleUnion:
-			var merged orderedSet
-			for _, list := range []reflect.Value{u, w} {
-				for i := 0; i < list.Len(); i++ {
-					merged.add(list.Index(i).String())
-				}
-			}
-			o.Set(reflect.ValueOf(merged.list).Convert(o.Type()))
-		case ruleSubset:
-			var have orderedSet
-			for i := 0; i < u.Len(); i++ {
-				have.add(u.Index(i).String())
-			}
-			for i := 0; i < w.Len(); i++ {
-				if s := w.Index(i).String(); !have.has(s) {
-					return fail(i, "adds %s %q", subsetNoun(lf.path), s)
-				}
-			}
-			o.Set(cloneValue(w))
-		case ruleOff:
-			if w.Bool() && !u.Bool() {
-				return fail(-1, "turns %s on", lf.path)
-			}
-			o.Set(w)
-		case ruleMin:
-			if w.Int() > u.Int() {
-				return fail(-1, "raises %s from %v to %v", lf.path, u.Interface(), w.Interface())
-			}
-			o.Set(w)
-		case ruleProfile, ruleIsolation, ruleScope:
-			ur, uok := rank(rule, u.String())
-			wr, wok := rank(rule, w.String())
-			switch {
-			case !uok:
-				return fail(-1, "user policy has unknown %s %q", lf.path, u.String())
-			case !wok:
-				return fail(-1, "unknown %s %q", lf.path, w.String())
-			case wr < ur:
-				return fail(-1, "loosens %s from %q to %q", lf.path, u.String(), w.String())
-			}
-			o.Set(w)
+		if elem, msg := mergeRule(rule, lf.path, u, w, o, "user policy"); msg != "" {
+			return &Error{File: wsName, Line: pos.elemLine(elem), Key: lf.path, Msg: "workspace policy may only tighten: " + msg}
 		}
 	}
 	return nil
+}
+
+// mergeRule merges one key by its tighten rule (not ruleUser): u is the
+// value being tightened (called whose in messages), w the tightening
+// file's, and o receives the result. It returns "" when w tightens u,
+// else why not and the offending array element (-1: the whole value).
+func mergeRule(rule, path string, u, w, o reflect.Value, whose string) (int, string) {
+	switch rule {
+	case ruleUnion:
+		var merged orderedSet
+		for _, list := range []reflect.Value{u, w} {
+			for i := 0; i < list.Len(); i++ {
+				merged.add(list.Index(i).String())
+			}
+		}
+		o.Set(reflect.ValueOf(merged.list).Convert(o.Type()))
+	case ruleSubset:
+		var have orderedSet
+		for i := 0; i < u.Len(); i++ {
+			have.add(u.Index(i).String())
+		}
+		for i := 0; i < w.Len(); i++ {
+			if s := w.Index(i).String(); !have.has(s) {
+				return i, fmt.Sprintf("adds %s %q", subsetNoun(path), s)
+			}
+		}
+		o.Set(cloneValue(w))
+	case ruleOff:
+		if w.Bool() && !u.Bool() {
+			return -1, fmt.Sprintf("turns %s on", path)
+		}
+		o.Set(w)
+	case ruleMin:
+		if w.Int() > u.Int() {
+			return -1, fmt.Sprintf("raises %s from %v to %v", path, u.Interface(), w.Interface())
+		}
+		o.Set(w)
+	case ruleProfile, ruleIsolation, ruleScope:
+		ur, uok := rank(rule, u.String())
+		wr, wok := rank(rule, w.String())
+		switch {
+		case !uok:
+			return -1, fmt.Sprintf("%s has unknown %s %q", whose, path, u.String())
+		case !wok:
+			return -1, fmt.Sprintf("unknown %s %q", path, w.String())
+		case wr < ur:
+			return -1, fmt.Sprintf("loosens %s from %q to %q", path, u.String(), w.String())
+		}
+		o.Set(w)
+	default:
+		return -1, fmt.Sprintf("no tighten rule for %s", path)
+	}
+	return -1, ""
 }
 
 // userOnlyWhy says why a workspace may not set a user-only key.
