@@ -144,6 +144,9 @@ func joinKey(parts []string) string {
 
 // describeType says in words what a policy file must contain for type t.
 func describeType(t reflect.Type) string {
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional value (another file's schema)
+	}
 	switch {
 	case t == nil:
 		return "a value"

@@ -457,3 +457,12 @@ func normCommandPattern(s string) (string, string) {
 	}
 	return s, ""
 }
+
+// CheckModelName checks a model reviewer's model name as [review]
+// model is checked: "" when s is valid, else why not. (The machine
+// configuration names reviewers too.)
+func CheckModelName(s string) string { return checkModelName(s) }
+
+// CheckBaseURL checks a model reviewer's endpoint as [review] base_url
+// is checked: "" when s is valid, else why not.
+func CheckBaseURL(s string) string { return checkBaseURL(s) }
