@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -37,6 +38,10 @@ type Config struct {
 	// Commits is the record of commits in flight, which holds what the
 	// daemon recovered at start for each caller's next exec (nil: none).
 	Commits *Commits
+	// Allow says whether a caller with these ids may use the daemon at
+	// all (the machine configuration's [access]); nil: everyone. A
+	// caller it refuses gets 403 from every route, the token's first.
+	Allow func(uid, gid int, groups []int) bool
 	// Version is the daemon's, for /v1/version.
 	Version string
 	// Observer hears each exec and each answer to a question, for the
@@ -241,6 +246,10 @@ func (d *Daemon) guard(rt route) http.HandlerFunc {
 			return
 		case p.Nested:
 			writeError(w, http.StatusForbidden, "sandboxed_peer", "a process inside a sandbox (a nested pid namespace) may not use the daemon")
+			return
+		case d.cfg.Allow != nil && !d.cfg.Allow(p.UID, p.GID, p.Groups):
+			d.cfg.Log.Debug("caller not in [access]", "uid", p.UID)
+			writeError(w, http.StatusForbidden, "not_allowed", fmt.Sprintf("this machine's sandboxd configuration does not let uid %d use the daemon (ask its operator)", p.UID))
 			return
 		}
 		if rt.auth == authToken {

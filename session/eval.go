@@ -35,7 +35,7 @@ func ModelFor(c Caller, policyPath string) (cfg ModelConfig, ok bool, err error)
 	if err != nil {
 		return ModelConfig{}, false, policyUnusable(err)
 	}
-	cfg, ok = modelConfig(c, res.Review, res.EnvDeny, res.EnvAllow)
+	cfg, ok = modelConfig(c, res.Review, res.EnvDeny, res.EnvAllow, nil) // embedded: no machine reviewer
 	if !ok {
 		return ModelConfig{}, false, nil
 	}

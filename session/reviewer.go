@@ -94,10 +94,28 @@ func (st *run) noteReviewer() {
 	}
 }
 
+// MachineModel is a model reviewer the machine's operator sets for a
+// caller (the daemon's machine configuration): its model, endpoint and
+// key replace the caller's [review] model, base_url and api_key_env and
+// their environment fallbacks, so a caller can neither read the key nor
+// send it to a server of its own. The caller's [review] still sets the
+// rest (on or off, timeout, caps, what the model is shown), within the
+// machine policy.
+type MachineModel struct {
+	Model, BaseURL string
+	// Key is the endpoint's credential: never in a command's
+	// environment, a report, a prompt or a log line.
+	Key string `json:"-"`
+}
+
 // modelConfig resolves the model reviewer's configuration for caller:
 // ok is false when no model is named (an API key alone sends nothing).
-func modelConfig(c Caller, rev policy.Review, envDeny, envAllow []string) (ModelConfig, bool) {
+// mm, when set, is the machine's reviewer for the caller.
+func modelConfig(c Caller, rev policy.Review, envDeny, envAllow []string, mm *MachineModel) (ModelConfig, bool) {
 	get := c.Getenv
+	if mm != nil {
+		return machineModelConfig(c, rev, envDeny, envAllow, *mm)
+	}
 	cfg := ModelConfig{BaseURL: rev.BaseURL, Model: rev.Model, Review: rev,
 		Dial: dialer(c, nil).DialContext, Proxy: callerProxy(c)}
 	if cfg.Model == "" {
@@ -110,13 +128,50 @@ func modelConfig(c Caller, rev policy.Review, envDeny, envAllow []string) (Model
 		cfg.BaseURL = "https://api.openai.com/v1"
 	}
 	cfg.Key = get(reviewKeyEnv(rev))
-	_, dropped := policy.FilterEnv(c.Env, envAllow, envDeny)
-	for _, k := range append(dropped, reviewKeyEnv(rev)) {
-		if v := get(k); len(v) >= 8 {
-			cfg.Secrets = append(cfg.Secrets, v)
-		}
+	cfg.Secrets = envSecrets(c, rev, envDeny, envAllow)
+	return cfg, rev.Enabled && cfg.Model != ""
+}
+
+// machineModelConfig is modelConfig with the machine's reviewer mm. The
+// caller's proxy variables are followed only to an https endpoint,
+// where the proxy sees the host it tunnels to and never the key (the
+// daemon checks the endpoint's certificate with the machine's own
+// roots); to an http endpoint the daemon connects itself.
+func machineModelConfig(c Caller, rev policy.Review, envDeny, envAllow []string, mm MachineModel) (ModelConfig, bool) {
+	cfg := ModelConfig{BaseURL: mm.BaseURL, Model: mm.Model, Key: mm.Key, Review: rev, Dial: dialer(c, nil).DialContext}
+	if strings.HasPrefix(mm.BaseURL, "https://") {
+		cfg.Proxy = callerProxy(c)
+	}
+	cfg.Secrets = envSecrets(c, rev, envDeny, envAllow)
+	if len(mm.Key) >= 8 {
+		cfg.Secrets = append(cfg.Secrets, mm.Key)
 	}
 	return cfg, rev.Enabled && cfg.Model != ""
+}
+
+// envSecrets are the values of the caller's environment the policy
+// strips as credentials, and its reviewer key's: the reviewer redacts
+// them from all it sends.
+func envSecrets(c Caller, rev policy.Review, envDeny, envAllow []string) []string {
+	var out []string
+	_, dropped := policy.FilterEnv(c.Env, envAllow, envDeny)
+	for _, k := range append(dropped, reviewKeyEnv(rev)) {
+		if v := c.Getenv(k); len(v) >= 8 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// machineModelFor is the machine's reviewer for c, or nil.
+func (r *Runner) machineModelFor(c Caller) *MachineModel {
+	if r.machineModel == nil {
+		return nil
+	}
+	if mm, ok := r.machineModel(c.UID); ok {
+		return &mm
+	}
+	return nil
 }
 
 // reviewers fills the broker's reviewer slots for the job's mode.
@@ -136,7 +191,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 		return model, person, info, nil
 	}
 	mode := j.Reviewer
-	cfg, configured := modelConfig(c, p.policy.Review, p.policy.EnvDeny, p.policy.EnvAllow)
+	cfg, configured := modelConfig(c, p.policy.Review, p.policy.EnvDeny, p.policy.EnvAllow, r.machineModelFor(c))
 	switch mode {
 	case ReviewOff:
 		return nil, nil, info, nil

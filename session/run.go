@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netproxy"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
@@ -89,6 +90,13 @@ type Config struct {
 	// DefaultMaxHeld, DefaultMaxHeldBytes).
 	MaxHeld      int
 	MaxHeldBytes int64
+	// MachinePolicy is the machine's policy, which every caller's own
+	// policy and workspace policies only tighten (policy.LoadUnder);
+	// MachineReviewer the model reviewer the machine's operator sets for
+	// a uid (reviewer.go). The daemon's machine configuration sets them;
+	// nil: none (embedded runs have none: the caller is the operator).
+	MachinePolicy   *policy.Machine
+	MachineReviewer func(uid int) (MachineModel, bool)
 	// CrashAt names a commit failpoint at which the process kills itself
 	// (layer.Options.CrashAt): crash tests only. It is the process's
 	// own setting, never a request's: only cmd/sandboxd built with the
@@ -111,6 +119,10 @@ type Runner struct {
 	crashAt  string
 	commits  Commits
 	log      *slog.Logger
+	// machine and machineModel are Config's MachinePolicy and
+	// MachineReviewer.
+	machine      *policy.Machine
+	machineModel func(uid int) (MachineModel, bool)
 	// held are the runs parked for a front end's retry (held.go).
 	held heldSet
 }
@@ -120,7 +132,7 @@ func New(cfg Config) *Runner {
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
 		reserved: ownListener(cfg.Reserved), models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
-		commits: cfg.Commits}
+		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
 	if r.sandbox == nil {
 		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log)}
 	}

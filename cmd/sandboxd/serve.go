@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/kaudit"
 	"github.com/sandboxd/sandboxd/landlock"
+	"github.com/sandboxd/sandboxd/machine"
 	"github.com/sandboxd/sandboxd/metrics"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
@@ -27,7 +28,7 @@ import (
 )
 
 const serveUsage = `Usage:
-  sandboxd serve [--socket PATH] [--question-wait DURATION]
+  sandboxd serve [--socket PATH] [--config FILE] [--question-wait DURATION]
   sandboxd serve status [--socket PATH]
 
 serve runs the daemon, as root, one per machine: its API listens on a
@@ -35,6 +36,10 @@ unix socket (default /run/sandboxd/sandboxd.sock) in a directory of
 root's, and each caller's token file is written beside it, in tokens/.
 Started by a systemd socket unit (deploy/sandboxd.socket), it serves the
 socket systemd passes (LISTEN_FDS), which must be the --socket path.
+The machine configuration (--config, default /etc/sandboxd/sandboxd.toml
+when it exists) says who may connect, the machine policy every caller's
+policy may only tighten, the operator's model reviewers and the limits
+on each caller; it must be root's and writable by root only.
 status asks the daemon, as you, whether it is up and who it takes you
 for; it checks the socket is root's first (SANDBOXD_SOCKET names another).
 `
@@ -51,6 +56,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	maxExecs := fs.Int("max-execs", 64, "the commands one user may run through the daemon at once")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback `address` such as 127.0.0.1:9464 (default: off)")
 	questionWait := fs.Duration("question-wait", review.DefaultTimeout, "how long a question for a person waits for an answer before it denies")
+	config := fs.String("config", "", "the machine `configuration` (default: "+machine.DefaultPath+", when it exists)")
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
@@ -75,6 +81,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	mc, err := loadMachine(*config, log)
+	if err != nil {
+		return fail(err)
+	}
 	ln, tokens, made, err := serveListener(*socket, getenv)
 	if err != nil {
 		return fail(err)
@@ -104,11 +114,12 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fail(err)
 	}
-	runner := session.New(session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
+	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
-		Commits: commits, CrashAt: crashAt(getenv)})
-	d = daemon.New(daemon.Config{Tokens: tokens, Runner: runner, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
-		QuestionWait: *questionWait, Observer: m})
+		Commits: commits, CrashAt: crashAt(getenv)}
+	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
+		QuestionWait: *questionWait, Observer: m}
+	d = newDaemon(mc, fs, sc, dc)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+
+	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/machine"
+	"github.com/sandboxd/sandboxd/policy"
+	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/session"
+)
+
+// loadMachine reads the machine configuration: path (--config), which
+// must exist, else machine.DefaultPath when it does (nil: none).
+func loadMachine(path string, log *slog.Logger) (*machine.Config, error) {
+	explicit := path != ""
+	if !explicit {
+		path = machine.DefaultPath
+	}
+	mc, err := machine.Load(path, explicit, machine.SystemIDs{})
+	var pe *policy.Error
+	switch {
+	case errors.As(err, &pe):
+		return nil, publicerr.Wrap(err, pe.Error())
+	case err != nil:
+		return nil, publicerr.Wrap(err, "the machine configuration "+path+" could not be read")
+	case mc == nil:
+		log.Info("sandboxd serve: no machine configuration", "file", path)
+		return nil, nil
+	}
+	reviewer := "none"
+	if mc.Reviewer != nil {
+		reviewer = mc.Reviewer.String() // never its key
+	}
+	var policyKeys []string
+	if mc.Policy != nil {
+		policyKeys = mc.Policy.Set.Keys()
+	}
+	log.Info("sandboxd serve: machine configuration", "file", path, "uids", mc.UIDs, "gids", mc.GIDs,
+		"policy", policyKeys, "reviewer", reviewer, "user_reviewers", len(mc.Users), "limits", mc.Limits)
+	return mc, nil
+}
+
+// newDaemon builds the runner and the daemon from their configurations
+// with the machine configuration mc (nil: none) put in.
+func newDaemon(mc *machine.Config, fs *flag.FlagSet, sc session.Config, dc daemon.Config) *daemon.Daemon {
+	withMachine(mc, fs, &sc, &dc)
+	dc.Runner = session.New(sc)
+	return daemon.New(dc)
+}
+
+// withMachine puts the machine configuration mc (nil: none) into the
+// runner's and the daemon's configurations. Its limits replace the
+// daemon's defaults; a flag given on the command line (--max-execs)
+// still wins, as the person starting the daemon asked.
+func withMachine(mc *machine.Config, fs *flag.FlagSet, sc *session.Config, dc *daemon.Config) {
+	if mc == nil {
+		return
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	dc.Allow = mc.Allows
+	if l := mc.Limits; l.MaxExecs > 0 && !set["max-execs"] {
+		dc.MaxExecs = l.MaxExecs
+	}
+	dc.MaxQuestions = mc.Limits.MaxQuestions
+	sc.MaxHeld, sc.MaxHeldBytes = mc.Limits.MaxHeld, mc.Limits.MaxHeldBytes
+	sc.MachinePolicy = mc.Policy
+	sc.MachineReviewer = func(uid int) (session.MachineModel, bool) {
+		r, ok := mc.ReviewerFor(uid)
+		return session.MachineModel{Model: r.Model, BaseURL: r.BaseURL, Key: r.Key}, ok
+	}
+}
