@@ -22,10 +22,11 @@ func startDaemon(t *testing.T) string {
 	return s
 }
 
-// startDaemonLog is startDaemon that also returns the daemon's log.
-func startDaemonLog(t *testing.T) (string, *syncBuffer) {
+// startDaemonLog is startDaemon that also returns the daemon's log; args
+// are more of serve's flags.
+func startDaemonLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
-	d := spawnDaemon(t)
+	d := spawnDaemon(t, args...)
 	t.Cleanup(func() {
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
