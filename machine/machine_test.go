@@ -247,3 +247,24 @@ func TestLoad(t *testing.T) {
 		t.Errorf("a link in a directory others may write: %v", err)
 	}
 }
+
+// TestReadmeExample: the README's example configuration parses.
+func TestReadmeExample(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "### The machine configuration\n")
+	_, block, ok2 := strings.Cut(sec, "```toml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("no example in the README's machine configuration section")
+	}
+	c, err := Parse("README.md", []byte(block), fakeIDs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := c.ReviewerFor(1001); !ok || r.KeyFile != "/etc/sandboxd/keys/alice" || c.Limits.MaxExecs != 16 || !c.Policy.Set.Has("boundaries.deny") {
+		t.Errorf("%+v %+v", r, c)
+	}
+}
