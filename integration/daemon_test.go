@@ -28,16 +28,7 @@ func startDaemonLog(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	d := spawnDaemon(t, args...)
 	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-d.exited:
-			if err != nil {
-				t.Errorf("the daemon ended with %v\n%s", err, d.log.String())
-			}
-		case <-time.After(15 * time.Second):
-			d.cmd.Process.Kill()
-			t.Errorf("the daemon did not stop on SIGTERM\n%s", d.log.String())
-		}
+		d.stop(t)
 		if _, err := os.Lstat(d.socket); err == nil {
 			t.Errorf("the daemon left its socket behind")
 		}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // authModel is a fake model endpoint that allows every boundary and
@@ -37,15 +36,7 @@ func newAuthModel(t *testing.T) *authModel {
 		m.mu.Lock()
 		m.auth, m.body = append(m.auth, r.Header.Get("Authorization")), append(m.body, string(b))
 		m.mu.Unlock()
-		verdict, _ := json.Marshal(map[string]string{"outcome": "allow", "risk_level": "low", "user_authorization": "high", "rationale": "a build output"})
-		resp, _ := json.Marshal(map[string]any{
-			"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": "m",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": string(verdict)}}},
-			"usage": map[string]any{"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
-		})
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(resp)
+		writeVerdict(w, "m", "allow", "low", "high", "a build output")
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

@@ -41,19 +41,26 @@ func newFakeModel(t *testing.T, decide func(body string) (outcome, risk, auth, w
 			return
 		}
 		outcome, risk, auth, why := decide(string(b))
-		verdict, _ := json.Marshal(map[string]string{"outcome": outcome, "risk_level": risk, "user_authorization": auth, "rationale": why})
-		resp, _ := json.Marshal(map[string]any{
-			"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": "fake-model",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": string(verdict)}}},
-			"usage": map[string]any{"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
-		})
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(resp)
+		writeVerdict(w, "fake-model", outcome, risk, auth, why)
 	})}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return m
+}
+
+// writeVerdict answers a chat completion whose content is the verdict
+// (outcome, risk level, user authorization, rationale), as the OpenAI
+// API does, with 900 prompt and 40 completion tokens.
+func writeVerdict(w http.ResponseWriter, model string, outcome, risk, auth, why string) {
+	verdict, _ := json.Marshal(map[string]string{"outcome": outcome, "risk_level": risk, "user_authorization": auth, "rationale": why})
+	resp, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-fake", "object": "chat.completion", "created": time.Now().Unix(), "model": model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": string(verdict)}}},
+		"usage": map[string]any{"prompt_tokens": 900, "completion_tokens": 40, "total_tokens": 940},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(resp)
 }
 
 func (m *fakeModel) requests() []string {
