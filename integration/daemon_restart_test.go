@@ -93,8 +93,8 @@ func TestDaemonRecoversCommitsAtStart(t *testing.T) {
 	}
 }
 
-// txnFinal is the workspace TestDaemonRecoversCommitsAtStart's script
-// leaves, from before.
+// txnFinal is the workspace the crash tests' script leaves, from before
+// (TestTxnCrashDuringCommit's and TestDaemonRecoversCommitsAtStart's).
 func txnFinal(before map[string]string) map[string]string {
 	want := map[string]string{}
 	for k, v := range before {

@@ -433,19 +433,7 @@ func TestTxnCrashDuringCommit(t *testing.T) {
 		e.writeFile(filepath.Join(e.ws, "keep.txt"), "keep\n", 0o644)
 		return tree(t, e.ws)
 	}
-	final := func(before map[string]string) map[string]string {
-		want := map[string]string{}
-		for k, v := range before {
-			want[k] = v
-		}
-		for i := 1; i <= 10; i++ {
-			want[fmt.Sprintf("new%d.txt", i)] = fmt.Sprintf("new%d\n", i)
-		}
-		want["dir"], want["dir/sub"], want["dir/sub/f"] = "dir", "dir", "deep\n"
-		delete(want, "old.txt")
-		want["keep.txt"] = "keep\nchanged\n"
-		return want
-	}
+	final := txnFinal
 	same := func(a, b map[string]string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 	for _, c := range []struct {
 		at      string
