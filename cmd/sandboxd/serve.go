@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
@@ -107,10 +108,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 	}()
 	log.Info("sandboxd serve: listening", "socket", *socket, "from_service_manager", !made)
-	var d *daemon.Daemon
-	m := metrics.New(metrics.Build{Version: version(), LandlockABI: landlockABI()},
-		metrics.Gauges{ActiveExecs: func() int { return d.Active() }, PendingQuestions: func() int { return d.Waiting() }})
-	reserved, err := serveMetrics(ctx, *metricsAddr, m, log)
+	m, attach, reserved, err := newMetrics(ctx, *metricsAddr, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -119,7 +117,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		Commits: commits, CrashAt: crashAt(getenv)}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m}
-	d = newDaemon(mc, fs, sc, dc)
+	d := newDaemon(mc, fs, sc, dc)
+	attach(d)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}
@@ -226,6 +225,25 @@ func daemonSocket(getenv func(string) string) string {
 // directory, where every caller's token is (session.Config.Hidden).
 func hiddenPaths(getenv func(string) string) []string {
 	return []string{filepath.Dir(daemonSocket(getenv))}
+}
+
+// newMetrics builds the daemon's metrics and serves them at addr (see
+// serveMetrics); attach hands them the daemon once it exists. They may be
+// scraped before: its gauges read 0 until then.
+func newMetrics(ctx context.Context, addr string, log *slog.Logger) (*metrics.Metrics, func(*daemon.Daemon), []netip.AddrPort, error) {
+	var dp atomic.Pointer[daemon.Daemon]
+	gauge := func(f func(*daemon.Daemon) int) func() int {
+		return func() int {
+			if d := dp.Load(); d != nil {
+				return f(d)
+			}
+			return 0
+		}
+	}
+	m := metrics.New(metrics.Build{Version: version(), LandlockABI: landlockABI()},
+		metrics.Gauges{ActiveExecs: gauge((*daemon.Daemon).Active), PendingQuestions: gauge((*daemon.Daemon).Waiting)})
+	reserved, err := serveMetrics(ctx, addr, m, log)
+	return m, func(d *daemon.Daemon) { dp.Store(d) }, reserved, err
 }
 
 // serveMetrics serves m at http://addr/metrics until ctx ends, when addr
