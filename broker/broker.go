@@ -135,6 +135,11 @@ func New(cfg Config) *Broker {
 	return &Broker{cfg: cfg}
 }
 
+// SetPerson fills the person slot anew (nil: nobody to ask): a run held
+// for its front end's retry is continued by another request, whose
+// person it is now. Call it only while no decision is in flight.
+func (b *Broker) SetPerson(p Person) { b.cfg.Person = p }
+
 // Decide decides one request: policy deny rules, hard denies, what the
 // sandbox can grant, ask rules and the session's lockdown, policy allow
 // rules, then a person's override of exactly this request (one use, see

@@ -301,8 +301,15 @@ func (r *Runner) resume(ctx context.Context, c Caller, job Job, ev Events) (*Rep
 }
 
 // adopt takes from the presenting job what may differ from the held
-// one: the streams, signals and timeout of this request.
+// one: the streams, signals and timeout of this request, and its person
+// (who can be asked is whoever is at the presenting request's end, not
+// at the first's, which has gone).
 func (st *run) adopt(job Job) {
+	if st.job.Reviewer != ReviewOff {
+		st.job.Reviewers.Person = job.Reviewers.Person
+		st.plan.broker.SetPerson(job.Reviewers.Person)
+		st.plan.reviewer.Person = job.Reviewers.Person != nil
+	}
 	st.job.Stdin, st.job.Stdout, st.job.Stderr, st.job.Pipes = job.Stdin, job.Stdout, job.Stderr, job.Pipes
 	st.job.Signals, st.job.Timeout, st.job.Hold = job.Signals, job.Timeout, job.Hold
 	s := &st.plan.spec

@@ -287,3 +287,34 @@ func TestHeldEndIsRecorded(t *testing.T) {
 		t.Fatalf("recorded rejections: %q", why)
 	}
 }
+
+// askedPerson is a person who denies and counts the questions.
+type askedPerson struct{ asked atomic.Int32 }
+
+func (p *askedPerson) Reachable() (bool, string) { return true, "" }
+func (p *askedPerson) Review(context.Context, grants.Request) (broker.Decision, error) {
+	p.asked.Add(1)
+	return broker.Decision{Outcome: broker.Deny, Source: broker.SourceHuman, Rationale: "no"}, nil
+}
+
+// The retry's questions go to the person of the request that presents
+// the grants: the first request, and its person, have gone.
+func TestHeldRetryAsksItsOwnPerson(t *testing.T) {
+	h := newHeldWorld(t, nil)
+	h.fake.script[1] = denies(1, fsDenial("make_reg", h.w.denied))
+	first, second := &askedPerson{}, &askedPerson{}
+	j := holdJob()
+	j.Reviewers.Person = first
+	rep, err := h.r.Run(context.Background(), h.w.caller, j, nil)
+	if err != nil || rep.Retry == nil {
+		t.Fatalf("hold: %v %+v", err, rep.Retry)
+	}
+	j.Reviewers.Person, j.Present = second, rep.Retry.Grants
+	rep, err = h.r.Run(context.Background(), h.w.caller, j, nil)
+	if err != nil || rep.Attempts != 2 {
+		t.Fatalf("retry: %v, %d attempts", err, rep.Attempts)
+	}
+	if first.asked.Load() != 0 || second.asked.Load() != 1 {
+		t.Fatalf("asked: the first request's person %d times, the retry's %d", first.asked.Load(), second.asked.Load())
+	}
+}
