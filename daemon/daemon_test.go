@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -224,5 +225,28 @@ func TestDialRefusesAListenerNotRoot(t *testing.T) {
 	}
 	if l, _ := r.ReadString('\n'); l != "got 0\n" {
 		t.Fatalf("the listener got bytes: %q", l)
+	}
+}
+
+// A pseudo-terminal's master is told from its slave: only the slave is a
+// terminal a person reads.
+func TestPtyMaster(t *testing.T) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skip("no /dev/ptmx here")
+	}
+	defer m.Close()
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !ptyMaster(m) || ptyMaster(s) {
+		t.Fatalf("master %v, slave %v", ptyMaster(m), ptyMaster(s))
 	}
 }

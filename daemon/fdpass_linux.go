@@ -130,6 +130,12 @@ func controllingTerminal(c *net.UnixConn, f *os.File) error {
 	if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err != nil {
 		return errors.New("it is not a terminal")
 	}
+	if ptyMaster(f) {
+		// A master's TIOCGDEV names its slave, and what is written to a
+		// master is typed into the slave: it is the other end of a
+		// terminal, not one a person reads.
+		return errors.New("it is the controlling side of a pseudo-terminal, not a terminal")
+	}
 	// The device of the terminal behind the descriptor, whichever name
 	// opened it (/dev/tty's own inode would say 5:0): encoded as tty_nr is.
 	dev, err := unix.IoctlGetUint32(int(f.Fd()), unix.TIOCGDEV)
@@ -164,6 +170,13 @@ func controllingTerminal(c *net.UnixConn, f *os.File) error {
 		return errors.New("it is another terminal than the one the client runs on")
 	}
 	return nil
+}
+
+// ptyMaster reports whether f is a pseudo-terminal's master (only a
+// master answers TIOCGPTN).
+func ptyMaster(f *os.File) bool {
+	_, err := unix.IoctlGetUint32(int(f.Fd()), unix.TIOCGPTN)
+	return err == nil
 }
 
 // pidOfPidfd is the pid (in this pid namespace) a pidfd names: its
