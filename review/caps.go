@@ -111,6 +111,11 @@ type Meter struct {
 	Dir  string // the caller's sandboxd state directory
 	Caps Caps
 	Now  func() time.Time // nil: time.Now
+	// Act runs each use of Dir's files with the caller's file-system
+	// identity (nil: the process's own). A daemon runs as root and Dir
+	// is the caller's to change: as root, a symlink the caller put
+	// there would have root create or replace files where it points.
+	Act func(func() error) error
 }
 
 func (m *Meter) now() time.Time {
@@ -185,6 +190,14 @@ func (u *usage) session(s string, now int64) *counts {
 // update runs f on the usage file under an exclusive lock, dropping
 // hours older than one and sessions idle for a week.
 func (m *Meter) update(f func(u *usage, now int64) error) error {
+	if m.Act == nil {
+		return m.updateHere(f)
+	}
+	return m.Act(func() error { return m.updateHere(f) })
+}
+
+// updateHere is update with the identity of the calling goroutine.
+func (m *Meter) updateHere(f func(u *usage, now int64) error) error {
 	dir := filepath.Join(m.Dir, "review")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("review: usage: %w", err)

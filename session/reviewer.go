@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/evidence"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
@@ -37,6 +38,9 @@ type ModelConfig struct {
 	// Session is the scoped session; StateDir the caller's sandboxd
 	// state directory (caps on calls and tokens live there).
 	Session, StateDir string
+	// Act runs the reviewer's uses of StateDir with the caller's
+	// file-system identity (fsid.Do): never as the daemon's root.
+	Act func(func() error) error
 	// Denied are paths the reviewer never reads for evidence, nor asks
 	// the view about: the policy's secrets and sandboxd's own
 	// configuration and state.
@@ -219,6 +223,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 		return nil, nil, info, publicerr.New("this front end cannot reach a model reviewer")
 	}
 	cfg.Session, cfg.StateDir = p.session, c.Layout().State
+	cfg.Act = func(f func() error) error { return fsid.Do(c.ID(), f) }
 	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.Layout().Own()...)
 	cfg.Earlier, cfg.Recent, cfg.Stated = j.Earlier, j.Recent, j.Stated
 	cfg.OpenView = r.viewOpener(p.spec)

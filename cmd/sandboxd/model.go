@@ -35,7 +35,7 @@ func modelFactory(log *slog.Logger, observe func(review.Observation)) session.Mo
 		return &review.Model{
 			Client: completer{c}, Timeout: time.Duration(r.Timeout), MaxInputTokens: int(r.MaxInputTokens),
 			Redactor: review.NewRedactor(cfg.Secrets),
-			Meter: &review.Meter{Dir: cfg.StateDir, Caps: review.Caps{
+			Meter: &review.Meter{Dir: cfg.StateDir, Act: cfg.Act, Caps: review.Caps{
 				CallsPerSession: r.MaxCallsPerSession, CallsPerHour: r.MaxCallsPerHour,
 				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour,
 				UserCallsPerHour: r.MaxUserCallsPerHour, UserTokensPerHour: r.MaxUserTokensPerHour}},
