@@ -133,5 +133,15 @@ func checkSocketDir(dir string) error {
 	if st, err := os.Lstat(dir); err != nil || !st.IsDir() || owner(st) != 0 || st.Mode().Perm()&0o022 != 0 {
 		return publicerr.New("the socket's directory " + dir + " must be a directory of root's that nobody else may write")
 	}
-	return nil
+	// And every directory above it, as a client checks them: one that
+	// another user may write lets that user swap the socket's directory,
+	// and the tokens root writes there, for one of theirs.
+	for d := filepath.Dir(filepath.Clean(dir)); ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err != nil || owner(st) != 0 || st.Mode().Perm()&0o022 != 0 {
+			return publicerr.New("the socket's directory " + dir + " is under " + d + ", which a user other than root may write")
+		}
+		if d == "/" {
+			return nil
+		}
+	}
 }

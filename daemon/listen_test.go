@@ -105,3 +105,37 @@ func TestInherited(t *testing.T) {
 		})
 	}
 }
+
+// A socket directory of root's under a directory another user may write
+// is refused: that user could swap it, and the tokens written there.
+func TestListenRefusesAWritableParent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the daemon's checks want root")
+	}
+	// Not under /tmp, which anyone may write: the refusal must come
+	// from the directory the test opens.
+	base, err := os.MkdirTemp("/var/lib", "sandboxd-listen-")
+	if err != nil {
+		t.Skip("no /var/lib to work in")
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	if ln, _, err := Listen(filepath.Join(base, "ok", "sandboxd.sock"), 0); err != nil {
+		t.Fatalf("a directory of root's alone was refused: %v", err)
+	} else {
+		ln.Close()
+	}
+	open := filepath.Join(base, "open")
+	os.Mkdir(open, 0o777)
+	os.Chmod(open, 0o777)
+	run := filepath.Join(open, "run")
+	os.Mkdir(run, 0o755)
+	ln, _, err := Listen(filepath.Join(run, "sandboxd.sock"), 0)
+	if err == nil {
+		ln.Close()
+		t.Fatal("listened under a directory anyone may write")
+	}
+	if _, err := os.Lstat(filepath.Join(run, "tokens")); err == nil {
+		t.Fatal("wrote the token directory there")
+	}
+}
