@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -64,4 +65,38 @@ func TestDaemonMeterAsCaller(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The operator's caps on the operator's key hold whatever state
+// directory a caller names: they are counted where only root writes.
+func TestDaemonMachineCapsHold(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxd serve runs as root")
+	}
+	top, err := os.MkdirTemp(baseDir, "caps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeAll(top) })
+	os.Chmod(top, 0o755)
+	conf := filepath.Join(top, "etc")
+	os.Mkdir(conf, 0o755)
+	os.WriteFile(filepath.Join(conf, "machine.key"), []byte("sk-machine-"+randHex(8)+"\n"), 0o600)
+	model := newAuthModel(t)
+	cfg := filepath.Join(conf, "sandboxd.toml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("[policy.review]\nmax_user_calls_per_hour = 2\n\n[review]\nmodel = \"machine-model\"\nbase_url = %q\nkey_file = %q\n",
+		model.url, filepath.Join(conf, "machine.key"))), 0o644)
+	socket, dlog := startDaemonLog(t, "--config", cfg)
+	ids := identities(t)
+	e := newEnv(t, ids[len(ids)-1])
+	outside := e.mkdir("outside", 0o755)
+	for i := range 4 {
+		// A state directory of its own each time, as a caller may name.
+		state := e.mkdir(fmt.Sprintf("state%d", i), 0o755)
+		vars := []string{"SANDBOXD_SOCKET=" + socket, "XDG_STATE_HOME=" + state}
+		e.sandboxdOpts(runOpts{env: vars}, "run", "--daemon", "--reviewer", "model", "-c", fmt.Sprintf("echo x > %s/%d", outside, i))
+	}
+	if _, bodies := model.seen(); len(bodies) != 2 {
+		t.Fatalf("the operator's endpoint got %d calls under a cap of 2 an hour\n%s", len(bodies), dlog.String())
+	}
 }

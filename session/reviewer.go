@@ -110,6 +110,11 @@ type MachineModel struct {
 	// Key is the endpoint's credential: never in a command's
 	// environment, a report, a prompt or a log line.
 	Key string `json:"-"`
+	// MeterDir is where the caps on the operator's key are counted for
+	// this caller: a directory only root may write (a caller's own state
+	// directory is the caller's to reset, or to name anew per request).
+	// Empty: the caller's state directory.
+	MeterDir string
 }
 
 // modelConfig resolves the model reviewer's configuration for caller:
@@ -224,6 +229,9 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	}
 	cfg.Session, cfg.StateDir = p.session, c.Layout().State
 	cfg.Act = func(f func() error) error { return fsid.Do(c.ID(), f) }
+	if mm := r.machineModelFor(c); mm != nil && mm.MeterDir != "" {
+		cfg.StateDir, cfg.Act = mm.MeterDir, nil // root's, and root counts there
+	}
 	cfg.Denied = append(append([]string(nil), p.policy.Secrets...), c.Layout().Own()...)
 	cfg.Earlier, cfg.Recent, cfg.Stated = j.Earlier, j.Recent, j.Stated
 	cfg.OpenView = r.viewOpener(p.spec)

@@ -117,7 +117,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		Commits: commits, CrashAt: crashAt(getenv)}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m}
-	d := newDaemon(mc, fs, sc, dc)
+	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
 	attach(d)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"path/filepath"
+	"strconv"
 
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/machine"
@@ -44,9 +46,11 @@ func loadMachine(path string, log *slog.Logger) (*machine.Config, error) {
 }
 
 // newDaemon builds the runner and the daemon from their configurations
-// with the machine configuration mc (nil: none) put in.
-func newDaemon(mc *machine.Config, fs *flag.FlagSet, sc session.Config, dc daemon.Config) *daemon.Daemon {
-	withMachine(mc, fs, &sc, &dc)
+// with the machine configuration mc (nil: none) put in. stateDir is the
+// daemon's own, root's alone (beside its socket): the caps on the
+// operator's reviewers are counted there, per uid.
+func newDaemon(mc *machine.Config, fs *flag.FlagSet, stateDir string, sc session.Config, dc daemon.Config) *daemon.Daemon {
+	withMachine(mc, fs, stateDir, &sc, &dc)
 	dc.Runner = session.New(sc)
 	return daemon.New(dc)
 }
@@ -55,7 +59,7 @@ func newDaemon(mc *machine.Config, fs *flag.FlagSet, sc session.Config, dc daemo
 // runner's and the daemon's configurations. Its limits replace the
 // daemon's defaults; a flag given on the command line (--max-execs)
 // still wins, as the person starting the daemon asked.
-func withMachine(mc *machine.Config, fs *flag.FlagSet, sc *session.Config, dc *daemon.Config) {
+func withMachine(mc *machine.Config, fs *flag.FlagSet, stateDir string, sc *session.Config, dc *daemon.Config) {
 	if mc == nil {
 		return
 	}
@@ -68,8 +72,10 @@ func withMachine(mc *machine.Config, fs *flag.FlagSet, sc *session.Config, dc *d
 	dc.MaxQuestions = mc.Limits.MaxQuestions
 	sc.MaxHeld, sc.MaxHeldBytes = mc.Limits.MaxHeld, mc.Limits.MaxHeldBytes
 	sc.MachinePolicy = mc.Policy
+	meters := filepath.Join(stateDir, "meters")
 	sc.MachineReviewer = func(uid int) (session.MachineModel, bool) {
 		r, ok := mc.ReviewerFor(uid)
-		return session.MachineModel{Model: r.Model, BaseURL: r.BaseURL, Key: r.Key}, ok
+		return session.MachineModel{Model: r.Model, BaseURL: r.BaseURL, Key: r.Key,
+			MeterDir: filepath.Join(meters, strconv.Itoa(uid))}, ok
 	}
 }
