@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -303,14 +302,7 @@ func TestDaemonRunChoosesItAndRelaysSignals(t *testing.T) {
 // its address. A sandboxed command reaches it only through a boundary.
 func hostListener(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("host\n")) })}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	return serveLoopback(t, func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("host\n")) })
 }
 
 // Two clients presenting one grant race: exactly one wins, for a grant

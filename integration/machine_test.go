@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,20 +25,14 @@ type authModel struct {
 
 func newAuthModel(t *testing.T) *authModel {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &authModel{url: "http://" + ln.Addr().String() + "/v1"}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m := &authModel{}
+	m.url = "http://" + serveLoopback(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
 		m.auth, m.body = append(m.auth, r.Header.Get("Authorization")), append(m.body, string(b))
 		m.mu.Unlock()
 		writeVerdict(w, "m", "allow", "low", "high", "a build output")
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	}) + "/v1"
 	return m
 }
 

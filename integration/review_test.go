@@ -26,12 +26,8 @@ type fakeModel struct {
 
 func newFakeModel(t *testing.T, decide func(body string) (outcome, risk, auth, why string)) *fakeModel {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &fakeModel{url: "http://" + ln.Addr().String() + "/v1"}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m := &fakeModel{}
+	m.url = "http://" + serveLoopback(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
 		m.bodies = append(m.bodies, string(b))
@@ -42,10 +38,22 @@ func newFakeModel(t *testing.T, decide func(body string) (outcome, risk, auth, w
 		}
 		outcome, risk, auth, why := decide(string(b))
 		writeVerdict(w, "fake-model", outcome, risk, auth, why)
-	})}
+	}) + "/v1"
+	return m
+}
+
+// serveLoopback serves h on a loopback port of the test's own until the
+// test ends, and returns its address (host:port).
+func serveLoopback(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return m
+	return ln.Addr().String()
 }
 
 // writeVerdict answers a chat completion whose content is the verdict
