@@ -461,6 +461,24 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 // source is never trusted: an allow rule is offered only for what an
 // allow rule may lift.
 func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
+	return b.beforeAllow(req, b.cfg.Hard, true)
+}
+
+// Unconfined says why the broker refuses req before any reviewer for a
+// tool that acts outside every sandbox (an agent's own file tools), or
+// denied is false: as BeforeAllow, except that a write in the workspace
+// is not taken for a persistence path (inside the sandbox the only
+// refused writes there are; outside, the caller asks persist by name),
+// and nothing is said of what a grant can express (none is issued).
+func (b *Broker) Unconfined(req grants.Request) (why string, denied bool) {
+	h := b.cfg.Hard
+	h.Workspace = ""
+	return b.beforeAllow(req, h, false)
+}
+
+// beforeAllow is BeforeAllow with the hard denies h, and the grantable
+// check when grantable is set.
+func (b *Broker) beforeAllow(req grants.Request, h HardDenies, grantable bool) (why string, denied bool) {
 	if why := malformed(req); why != "" {
 		return why, true
 	}
@@ -469,12 +487,12 @@ func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 			return "a policy deny rule matches", true
 		}
 	}
-	if hard, why := b.cfg.Hard.check(req); hard {
+	if hard, why := h.check(req); hard {
 		return why, true
 	}
-	if req.Surface == boundary.Filesystem && !req.Operation.Reads() && b.cfg.Hard.Startup != nil {
+	if req.Surface == boundary.Filesystem && !req.Operation.Reads() && h.Startup != nil {
 		for _, p := range []string{req.Path, req.ResolvedPath} {
-			if why, ok := b.cfg.Hard.Startup.Startup(p); p != "" && ok {
+			if why, ok := h.Startup.Startup(p); p != "" && ok {
 				return "a start-up location: " + why, true
 			}
 		}
@@ -484,7 +502,7 @@ func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 			return metadataRefusal(d.String()+" is", eps), true
 		}
 	}
-	if b.cfg.Grantable != nil && req.Surface != boundary.Command {
+	if grantable && b.cfg.Grantable != nil && req.Surface != boundary.Command {
 		if ok, why := b.cfg.Grantable(req); !ok {
 			return "not grantable: " + why, true
 		}

@@ -68,6 +68,32 @@ func (d *Daemon) review(w http.ResponseWriter, r *http.Request, c caller) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// CheckAnswer is what sandboxd's rules say of an operation by a tool
+// outside the sandbox: Denied, and Why (safe to show), or not denied.
+type CheckAnswer struct {
+	Denied bool   `json:"denied"`
+	Why    string `json:"why,omitempty"`
+}
+
+// check answers POST /v1/check.
+func (d *Daemon) check(w http.ResponseWriter, r *http.Request, c caller) {
+	var req ReviewRequest
+	who, job, q, ok := d.question(w, r, c, &req, &req)
+	if !ok {
+		return
+	}
+	if req.Grant {
+		writeError(w, http.StatusBadRequest, "bad_request", "a check issues no grant")
+		return
+	}
+	why, denied, err := d.cfg.Runner.Unconfined(r.Context(), who, job, q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", session.Public(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, CheckAnswer{Denied: denied, Why: why})
+}
+
 // consume answers POST /v1/grants/consume: 200 when the grant was used
 // for exactly this request, 409 (with why) when it was refused.
 func (d *Daemon) consume(w http.ResponseWriter, r *http.Request, c caller) {

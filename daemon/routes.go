@@ -38,6 +38,8 @@ func (d *Daemon) routes() []route {
 			doc: "the daemon's version and API version"},
 		{method: "POST", path: "/v1/review", auth: authToken, handle: d.review,
 			doc: "decide one boundary before anything runs (a ReviewRequest: a path and operation, a destination, or a whole command): the broker's decision, source and rationale, and on request an allow's grant"},
+		{method: "POST", path: "/v1/check", auth: authToken, handle: d.check,
+			doc: "whether sandboxd's rules refuse a filesystem operation (a ReviewRequest: path and operation) by a tool of the agent's own that runs outside every sandbox, before any reviewer: a secret, sandboxd's own state, a start-up location, a policy deny rule, a name a file tool may not write in the workspace; nothing is reviewed, granted or counted"},
 		{method: "POST", path: "/v1/grants/consume", auth: authToken, handle: d.consume,
 			doc: "use a grant (a ConsumeRequest: the token and the request as a review named it, as it is now) before the retry it allows; 409 with why when it does not apply: another request, command, directory, session or caller, used or expired"},
 		{method: "POST", path: "/v1/sessions/{id}", auth: authToken, handle: d.session,

@@ -9,6 +9,8 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/pathtree"
+	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
@@ -57,6 +59,44 @@ func (r *Runner) Consume(ctx context.Context, c Caller, job Job, q Question, tok
 		return publicerr.Wrap(err, grantMismatch(err))
 	}
 	return nil
+}
+
+// Unconfined says why sandboxd's rules refuse q, a filesystem operation
+// by a tool of the agent's own that runs outside every sandbox (pi's
+// read, write and edit tools, asked about by the permission system),
+// before any reviewer, or denied is false: a secret, sandboxd's own
+// state, a start-up location, a policy deny rule, and in the workspace
+// a name a file tool may not write (persist.FileToolRefuses), for the
+// path as given and as it resolves for the caller. Nothing is reviewed,
+// granted or counted: what is not refused is left to the agent's own
+// permissions.
+func (r *Runner) Unconfined(ctx context.Context, c Caller, job Job, q Question) (why string, denied bool, err error) {
+	if q.Surface != boundary.Filesystem {
+		return "", false, publicerr.New("only a filesystem operation can be checked for a tool outside the sandbox")
+	}
+	p, req, err := r.question(ctx, c, job, q)
+	if err != nil {
+		return "", false, err
+	}
+	fsid.Do(c.ID(), func() error {
+		if real, err := persist.Resolve(persist.Host{}, q.Path, true); err == nil {
+			req.ResolvedPath = real
+		}
+		return nil
+	})
+	if !q.Operation.Reads() {
+		names := persist.NewMatcher(persist.Builtin())
+		for _, path := range []string{req.Path, req.ResolvedPath} {
+			if rel, ok := pathtree.Below(p.ws, path); ok {
+				if why, refused := persist.FileToolRefuses(names, rel); refused {
+					return "an agent's own file tools may not write " + rel + " in the workspace: " + why +
+						"; a shell command, which runs in the sandbox, may, and sandboxd judges it there", true, nil
+				}
+			}
+		}
+	}
+	why, denied = p.broker.Unconfined(req)
+	return why, denied, nil
 }
 
 // question is the plan of job for c and the request q makes in it.

@@ -86,36 +86,11 @@ func CheckPatch(patch, cwd, workspace string) error {
 			return fmt.Errorf("apply_patch may not change %s: it has other names (hard links), which may lie outside the workspace; make the change with a shell command, which runs in the sandbox", f)
 		}
 		rel, _ := pathtree.Rel(realWS, real)
-		if slices.Contains(strings.Split(rel, "/"), ".git") {
-			return fmt.Errorf("apply_patch may not change %s: it is git's own directory; make the change with a shell command, which runs in the sandbox", f)
-		}
-		if n, _, ok := names.Match(rel); ok && FileToolsDenied(n) {
-			return fmt.Errorf("apply_patch may not change %s: %s; make the change with a shell command, which runs in the sandbox, where sandboxd judges it", f, n.Why())
+		if why, refused := persist.FileToolRefuses(names, rel); refused {
+			return fmt.Errorf("apply_patch may not change %s: %s; make the change with a shell command, which runs in the sandbox, where sandboxd judges it", f, why)
 		}
 	}
 	return nil
-}
-
-// FileToolsDenied: an agent's own file tools (Codex's apply_patch,
-// Claude Code's Edit and Write), which write outside sandboxd, may not
-// write a file of this name in any workspace: one a program on the host
-// runs or loads unasked, or a tool's settings or hook configuration whose
-// changes sandboxd judges setting by setting. The agent makes such a
-// change with a shell command, in the sandbox, where sandboxd judges it.
-func FileToolsDenied(n persist.Name) bool {
-	return n.Kind != persist.Instruction && n.Kind != persist.Asked
-}
-
-// FileToolsDeniedNames are the names FileToolsDenied refuses, as
-// workspace-relative patterns, and git's own directory.
-func FileToolsDeniedNames() []string {
-	out := []string{".git"}
-	for _, n := range persist.Builtin() {
-		if FileToolsDenied(n) {
-			out = append(out, n.Pattern)
-		}
-	}
-	return out
 }
 
 func linkCount(st os.FileInfo) uint64 {

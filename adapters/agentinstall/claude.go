@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/adapters/agenthook"
+	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
 
@@ -105,13 +106,13 @@ func claudeDenyRules(e Env) ([]piece, error) {
 
 // claudeNameRules deny Claude Code's file tools, in every workspace,
 // the names sandboxd keeps its agents' own file tools from writing
-// (agenthook.FileToolsDenied): a rule that starts "**/" matches at any
+// (persist.FileToolsDenied): a rule that starts "**/" matches at any
 // depth below the directory Claude Code runs in, and "/**" everything
 // below a directory of that name.
 func claudeNameRules() []piece {
 	const what = "the rules keeping Claude Code's file tools out of the names sandboxd protects in every workspace (git's directory, start-up files, tool settings and hooks)"
 	var out []piece
-	for _, name := range agenthook.FileToolsDeniedNames() {
+	for _, name := range persist.FileToolsDeniedNames() {
 		for _, pattern := range []string{"**/" + name, "**/" + name + "/**"} {
 			out = append(out, piece{op: opAdd, path: claudeDenyPath, slot: "deny Edit " + pattern,
 				value: string(jsonString("Edit(" + pattern + ")")), what: what})

@@ -22,5 +22,5 @@
 // against the real codex).
 //
 // Of sandboxd's packages it imports only adapters/agenthook, atomicfile,
-// publicerr, ruletext and statedir.
+// persist, publicerr, ruletext and statedir.
 package agentinstall
