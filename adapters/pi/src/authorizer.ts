@@ -1,0 +1,256 @@
+// The authorizer link "sandboxd" for pi-permission-system's authorizer
+// chain (the seam appeared in 20.9; the session-keyed service in 27; the
+// zero-argument accessor was removed in 29). The permission system asks
+// the links in its configured `authorizerChain` order about a request
+// its rules left at "ask", before it asks a person.
+//
+// What this link answers:
+//   - a bash command: allow only when this package's sandboxed bash tool
+//     serves the session (else the command would run bare: defer), after
+//     the daemon's broker reviewed the whole command with the person's
+//     request; the broker's deny is a deny with its reason;
+//   - a path (pi's own file tools, which run outside every sandbox):
+//     deny what sandboxd's rules refuse (secrets, its own state,
+//     start-up locations, names a file tool may not write), else defer;
+//   - anything else: defer.
+// It never throws or rejects: any failure is a defer (or a deny, when
+// configured), never an allow.
+
+import * as path from "node:path";
+import type { Decision, ReviewRequest } from "./daemon.ts";
+import { decidedBy, isFault } from "./report.ts";
+
+/** The verdict the chain takes from a link. */
+export type Verdict = { kind: "allow" } | { kind: "deny"; reason: string } | { kind: "defer" };
+
+/** The log the chain passes a link (the permission system's review log). */
+export interface AuthorizerLog {
+	review?(event: string, details?: Record<string, unknown>): void;
+	debug?(event: string, details?: Record<string, unknown>): void;
+}
+
+/** What the link reads of the chain's request; every field is checked,
+ * as the details come from another package. */
+export interface AskDetails {
+	requestId?: unknown;
+	toolCallId?: unknown;
+	toolName?: unknown;
+	surface?: unknown;
+	command?: unknown;
+	path?: unknown;
+	agentName?: unknown;
+	forwarding?: unknown;
+	accessIntent?: unknown;
+	payload?: unknown;
+}
+
+export interface LinkDeps {
+	/** Reviews one boundary through the daemon (a command, surface "command"). */
+	review(req: Omit<ReviewRequest, "env" | "cwd" | "umask">, cwd: string, signal: AbortSignal): Promise<Decision>;
+	/** Whether sandboxd's rules alone refuse a path operation. */
+	check(req: Omit<ReviewRequest, "env" | "cwd" | "umask">, cwd: string, signal: AbortSignal): Promise<{ denied: boolean; why: string }>;
+	/** Whether this package's sandboxed bash tool runs the commands of sessionId. */
+	servesSession(sessionId: string): boolean;
+	/** The person's latest request in sessionId, the reviewer's evidence. */
+	intent(sessionId: string): string;
+	/** The session's working directory. */
+	cwd(sessionId: string): string;
+	onError: "defer" | "deny";
+	timeoutMs: number;
+}
+
+const PATH_KINDS = new Set([
+	"path",
+	"path_read",
+	"path_write",
+	"external_directory",
+	"external_directory_read",
+	"external_directory_write",
+	"bash_external_directory",
+]);
+
+const READ_TOOLS = new Set(["read", "grep", "find", "ls"]);
+
+function str(v: unknown): string {
+	return typeof v === "string" ? v : "";
+}
+
+function obj(v: unknown): Record<string, unknown> {
+	return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+}
+
+/** kindOf is what the ask is about: the payload's kind, else the surface. */
+export function kindOf(d: AskDetails): string {
+	const payload = obj(d.payload);
+	const request = obj(payload.request);
+	return str(payload.kind) || str(obj(d.accessIntent).surface) || str(d.surface) || str(request.surface);
+}
+
+/** wholeCommand is the command the agent sent, not the unit the
+ * permission system split out of it: the evidence "full command" when
+ * the chain gives it, else the details' command. */
+export function wholeCommand(d: AskDetails): string {
+	const payload = obj(d.payload);
+	if (Array.isArray(payload.evidence)) {
+		for (const e of payload.evidence) {
+			const ev = obj(e);
+			if (str(ev.label).toLowerCase() === "full command" && str(ev.text) !== "") return str(ev.text);
+		}
+	}
+	return str(d.command) || str(obj(payload.request).value);
+}
+
+/** requesterSession is the session whose tool asks: a forwarded ask's
+ * requester, else the link's own. */
+function requesterSession(d: AskDetails, own: string): string {
+	const fwd = obj(d.forwarding);
+	const requester = obj(obj(obj(d.payload).request).requester);
+	return str(fwd.requesterSessionId) || str(requester.sessionId) || own;
+}
+
+/** pathsOf are the absolute forms of the ask's path, from cwd. */
+export function pathsOf(d: AskDetails, cwd: string): string[] {
+	const values: string[] = [];
+	const intent = obj(d.accessIntent);
+	if (Array.isArray(intent.matchValues)) for (const v of intent.matchValues) values.push(str(v));
+	values.push(str(d.path), str(intent.boundaryValue), str(obj(obj(d.payload).request).value));
+	const out = new Set<string>();
+	for (const v of values) {
+		if (v === "" || v.includes("\u0000")) continue;
+		let p = v.startsWith("~/") && process.env.HOME ? path.join(process.env.HOME, v.slice(2)) : v;
+		if (!path.isAbsolute(p)) {
+			if (!cwd) continue;
+			p = path.resolve(cwd, p);
+		}
+		out.add(path.normalize(p).replace(/(.)\/+$/, "$1"));
+	}
+	return [...out];
+}
+
+/** operationsOf are the operations an ask's path is checked for: a read
+ * for the reading tools and the read members, a write (which sandboxd's
+ * rules refuse in more places) and a read otherwise. */
+function operationsOf(d: AskDetails, kind: string): string[] {
+	const request = obj(obj(d.payload).request);
+	const tool = str(d.toolName) || str(request.toolName);
+	if (kind.endsWith("_read") || READ_TOOLS.has(tool)) return ["read_file"];
+	return ["read_file", "write_file"];
+}
+
+/** withTimeout settles with fn's answer, or rejects after ms. */
+async function withTimeout<T>(ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+	const ac = new AbortController();
+	let timer: NodeJS.Timeout | undefined;
+	const late = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => {
+			ac.abort();
+			reject(new Error(`the daemon did not answer within ${ms} ms`));
+		}, ms);
+	});
+	try {
+		return await Promise.race([fn(ac.signal), late]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/** createAuthorize is the link's authorize function for the session
+ * the link is registered in. */
+export function createAuthorize(sessionId: string, deps: LinkDeps) {
+	const failed = (log: AuthorizerLog | undefined, requestId: string, err: unknown): Verdict => {
+		const why = err instanceof Error ? err.message : String(err);
+		safeLog(log, "sandboxd_link_failed", { requestId, error: why, answer: deps.onError });
+		if (deps.onError === "deny") return { kind: "deny", reason: `sandboxd could not judge this request (${why}), and is set to deny then` };
+		return { kind: "defer" };
+	};
+	return async function authorize(details: AskDetails, _query?: unknown, log?: AuthorizerLog): Promise<Verdict> {
+		let requestId = "";
+		try {
+			const d = obj(details) as AskDetails;
+			requestId = str(d.requestId);
+			const kind = kindOf(d);
+			const session = requesterSession(d, sessionId);
+			const cwd = deps.cwd(session) || deps.cwd(sessionId);
+			if (kind === "bash") return await judgeCommand(d, session, cwd, requestId, log);
+			if (PATH_KINDS.has(kind)) return await judgePath(d, kind, session, cwd, requestId, log);
+			return { kind: "defer" };
+		} catch (err) {
+			return failed(log, requestId, err);
+		}
+	};
+
+	async function judgeCommand(d: AskDetails, session: string, cwd: string, requestId: string, log?: AuthorizerLog): Promise<Verdict> {
+		if (!deps.servesSession(session)) {
+			safeLog(log, "sandboxd_link_defer", { requestId, why: "sandboxd's bash tool does not run this session's commands" });
+			return { kind: "defer" };
+		}
+		const command = wholeCommand(d);
+		if (command === "" || !cwd) return { kind: "defer" };
+		const decision = await withTimeout(deps.timeoutMs, (signal) =>
+			deps.review({ command, surface: "command", operation: "run", session, intent: deps.intent(session), agent: "pi" }, cwd, signal),
+		);
+		if (decision.outcome === "allow") {
+			safeLog(log, "sandboxd_link_allow", { requestId, source: decision.source });
+			return { kind: "allow" };
+		}
+		if (isFault(decision.source)) {
+			return failed(log, requestId, new Error(`${decidedBy(decision.source)}${decision.rationale ? `: ${decision.rationale}` : ""}`));
+		}
+		const reason = `sandboxd denied this command: ${decidedBy(decision.source)}${decision.rationale ? ` (${decision.rationale})` : ""}. Rephrasing it to do the same will be denied too.`;
+		safeLog(log, "sandboxd_link_deny", { requestId, source: decision.source });
+		return { kind: "deny", reason };
+	}
+
+	async function judgePath(d: AskDetails, kind: string, session: string, cwd: string, requestId: string, log?: AuthorizerLog): Promise<Verdict> {
+		const paths = pathsOf(d, cwd);
+		if (paths.length === 0 || !cwd) return { kind: "defer" };
+		for (const p of paths) {
+			for (const operation of operationsOf(d, kind)) {
+				const out = await withTimeout(deps.timeoutMs, (signal) =>
+					deps.check({ surface: "filesystem", operation, path: p, session, agent: "pi" }, cwd, signal),
+				);
+				if (out.denied) {
+					safeLog(log, "sandboxd_link_deny", { requestId, path: p, operation });
+					return { kind: "deny", reason: `sandboxd never allows this: ${p}: ${out.why}` };
+				}
+			}
+		}
+		return { kind: "defer" };
+	}
+}
+
+function safeLog(log: AuthorizerLog | undefined, event: string, details: Record<string, unknown>): void {
+	try {
+		log?.review?.(event, details);
+	} catch {
+		// A log that throws is the chain's problem, not a reason to fail.
+	}
+}
+
+/** A service as this link uses it: the seam's one method. */
+export interface PermissionsService {
+	registerAuthorizer?: (name: string, authorize: (details: AskDetails, query: unknown, log: AuthorizerLog) => Promise<Verdict>) => () => void;
+}
+
+export const LINK_NAME = "sandboxd";
+
+/** registerLink registers authorize in service under LINK_NAME and
+ * answers the disposer: "registered", "already" (the chain has a link of
+ * that name: done), or "no-seam" (a version without the seam). */
+export function registerLink(
+	service: PermissionsService | undefined,
+	authorize: (details: AskDetails, query: unknown, log: AuthorizerLog) => Promise<Verdict>,
+): { state: "registered"; dispose: () => void } | { state: "already" | "no-seam" | "no-service" } {
+	if (!service) return { state: "no-service" };
+	if (typeof service.registerAuthorizer !== "function") return { state: "no-seam" };
+	try {
+		const dispose = service.registerAuthorizer(LINK_NAME, authorize);
+		return { state: "registered", dispose: typeof dispose === "function" ? dispose : () => {} };
+	} catch (err) {
+		const e = err as { code?: unknown; message?: unknown };
+		if (e?.code === "AUTHORIZER_ALREADY_REGISTERED" || /already registered/i.test(String(e?.message ?? ""))) {
+			return { state: "already" };
+		}
+		throw err;
+	}
+}

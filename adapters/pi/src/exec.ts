@@ -1,0 +1,248 @@
+// pi's BashOperations backed by sandboxd: each command runs in the
+// sandbox through the daemon's exec, and the adapter drives the retry
+// itself (retry "client"): when every boundary of the first attempt was
+// allowed, it tells pi's user what was granted and by whom, presents the
+// grants (the daemon consumes them against the objects as they are now)
+// and runs the command once more. With no daemon it runs `sandboxd run`
+// in process (embedded), never the bare command.
+
+import { spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { currentUmask, DaemonError, envList, type Client, type ExecLine, type ExecRequest, type Question, type Report } from "./daemon.ts";
+import { denialText, denied, granted, grantedLines, target } from "./report.ts";
+
+/** The slice of pi's UI this uses (ctx.ui). */
+export interface UI {
+	confirm(title: string, message: string, opts?: { signal?: AbortSignal; timeout?: number }): Promise<boolean>;
+	notify(message: string, type?: "info" | "warning" | "error"): void;
+}
+
+/** What one run is for: pi's session, the person's request, pi's UI
+ * when a person can be asked, and where the run's denials are kept for
+ * the tool's result. */
+export interface RunContext {
+	sessionId: string;
+	intent: string;
+	ui?: UI;
+	denials: { count: number; faults: number };
+}
+
+export interface ExecDeps {
+	/** The connected daemon client, or why there is none. */
+	daemon(): Promise<{ client: Client } | { down: string }>;
+	/** The sandboxd binary for an embedded run. */
+	sandboxd: string;
+	retries: number;
+	/** Says something to pi's user once per key. */
+	warnOnce(key: string, message: string): void;
+}
+
+type OnData = (data: Buffer) => void;
+export interface ExecOptions {
+	onData: OnData;
+	signal?: AbortSignal;
+	timeout?: number;
+	env?: NodeJS.ProcessEnv;
+}
+
+/** createOperations is pi's BashOperations for runs described by rc(). */
+export function createOperations(deps: ExecDeps, rc: () => RunContext) {
+	return {
+		async exec(command: string, cwd: string, opts: ExecOptions): Promise<{ exitCode: number | null }> {
+			if (opts.signal?.aborted) throw new Error("aborted");
+			const run = rc();
+			const got = await deps.daemon();
+			if ("down" in got) {
+				deps.warnOnce(
+					"daemon-down",
+					`sandboxd: the daemon is not running (${got.down}); commands run through \`sandboxd run\` in pi's process tree instead (embedded), still sandboxed`,
+				);
+				return runEmbedded(deps, run, command, cwd, opts);
+			}
+			return runThroughDaemon(deps, got.client, run, command, cwd, opts);
+		},
+	};
+}
+
+function isAbort(err: unknown, signal?: AbortSignal): boolean {
+	return signal?.aborted === true || (err as Error)?.name === "AbortError";
+}
+
+async function runThroughDaemon(deps: ExecDeps, client: Client, run: RunContext, command: string, cwd: string, opts: ExecOptions) {
+	const req: ExecRequest = {
+		argv: ["bash", "-c", command],
+		command,
+		env: envList(opts.env ?? process.env),
+		cwd,
+		umask: currentUmask(),
+		session: run.sessionId || undefined,
+		agent: "pi",
+		intent: run.intent || undefined,
+		retries: deps.retries,
+		retry: "client",
+		questions: run.ui !== undefined,
+	};
+	if (opts.timeout !== undefined) req.timeout_ms = Math.max(1, Math.round(opts.timeout * 1000));
+	let rep = await attempt(client, run, req, opts);
+	if (rep.retry && rep.retry.grants.length > 0) {
+		const grants = rep.retry.grants;
+		if (opts.signal?.aborted) {
+			await client.decline(grants).catch(() => undefined);
+			throw new Error("aborted");
+		}
+		const allowed = granted(rep, rep.attempts);
+		run.ui?.notify(`sandboxd granted, for one retry of this command:\n${grantedLines(allowed).join("\n")}`, "info");
+		opts.onData(Buffer.from(`\n[sandboxd] retrying once with the access granted: ${allowed.map(target).join(", ")}\n`));
+		rep = await attempt(client, run, { ...req, grants }, opts);
+	}
+	return finish(run, rep, opts);
+}
+
+/** attempt is one exec: output streamed, questions asked in pi's UI. */
+async function attempt(client: Client, run: RunContext, req: ExecRequest, opts: ExecOptions): Promise<Report> {
+	const asking = new AbortController();
+	const stop = () => asking.abort();
+	opts.signal?.addEventListener("abort", stop, { once: true });
+	try {
+		return await client.exec(
+			req,
+			(l: ExecLine) => {
+				if ((l.type === "stdout" || l.type === "stderr") && typeof l.data === "string") {
+					opts.onData(Buffer.from(l.data, "base64"));
+				} else if (l.type === "question" && l.question) {
+					void askPerson(client, run, l.question, asking.signal);
+				}
+			},
+			opts.signal,
+		);
+	} catch (err) {
+		if (isAbort(err, opts.signal)) throw new Error("aborted");
+		throw err;
+	} finally {
+		asking.abort();
+		opts.signal?.removeEventListener("abort", stop);
+	}
+}
+
+/** askPerson asks pi's user one of the daemon's questions and relays
+ * the answer as a client's (the daemon never lets that allow a critical
+ * boundary). Unanswered, it expires in the daemon, which denies. */
+async function askPerson(client: Client, run: RunContext, q: Question, signal: AbortSignal): Promise<void> {
+	if (!run.ui) return;
+	const left = Date.parse(q.expires_at) - Date.now();
+	const what = q.path || q.destination || q.command;
+	const lines = [`Command: ${q.command}`, `Directory: ${q.cwd}`];
+	if (q.model) {
+		lines.push(`The model reviewer said ${q.model.outcome}${q.model.risk_level ? ` (risk ${q.model.risk_level})` : ""}: ${q.model.rationale}`);
+	}
+	lines.push("Allow it once?");
+	try {
+		const allow = await run.ui.confirm(`sandboxd: ${q.operation} ${what}`, lines.join("\n"), {
+			signal,
+			timeout: Number.isFinite(left) && left > 0 ? left : undefined,
+		});
+		if (signal.aborted) return;
+		await client.answer(q.id, allow, allow ? "" : "denied in pi");
+	} catch {
+		// Answered elsewhere, withdrawn or expired: the daemon decides.
+	}
+}
+
+/** finish turns the final report into pi's result, adding what was
+ * denied to the output the model reads. */
+function finish(run: RunContext, rep: Report, opts: ExecOptions): { exitCode: number } {
+	if (rep.error) throw new Error(`sandboxd could not run the command: ${rep.error}`);
+	const no = denied(rep);
+	if (no.length > 0) {
+		run.denials.count += no.length;
+		run.denials.faults += no.filter((b) => b.source === "error" || b.source === "no-reviewer").length;
+		opts.onData(Buffer.from(`\n${denialText(no)}\n`));
+	}
+	if (rep.timed_out) throw new Error(`timeout:${opts.timeout}`);
+	return { exitCode: rep.exit_code };
+}
+
+/** runEmbedded runs the command with `sandboxd run` (no daemon): its own
+ * retry, the model reviewer if the user set one up, no person (it runs
+ * in a session of its own, without pi's terminal). */
+async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd: string, opts: ExecOptions) {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandboxd-pi-"));
+	try {
+		const report = path.join(dir, "report.json");
+		const args = ["run", "--no-daemon", "--agent", "pi", "--retries", String(deps.retries), "--report", report];
+		if (run.intent) {
+			const intent = path.join(dir, "intent");
+			fs.writeFileSync(intent, run.intent, { mode: 0o600 });
+			args.push("--intent-file", intent);
+		}
+		if (run.sessionId) args.push("--session", run.sessionId);
+		if (opts.timeout !== undefined) args.push("--timeout", `${Math.max(1, Math.round(opts.timeout * 1000))}ms`);
+		args.push("-c", command);
+		const code = await spawnSandboxd(deps.sandboxd, args, cwd, opts);
+		let rep: Report | undefined;
+		try {
+			rep = JSON.parse(fs.readFileSync(report, "utf8")) as Report;
+		} catch {
+			rep = undefined;
+		}
+		if (!rep) {
+			throw new Error(`sandboxd run ended with status ${code} and no report: the command may not have run`);
+		}
+		return finish(run, rep, opts);
+	} finally {
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+}
+
+function spawnSandboxd(bin: string, args: string[], cwd: string, opts: ExecOptions): Promise<number | null> {
+	return new Promise((resolve, reject) => {
+		const child = spawn(bin, args, {
+			cwd,
+			env: opts.env ?? process.env,
+			detached: true, // a session of its own: no controlling terminal to ask on
+			stdio: ["ignore", "pipe", "pipe"],
+		});
+		let killTimer: NodeJS.Timeout | undefined;
+		const onAbort = () => {
+			if (child.pid === undefined) return;
+			// sandboxd forwards the signal to the command's tree, then
+			// commits; a tree that ignores it is killed with sandboxd.
+			try {
+				process.kill(-child.pid, "SIGTERM");
+			} catch {
+				// gone
+			}
+			killTimer = setTimeout(() => {
+				try {
+					process.kill(-child.pid!, "SIGKILL");
+				} catch {
+					// gone
+				}
+			}, 3000);
+		};
+		opts.signal?.addEventListener("abort", onAbort, { once: true });
+		child.stdout.on("data", opts.onData);
+		child.stderr.on("data", opts.onData);
+		child.on("error", (err: NodeJS.ErrnoException) => {
+			opts.signal?.removeEventListener("abort", onAbort);
+			reject(
+				new DaemonError(
+					err.code === "ENOENT"
+						? `sandboxd is not installed where pi looks (${bin}; set SANDBOXD_BIN): the command was not run`
+						: `sandboxd could not be started: ${err.message}; the command was not run`,
+				),
+			);
+		});
+		child.on("close", (code, sig) => {
+			clearTimeout(killTimer);
+			opts.signal?.removeEventListener("abort", onAbort);
+			if (opts.signal?.aborted) {
+				reject(new Error("aborted"));
+				return;
+			}
+			resolve(code ?? (sig ? 128 + (os.constants.signals[sig] ?? 0) : null));
+		});
+	});
+}
