@@ -94,6 +94,7 @@ func questionOf(ctx context.Context, req grants.Request) Question {
 	if m, ok := broker.Deferred(ctx); ok {
 		q.Model = &m
 	}
+	q.ClientCannotAllow = clientRefusal(q)
 	return q
 }
 

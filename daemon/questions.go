@@ -31,9 +31,14 @@ type Question struct {
 	Held bool `json:"held,omitempty"`
 	// Model is the model's deny, when it deferred to a person: its risk
 	// level bounds what a relayed answer may allow (never critical).
-	Model     *broker.Decision `json:"model,omitempty"`
-	CreatedAt time.Time        `json:"created_at"`
-	ExpiresAt time.Time        `json:"expires_at"`
+	Model *broker.Decision `json:"model,omitempty"`
+	// ClientCannotAllow says why an API client's allow of this question
+	// would not stand (only a person at the terminal passed with the
+	// request could allow it), or is empty: a client asks its person
+	// only what their answer can decide.
+	ClientCannotAllow string    `json:"client_cannot_allow,omitempty"`
+	CreatedAt         time.Time `json:"created_at"`
+	ExpiresAt         time.Time `json:"expires_at"`
 }
 
 // Answer is one answer to a question: who gave it (SourceClient for an

@@ -15,7 +15,8 @@ import (
 // scriptedModel is a coding agent's model on the host's loopback, the
 // only fake in the agent tests: it speaks the wire protocol the real
 // agent speaks (Anthropic Messages for Claude Code, OpenAI Responses for
-// Codex, both streamed as server-sent events), makes the tool calls the
+// Codex, OpenAI Chat Completions for pi's custom provider, all streamed
+// as server-sent events), makes the tool calls the
 // test scripted, and records every request so that a test can read what
 // the agent told the model (the tool results).
 type scriptedModel struct {
@@ -90,6 +91,8 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 		m.messages(w, b)
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/responses"):
 		m.responses(w, b)
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/chat/completions"):
+		m.chat(w, b)
 	default:
 		// Model lists and the like: an empty answer the agents accept.
 		w.Header().Set("Content-Type", "application/json")
@@ -245,6 +248,57 @@ func (m *scriptedModel) responses(w http.ResponseWriter, b []byte) {
 	sse(w, "response.completed", map[string]any{"type": "response.completed", "response": resp})
 }
 
+// chatMessage is a message of a Chat Completions request.
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// chat answers pi (POST /v1/chat/completions, stream: true): a tool call
+// per scripted call, its arguments streamed as one delta, in chunks
+// with no event names and a final "[DONE]".
+func (m *scriptedModel) chat(w http.ResponseWriter, b []byte) {
+	var req struct {
+		Model    string        `json:"model"`
+		Messages []chatMessage `json:"messages"`
+	}
+	json.Unmarshal(b, &req)
+	n := 0
+	for _, msg := range req.Messages {
+		if msg.Role == "tool" {
+			n++
+		}
+	}
+	id := fmt.Sprintf("chatcmpl_e2e_%d", time.Now().UnixNano())
+	chunk := func(delta map[string]any, finish any) {
+		data, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+		fmt.Fprintf(w, "data: %s\n\n", data)
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	startSSE(w)
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	cs := m.next(n, string(b))
+	for i, c := range cs {
+		args, _ := json.Marshal(c.input)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": callID("call", n, i), "type": "function",
+			"function": map[string]any{"name": c.name, "arguments": ""}}}}, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": string(args)}}}}, nil)
+	}
+	finish := "tool_calls"
+	if len(cs) == 0 {
+		chunk(map[string]any{"content": "DONE."}, nil)
+		finish = "stop"
+	}
+	chunk(map[string]any{}, finish)
+	usage, _ := json.Marshal(map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []any{}, "usage": map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", usage)
+}
+
 // requests are the bodies the agent sent so far.
 func (m *scriptedModel) requests() []string {
 	m.mu.Lock()
@@ -265,6 +319,15 @@ func (m *scriptedModel) result(n, i int) (text string, ok bool) {
 		}
 		if json.Unmarshal([]byte(b), &req) != nil {
 			continue
+		}
+		var chat struct {
+			Messages []chatMessage `json:"messages"`
+		}
+		json.Unmarshal([]byte(b), &chat)
+		for _, msg := range chat.Messages {
+			if msg.Role == "tool" && msg.ToolCallID == codex {
+				return contentText(msg.Content), true
+			}
 		}
 		for _, msg := range req.Messages {
 			for _, bl := range blocks(msg.Content) {

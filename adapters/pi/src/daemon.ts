@@ -97,6 +97,8 @@ export interface Question {
 	intent?: string;
 	held?: boolean;
 	model?: Decision;
+	/** Why an allow from this client would not stand ("" or absent: it would). */
+	client_cannot_allow?: string;
 	created_at: string;
 	expires_at: string;
 }

@@ -27,6 +27,9 @@ export interface RunContext {
 	intent: string;
 	ui?: UI;
 	denials: { count: number; faults: number };
+	/** The grants presented for the retry (consumed, or refused: spent
+	 * either way), and what they granted. */
+	retried: { grants: string[]; granted: string[] };
 }
 
 export interface ExecDeps {
@@ -93,6 +96,8 @@ async function runThroughDaemon(deps: ExecDeps, client: Client, run: RunContext,
 			throw new Error("aborted");
 		}
 		const allowed = granted(rep, rep.attempts);
+		run.retried.grants.push(...grants);
+		run.retried.granted.push(...allowed.map(target));
 		run.ui?.notify(`sandboxd granted, for one retry of this command:\n${grantedLines(allowed).join("\n")}`, "info");
 		opts.onData(Buffer.from(`\n[sandboxd] retrying once with the access granted: ${allowed.map(target).join(", ")}\n`));
 		rep = await attempt(client, run, { ...req, grants }, opts);
@@ -127,38 +132,49 @@ async function attempt(client: Client, run: RunContext, req: ExecRequest, opts: 
 }
 
 /** askPerson asks pi's user one of the daemon's questions and relays
- * the answer as a client's (the daemon never lets that allow a critical
- * boundary). Unanswered, it expires in the daemon, which denies. */
+ * the answer as a client's. The daemon never lets a client's allow stand
+ * for a critical boundary, or a high-risk one the person did not clearly
+ * ask for: those the person can only deny from here (or leave open for a
+ * person at the terminal). Unanswered, a question expires in the daemon,
+ * which denies. */
 async function askPerson(client: Client, run: RunContext, q: Question, signal: AbortSignal): Promise<void> {
-	if (!run.ui) return;
+	const ui = run.ui;
+	if (!ui) return;
 	const left = Date.parse(q.expires_at) - Date.now();
 	const what = q.path || q.destination || q.command;
 	const lines = [`Command: ${q.command}`, `Directory: ${q.cwd}`];
 	if (q.model) {
 		lines.push(`The model reviewer said ${q.model.outcome}${q.model.risk_level ? ` (risk ${q.model.risk_level})` : ""}: ${q.model.rationale}`);
 	}
-	lines.push("Allow it once?");
+	const cannot = typeof q.client_cannot_allow === "string" ? q.client_cannot_allow : "";
+	if (cannot) {
+		lines.push(`An allow from pi cannot stand for this one (${cannot}). Deny it now? No leaves it open for a person at your terminal until it expires.`);
+	} else {
+		lines.push("Allow it once?");
+	}
+	const opts = { signal, timeout: Number.isFinite(left) && left > 0 ? left : undefined };
 	try {
-		const allow = await run.ui.confirm(`sandboxd: ${q.operation} ${what}`, lines.join("\n"), {
-			signal,
-			timeout: Number.isFinite(left) && left > 0 ? left : undefined,
-		});
-		if (signal.aborted) return;
+		const yes = await ui.confirm(`sandboxd: ${q.operation} ${what}`, lines.join("\n"), opts);
+		if (signal.aborted || (cannot && !yes)) return;
+		const allow = cannot ? false : yes;
 		await client.answer(q.id, allow, allow ? "" : "denied in pi");
-	} catch {
-		// Answered elsewhere, withdrawn or expired: the daemon decides.
+	} catch (err) {
+		// Answered elsewhere, withdrawn or expired: the daemon decides; a
+		// refusal is the person's to read.
+		if (err instanceof DaemonError && err.status === 403) ui.notify(`sandboxd: ${err.message}`, "warning");
 	}
 }
 
 /** finish turns the final report into pi's result, adding what was
- * denied to the output the model reads. */
-function finish(run: RunContext, rep: Report, opts: ExecOptions): { exitCode: number } {
+ * denied to the output the model reads (unless sandboxd run, embedded,
+ * said it on its stderr already). */
+function finish(run: RunContext, rep: Report, opts: ExecOptions, said = false): { exitCode: number } {
 	if (rep.error) throw new Error(`sandboxd could not run the command: ${rep.error}`);
 	const no = denied(rep);
 	if (no.length > 0) {
 		run.denials.count += no.length;
 		run.denials.faults += no.filter((b) => b.source === "error" || b.source === "no-reviewer").length;
-		opts.onData(Buffer.from(`\n${denialText(no)}\n`));
+		if (!said) opts.onData(Buffer.from(`\n${denialText(no)}\n`));
 	}
 	if (rep.timed_out) throw new Error(`timeout:${opts.timeout}`);
 	return { exitCode: rep.exit_code };
@@ -190,7 +206,7 @@ async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd
 		if (!rep) {
 			throw new Error(`sandboxd run ended with status ${code} and no report: the command may not have run`);
 		}
-		return finish(run, rep, opts);
+		return finish(run, rep, opts, true);
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}

@@ -79,6 +79,7 @@ export default function sandboxd(pi: ExtensionAPI): void {
 			intent: intent ?? intents.get(session) ?? "",
 			ui: ctx?.hasUI ? (ctx.ui as UI) : undefined,
 			denials: { count: 0, faults: 0 },
+			retried: { grants: [], granted: [] },
 		};
 	};
 
@@ -93,7 +94,11 @@ export default function sandboxd(pi: ExtensionAPI): void {
 		async execute(toolCallId, params, signal, onUpdate, ctx) {
 			const run = runFor(ctx);
 			const result = await current.run(run, () => bash.execute(toolCallId, params, signal, onUpdate, ctx));
-			return run.denials.count > 0 ? { ...result, isError: true } : result;
+			// The grants presented are spent (consumed, or refused); they
+			// stay in the details, for the person and the audit log, never
+			// in what the model reads.
+			const details = run.retried.grants.length > 0 ? { ...(result.details ?? {}), sandboxd: run.retried } : result.details;
+			return { ...result, details, ...(run.denials.count > 0 ? { isError: true } : {}) };
 		},
 	});
 

