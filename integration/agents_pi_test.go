@@ -128,7 +128,9 @@ func TestPiClientRetry(t *testing.T) {
 		out := e.mkdir("outside", 0o755)
 		granted := filepath.Join(out, "granted.txt")
 		pe := newPiEnv(t, e, socket, calls(piCall("echo run >> runs.count; echo granted-write > "+granted)))
-		allow := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "the person asked for it" })
+		allow := newFakeModel(t, func(string) (string, string, string, string) {
+			return "allow", "low", "high", "the person asked for it"
+		})
 		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), fmt.Sprintf(
 			"[review]\nmodel = \"fake-model\"\nbase_url = %q\napi_key_env = \"FAKE_REVIEW_KEY\"\n", allow.url), 0o644)
 		r := pe.print()
