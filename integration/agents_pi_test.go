@@ -296,3 +296,24 @@ func TestPiWithoutDaemon(t *testing.T) {
 		}
 	})
 }
+
+// pi-permission-system as npm serves it here (20.7.3) has no authorizer
+// seam: the adapter says once that its link is unavailable, and its
+// sandboxed bash tool works beside the permission system all the same.
+func TestPiPermissionSystemWithoutSeam(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		pe := newPiEnv(t, e, socket, calls(piCall("echo allowed-by-rule > perm.txt")))
+		modules := pe.bin[:strings.Index(pe.bin, "/node_modules/")+len("/node_modules/")]
+		e.writeJSON(filepath.Join(pe.agentDir, "extensions", "pi-permission-system", "config.json"), map[string]any{
+			"permission": map[string]any{"*": "allow", "bash": map[string]any{"*": "ask", "echo *": "allow"}}})
+		r := pe.print("-e", filepath.Join(modules, "@gotgenes", "pi-permission-system"))
+		if r.code != 0 {
+			t.Fatalf("pi failed\n%s", r)
+		}
+		hasContent(t, filepath.Join(e.ws, "perm.txt"), "allowed-by-rule\n", "the permission system's allow, then sandboxd's bash tool")
+		if n := strings.Count(r.stderr, "no authorizer seam"); n != 1 {
+			t.Errorf("the missing seam was said %d times, not once\n%s", n, r)
+		}
+	})
+}

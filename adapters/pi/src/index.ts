@@ -156,11 +156,11 @@ export default function sandboxd(pi: ExtensionAPI): void {
 	};
 
 	// The authorizer link: registered on every permissions:ready (it
-	// fires more than once per session), once per session.
-	pi.events.on("permissions:ready", (data: unknown) => {
-		const sid = (data as { sessionId?: unknown } | null)?.sessionId;
-		const keyed = typeof sid === "string";
-		const session = keyed ? (sid as string) : [...cwds.keys()].at(-1) ?? "";
+	// fires more than once per session), once per session. Before 27 the
+	// event carries no session, and may come before this package's
+	// session_start: the link then waits for it.
+	let unkeyedReady = false;
+	const link = (session: string, keyed: boolean) => {
 		if (session === "" || links.has(session) || linking.has(session)) return;
 		linking.add(session);
 		void findService(keyed ? session : undefined)
@@ -178,6 +178,19 @@ export default function sandboxd(pi: ExtensionAPI): void {
 			})
 			.catch((err) => warnOnce("link-failed", `sandboxd: the authorizer link could not be registered: ${(err as Error).message}`))
 			.finally(() => linking.delete(session));
+	};
+	pi.events.on("permissions:ready", (data: unknown) => {
+		const sid = (data as { sessionId?: unknown } | null)?.sessionId;
+		if (typeof sid === "string") {
+			link(sid, true);
+			return;
+		}
+		unkeyedReady = true;
+		const session = [...cwds.keys()].at(-1);
+		if (session !== undefined) link(session, false);
+	});
+	pi.on("session_start", (_event, ctx) => {
+		if (unkeyedReady) link(sessionOf(ctx), false);
 	});
 }
 
