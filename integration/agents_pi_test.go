@@ -317,3 +317,92 @@ func TestPiPermissionSystemWithoutSeam(t *testing.T) {
 		}
 	})
 }
+
+// permStub is a pi extension playing pi-permission-system's authorizer
+// seam from its published contract (27 and later: services keyed by
+// session on a global symbol, permissions:ready with the session, fired
+// twice; a duplicate name refused): it asks the registered link about
+// every bash call, with the unit it "split out" as details.command and
+// the whole command as evidence, and blocks the call unless the link
+// allows. It logs each registration and verdict.
+const permStub = `import * as fs from "node:fs";
+export default function (pi) {
+	const key = Symbol.for("@gotgenes/pi-permission-system:session-services");
+	const services = (globalThis[key] ??= new Map());
+	let link;
+	const log = (v) => fs.appendFileSync(process.env.STUB_LOG, JSON.stringify(v) + "\n");
+	const ready = (ctx) => pi.events.emit("permissions:ready", { sessionId: ctx.sessionManager.getSessionId(), adjudicatesLocally: true });
+	pi.on("session_start", (_e, ctx) => {
+		services.set(ctx.sessionManager.getSessionId(), {
+			registerAuthorizer(name, authorize) {
+				log({ registered: name });
+				if (link) throw new Error("An authorizer is already registered for '" + name + "'.");
+				link = { name, authorize };
+				return () => { link = undefined; };
+			},
+		});
+		ready(ctx);
+	});
+	pi.on("before_agent_start", (_e, ctx) => ready(ctx));
+	pi.on("tool_call", async (event) => {
+		if (event.toolName !== "bash") return;
+		const whole = event.input.command;
+		const unit = whole.split("&&").at(-1).trim();
+		const details = { requestId: "req-" + event.toolCallId, toolCallId: event.toolCallId, source: "tool_call", agentName: null,
+			command: unit, payload: { kind: "bash", request: { value: unit, requester: { agentName: null, forwarded: false, sessionId: null } },
+			evidence: [{ label: "full command", text: whole, detail: null }], annotations: [] } };
+		const verdict = link ? await link.authorize(details, {}, { review() {}, debug() {} }) : { kind: "unregistered" };
+		log({ verdict });
+		if (verdict.kind !== "allow") return { block: true, reason: "stub chain: " + verdict.kind + " " + (verdict.reason ?? "") };
+	});
+}
+`
+
+// The sandboxd link in an authorizer chain with the seam: registered
+// once however often permissions:ready fires; the whole command, not
+// the unit split out of it, reviewed by sandboxd's broker with what the
+// person typed; the reviewer's deny a deny (the command never runs), its
+// allow an allow (the command runs, sandboxed).
+func TestPiAuthorizerLink(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e0 *env) {
+		for _, c := range []struct {
+			outcome string
+			ran     bool
+		}{{"deny", false}, {"allow", true}} {
+			e := e0
+			if c.outcome != "deny" {
+				e = newEnv(t, e0.id)
+			}
+			marker := "linked-" + c.outcome + ".txt"
+			command := "cd . && echo linked > " + marker
+			pe := newPiEnv(t, e, socket, calls(piCall(command)))
+			reviewer := newFakeModel(t, func(string) (string, string, string, string) { return c.outcome, "low", "high", "the link's review" })
+			e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), fmt.Sprintf(
+				"[review]\nmodel = \"fake-model\"\nbase_url = %q\napi_key_env = \"FAKE_REVIEW_KEY\"\n", reviewer.url), 0o644)
+			stubDir := e.mkdir("stub", 0o755)
+			stub, stubLog := filepath.Join(stubDir, "perm-stub.ts"), filepath.Join(stubDir, "stub.log")
+			e.writeFile(stub, permStub, 0o644)
+			r := pe.run([]string{"STUB_LOG=" + stubLog}, "--print", "--mode", "json", "--offline", "--no-session", "-e", stub, "-e", pe.ext, pe.prompt)
+			if r.code != 0 {
+				t.Fatalf("pi failed\n%s", r)
+			}
+			logged, _ := os.ReadFile(stubLog)
+			if n := strings.Count(string(logged), `"registered":"sandboxd"`); n != 1 {
+				t.Errorf("%s: the link registered %d times, not once:\n%s", c.outcome, n, logged)
+			}
+			if !strings.Contains(string(logged), `"kind":"`+c.outcome+`"`) {
+				t.Errorf("%s: the link's verdict:\n%s", c.outcome, logged)
+			}
+			if c.ran {
+				hasContent(t, filepath.Join(e.ws, marker), "linked\n", "an allowed command runs")
+			} else {
+				absent(t, filepath.Join(e.ws, marker), "a command the link denied ran")
+			}
+			reqs := reviewer.requests()
+			if len(reqs) == 0 || !strings.Contains(reqs[0], "cd . \\u0026\\u0026 echo linked") && !strings.Contains(reqs[0], "cd . && echo linked") || !strings.Contains(reqs[0], pe.prompt) {
+				t.Errorf("%s: the reviewer was not shown the whole command and the person's request:\n%v", c.outcome, reqs)
+			}
+		}
+	})
+}
