@@ -17,7 +17,7 @@
 // configured), never an allow.
 
 import * as path from "node:path";
-import type { Decision, ReviewRequest } from "./daemon.ts";
+import { checkDecision, type Decision, type ReviewRequest } from "./daemon.ts";
 import { decidedBy, isFault } from "./report.ts";
 
 /** The verdict the chain takes from a link. */
@@ -186,8 +186,12 @@ export function createAuthorize(sessionId: string, deps: LinkDeps) {
 		}
 		const command = wholeCommand(d);
 		if (command === "" || !cwd) return { kind: "defer" };
-		const decision = await withTimeout(deps.timeoutMs, (signal) =>
-			deps.review({ command, surface: "command", operation: "run", session, intent: deps.intent(session), agent: "pi" }, cwd, signal),
+		// Checked here too, not only by the client: an answer that is not a
+		// decision is a failure, never read as an allow or a deny.
+		const decision = checkDecision(
+			await withTimeout(deps.timeoutMs, (signal) =>
+				deps.review({ command, surface: "command", operation: "run", session, intent: deps.intent(session), agent: "pi" }, cwd, signal),
+			),
 		);
 		if (decision.outcome === "allow") {
 			safeLog(log, "sandboxd_link_allow", { requestId, source: decision.source });
