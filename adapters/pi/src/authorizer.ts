@@ -129,11 +129,16 @@ export function pathsOf(d: AskDetails, cwd: string): string[] {
 
 /** operationsOf are the operations an ask's path is checked for: a read
  * for the reading tools and the read members, a write (which sandboxd's
- * rules refuse in more places) and a read otherwise. */
+ * rules refuse in more places) and a read otherwise. The direction is in
+ * the gate's surface (accessIntent's, the request's), not in the
+ * payload's kind, which names only the family ("path"): reading a
+ * start-up file is not refused as writing it would be. */
 function operationsOf(d: AskDetails, kind: string): string[] {
 	const request = obj(obj(d.payload).request);
+	const surfaces = [kind, str(obj(d.accessIntent).surface), str(request.surface), str(d.surface)];
+	if (surfaces.some((s) => s.endsWith("_write"))) return ["read_file", "write_file"];
 	const tool = str(d.toolName) || str(request.toolName);
-	if (kind.endsWith("_read") || READ_TOOLS.has(tool)) return ["read_file"];
+	if (surfaces.some((s) => s.endsWith("_read")) || READ_TOOLS.has(tool)) return ["read_file"];
 	return ["read_file", "write_file"];
 }
 
