@@ -163,7 +163,7 @@ async function withTimeout<T>(ms: number, fn: (signal: AbortSignal) => Promise<T
  * the link is registered in. */
 export function createAuthorize(sessionId: string, deps: LinkDeps) {
 	const failed = (log: AuthorizerLog | undefined, requestId: string, err: unknown): Verdict => {
-		const why = err instanceof Error ? err.message : String(err);
+		const why = describe(err);
 		safeLog(log, "sandboxd_link_failed", { requestId, error: why, answer: deps.onError });
 		if (deps.onError === "deny") return { kind: "deny", reason: `sandboxd could not judge this request (${why}), and is set to deny then` };
 		return { kind: "defer" };
@@ -225,6 +225,17 @@ export function createAuthorize(sessionId: string, deps: LinkDeps) {
 			}
 		}
 		return { kind: "defer" };
+	}
+}
+
+/** describe is an error's message; anything thrown (a value without a
+ * message, one that cannot become a string) is described, not rethrown,
+ * as authorize must not reject. */
+function describe(err: unknown): string {
+	try {
+		return err instanceof Error && typeof err.message === "string" ? err.message : String(err);
+	} catch {
+		return "an error that cannot be shown";
 	}
 }
 
