@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { type AskDetails, type AuthorizerLog, createAuthorize, kindOf, type LinkDeps, LINK_NAME, pathsOf, type PermissionsService, registerLink, type Verdict, wholeCommand } from "../src/authorizer.ts";
-import { checkDecision, DaemonError, type Decision } from "../src/daemon.ts";
+import { checkDecision, Client, DaemonError, type Decision } from "../src/daemon.ts";
+import { FakeDaemon, NEEDS_ROOT } from "./fake-daemon.ts";
 
 type AuthorizeFn = (details: AskDetails, query: unknown, log: AuthorizerLog) => Promise<Verdict>;
 
@@ -426,6 +427,55 @@ test("bash: a forwarded ask is judged for the requesting session", async () => {
 	assert.deepEqual(served, ["child-7"]);
 	assert.equal(reviews[0].req.session, "child-7");
 	assert.equal(reviews[0].cwd, CWD, "the child's directory is unknown: the link's own session's");
+});
+
+test("the link over a real client: a daemon that denies, is down, slow, refuses or answers garbage", { skip: NEEDS_ROOT }, async () => {
+	const d = await FakeDaemon.start();
+	try {
+		const client = new Client({ socket: d.socket, uid: process.getuid?.() ?? -1, timeoutMs: 5_000 });
+		await client.connect();
+		const gone = new Client({ socket: `${d.dir}/gone.sock`, uid: 0 });
+		// As the extension wires it: the request's context added, the link's signal passed on.
+		const over = (c: Client, onError: "defer" | "deny"): Partial<LinkDeps> => ({
+			onError,
+			timeoutMs: 100,
+			review: (req, cwd, signal) => c.review({ ...req, env: ["PATH=/usr/bin"], cwd, umask: 0o22 }, signal),
+			check: (req, cwd, signal) => c.check({ ...req, env: ["PATH=/usr/bin"], cwd, umask: 0o22 }, signal),
+		});
+		const answer = (status: number, body: string) =>
+			d.on("POST", "/v1/review", (res) => {
+				res.writeHead(status, { "Content-Type": "application/json" });
+				res.end(body);
+			});
+
+		answer(200, JSON.stringify({ decision: { outcome: "deny", rationale: "it reads the user's keys", source: "reviewer" } }));
+		const denied = await createAuthorize(SESSION, linkDeps(over(client, "defer")).deps)(bashAsk("cat ~/.ssh/id_ed25519"), query, recordingLog().log);
+		assert.equal(denied.kind, "deny");
+		assert.deepEqual(JSON.parse(d.requests("POST", "/v1/review")[0].body).command, "cat ~/.ssh/id_ed25519");
+
+		const failures: [string, () => void, Client][] = [
+			["garbage decision", () => answer(200, '{"decision": {"outcome": "maybe", "rationale": "", "source": "reviewer"}}'), client],
+			["not JSON", () => answer(200, "<html>"), client],
+			["an array", () => answer(200, "[]"), client],
+			["a refusal", () => answer(400, '{"error": {"code": "bad_request", "message": "no such directory"}}'), client],
+			["down", () => {}, gone],
+			["slow", () => d.on("POST", "/v1/review", () => {}), client],
+		];
+		for (const [name, set, c] of failures) {
+			for (const onError of ["defer", "deny"] as const) {
+				set();
+				const cut = d.cutOff.length;
+				const v = await createAuthorize(SESSION, linkDeps(over(c, onError)).deps)(bashAsk("make"), query, recordingLog().log);
+				assert.equal(v.kind, onError, `${name} / ${onError}`);
+				if (name === "slow") {
+					for (let i = 0; i < 100 && d.cutOff.length === cut; i++) await new Promise((r) => setTimeout(r, 5));
+					assert.equal(d.cutOff.length, cut + 1, "the link's timeout hangs up on the daemon");
+				}
+			}
+		}
+	} finally {
+		await d.stop();
+	}
 });
 
 // ---- path asks -----------------------------------------------------------
