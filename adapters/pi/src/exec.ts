@@ -87,6 +87,8 @@ async function runThroughDaemon(deps: ExecDeps, client: Client, run: RunContext,
 		retry: "client",
 		questions: run.ui !== undefined,
 	};
+	// pi's timeout bounds the command, retry included.
+	const deadline = opts.timeout === undefined ? undefined : Date.now() + opts.timeout * 1000;
 	if (opts.timeout !== undefined) req.timeout_ms = Math.max(1, Math.round(opts.timeout * 1000));
 	let rep = await attempt(client, run, req, opts);
 	if (rep.retry && rep.retry.grants.length > 0) {
@@ -98,9 +100,18 @@ async function runThroughDaemon(deps: ExecDeps, client: Client, run: RunContext,
 		const allowed = granted(rep, rep.attempts);
 		run.retried.grants.push(...grants);
 		run.retried.granted.push(...allowed.map(target));
-		run.ui?.notify(`sandboxd granted, for one retry of this command:\n${grantedLines(allowed).join("\n")}`, "info");
+		run.ui?.notify(printable(`sandboxd granted, for one retry of this command:\n${grantedLines(allowed).join("\n")}`), "info");
 		opts.onData(Buffer.from(`\n[sandboxd] retrying once with the access granted: ${allowed.map(target).join(", ")}\n`));
-		rep = await attempt(client, run, { ...req, grants }, opts);
+		const retry: ExecRequest = { ...req, grants };
+		if (deadline !== undefined) {
+			const left = deadline - Date.now();
+			if (left <= 0) {
+				await client.decline(grants).catch(() => undefined);
+				throw new Error(`timeout:${opts.timeout}`);
+			}
+			retry.timeout_ms = Math.max(1, Math.round(left));
+		}
+		rep = await attempt(client, run, retry, opts);
 	}
 	return finish(run, rep, opts);
 }
@@ -154,7 +165,9 @@ async function askPerson(client: Client, run: RunContext, q: Question, signal: A
 	}
 	const opts = { signal, timeout: Number.isFinite(left) && left > 0 ? left : undefined };
 	try {
-		const yes = await ui.confirm(`sandboxd: ${q.operation} ${what}`, lines.join("\n"), opts);
+		// What the command and the reviewer wrote is shown, never obeyed
+		// by the terminal: no control sequence reaches pi's UI.
+		const yes = await ui.confirm(printable(`sandboxd: ${q.operation} ${what}`), printable(lines.join("\n")), opts);
 		if (signal.aborted || (cannot && !yes)) return;
 		const allow = cannot ? false : yes;
 		await client.answer(q.id, allow, allow ? "" : "denied in pi");
@@ -163,6 +176,12 @@ async function askPerson(client: Client, run: RunContext, q: Question, signal: A
 		// refusal is the person's to read.
 		if (err instanceof DaemonError && err.status === 403) ui.notify(`sandboxd: ${err.message}`, "warning");
 	}
+}
+
+/** printable is text from a command, a path or a reviewer as pi's UI
+ * may show it: every control character but a newline made visible. */
+export function printable(text: string): string {
+	return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
 }
 
 /** finish turns the final report into pi's result, adding what was

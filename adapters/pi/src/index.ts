@@ -120,7 +120,9 @@ export default function sandboxd(pi: ExtensionAPI): void {
 	const servesSession = (session: string): boolean => {
 		if (!cwds.has(session) || !pi.getActiveTools().includes("bash")) return false;
 		const info = pi.getAllTools().find((t) => t.name === "bash");
-		return info !== undefined && (self === "" || info.sourceInfo?.path === self);
+		// Unknown when this file cannot name itself: then no session is
+		// taken for served (the link defers), rather than any bash.
+		return info !== undefined && self !== "" && info.sourceInfo?.path === self;
 	};
 
 	pi.on("session_start", (_event, ctx) => {

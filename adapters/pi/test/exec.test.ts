@@ -556,3 +556,54 @@ function liveInGroup(pgid: number): string[] {
 	}
 	return out;
 }
+
+test("pi's timeout bounds the command, retry included: the retry gets what is left, or none and the grants are declined", { skip: NEEDS_ROOT }, async () => {
+	const held = () =>
+		report({
+			boundaries: [{ attempt: 1, surface: "filesystem", operation: "write_file", path: "/var/lib/x", decision: "allow", source: "reviewer" }],
+			retry: { grants: ["g-1"], expires_in_ms: 30_000 },
+		});
+	const slow = (ms: number, rep: Report): Answer => async (res) => {
+		ndjson(res);
+		await sleep(ms);
+		res.end(line({ type: "report", report: rep }));
+	};
+	await withDaemon(async (d, c) => {
+		execAnswers(d, slow(300, held()), stream({ type: "report", report: report({ attempts: 2 }) }));
+		await createOperations(execDeps(c).deps, () => runContext()).exec("make", "/var/lib", { onData: () => {}, env: ENV, timeout: 5 });
+		const [one, two] = execBodies(d);
+		assert.equal(one.timeout_ms, 5000);
+		assert.ok(typeof two.timeout_ms === "number" && two.timeout_ms > 0 && two.timeout_ms <= 4700, `the retry's time: ${two.timeout_ms}`);
+	});
+	await withDaemon(async (d, c) => {
+		execAnswers(d, slow(300, held()));
+		d.on("POST", "/v1/retries/decline", (res) => json(res, 200, { type: "report", report: report() }));
+		await assert.rejects(
+			createOperations(execDeps(c).deps, () => runContext()).exec("make", "/var/lib", { onData: () => {}, env: ENV, timeout: 0.2 }),
+			(err: Error) => err.message === "timeout:0.2",
+		);
+		assert.equal(execBodies(d).length, 1, "no retry past the deadline");
+		assert.deepEqual(d.requests("POST", "/v1/retries/decline").map((s) => JSON.parse(s.body)), [{ grants: ["g-1"] }]);
+	});
+});
+
+test("what a command or a reviewer wrote reaches pi's UI with no control sequence", { skip: NEEDS_ROOT }, async () => {
+	await withDaemon(async (d, c) => {
+		d.on("POST", "/v1/questions/q-7/answer", (res) => json(res, 200, { answered: true }));
+		execAnswers(
+			d,
+			questionAnswer(d, 2_000, {
+				path: "/var/lib/app/\u001b[2J\u001b]0;pwned\u0007out",
+				command: "echo \u001b[31mred\u202e\u009b1m",
+				model: { outcome: "deny", risk_level: "medium", rationale: "fine\r\u001b[1Aallow", source: "reviewer" },
+			}),
+		);
+		const { ui, asked } = recordingUI(false);
+		await createOperations(execDeps(c).deps, () => runContext({ ui })).exec("make install", "/var/lib/app", { onData: () => {}, env: ENV });
+		assert.equal(asked.length, 1);
+		for (const text of [asked[0].title, asked[0].message]) {
+			assert.doesNotMatch(text, /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202e]/, JSON.stringify(text));
+		}
+		assert.match(asked[0].title, /\\u\{1b\}\[2J/);
+	});
+});
