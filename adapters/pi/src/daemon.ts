@@ -239,7 +239,7 @@ export class Client {
 				timeout: opts.timeoutMs ?? this.timeoutMs,
 			});
 			req.on("timeout", () => req.destroy(new DaemonError(`the daemon did not answer ${route} in time`, { down: true })));
-			req.on("error", (err) => reject(asDaemonError(err, this.socket)));
+			req.on("error", (err) => reject(this.lost(asDaemonError(err, this.socket))));
 			req.on("response", (res) => {
 				const chunks: Buffer[] = [];
 				let size = 0;
@@ -251,12 +251,12 @@ export class Client {
 					}
 					chunks.push(c);
 				});
-				res.on("error", (err) => reject(asDaemonError(err, this.socket)));
+				res.on("error", (err) => reject(this.lost(asDaemonError(err, this.socket))));
 				res.on("end", () => {
 					const text = Buffer.concat(chunks).toString("utf8");
 					const status = res.statusCode ?? 0;
 					if (status < 200 || status > 299) {
-						reject(apiError(text, status));
+						reject(this.lost(apiError(text, status)));
 						return;
 					}
 					try {
@@ -289,13 +289,13 @@ export class Client {
 					reject(err);
 				}
 			};
-			hreq.on("error", (err) => fail(asDaemonError(err, this.socket)));
+			hreq.on("error", (err) => fail(this.lost(asDaemonError(err, this.socket))));
 			hreq.on("response", (res) => {
 				const status = res.statusCode ?? 0;
 				if (status !== 200) {
 					const chunks: Buffer[] = [];
 					res.on("data", (c: Buffer) => chunks.push(c));
-					res.on("end", () => fail(apiError(Buffer.concat(chunks).toString("utf8"), status)));
+					res.on("end", () => fail(this.lost(apiError(Buffer.concat(chunks).toString("utf8"), status))));
 					return;
 				}
 				let pending = "";
@@ -326,7 +326,7 @@ export class Client {
 						onLine(line);
 					}
 				});
-				res.on("error", (err) => fail(asDaemonError(err, this.socket)));
+				res.on("error", (err) => fail(this.lost(asDaemonError(err, this.socket))));
 				res.on("end", () => fail(new DaemonError("the daemon's answer ended before the run's report")));
 			});
 			hreq.end(`${JSON.stringify(req)}\n`);
@@ -361,6 +361,14 @@ export class Client {
 	/** answer answers one of this user's questions, as a client. */
 	async answer(id: string, allow: boolean, note?: string): Promise<void> {
 		await this.request("POST", `/v1/questions/${encodeURIComponent(id)}/answer`, { allow, note: note ?? "" });
+	}
+
+	/** lost forgets the token when err says the daemon no longer takes
+	 * it, or is no longer there (restarted, say): the next use connects
+	 * again. A slow or garbled answer keeps it. */
+	private lost(err: DaemonError): DaemonError {
+		if (err.status === 401 || err.code === "ECONNREFUSED" || err.code === "ENOENT") this.token = "";
+		return err;
 	}
 
 	private headers(contentType?: string): Record<string, string> {
@@ -409,7 +417,7 @@ function asDaemonError(err: unknown, socket: string): DaemonError {
 		d.name = "AbortError";
 		return d;
 	}
-	return new DaemonError(`the daemon cannot be reached at ${socket}: ${e?.message ?? String(err)}`, { down: true });
+	return new DaemonError(`the daemon cannot be reached at ${socket}: ${e?.message ?? String(err)}`, { down: true, code: e?.code ?? "" });
 }
 
 /** umask reads this process's umask without changing it (/proc). */

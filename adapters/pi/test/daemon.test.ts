@@ -452,3 +452,22 @@ test("exec: a daemon that stops mid-run is a DaemonError", { skip: NEEDS_ROOT },
 		await assert.rejects(c.exec(execReq(), () => {}), (err: unknown) => err instanceof DaemonError);
 	});
 });
+
+test("a daemon that no longer takes the token (restarted), or is gone: the client forgets it and connects again", { skip: NEEDS_ROOT }, async () => {
+	await withDaemon(async (d, c) => {
+		await c.connect();
+		assert.equal(c.connected, true);
+		const req = { env: [], cwd: "/", umask: 0o22, surface: "command", operation: "run", command: "true" };
+		d.on("POST", "/v1/review", (res) => json(res, 401, { error: { code: "bad_token", message: "the request needs your token" } }));
+		await assert.rejects(c.review(req), isDaemonError(/needs your token/, { status: 401 }));
+		assert.equal(c.connected, false, "a refused token is forgotten");
+		await c.connect();
+		d.on("POST", "/v1/review", (res) => json(res, 400, { error: { code: "bad_request", message: "no" } }));
+		await assert.rejects(c.review(req), isDaemonError(/refused: no/, { status: 400 }));
+		assert.equal(c.connected, true, "another refusal keeps it");
+		// Gone: nobody listens on the socket any more.
+		await d.stop();
+		await assert.rejects(c.review(req), isDaemonError(/cannot be reached/, { down: true }));
+		assert.equal(c.connected, false, "a daemon that is gone: the token is forgotten");
+	});
+});
