@@ -324,7 +324,10 @@ func TestPiPermissionSystemWithoutSeam(t *testing.T) {
 // twice; a duplicate name refused): it asks the registered link about
 // every bash call, with the unit it "split out" as details.command and
 // the whole command as evidence, and blocks the call unless the link
-// allows. It logs each registration and verdict.
+// allows. A call of exec_command is gated as bash too, as its shellTools
+// setting ({"exec_command": {"commandArgument": "cmd"}}) makes it: the
+// request names bash, and the tool called in invokedToolName. It logs
+// each registration and verdict.
 const permStub = `import * as fs from "node:fs";
 export default function (pi) {
 	const key = Symbol.for("@gotgenes/pi-permission-system:session-services");
@@ -345,11 +348,13 @@ export default function (pi) {
 	});
 	pi.on("before_agent_start", (_e, ctx) => ready(ctx));
 	pi.on("tool_call", async (event) => {
-		if (event.toolName !== "bash") return;
-		const whole = event.input.command;
+		const alias = event.toolName === "exec_command";
+		if (event.toolName !== "bash" && !alias) return;
+		const whole = alias ? event.input.cmd : event.input.command;
 		const unit = whole.split("&&").at(-1).trim();
 		const details = { requestId: "req-" + event.toolCallId, toolCallId: event.toolCallId, source: "tool_call", agentName: null,
-			command: unit, payload: { kind: "bash", request: { value: unit, requester: { agentName: null, forwarded: false, sessionId: null } },
+			toolName: "bash", command: unit, payload: { kind: "bash", request: { value: unit, toolName: "bash",
+			invokedToolName: alias ? "exec_command" : null, requester: { agentName: null, forwarded: false, sessionId: null } },
 			evidence: [{ label: "full command", text: whole, detail: null }], annotations: [] } };
 		const verdict = link ? await link.authorize(details, {}, { review() {}, debug() {} }) : { kind: "unregistered" };
 		log({ verdict });
@@ -403,6 +408,51 @@ func TestPiAuthorizerLink(t *testing.T) {
 			if len(reqs) == 0 || !strings.Contains(reqs[0], "cd . \\u0026\\u0026 echo linked") && !strings.Contains(reqs[0], "cd . && echo linked") || !strings.Contains(reqs[0], pe.prompt) {
 				t.Errorf("%s: the reviewer was not shown the whole command and the person's request:\n%v", c.outcome, reqs)
 			}
+		}
+	})
+}
+
+// shellAlias is another extension's shell tool, exec_command, that runs
+// its command itself (as @howaboua/pi-codex-conversion's does): outside
+// any sandbox.
+const shellAlias = `import { execFileSync } from "node:child_process";
+import { Type } from "typebox";
+export default function (pi) {
+	pi.registerTool({ name: "exec_command", label: "exec_command", description: "Run a shell command",
+		parameters: Type.Object({ cmd: Type.String() }),
+		async execute(_id, params) {
+			return { content: [{ type: "text", text: execFileSync("bash", ["-c", params.cmd], { encoding: "utf8" }) }], details: {} };
+		} });
+}
+`
+
+// A command of a shell alias the permission system gates as bash runs
+// bare, in the alias's own tool, however well sandboxd's bash tool serves
+// the session: the link defers (the stub chain then blocks it), even
+// when sandboxd's reviewer would allow the command.
+func TestPiAuthorizerLinkShellAlias(t *testing.T) {
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		marker := filepath.Join(e.mkdir("outside", 0o755), "bare.txt")
+		pe := newPiEnv(t, e, socket, calls(toolCall{name: "exec_command", input: map[string]any{"cmd": "echo bare > " + marker}}))
+		reviewer := newFakeModel(t, func(string) (string, string, string, string) { return "allow", "low", "high", "the link's review" })
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), fmt.Sprintf(
+			"[review]\nmodel = \"fake-model\"\nbase_url = %q\napi_key_env = \"FAKE_REVIEW_KEY\"\n", reviewer.url), 0o644)
+		stubDir := e.mkdir("stub", 0o755)
+		stub, alias, stubLog := filepath.Join(stubDir, "perm-stub.ts"), filepath.Join(stubDir, "alias.ts"), filepath.Join(stubDir, "stub.log")
+		e.writeFile(stub, permStub, 0o644)
+		e.writeFile(alias, shellAlias, 0o644)
+		r := pe.run([]string{"STUB_LOG=" + stubLog}, "--print", "--mode", "json", "--offline", "--no-session",
+			"-e", alias, "-e", stub, "-e", pe.ext, pe.prompt)
+		if r.code != 0 {
+			t.Fatalf("pi failed\n%s", r)
+		}
+		absent(t, marker, "the link allowed a command that ran outside the sandbox")
+		if logged, _ := os.ReadFile(stubLog); !strings.Contains(string(logged), `"kind":"defer"`) {
+			t.Errorf("the link's verdict on the alias's command is not defer:\n%s", logged)
+		}
+		if n := len(reviewer.requests()); n != 0 {
+			t.Errorf("the reviewer was asked %d times about a command that would run bare", n)
 		}
 	})
 }

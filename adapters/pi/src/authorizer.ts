@@ -5,8 +5,10 @@
 // its rules left at "ask", before it asks a person.
 //
 // What this link answers:
-//   - a bash command: allow only when this package's sandboxed bash tool
-//     serves the session (else the command would run bare: defer), after
+//   - a bash command: allow only when it runs in bash (not in a shell
+//     alias the permission system gates as bash) and this package's
+//     sandboxed bash tool serves the session (else the command would run
+//     bare: defer), after
 //     the daemon's broker reviewed the whole command with the person's
 //     request; the broker's deny is a deny with its reason;
 //   - a path (pi's own file tools, which run outside every sandbox):
@@ -100,6 +102,20 @@ export function wholeCommand(d: AskDetails): string {
 	return str(d.command) || str(obj(payload.request).value);
 }
 
+/** shellTool is the tool that runs a bash ask's command: "bash" only
+ * when every name the ask gives is bash. pi-permission-system gates a
+ * shell alias (its shellTools: exec_command, say, another extension's
+ * tool that runs the command itself) as bash, with the tool the agent
+ * called in request.invokedToolName; an allow for it would run the
+ * command bare. No name at all is not taken for bash either. */
+export function shellTool(d: AskDetails): string {
+	const request = obj(obj(d.payload).request);
+	const names = [request.invokedToolName, request.toolName, d.toolName].filter((n) => n !== undefined && n !== null);
+	if (names.length === 0) return "";
+	const other = names.find((n) => n !== "bash");
+	return other === undefined ? "bash" : typeof other === "string" ? other : "";
+}
+
 /** requesterSession is the session whose tool asks: a forwarded ask's
  * requester, else the link's own. */
 function requesterSession(d: AskDetails, own: string): string {
@@ -185,6 +201,11 @@ export function createAuthorize(sessionId: string, deps: LinkDeps) {
 	};
 
 	async function judgeCommand(d: AskDetails, session: string, cwd: string, requestId: string, log?: AuthorizerLog): Promise<Verdict> {
+		const tool = shellTool(d);
+		if (tool !== "bash") {
+			safeLog(log, "sandboxd_link_defer", { requestId, why: `the command runs in the tool ${JSON.stringify(tool)}, not sandboxd's bash tool` });
+			return { kind: "defer" };
+		}
 		if (!deps.servesSession(session)) {
 			safeLog(log, "sandboxd_link_defer", { requestId, why: "sandboxd's bash tool does not run this session's commands" });
 			return { kind: "defer" };

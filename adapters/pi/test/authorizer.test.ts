@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type AskDetails, type AuthorizerLog, createAuthorize, kindOf, type LinkDeps, LINK_NAME, pathsOf, type PermissionsService, registerLink, type Verdict, wholeCommand } from "../src/authorizer.ts";
+import { type AskDetails, type AuthorizerLog, createAuthorize, kindOf, type LinkDeps, LINK_NAME, pathsOf, type PermissionsService, registerLink, shellTool, type Verdict, wholeCommand } from "../src/authorizer.ts";
 import { checkDecision, Client, DaemonError, type Decision } from "../src/daemon.ts";
 import { FakeDaemon, NEEDS_ROOT } from "./fake-daemon.ts";
 
@@ -233,6 +233,35 @@ test("bash: allowed only when sandboxd's bash tool serves the session; else defe
 	assert.deepEqual(served, [SESSION]);
 	assert.ok(events.some((e) => e.event === "sandboxd_link_defer" && e.details?.requestId === "req-bash-1"), JSON.stringify(events));
 });
+
+test("bash: a shell alias gated as bash (shellTools: exec_command) runs bare: defer, and no review", async () => {
+	// pi-permission-system gates another extension's shell tool at parity
+	// with bash (kind "bash"), naming the tool called in invokedToolName;
+	// that tool runs the command itself, outside any sandbox, however
+	// well sandboxd's own bash tool serves the session.
+	const asks: { name: string; d: AskDetails }[] = [
+		{ name: "invokedToolName", d: bashAsk("make", undefined, { payload: { ...(bashAsk("make").payload as object), request: { ...bashRequest("make"), invokedToolName: "exec_command" } } }) },
+		{ name: "request.toolName", d: bashAsk("make", undefined, { payload: { ...(bashAsk("make").payload as object), request: { ...bashRequest("make"), toolName: "exec_command", invokedToolName: null } } }) },
+		{ name: "details.toolName", d: bashAsk("make", undefined, { toolName: "shell" }) },
+		{ name: "no tool named at all", d: bashAsk("make", undefined, { toolName: undefined, payload: { ...(bashAsk("make").payload as object), request: { ...bashRequest("make"), toolName: undefined, invokedToolName: undefined } } }) },
+		{ name: "a name that is not a string", d: bashAsk("make", undefined, { toolName: 7 }) },
+	];
+	for (const { name, d } of asks) {
+		const { deps, reviews } = linkDeps();
+		const { events, log } = recordingLog();
+		assert.deepEqual(await createAuthorize(SESSION, deps)(d, query, log), { kind: "defer" }, name);
+		assert.equal(reviews.length, 0, name);
+		assert.ok(events.some((e) => e.event === "sandboxd_link_defer"), `${name}: ${JSON.stringify(events)}`);
+	}
+	// pi's own bash, named as the contract names it (invokedToolName null: the same tool).
+	const own = bashAsk("make", undefined, { payload: { ...(bashAsk("make").payload as object), request: { ...bashRequest("make"), invokedToolName: null } } });
+	assert.equal(shellTool(own), "bash");
+	assert.deepEqual(await createAuthorize(SESSION, linkDeps().deps)(own, query, recordingLog().log), { kind: "allow" });
+});
+
+function bashRequest(unit: string): Record<string, unknown> {
+	return (bashAsk(unit).payload as { request: Record<string, unknown> }).request;
+}
 
 test("bash: the whole command goes to the daemon's review with the intent, as a command boundary", async () => {
 	const { deps, reviews } = linkDeps();
