@@ -28,6 +28,18 @@ func TestDaemonCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.chown(link)
+		// Links the model can make in its workspace (a sandboxed command
+		// may), to a directory of start-up files: a file tool writing
+		// below them creates the directories it misses.
+		cfg := filepath.Join(e.home, ".config")
+		e.writeFile(filepath.Join(cfg, "keep"), "", 0o644)
+		cfgLink, dangling := filepath.Join(e.ws, "cfg-link"), filepath.Join(e.ws, "autostart-link")
+		for l, target := range map[string]string{cfgLink: cfg, dangling: filepath.Join(cfg, "autostart")} {
+			if err := os.Symlink(target, l); err != nil {
+				t.Fatal(err)
+			}
+			e.chown(l)
+		}
 		for _, c := range []struct {
 			op, path string
 			denied   bool
@@ -38,6 +50,10 @@ func TestDaemonCheck(t *testing.T) {
 			{"write_file", link, true, "start-up location"},
 			{"write_file", filepath.Join(e.ws, ".git", "hooks", "pre-commit"), true, "git's own directory"},
 			{"make_reg", filepath.Join(e.ws, "sub", ".vscode", "tasks.json"), true, "file tools may not write"},
+			{"write_file", filepath.Join(cfgLink, "autostart", "x.desktop"), true, "start-up location"},
+			{"write_file", filepath.Join(cfgLink, "git", "config"), true, "start-up location"},
+			{"write_file", filepath.Join(dangling, "x.desktop"), true, "start-up location"},
+			{"write_file", filepath.Join(e.ws, "new", "dir", "main.go"), false, ""},
 			{"write_file", filepath.Join(e.ws, "src", "main.go"), false, ""},
 			{"read_file", filepath.Join(e.ws, ".vscode", "tasks.json"), false, ""},
 			{"read_file", "/etc/hostname", false, ""},
