@@ -18,7 +18,9 @@
 // It never throws or rejects: any failure is a defer (or a deny, when
 // configured), never an allow.
 
+import * as os from "node:os";
 import * as path from "node:path";
+import { fileURLToPath } from "node:url";
 import { checkDecision, type Decision, type ReviewRequest } from "./daemon.ts";
 import { decidedBy, isFault } from "./report.ts";
 
@@ -133,14 +135,36 @@ export function pathsOf(d: AskDetails, cwd: string): string[] {
 	const out = new Set<string>();
 	for (const v of values) {
 		if (v === "" || v.includes("\u0000")) continue;
-		let p = v.startsWith("~/") && process.env.HOME ? path.join(process.env.HOME, v.slice(2)) : v;
-		if (!path.isAbsolute(p)) {
-			if (!cwd) continue;
-			p = path.resolve(cwd, p);
+		for (let p of [v, asPiReads(v)]) {
+			if (!path.isAbsolute(p)) {
+				if (!cwd) continue;
+				p = path.resolve(cwd, p);
+			}
+			out.add(path.normalize(p).replace(/(.)\/+$/, "$1"));
 		}
-		out.add(path.normalize(p).replace(/(.)\/+$/, "$1"));
 	}
 	return [...out];
+}
+
+/** asPiReads is v as pi's file tools read it before they touch it (its
+ * normalizePath, in its order): unicode spaces folded to a space, one
+ * leading "@" (a file mention) dropped, "~" and "~/" expanded, a
+ * file:// URL made a path. The path as given is checked too: an ask
+ * may carry either spelling, and "@~/.ssh/id_rsa" is ~/.ssh/id_rsa. */
+export function asPiReads(v: string): string {
+	let n = v.replace(/[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g, " ");
+	if (n.startsWith("@")) n = n.slice(1);
+	const home = os.homedir();
+	if (n === "~") return home;
+	if (n.startsWith("~/")) return path.join(home, n.slice(2));
+	if (/^file:\/\//.test(n)) {
+		try {
+			return fileURLToPath(n);
+		} catch {
+			return n;
+		}
+	}
+	return n;
 }
 
 /** operationsOf are the operations an ask's path is checked for: a read

@@ -5,6 +5,8 @@
 // query, log) resolves allow, deny with a reason, or defer).
 
 import assert from "node:assert/strict";
+import * as os from "node:os";
+import * as path from "node:path";
 import { test } from "node:test";
 import { type AskDetails, type AuthorizerLog, createAuthorize, kindOf, type LinkDeps, LINK_NAME, pathsOf, type PermissionsService, registerLink, shellTool, type Verdict, wholeCommand } from "../src/authorizer.ts";
 import { checkDecision, Client, DaemonError, type Decision } from "../src/daemon.ts";
@@ -570,6 +572,23 @@ test("path: a relative path is resolved against the session's directory", async 
 	const noCwd = linkDeps({ cwd: () => "" });
 	assert.deepEqual(await createAuthorize(SESSION, noCwd.deps)(pathAsk("path", "edit", "cfg/app.yaml"), query, recordingLog().log), { kind: "defer" });
 	assert.equal(noCwd.checks.length, 0);
+});
+
+test("path: the spellings pi's file tools read (@ mention, ~, file:// URL, unicode spaces) are checked as the files they name", async () => {
+	// pi's read and write drop a leading "@", expand "~", take file://
+	// URLs and fold unicode spaces before they touch the file: the link
+	// must check that file, whatever the ask's raw path spells.
+	const home = os.homedir();
+	const secret = path.join(home, ".ssh", "id_rsa");
+	for (const raw of ["@~/.ssh/id_rsa", `@${secret}`, `file://${secret}`, `@file://${secret}`, "~/.ssh/id_rsa"]) {
+		assert.ok(pathsOf({ path: raw }, CWD).includes(secret), `${raw}: ${JSON.stringify(pathsOf({ path: raw }, CWD))}`);
+		const { deps } = linkDeps({ check: async (req) => ({ denied: req.path === secret, why: "credential stores are never opened" }) });
+		const v = await createAuthorize(SESSION, deps)(pathAsk("path", "read", raw), query, recordingLog().log);
+		assert.equal(v.kind, "deny", `${raw}: ${JSON.stringify(v)}`);
+	}
+	assert.ok(pathsOf({ path: "~" }, CWD).includes(home));
+	assert.ok(pathsOf({ path: "notes\u00a0old.txt" }, CWD).includes(`${CWD}/notes old.txt`));
+	assert.ok(pathsOf({ path: "@notes.txt" }, CWD).includes(`${CWD}/@notes.txt`), "the path as given is checked too");
 });
 
 test("path: reading tools are checked for a read only, the others for read and write", async () => {
