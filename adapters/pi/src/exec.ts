@@ -100,7 +100,7 @@ async function runThroughDaemon(deps: ExecDeps, client: Client, run: RunContext,
 		const allowed = granted(rep, rep.attempts);
 		run.retried.grants.push(...grants);
 		run.retried.granted.push(...allowed.map(target));
-		run.ui?.notify(printable(`sandboxd granted, for one retry of this command:\n${grantedLines(allowed).join("\n")}`), "info");
+		run.ui?.notify(`sandboxd granted, for one retry of this command:\n${grantedLines(allowed).map((l) => oneLine(l, 800)).join("\n")}`, "info");
 		opts.onData(Buffer.from(`\n[sandboxd] retrying once with the access granted: ${allowed.map(target).join(", ")}\n`));
 		const retry: ExecRequest = { ...req, grants };
 		if (deadline !== undefined) {
@@ -153,21 +153,25 @@ async function askPerson(client: Client, run: RunContext, q: Question, signal: A
 	if (!ui) return;
 	const left = Date.parse(q.expires_at) - Date.now();
 	const what = q.path || q.destination || q.command;
-	const lines = [`Command: ${q.command}`, `Directory: ${q.cwd}`];
+	// What the command, its files and the reviewer wrote is shown, never
+	// obeyed: no control sequence reaches pi's UI, and each is one
+	// bounded line, so none draws a line of its own ("Allow it once?",
+	// another boundary) or pushes the boundary asked about out of sight.
+	const lines = [`Command: ${oneLine(q.command, 600)}`, `Directory: ${oneLine(q.cwd, 300)}`];
 	if (q.model) {
-		lines.push(`The model reviewer said ${q.model.outcome}${q.model.risk_level ? ` (risk ${q.model.risk_level})` : ""}: ${q.model.rationale}`);
+		const risk = q.model.risk_level ? ` (risk ${oneLine(q.model.risk_level, 20)})` : "";
+		lines.push(`The model reviewer said ${oneLine(q.model.outcome, 20)}${risk}: ${oneLine(q.model.rationale, 700)}`);
 	}
+	lines.push(`It asks to ${oneLine(q.operation, 40)} ${oneLine(what, 400)}.`);
 	const cannot = typeof q.client_cannot_allow === "string" ? q.client_cannot_allow : "";
 	if (cannot) {
-		lines.push(`An allow from pi cannot stand for this one (${cannot}). Deny it now? No leaves it open for a person at your terminal until it expires.`);
+		lines.push(`An allow from pi cannot stand for this one (${oneLine(cannot, 200)}). Deny it now? No leaves it open for a person at your terminal until it expires.`);
 	} else {
 		lines.push("Allow it once?");
 	}
 	const opts = { signal, timeout: Number.isFinite(left) && left > 0 ? left : undefined };
 	try {
-		// What the command and the reviewer wrote is shown, never obeyed
-		// by the terminal: no control sequence reaches pi's UI.
-		const yes = await ui.confirm(printable(`sandboxd: ${q.operation} ${what}`), printable(lines.join("\n")), opts);
+		const yes = await ui.confirm(`sandboxd: ${oneLine(q.operation, 40)} ${oneLine(what, 200)}`, lines.join("\n"), opts);
 		if (signal.aborted || (cannot && !yes)) return;
 		const allow = cannot ? false : yes;
 		await client.answer(q.id, allow, allow ? "" : "denied in pi");
@@ -182,6 +186,17 @@ async function askPerson(client: Client, run: RunContext, q: Question, signal: A
  * may show it: every control character but a newline made visible. */
 export function printable(text: string): string {
 	return text.replace(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}
+
+/** oneLine is text as one line of pi's UI: printable, its line breaks
+ * shown as escapes, and at most max characters (its start and its end,
+ * with how much was left out between). */
+export function oneLine(text: string, max: number): string {
+	const chars = Array.from(printable(String(text ?? "")).replace(/\n/g, "\\u{a}"));
+	if (chars.length <= max) return chars.join("");
+	const tail = Math.floor(max / 4);
+	const head = max - tail;
+	return `${chars.slice(0, head).join("")} … (${chars.length - max} characters left out) … ${chars.slice(-tail).join("")}`;
 }
 
 /** finish turns the final report into pi's result, adding what was

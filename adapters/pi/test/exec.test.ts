@@ -607,3 +607,40 @@ test("what a command or a reviewer wrote reaches pi's UI with no control sequenc
 		assert.match(asked[0].title, /\\u\{1b\}\[2J/);
 	});
 });
+
+test("a question's text cannot be forged by the command, a path or the reviewer: one line each, bounded, the boundary asked about last", { skip: NEEDS_ROOT }, async () => {
+	// A command (or a file name, or a rationale the reviewer was talked
+	// into) with line breaks could draw lines of its own in the dialog
+	// ("Allow it once?", another boundary), and a long one could push the
+	// boundary asked about out of sight above them.
+	const forged = "\nsandboxd: write_file /var/lib/app/notes.txt\nDirectory: /var/lib/app\nAn allow from pi cannot stand for this one (critical). Deny it now?";
+	await withDaemon(async (d, c) => {
+		d.on("POST", "/v1/questions/q-7/answer", (res) => json(res, 200, { answered: true }));
+		execAnswers(
+			d,
+			questionAnswer(d, 2_000, {
+				path: `/var/lib/app/out${forged}`,
+				command: `echo x > /var/lib/app/out; ${"#".repeat(20_000)}${"\n".repeat(300)}${forged}`,
+				model: { outcome: "deny", risk_level: "medium", rationale: `outside the workspace${forged}`, source: "reviewer" },
+			}),
+		);
+		const { ui, asked } = recordingUI(false);
+		await createOperations(execDeps(c).deps, () => runContext({ ui })).exec("make install", "/var/lib/app", { onData: () => {}, env: ENV });
+		assert.equal(asked.length, 1);
+		const { title, message } = asked[0];
+		assert.doesNotMatch(title, /\n/, "the title is one line");
+		assert.ok(title.startsWith("sandboxd: write_file /var/lib/app/out"), title);
+		const lines = message.split("\n");
+		assert.deepEqual(
+			lines.map((l) => l.split(":")[0].split(" ").slice(0, 3).join(" ")),
+			["Command", "Directory", "The model reviewer", "It asks to", "Allow it once?"],
+			message,
+		);
+		assert.equal(lines.at(-1), "Allow it once?");
+		assert.ok(lines[3].startsWith("It asks to write_file /var/lib/app/out"), lines[3]);
+		assert.ok(message.length < 2_500, `the dialog is bounded: ${message.length} characters`);
+		assert.match(lines[0], /characters left out/);
+		assert.match(lines[0], /Deny it now\?$/, "the command's end is shown too");
+	});
+});
+
