@@ -218,6 +218,7 @@ function finish(run: RunContext, rep: Report, opts: ExecOptions, said = false): 
  * retry, the model reviewer if the user set one up, no person (it runs
  * in a session of its own, without pi's terminal). */
 async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd: string, opts: ExecOptions) {
+	const bin = sandboxdBinary(deps.sandboxd, opts.env ?? process.env);
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandboxd-pi-"));
 	try {
 		const report = path.join(dir, "report.json");
@@ -230,7 +231,7 @@ async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd
 		if (run.sessionId) args.push("--session", run.sessionId);
 		if (opts.timeout !== undefined) args.push("--timeout", `${Math.max(1, Math.round(opts.timeout * 1000))}ms`);
 		args.push("-c", command);
-		const code = await spawnSandboxd(deps.sandboxd, args, cwd, opts);
+		const code = await spawnSandboxd(bin, args, cwd, opts);
 		let rep: Report | undefined;
 		try {
 			rep = JSON.parse(fs.readFileSync(report, "utf8")) as Report;
@@ -244,6 +245,30 @@ async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd
 	} finally {
 		fs.rmSync(dir, { recursive: true, force: true });
 	}
+}
+
+/** sandboxdBinary is the sandboxd an embedded run starts: bin when it
+ * is an absolute path, else the first executable file of that name in
+ * PATH's absolute directories. Never one found through the command's
+ * directory: a relative or empty PATH entry (PATH=":/usr/bin", an easy
+ * slip) names the workspace, where the model writes, and a sandboxd it
+ * left there would run its commands bare. */
+export function sandboxdBinary(bin: string, env: NodeJS.ProcessEnv): string {
+	if (path.isAbsolute(bin)) return bin;
+	if (bin.includes("/")) {
+		throw new DaemonError(`SANDBOXD_BIN (${bin}) must be an absolute path or a name on PATH: the command was not run`);
+	}
+	for (const d of (env.PATH ?? "").split(":")) {
+		if (!path.isAbsolute(d)) continue;
+		const p = path.join(d, bin);
+		try {
+			fs.accessSync(p, fs.constants.X_OK);
+			if (fs.statSync(p).isFile()) return p;
+		} catch {
+			// not here
+		}
+	}
+	throw new DaemonError(`sandboxd is not installed where pi looks (${bin}, in PATH's absolute directories; set SANDBOXD_BIN): the command was not run`);
 }
 
 function spawnSandboxd(bin: string, args: string[], cwd: string, opts: ExecOptions): Promise<number | null> {

@@ -509,6 +509,40 @@ test("embedded: sandboxd missing, the command is not run and the error says so",
 	});
 });
 
+test("embedded: sandboxd is looked up in PATH's absolute directories only, never through the workspace", async () => {
+	// A PATH with an empty or relative entry (":/usr/bin", a slip of
+	// PATH=$EXTRA:$PATH) would find a sandboxd the model left in the
+	// workspace, the command's directory, and run it bare.
+	await withEmbedded(async (dir, bin) => {
+		fs.writeFileSync(path.join(dir, "report.json"), JSON.stringify(report()));
+		const ws = path.join(dir, "ws");
+		fs.mkdirSync(path.join(ws, "bin"), { recursive: true });
+		const marker = path.join(dir, "planted-ran");
+		for (const planted of [path.join(ws, "sandboxd"), path.join(ws, "bin", "sandboxd")]) {
+			fs.writeFileSync(planted, `#!/bin/sh\n/usr/bin/touch '${marker}'\n`, { mode: 0o755 });
+		}
+		for (const PATH of [":/nonexistent", "/nonexistent::/usr/bin", ".:/usr/bin", "bin:/usr/bin"]) {
+			await assert.rejects(
+				createOperations(execDeps("down", "sandboxd").deps, () => runContext()).exec("true", ws, { onData: () => {}, env: { ...ENV, PATH } }),
+				/sandboxd is not installed where pi looks .*SANDBOXD_BIN.*the command was not run/,
+				PATH,
+			);
+			assert.equal(fs.existsSync(marker), false, `PATH=${PATH}: the workspace's sandboxd ran`);
+		}
+		for (const rel of ["./sandboxd", "bin/sandboxd"]) {
+			await assert.rejects(createOperations(execDeps("down", rel).deps, () => runContext()).exec("true", ws, { onData: () => {}, env: ENV }), /must be an absolute path/);
+			assert.equal(fs.existsSync(marker), false, `SANDBOXD_BIN=${rel}: the workspace's sandboxd ran`);
+		}
+		// Found in an absolute PATH directory: run.
+		const got = await createOperations(execDeps("down", "sandboxd").deps, () => runContext()).exec("true", ws, {
+			onData: () => {},
+			env: { ...ENV, PATH: `:/nonexistent:${path.dirname(bin)}:/usr/bin:/bin` },
+		});
+		assert.deepEqual(got, { exitCode: 0 });
+		assert.equal(fs.existsSync(marker), false);
+	});
+});
+
 test("embedded: sandboxd that ends without a report is an error", async () => {
 	await withEmbedded(async (dir, bin) => {
 		fs.writeFileSync(path.join(dir, "mode"), "noreport");
