@@ -218,7 +218,7 @@ function finish(run: RunContext, rep: Report, opts: ExecOptions, said = false): 
  * retry, the model reviewer if the user set one up, no person (it runs
  * in a session of its own, without pi's terminal). */
 async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd: string, opts: ExecOptions) {
-	const bin = sandboxdBinary(deps.sandboxd, opts.env ?? process.env);
+	const bin = sandboxdBinary(deps.sandboxd, opts.env ?? process.env, cwd);
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sandboxd-pi-"));
 	try {
 		const report = path.join(dir, "report.json");
@@ -247,28 +247,63 @@ async function runEmbedded(deps: ExecDeps, run: RunContext, command: string, cwd
 	}
 }
 
-/** sandboxdBinary is the sandboxd an embedded run starts: bin when it
- * is an absolute path, else the first executable file of that name in
- * PATH's absolute directories. Never one found through the command's
- * directory: a relative or empty PATH entry (PATH=":/usr/bin", an easy
- * slip) names the workspace, where the model writes, and a sandboxd it
- * left there would run its commands bare. */
-export function sandboxdBinary(bin: string, env: NodeJS.ProcessEnv): string {
-	if (path.isAbsolute(bin)) return bin;
+/** sandboxdBinary is the sandboxd an embedded run for a command in cwd
+ * starts: bin when it is an absolute path, else the first executable
+ * file of that name in PATH's absolute directories. Never one the
+ * agent's commands could have written: not through a relative or empty
+ * PATH entry (PATH=":/usr/bin", an easy slip), which names the command's
+ * directory, and nothing in the project pi works in (a PATH entry such
+ * as direnv's PATH_add bin, a link there to /bin/sh), where the
+ * sandboxed commands write: a sandboxd they left there would run the
+ * next command bare. */
+export function sandboxdBinary(bin: string, env: NodeJS.ProcessEnv, cwd: string): string {
+	const root = projectRoot(cwd);
+	const inProject = (p: string) => within(path.resolve(p), root) || within(realpath(p), root);
+	if (path.isAbsolute(bin)) {
+		if (inProject(bin)) {
+			throw new DaemonError(`SANDBOXD_BIN (${bin}) is in the project pi works in (${root}), where the agent's commands may rewrite it: the command was not run`);
+		}
+		return bin;
+	}
 	if (bin.includes("/")) {
 		throw new DaemonError(`SANDBOXD_BIN (${bin}) must be an absolute path or a name on PATH: the command was not run`);
 	}
 	for (const d of (env.PATH ?? "").split(":")) {
-		if (!path.isAbsolute(d)) continue;
+		if (!path.isAbsolute(d) || inProject(d)) continue;
 		const p = path.join(d, bin);
 		try {
 			fs.accessSync(p, fs.constants.X_OK);
-			if (fs.statSync(p).isFile()) return p;
+			if (fs.statSync(p).isFile() && !inProject(p)) return p;
 		} catch {
 			// not here
 		}
 	}
-	throw new DaemonError(`sandboxd is not installed where pi looks (${bin}, in PATH's absolute directories; set SANDBOXD_BIN): the command was not run`);
+	throw new DaemonError(
+		`sandboxd is not installed where pi looks (${bin}, in PATH's absolute directories outside the project; set SANDBOXD_BIN): the command was not run`,
+	);
+}
+
+/** projectRoot is the project a command in cwd works in, as far as its
+ * commands may write: the nearest directory with a .git from cwd up,
+ * else cwd (its links resolved). */
+function projectRoot(cwd: string): string {
+	const start = realpath(cwd);
+	for (let d = start; ; d = path.dirname(d)) {
+		if (fs.existsSync(path.join(d, ".git"))) return d;
+		if (d === path.dirname(d)) return start;
+	}
+}
+
+function realpath(p: string): string {
+	try {
+		return fs.realpathSync(p);
+	} catch {
+		return path.resolve(p);
+	}
+}
+
+function within(p: string, dir: string): boolean {
+	return p === dir || p.startsWith(dir === "/" ? "/" : `${dir}/`);
 }
 
 function spawnSandboxd(bin: string, args: string[], cwd: string, opts: ExecOptions): Promise<number | null> {

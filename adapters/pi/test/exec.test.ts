@@ -435,6 +435,14 @@ exit 0
 	return bin;
 }
 
+/** wsOf is the project an embedded test's commands run in: beside the
+ * fake sandboxd, not around it. */
+function wsOf(dir: string): string {
+	const ws = path.join(dir, "ws");
+	fs.mkdirSync(ws, { recursive: true });
+	return ws;
+}
+
 async function withEmbedded(fn: (dir: string, bin: string) => Promise<void>): Promise<void> {
 	const dir = tempDir("embedded");
 	try {
@@ -450,7 +458,7 @@ test("the daemon down: `sandboxd run --no-daemon` runs the command, and the user
 		const { deps, warnCalls, warned } = execDeps("connect ENOENT /run/sandboxd/sandboxd.sock", bin);
 		const out = output();
 		const cmd = "make -C 'a dir' test";
-		const got = await createOperations(deps, () => runContext()).exec(cmd, dir, { onData: out.onData, env: ENV, timeout: 5 });
+		const got = await createOperations(deps, () => runContext()).exec(cmd, wsOf(dir), { onData: out.onData, env: ENV, timeout: 5 });
 		assert.deepEqual(got, { exitCode: 6 });
 		const args = fs.readFileSync(path.join(dir, "args"), "utf8").split("\n").slice(0, -1);
 		const reportPath = fs.readFileSync(path.join(dir, "report-path"), "utf8");
@@ -464,7 +472,7 @@ test("the daemon down: `sandboxd run --no-daemon` runs the command, and the user
 		assert.match(out.text(), /embedded stdout/);
 		assert.match(out.text(), /embedded stderr/);
 
-		await createOperations(deps, () => runContext({ sessionId: "", intent: "" })).exec("true", dir, { onData: () => {}, env: ENV });
+		await createOperations(deps, () => runContext({ sessionId: "", intent: "" })).exec("true", wsOf(dir), { onData: () => {}, env: ENV });
 		const bare = fs.readFileSync(path.join(dir, "args"), "utf8").split("\n");
 		for (const f of ["--session", "--intent-file", "--timeout"]) assert.equal(bare.includes(f), false, f);
 
@@ -482,12 +490,12 @@ test("embedded: denials are counted and not told twice (sandboxd run says them),
 		fs.writeFileSync(path.join(dir, "report.json"), JSON.stringify(report({ exit_code: 1, boundaries: [denial] })));
 		const run = runContext();
 		const out = output();
-		assert.deepEqual(await createOperations(execDeps("down", bin).deps, () => run).exec("x", dir, { onData: out.onData, env: ENV }), { exitCode: 1 });
+		assert.deepEqual(await createOperations(execDeps("down", bin).deps, () => run).exec("x", wsOf(dir), { onData: out.onData, env: ENV }), { exitCode: 1 });
 		assert.doesNotMatch(out.text(), /denied by your sandboxd policy/, "sandboxd run's own stderr says it");
 		assert.match(out.text(), /embedded stderr/);
 		assert.deepEqual(run.denials, { count: 1, faults: 0 }, "the tool's result is still an error for the model");
 		fs.writeFileSync(path.join(dir, "report.json"), JSON.stringify(report({ exit_code: 124, timed_out: true })));
-		await assert.rejects(createOperations(execDeps("down", bin).deps, () => runContext()).exec("sleep 9", dir, { onData: () => {}, env: ENV, timeout: 2 }), (err: Error) => err.message === "timeout:2");
+		await assert.rejects(createOperations(execDeps("down", bin).deps, () => runContext()).exec("sleep 9", wsOf(dir), { onData: () => {}, env: ENV, timeout: 2 }), (err: Error) => err.message === "timeout:2");
 	});
 });
 
@@ -496,7 +504,7 @@ test("embedded: sandboxd missing, the command is not run and the error says so",
 		const marker = path.join(dir, "marker");
 		const out = output();
 		await assert.rejects(
-			createOperations(execDeps("down", path.join(dir, "no-such-sandboxd")).deps, () => runContext()).exec(`touch '${marker}'`, dir, { onData: out.onData, env: ENV }),
+			createOperations(execDeps("down", path.join(dir, "no-such-sandboxd")).deps, () => runContext()).exec(`touch '${marker}'`, wsOf(dir), { onData: out.onData, env: ENV }),
 			/sandboxd is not installed where pi looks .*SANDBOXD_BIN.*the command was not run/,
 		);
 		assert.equal(fs.existsSync(marker), false, "the command did not run");
@@ -504,15 +512,16 @@ test("embedded: sandboxd missing, the command is not run and the error says so",
 		// Not executable: not started either.
 		const notExec = path.join(dir, "not-exec");
 		fs.writeFileSync(notExec, "#!/bin/sh\ntouch marker\n", { mode: 0o644 });
-		await assert.rejects(createOperations(execDeps("down", notExec).deps, () => runContext()).exec(`touch '${marker}'`, dir, { onData: () => {}, env: ENV }), /could not be started.*the command was not run/);
+		await assert.rejects(createOperations(execDeps("down", notExec).deps, () => runContext()).exec(`touch '${marker}'`, wsOf(dir), { onData: () => {}, env: ENV }), /could not be started.*the command was not run/);
 		assert.equal(fs.existsSync(marker), false);
 	});
 });
 
-test("embedded: sandboxd is looked up in PATH's absolute directories only, never through the workspace", async () => {
+test("embedded: sandboxd is looked up in PATH's absolute directories outside the project only", async () => {
 	// A PATH with an empty or relative entry (":/usr/bin", a slip of
-	// PATH=$EXTRA:$PATH) would find a sandboxd the model left in the
-	// workspace, the command's directory, and run it bare.
+	// PATH=$EXTRA:$PATH), or with a directory of the project (direnv's
+	// PATH_add bin), would find a sandboxd the model's sandboxed commands
+	// left there (or a link to /bin/sh) and run the next command bare.
 	await withEmbedded(async (dir, bin) => {
 		fs.writeFileSync(path.join(dir, "report.json"), JSON.stringify(report()));
 		const ws = path.join(dir, "ws");
@@ -521,22 +530,32 @@ test("embedded: sandboxd is looked up in PATH's absolute directories only, never
 		for (const planted of [path.join(ws, "sandboxd"), path.join(ws, "bin", "sandboxd")]) {
 			fs.writeFileSync(planted, `#!/bin/sh\n/usr/bin/touch '${marker}'\n`, { mode: 0o755 });
 		}
-		for (const PATH of [":/nonexistent", "/nonexistent::/usr/bin", ".:/usr/bin", "bin:/usr/bin"]) {
+		fs.mkdirSync(path.join(ws, ".git"));
+		fs.mkdirSync(path.join(ws, "sub", "linked"), { recursive: true });
+		fs.symlinkSync("/bin/sh", path.join(ws, "sub", "linked", "sandboxd"));
+		const cwd = path.join(ws, "sub");
+		fs.writeFileSync(path.join(cwd, "sandboxd"), `#!/bin/sh\n/usr/bin/touch '${marker}'\n`, { mode: 0o755 });
+		for (const PATH of [":/nonexistent", "/nonexistent::/usr/bin", ".:/usr/bin", "bin:/usr/bin", `${ws}/bin:/usr/bin`, `${cwd}/linked:/usr/bin`, `${ws}:/usr/bin`]) {
 			await assert.rejects(
-				createOperations(execDeps("down", "sandboxd").deps, () => runContext()).exec("true", ws, { onData: () => {}, env: { ...ENV, PATH } }),
+				createOperations(execDeps("down", "sandboxd").deps, () => runContext()).exec("true", cwd, { onData: () => {}, env: { ...ENV, PATH } }),
 				/sandboxd is not installed where pi looks .*SANDBOXD_BIN.*the command was not run/,
 				PATH,
 			);
 			assert.equal(fs.existsSync(marker), false, `PATH=${PATH}: the workspace's sandboxd ran`);
 		}
 		for (const rel of ["./sandboxd", "bin/sandboxd"]) {
-			await assert.rejects(createOperations(execDeps("down", rel).deps, () => runContext()).exec("true", ws, { onData: () => {}, env: ENV }), /must be an absolute path/);
+			await assert.rejects(createOperations(execDeps("down", rel).deps, () => runContext()).exec("true", cwd, { onData: () => {}, env: ENV }), /must be an absolute path/);
 			assert.equal(fs.existsSync(marker), false, `SANDBOXD_BIN=${rel}: the workspace's sandboxd ran`);
 		}
+		await assert.rejects(
+			createOperations(execDeps("down", path.join(ws, "bin", "sandboxd")).deps, () => runContext()).exec("true", cwd, { onData: () => {}, env: ENV }),
+			/is in the project pi works in .*the command was not run/,
+		);
+		assert.equal(fs.existsSync(marker), false, "SANDBOXD_BIN in the project ran");
 		// Found in an absolute PATH directory: run.
-		const got = await createOperations(execDeps("down", "sandboxd").deps, () => runContext()).exec("true", ws, {
+		const got = await createOperations(execDeps("down", "sandboxd").deps, () => runContext()).exec("true", cwd, {
 			onData: () => {},
-			env: { ...ENV, PATH: `:/nonexistent:${path.dirname(bin)}:/usr/bin:/bin` },
+			env: { ...ENV, PATH: `:/nonexistent:${ws}/bin:${path.dirname(bin)}:/usr/bin:/bin` },
 		});
 		assert.deepEqual(got, { exitCode: 0 });
 		assert.equal(fs.existsSync(marker), false);
@@ -546,7 +565,7 @@ test("embedded: sandboxd is looked up in PATH's absolute directories only, never
 test("embedded: sandboxd that ends without a report is an error", async () => {
 	await withEmbedded(async (dir, bin) => {
 		fs.writeFileSync(path.join(dir, "mode"), "noreport");
-		await assert.rejects(createOperations(execDeps("down", bin).deps, () => runContext()).exec("true", dir, { onData: () => {}, env: ENV }), /sandboxd run ended with status 3 and no report: the command may not have run/);
+		await assert.rejects(createOperations(execDeps("down", bin).deps, () => runContext()).exec("true", wsOf(dir), { onData: () => {}, env: ENV }), /sandboxd run ended with status 3 and no report: the command may not have run/);
 	});
 });
 
@@ -555,7 +574,7 @@ test("embedded: abort ends sandboxd's process group", async () => {
 		fs.writeFileSync(path.join(dir, "mode"), "hang");
 		const ac = new AbortController();
 		const start = Date.now();
-		const run = createOperations(execDeps("down", bin).deps, () => runContext()).exec("sleep 30", dir, {
+		const run = createOperations(execDeps("down", bin).deps, () => runContext()).exec("sleep 30", wsOf(dir), {
 			onData: (b) => {
 				if (b.toString().includes("embedded stdout")) ac.abort();
 			},
