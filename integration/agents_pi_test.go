@@ -215,7 +215,8 @@ func TestPiUserBash(t *testing.T) {
 }
 
 // rpcBash runs each command as the person's `!` command through pi's
-// RPC mode, answering pi's confirm dialogs with answer(title), and
+// RPC mode, answering the questions pi shows (select dialogs) with
+// answer(the boundary's line), and
 // returns pi's response to each.
 func (pe *piEnv) rpcBash(t *testing.T, answer func(title string) bool, commands ...string) []string {
 	t.Helper()
@@ -253,8 +254,14 @@ func (pe *piEnv) rpcBash(t *testing.T, answer func(title string) bool, commands 
 			if json.Unmarshal(sc.Bytes(), &ev) != nil {
 				continue
 			}
-			if ev["type"] == "extension_ui_request" && ev["method"] == "confirm" {
-				send(map[string]any{"type": "extension_ui_response", "id": ev["id"], "confirmed": answer(fmt.Sprint(ev["title"]))})
+			if ev["type"] == "extension_ui_request" && ev["method"] == "select" {
+				// The question's first line names the boundary.
+				title, _, _ := strings.Cut(fmt.Sprint(ev["title"]), "\n")
+				choice := "Deny"
+				if answer(title) {
+					choice = "Allow once"
+				}
+				send(map[string]any{"type": "extension_ui_response", "id": ev["id"], "value": choice})
 			}
 			if ev["type"] == "response" && ev["id"] == id {
 				resps = append(resps, sc.Text())

@@ -15,7 +15,7 @@ import { denialText, denied, granted, grantedLines, target } from "./report.ts";
 
 /** The slice of pi's UI this uses (ctx.ui). */
 export interface UI {
-	confirm(title: string, message: string, opts?: { signal?: AbortSignal; timeout?: number }): Promise<boolean>;
+	select(title: string, options: string[], opts?: { signal?: AbortSignal; timeout?: number }): Promise<string | undefined>;
 	notify(message: string, type?: "info" | "warning" | "error"): void;
 }
 
@@ -142,6 +142,12 @@ async function attempt(client: Client, run: RunContext, req: ExecRequest, opts: 
 	}
 }
 
+/** The answers a question offers, the safe one first. */
+export const DENY = "Deny";
+export const ALLOW = "Allow once";
+export const DENY_NOW = "Deny now";
+export const LEAVE_OPEN = "Leave it open";
+
 /** askPerson asks pi's user one of the daemon's questions and relays
  * the answer as a client's. The daemon never lets a client's allow stand
  * for a critical boundary, or a high-risk one the person did not clearly
@@ -164,16 +170,21 @@ async function askPerson(client: Client, run: RunContext, q: Question, signal: A
 	}
 	lines.push(`It asks to ${oneLine(q.operation, 40)} ${oneLine(what, 400)}.`);
 	const cannot = typeof q.client_cannot_allow === "string" ? q.client_cannot_allow : "";
+	// A select whose first, highlighted option is the safe one: an Enter
+	// meant for pi's editor never allows (pi's confirm highlights Yes).
+	let options = [DENY, ALLOW];
 	if (cannot) {
-		lines.push(`An allow from pi cannot stand for this one (${oneLine(cannot, 200)}). Deny it now? No leaves it open for a person at your terminal until it expires.`);
+		lines.push(`An allow from pi cannot stand for this one (${oneLine(cannot, 200)}): deny it now, or leave it open for a person at your terminal until it expires.`);
+		options = [DENY_NOW, LEAVE_OPEN];
 	} else {
 		lines.push("Allow it once?");
 	}
 	const opts = { signal, timeout: Number.isFinite(left) && left > 0 ? left : undefined };
 	try {
-		const yes = await ui.confirm(`sandboxd: ${oneLine(q.operation, 40)} ${oneLine(what, 200)}`, lines.join("\n"), opts);
-		if (signal.aborted || (cannot && !yes)) return;
-		const allow = cannot ? false : yes;
+		const title = `sandboxd: ${oneLine(q.operation, 40)} ${oneLine(what, 200)}`;
+		const choice = await ui.select(`${title}\n${lines.join("\n")}`, options, opts);
+		if (signal.aborted || choice === undefined || choice === LEAVE_OPEN || !options.includes(choice)) return;
+		const allow = choice === ALLOW;
 		await client.answer(q.id, allow, allow ? "" : "denied in pi");
 	} catch (err) {
 		// Answered elsewhere, withdrawn or expired: the daemon decides; a

@@ -17,13 +17,20 @@ const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8" };
 
 // ---- a pi that records -------------------------------------------------
 
+/** recordingUI answers pi's select as a confirm would: yes picks the
+ * option that acts ("Allow once", or "Deny now" where an allow cannot
+ * stand), no the other. It records the dialog's first line as the title,
+ * the rest as the message, and the options in the order offered. */
 function recordingUI(answer: boolean | (() => Promise<boolean>) = true) {
 	const notes: [string, string | undefined][] = [];
-	const asked: { title: string; message: string; opts?: { signal?: AbortSignal; timeout?: number } }[] = [];
+	const asked: { title: string; message: string; options: string[]; opts?: { signal?: AbortSignal; timeout?: number } }[] = [];
 	const ui: UI = {
-		async confirm(title, message, opts) {
-			asked.push({ title, message, opts });
-			return typeof answer === "function" ? answer() : answer;
+		async select(text, options, opts) {
+			const nl = text.indexOf("\n");
+			asked.push({ title: nl < 0 ? text : text.slice(0, nl), message: nl < 0 ? "" : text.slice(nl + 1), options, opts });
+			const yes = await (typeof answer === "function" ? answer() : answer);
+			if (yes === undefined) return undefined;
+			return options.includes("Allow once") ? (yes ? "Allow once" : "Deny") : yes ? "Deny now" : "Leave it open";
 		},
 		notify(message, type) {
 			notes.push([message, type]);
@@ -333,6 +340,7 @@ test("a question is asked in pi's UI and relayed as the client's answer", { skip
 			assert.deepEqual(got, { exitCode: 0 });
 			assert.equal(asked.length, 1);
 			assert.equal(asked[0].title, "sandboxd: write_file /var/lib/app/out");
+			assert.deepEqual(asked[0].options, ["Deny", "Allow once"], "the highlighted first answer is the safe one");
 			assert.match(asked[0].message, /Command: make install/);
 			assert.match(asked[0].message, /Directory: \/var\/lib\/app/);
 			assert.match(asked[0].message, /The model reviewer said deny \(risk medium\): outside the workspace/);
@@ -350,11 +358,12 @@ test("a question a client's allow cannot decide: a yes is not sent, a deny is", 
 		await withDaemon(async (d, c) => {
 			d.on("POST", "/v1/questions/q-7/answer", (res) => json(res, 200, { answered: true }));
 			execAnswers(d, questionAnswer(d, 150, { client_cannot_allow: "the boundary is critical" }));
-			// "Deny it now?": yes denies; no leaves it for a person at the terminal.
+			// "Deny now" denies; "Leave it open" leaves it for a person at the terminal.
 			const { ui, asked } = recordingUI(yes);
 			await createOperations(execDeps(c).deps, () => runContext({ ui })).exec("make install", "/var/lib/app", { onData: () => {}, env: ENV });
-			assert.match(asked[0].message, /An allow from pi cannot stand for this one \(the boundary is critical\)\. Deny it now\?/);
+			assert.match(asked[0].message, /An allow from pi cannot stand for this one \(the boundary is critical\): deny it now, or leave it open/);
 			assert.doesNotMatch(asked[0].message, /Allow it once\?/);
+			assert.deepEqual(asked[0].options, ["Deny now", "Leave it open"], "no allow is offered");
 			await sleep(20);
 			const answers = d.requests("POST", "/v1/questions/q-7/answer").map((s) => JSON.parse(s.body));
 			assert.deepEqual(answers, yes ? [{ allow: false, note: "denied in pi" }] : [], `yes ${yes}`);
