@@ -11,11 +11,11 @@ TESTUSER := sandboxd-test
 # iptables and nftables: the owner-match rules that show the daemon
 # connects as its caller; prometheus: promtool, which checks
 # deploy/alerts.yml; systemd: systemd-analyze, which checks deploy/'s
-# units offline).
+# units offline; tmux: drives pi's terminal UI in the pi package's tests).
 BUILD_PKGS := libseccomp-dev gcc pkg-config
 TEST_PKGS  := $(BUILD_PKGS) git python3 attr libcap2-bin bubblewrap python3-pytest procps less make \
               curl python3-pip iproute2 util-linux openssh-server openssh-client netcat-openbsd \
-              mercurial ruby sqlite3 inotify-tools openssl python3-venv socat iptables nftables prometheus systemd
+              mercurial ruby sqlite3 inotify-tools openssl python3-venv socat iptables nftables prometheus systemd tmux
 # The demo also fetches through the run's proxy.
 DEMO_PKGS  := $(BUILD_PKGS) python3 curl
 # The everyday-command corpus also runs node and npm (Debian's, unless a

@@ -463,3 +463,65 @@ func TestPiAuthorizerLinkShellAlias(t *testing.T) {
 		}
 	})
 }
+
+// In pi's interactive terminal UI (driven in tmux), a question comes up
+// in pi's own dialog with Deny first and highlighted: an Enter, as one
+// typed for the editor, denies, the file outside stays as it was, and
+// the denial is shown as the person's.
+func TestPiTUIQuestion(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Skip("tmux is not installed (Debian's tmux drives pi's terminal UI)")
+	}
+	socket := startDaemon(t)
+	forEach(t, func(t *testing.T, e *env) {
+		victim := filepath.Join(e.mkdir("outside", 0o755), "victim.txt")
+		e.writeFile(victim, "original\n", 0o644)
+		pe := newPiEnv(t, e, socket, calls(piCall("echo changed > "+victim+"; echo inside > inside.txt")))
+		medium := newFakeModel(t, func(string) (string, string, string, string) { return "deny", "medium", "unknown", reviewerWhy })
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), fmt.Sprintf(
+			"[review]\nmodel = \"fake-model\"\nbase_url = %q\napi_key_env = \"FAKE_REVIEW_KEY\"\n", medium.url), 0o644)
+		server := filepath.Join(e.mkdir("tmux", 0o700), "s")
+		tm := func(args ...string) result {
+			return e.asIdentity([]string{"TERM=xterm-256color"}, append([]string{tmux, "-S", server}, args...)...)
+		}
+		env := append([]string{"env", "-i", "HOME=" + e.home, "TERM=xterm-256color", "LANG=C.UTF-8", "FAKE_REVIEW_KEY=fake-review-key"}, pe.vars...)
+		launch := append(env, pe.bin, "--offline", "--no-session", "-e", pe.ext)
+		if r := tm(append([]string{"new-session", "-d", "-x", "160", "-y", "50", "-c", e.ws, "--"}, launch...)...); r.code != 0 {
+			t.Fatalf("tmux: %s", r.stderr)
+		}
+		defer tm("kill-server")
+		pane := func() string { return tm("capture-pane", "-p", "-J").stdout }
+		waitFor := func(what string) string {
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if p := pane(); strings.Contains(p, what) {
+					return p
+				}
+			}
+			t.Fatalf("pi's screen never showed %q:\n%s", what, pane())
+			return ""
+		}
+		waitFor("fake-model")
+		tm("send-keys", "-l", pe.prompt)
+		tm("send-keys", "Enter")
+		// Each boundary of the write is a question; Enter answers each.
+		answered := 0
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+			p := pane()
+			if strings.Contains(p, "DONE.") {
+				break
+			}
+			if strings.Contains(p, "→ Deny") && strings.Contains(p, "Allow once") {
+				tm("send-keys", "Enter")
+				answered++
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+		p := waitFor("DONE.")
+		hasContent(t, victim, "original\n", "an Enter at pi's question denied")
+		hasContent(t, filepath.Join(e.ws, "inside.txt"), "inside\n", "the command ran, sandboxed")
+		if answered == 0 || !strings.Contains(p, "denied by a person, answering in pi") {
+			t.Errorf("the question was not asked in pi's UI (%d answered), or its deny not shown:\n%s", answered, p)
+		}
+	})
+}
