@@ -178,12 +178,14 @@ func strictJSON(b []byte, v any) error {
 // goes away, or the daemon stopping, ends the run and every process of
 // it; the report still goes out when the client is there to read it.
 func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
+	t0 := time.Now()
 	br := bufio.NewReaderSize(r.Body, MaxRequest)
 	req, err := readExecRequest(br)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	d.mark(t0, "request read")
 	who, err := d.callerOf(c, req.Context)
 	if err != nil {
 		writeError(w, http.StatusForbidden, "not_yours", publicerr.Message(err, "the request does not describe you"))
@@ -194,6 +196,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	defer d.release(c.UID)
+	d.mark(t0, "caller checked")
 	rc := http.NewResponseController(w)
 	rc.EnableFullDuplex()
 	w.Header().Set("Content-Type", "application/x-ndjson")
@@ -231,6 +234,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	start := time.Now()
 	rep, err := d.cfg.Runner.Run(ctx, who, job, out)
+	d.mark(t0, "run returned")
 	addRecovered(rep)
 	d.cfg.Observer.Exec(rep, time.Since(start))
 	line := ExecLine{Type: "report", Report: rep}
@@ -239,6 +243,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 		d.cfg.Log.Debug("exec failed", "uid", c.UID, "err", err)
 	}
 	out.send(line)
+	d.mark(t0, "report sent")
 }
 
 // callerOf is the session.Caller a request describes, checked against

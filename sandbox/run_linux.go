@@ -110,14 +110,30 @@ type run struct {
 	undo []func()
 }
 
-func (r *run) mark(what string) {
-	r.log.Debug("supervisor", "phase", what, "at_us", time.Since(r.t0).Microseconds())
+func (r *run) mark(what string) { LogPhase(r.log, "supervisor", what, r.t0) }
+
+// LogPhase logs, at debug level (-v), that part (the supervisor, the
+// session, the daemon, the client) reached phase what: when, in
+// microseconds since t0 and since the Unix epoch (to be placed beside
+// other processes' phases), and this process's CPU time by then, user
+// and system, its children's not included. bench/launch -phases reads
+// these lines.
+func LogPhase(log *slog.Logger, part, what string, t0 time.Time) {
+	if !log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	now := time.Now()
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	log.Debug(part, "phase", what, "at_us", now.Sub(t0).Microseconds(), "unix_us", now.UnixMicro(),
+		"cpu_us", ru.Utime.Nano()/1000+ru.Stime.Nano()/1000)
 }
 
 func (r *run) cleanup() {
 	for i := len(r.undo) - 1; i >= 0; i-- {
 		r.undo[i]()
 	}
+	r.mark("cleaned up")
 }
 
 // plan checks the kernel and the spec, and takes what the run needs
@@ -491,6 +507,10 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	h, res := r.h, &r.res
 	code, sig, timedOut, err := h.wait(ctx, r.spec, r.log)
 	r.mark("command ended")
+	if ps := h.cmd.ProcessState; ps != nil {
+		// The helper's whole CPU time, with the command's it reaped.
+		r.log.Debug("helper cpu", "user_us", ps.UserTime().Microseconds(), "sys_us", ps.SystemTime().Microseconds())
+	}
 	r.writeBackGrants()
 	memory, writing := r.memoryHit()
 	if memory && !h.haveExit {

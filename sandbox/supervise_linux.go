@@ -116,16 +116,13 @@ func (w *watch) note(m wire.Message) {
 			tid = m.Info.TID
 		}
 		w.h.protectHelper(tid)
-		if m.Info != nil {
-			for _, p := range m.Info.Phases {
-				w.log.Debug("helper", "phase", p.Name, "at_us", p.US)
-			}
-		}
+		w.logPhases(m)
 		for _, s := range w.early {
 			w.h.cmd.Process.Signal(s)
 		}
 		w.early = nil
 	case wire.Exit, wire.Error:
+		w.logPhases(m)
 		w.last, w.haveExit = m, true
 		w.h.haveExit = true
 		if m.Kind == wire.Exit {
@@ -138,6 +135,17 @@ func (w *watch) note(m wire.Message) {
 			}
 		}
 		w.h.caches.note(m)
+	}
+}
+
+// logPhases logs the helper's phases a message carries (its setup's with
+// Started, its end's with Exit), for -v.
+func (w *watch) logPhases(m wire.Message) {
+	if m.Info == nil {
+		return
+	}
+	for _, p := range m.Info.Phases {
+		w.log.Debug("helper", "phase", p.Name, "at_us", p.US, "unix_us", p.Unix, "cpu_us", p.CPU)
 	}
 }
 

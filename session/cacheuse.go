@@ -37,9 +37,11 @@ func (st *run) useCache() func() {
 		st.r.log.Debug("cache not recorded", "err", err)
 		release = func() {}
 	}
+	st.mark("cache marked in use")
 	return func() {
 		fsid.Do(id, func() error { release(); return nil })
 		st.pruneCaches(root)
+		st.mark("cache released")
 	}
 }
 

@@ -420,6 +420,7 @@ func (st *run) netBoundaryLocked(d netdest.Dest) (*Boundary, bool) {
 // records what the proxy saw.
 func (st *run) endEgress(px *netproxy.Proxy) {
 	px.Close() // waits for decisions in flight
+	st.mark("proxy closed")
 	st.mu.Lock()
 	toks := st.netGrants
 	st.netGrants = nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
@@ -75,10 +76,13 @@ func (r *Runner) newPlan(ctx context.Context, c Caller, j Job) (p *plan, err err
 
 // newPlanAsCaller is newPlan on a thread with the caller's identity.
 func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, error) {
+	t0 := time.Now()
+	mark := func(what string) { sandbox.LogPhase(r.log, "plan", what, t0) }
 	w, err := resolveWorkspace(j.Workspace, c)
 	if err != nil {
 		return nil, err
 	}
+	mark("workspace")
 	if j.Workspace != "" {
 		w.above = append(w.above, j.Above...)
 	}
@@ -101,10 +105,12 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	if err != nil {
 		return p, policyUnusable(err)
 	}
+	mark("policy")
 	found, note, err := foundStores(ctx, c, p)
 	if err != nil {
 		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned (run with -v to log why)")
 	}
+	mark("credential stores")
 	p.policy.Secrets, p.storesNote = append(p.policy.Secrets, found...), note
 	if err := checkWritable(p.policy.Writable, userPolicy, c.UID); err != nil {
 		return p, err
@@ -122,7 +128,9 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	if p.spec, err = buildSpec(j, c, p); err != nil {
 		return p, err
 	}
+	mark("spec")
 	p.broker, err = r.newBroker(c, j, p)
+	mark("broker")
 	return p, err
 }
 

@@ -152,6 +152,7 @@ func New(cfg Config) *Runner {
 // run is one Run's state.
 type run struct {
 	r      *Runner
+	t0     time.Time // when Run began (mark)
 	ctx    context.Context
 	caller Caller
 	job    Job
@@ -199,9 +200,10 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 	if len(job.Present) > 0 {
 		return r.resume(ctx, c, job, ev)
 	}
-	st := &run{r: r, ctx: ctx, caller: c, job: job, ev: ev,
+	st := &run{r: r, t0: time.Now(), ctx: ctx, caller: c, job: job, ev: ev,
 		rep: &Report{Boundaries: []Boundary{}, Session: job.Session, Command: job.Argv}}
 	rep, err := st.start()
+	defer st.mark("run returned")
 	return r.settle(st, rep, err)
 }
 
@@ -209,6 +211,7 @@ func (r *Runner) Run(ctx context.Context, c Caller, job Job, ev Events) (*Report
 func (st *run) start() (*Report, error) {
 	defer st.closePending()
 	p, err := st.r.newPlan(st.ctx, st.caller, st.job)
+	st.mark("planned")
 	if p != nil {
 		st.rep.Workspace, st.rep.WorkspaceFrom, st.rep.WorkspaceNote = p.ws, p.wsFrom, p.wsNote
 		st.rep.CredentialScan = p.storesNote
@@ -224,6 +227,7 @@ func (st *run) start() (*Report, error) {
 		// A commit a crash interrupted is finished (or rolled back)
 		// before anything new runs.
 		st.rep.Transaction.Recovered = st.recover()
+		st.mark("journal checked")
 		return st.attempts(nil)
 	})
 }
@@ -253,6 +257,7 @@ func (st *run) execute(body func() error) (*Report, error) {
 			e.DNS = px.ServeDNS
 		}
 		defer st.endEgress(px)
+		st.mark("proxy made")
 	}
 	var toldWatch sync.Once
 	st.plan.spec.OnWatch = func() { toldWatch.Do(st.tellWatch) }
@@ -310,6 +315,7 @@ func Public(err error) string {
 func (st *run) attempts(consumed []int) error {
 	for st.attempt++; ; st.attempt++ {
 		out, err := st.r.sandbox.Run(st.ctx, st.plan.spec, st.during, st.r.log)
+		st.mark("attempt returned")
 		if err != nil && out.Layer != nil {
 			// sandboxd failed during the attempt: what it wrote is
 			// nobody's to commit.
@@ -357,6 +363,7 @@ func (st *run) attempts(consumed []int) error {
 func (st *run) finish() error {
 	st.tellRefused()
 	st.revokeUnused()
+	defer st.mark("committed")
 	return st.commit()
 }
 
@@ -467,6 +474,9 @@ func (st *run) noteAttempt(out sandbox.Result) {
 		st.ev.Event(Event{Kind: KindLimit, Attempt: st.attempt, Limit: &out.Limits[i]})
 	}
 }
+
+// mark logs a phase of the run for -v (sandbox.LogPhase).
+func (st *run) mark(what string) { sandbox.LogPhase(st.r.log, "session", what, st.t0) }
 
 func (st *run) warn(msg string) {
 	st.ev.Event(Event{Kind: KindWarning, Attempt: st.attempt, Reason: msg})

@@ -6,8 +6,18 @@
 //
 //	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases] [-home-files 100000] [-daemon]
 //
+// Each command's CPU time (user+sys, with the children it waited for)
+// is printed beside its wall time; a run through a daemon adds the
+// daemon's CPU time, its own and its helpers'.
+//
 // With -daemon (root), sandboxd also runs through a daemon of the
 // benchmark's own (sandboxd serve; sandboxd run --daemon).
+//
+// With -phases, the runs are repeated with -v and every phase the
+// client, the daemon, the session, the supervisor and the helper log is
+// placed on one time line from the client's launch, with the CPU time
+// its process spent since its mark before (phases.go); with -daemon too,
+// for runs through a daemon of its own that logs (sandboxd serve -v).
 //
 // With -home-files, sandboxd also runs with HOME set to an empty home
 // and to a home of that many files (the credential scan walks it): with
@@ -24,9 +34,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
@@ -40,6 +47,13 @@ type contender struct {
 	// before runs before each timed run (untimed).
 	before func()
 	took   []time.Duration
+	// cpu is each run's CPU time, user+sys, with the children it
+	// waited for.
+	cpu []time.Duration
+	// daemon is the daemon's pid, whose CPU time each run adds to
+	// daemonCPU (0: the run needs none).
+	daemon    int
+	daemonCPU procCPU
 }
 
 func main() {
@@ -52,7 +66,7 @@ func main() {
 	flag.Parse()
 	err := run(*n, *bin, *baseline, *homeFiles, *viaDaemon)
 	if err == nil && *phases {
-		err = phaseTable(*n, *bin)
+		err = phaseTable(*n, *bin, *viaDaemon)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "launch:", err)
@@ -116,54 +130,42 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 			cmd := exec.Command(c.argv[0], c.argv[1:]...)
 			cmd.Env = append(os.Environ(), c.env...)
 			cmd.Dir = ws
+			var d0 procCPU
+			if c.daemon != 0 {
+				d0 = readProcCPU(c.daemon)
+			}
 			t := time.Now()
 			if err := cmd.Run(); err != nil {
 				return fmt.Errorf("%s: %v", c.name, err)
 			}
 			c.took = append(c.took, time.Since(t))
+			c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			if c.daemon != 0 {
+				d := readProcCPU(c.daemon).sub(d0)
+				c.daemonCPU.self, c.daemonCPU.children = c.daemonCPU.self+d.self, c.daemonCPU.children+d.children
+			}
 		}
 	}
-	bw := stats.Median(cs[1].took)
-	fmt.Printf("| command | runs | median | p10 | p90 | median / bwrap |\n|---|---|---|---|---|---|\n")
-	for _, c := range cs {
-		m := stats.Median(c.took)
-		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f |\n", c.name, len(c.took), ms(m),
-			ms(stats.Pct(c.took, 10)), ms(stats.Pct(c.took, 90)), float64(m)/float64(bw))
-	}
+	printTimes(cs)
 	return nil
 }
 
-// phaseTable runs `sandboxd run -v -- true` n times and prints the median
-// time at which each phase it logs was reached. Supervisor phases count
-// from the start of sandbox.Run, helper phases from the helper's main.
-func phaseTable(n int, bin string) error {
-	ws, cleanup, err := scratch.Workspace()
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	at := map[string][]time.Duration{}
-	var order []string
-	re := regexp.MustCompile(`msg=(supervisor|helper) phase=("[^"]*"|\S+) at_us=(\d+)`)
-	for i := 0; i < n; i++ {
-		out, err := exec.Command(bin, "run", "-v", "--workspace", ws, "--", "true").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("sandboxd run -v: %v\n%s", err, out)
+// printTimes prints each contender's wall time, its CPU time and, for a
+// run through a daemon, the daemon's (its own and its helpers', per
+// run: the mean, as /proc counts it in clock ticks).
+func printTimes(cs []*contender) {
+	bw := stats.Median(cs[1].took)
+	fmt.Printf("| command | runs | median | p10 | p90 | median / bwrap | CPU, user+sys (median) | daemon's CPU per run, own + helpers (mean) |\n|---|---|---|---|---|---|---|---|\n")
+	for _, c := range cs {
+		m := stats.Median(c.took)
+		daemon := ""
+		if c.daemon != 0 {
+			per := c.daemonCPU.per(len(c.took))
+			daemon = ms(per.self) + " + " + ms(per.children)
 		}
-		for _, m := range re.FindAllStringSubmatch(string(out), -1) {
-			name := m[1] + ": " + strings.Trim(m[2], `"`)
-			us, _ := strconv.Atoi(m[3])
-			if _, ok := at[name]; !ok {
-				order = append(order, name)
-			}
-			at[name] = append(at[name], time.Duration(us)*time.Microsecond)
-		}
+		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f | %s | %s |\n", c.name, len(c.took), ms(m),
+			ms(stats.Pct(c.took, 10)), ms(stats.Pct(c.took, 90)), float64(m)/float64(bw), ms(stats.Median(c.cpu)), daemon)
 	}
-	fmt.Printf("\n| phase (sandboxd run -v) | reached at (median) |\n|---|---|\n")
-	for _, name := range order {
-		fmt.Printf("| %s | %s |\n", name, ms(stats.Median(at[name])))
-	}
-	return nil
 }
 
 // homeContenders are sandboxd runs with an empty home and with a home
@@ -293,5 +295,5 @@ func daemonContender(bin, ws string) (*contender, func(), error) {
 		}
 	}
 	return &contender{name: "sandboxd run --daemon -- true", argv: []string{bin, "run", "--daemon", "--workspace", ws, "--", "true"},
-		env: []string{"SANDBOXD_SOCKET=" + socket}}, stop, nil
+		env: []string{"SANDBOXD_SOCKET=" + socket}, daemon: d.Process.Pid}, stop, nil
 }

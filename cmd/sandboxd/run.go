@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/termfilter"
 	"golang.org/x/sys/unix"
@@ -212,6 +213,7 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	sandbox.LogPhase(log, "cli", "flags parsed", time.Now())
 	if f.intentFile != "" {
 		if f.intent, err = readIntent(f.intentFile); err != nil {
 			fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
@@ -30,6 +33,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 	if len(pipes) > 0 {
 		return fail("a run with pipes (Claude Code's shell prefix) cannot go through the daemon yet", nil)
 	}
+	mark := clientPhases(f.verbose, stderr)
 	req, err := execRequest(f, argv, getenv)
 	if err != nil {
 		return fail(session.Public(err), nil)
@@ -39,6 +43,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 			return fail(session.Public(err), nil)
 		}
 	}
+	mark("connected")
 	if tty := controllingTerminal(); tty != nil {
 		// The person is asked on it, by the daemon, as an embedded run
 		// asks: this process relays nothing itself.
@@ -63,6 +68,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 	err = c.Exec(ctx, req, in, func(l daemon.ExecLine) {
 		switch l.Type {
 		case "started":
+			mark("started")
 			started <- l.Exec
 		case "stdout":
 			stdout.Write(l.Data)
@@ -76,6 +82,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 			rep, runErr = l.Report, l.Error
 		}
 	})
+	mark("stream ended")
 	switch {
 	case err != nil && errors.Is(ctx.Err(), context.Canceled):
 		return fail("the run was interrupted; the daemon ended every process of it", rep)
@@ -90,6 +97,18 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 		return exitSandboxd
 	}
 	return rep.ExitCode
+}
+
+// clientPhases is the client's mark for -v: each logs a phase of the
+// run through the daemon, as sandbox.LogPhase does (bench/launch -phases
+// reads them beside the daemon's); without -v it logs nothing.
+func clientPhases(verbose bool, stderr io.Writer) func(what string) {
+	if !verbose {
+		return func(string) {}
+	}
+	t0 := time.Now()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return func(what string) { sandbox.LogPhase(log, "client", what, t0) }
 }
 
 // execRequest is the daemon's request for a run: the flags, and this

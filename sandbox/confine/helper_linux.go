@@ -28,6 +28,7 @@ func IsHelper(args []string) bool { return len(args) > 1 && args[1] == wire.Help
 // returns.
 func Main() {
 	h := &helper{start: time.Now(), sock: wire.SocketFD, oomScore: -1}
+	h.mark("main") // what the runtime and package initialisation took is before it
 	// The command inherits this thread's credentials; it is never unlocked.
 	runtime.LockOSThread()
 	unix.CloseOnExec(h.sock)
@@ -91,7 +92,11 @@ type helper struct {
 }
 
 func (h *helper) mark(name string) {
-	h.phases = append(h.phases, wire.Phase{Name: name, US: time.Since(h.start).Microseconds()})
+	now := time.Now()
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	cpu := ru.Utime.Nano()/1000 + ru.Stime.Nano()/1000
+	h.phases = append(h.phases, wire.Phase{Name: name, US: now.Sub(h.start).Microseconds(), Unix: now.UnixMicro(), CPU: cpu})
 }
 
 // fail tells the supervisor why setup failed and exits with code.
@@ -300,6 +305,8 @@ func (h *helper) control() <-chan wire.Kind {
 // exit kills what is left of the command, marks the end of its audit
 // records, reports its status and exits with it.
 func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
+	h.phases = h.phases[:0] // the Started message took the setup's
+	h.mark("command reaped")
 	killAll(s.Namespaces, unix.SIGKILL)
 	if s.LandlockFlags != 0 {
 		// Every process of the command is gone: mark the end of its
@@ -319,6 +326,8 @@ func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
 		exit = wire.Message{Kind: wire.Exit, Code: 125}
 	}
 	exit.Limits = limitsSeen(s, status, xfsz)
+	h.mark("exiting")
+	exit.Info = &wire.StartedInfo{Phases: h.phases}
 	wire.Send(h.sock, exit)
 	os.Exit(exit.Code & 0xff)
 }

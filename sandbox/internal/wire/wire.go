@@ -220,20 +220,26 @@ type ConfineMsg struct {
 	SeccompNoUDP []byte `json:"seccomp_no_udp,omitempty"`
 }
 
-// StartedInfo comes with Started.
+// StartedInfo comes with Started; with Exit, only its Phases (the
+// helper's end).
 type StartedInfo struct {
 	SetupNanos int64 `json:"setup_ns"`
-	// Phases are the helper's setup steps in microseconds since its start.
+	// Phases are the helper's steps in microseconds since its start.
 	Phases []Phase `json:"phases,omitempty"`
 	// TID is the helper's thread that joined the run's cgroups and forked
 	// the command.
 	TID int `json:"tid,omitempty"`
 }
 
-// Phase is one setup step of the helper.
+// Phase is one setup step of the helper: when it was reached, in
+// microseconds since the helper's start and since the Unix epoch (so a
+// benchmark can place it beside the supervisor's and a client's), and
+// the helper's CPU time (user and system) by then.
 type Phase struct {
 	Name string `json:"name"`
 	US   int64  `json:"us"`
+	Unix int64  `json:"unix_us"`
+	CPU  int64  `json:"cpu_us"`
 }
 
 // ShownFile is Data shown read-only at Path (resolved, no symlink).
