@@ -111,6 +111,25 @@ func Resolve(fsys FS, path string, follow bool) (string, error) {
 	return done, nil
 }
 
+// ResolveCreated is where a write to path lands for a tool that makes
+// the directories it misses (as mkdir -p, then the file): its deepest
+// ancestor that is there, every link of it followed as Resolve does, and
+// the missing rest below it. Any error but a missing element is returned:
+// a path that cannot be resolved is not judged by its spelling.
+func ResolveCreated(fsys FS, path string) (string, error) {
+	rest := ""
+	for p := path; ; p = filepath.Dir(p) {
+		real, err := Resolve(fsys, p, true)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, unix.ENOENT) || p == "/" {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+}
+
 // Stat is Lstat of path with every symlink followed.
 func Stat(fsys FS, path string) (string, Info, error) {
 	p, err := Resolve(fsys, path, true)

@@ -2,9 +2,7 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/boundary"
@@ -81,7 +79,10 @@ func (r *Runner) Unconfined(ctx context.Context, c Caller, job Job, q Question) 
 		return "", false, err
 	}
 	fsid.Do(c.ID(), func() error {
-		if real, ok := resolveAsCreated(q.Path); ok {
+		// pi's write makes the directories it misses: ws/link/autostart/x,
+		// with link a link to ~/.config the model made, lands in
+		// ~/.config/autostart, however little of it is there yet.
+		if real, err := persist.ResolveCreated(persist.Host{}, q.Path); err == nil {
 			req.ResolvedPath = real
 		}
 		return nil
@@ -99,26 +100,6 @@ func (r *Runner) Unconfined(ctx context.Context, c Caller, job Job, q Question) 
 	}
 	why, denied = p.broker.Unconfined(req)
 	return why, denied, nil
-}
-
-// resolveAsCreated is where path lands for a tool that creates the
-// directories it misses (pi's write does, as mkdir -p): its deepest
-// ancestor that is there, resolved with its links, and the missing rest
-// below it. persist.Resolve alone fails at a missing directory, and the
-// path would then be judged by its spelling only: ws/link/autostart/x,
-// with link a link to ~/.config the model made, is ~/.config/autostart/x.
-func resolveAsCreated(path string) (string, bool) {
-	rest := ""
-	for p := path; ; p = filepath.Dir(p) {
-		real, err := persist.Resolve(persist.Host{}, p, true)
-		if err == nil {
-			return filepath.Join(real, rest), true
-		}
-		if !errors.Is(err, fs.ErrNotExist) || p == "/" {
-			return "", false
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-	}
 }
 
 // question is the plan of job for c and the request q makes in it.

@@ -104,22 +104,7 @@ func linkCount(st os.FileInfo) uint64 {
 // prefix resolved: where a write to p would land, and what a program
 // that resolves p (Codex, for its trust keys) names it.
 func ResolveExisting(p string) (string, error) {
-	rest := ""
-	for {
-		if _, err := os.Lstat(p); err == nil {
-			real, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return "", err
-			}
-			return filepath.Join(real, rest), nil
-		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return "", errors.New("no existing ancestor")
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
-	}
+	return persist.ResolveCreated(persist.Host{}, filepath.Clean(p))
 }
 
 // CheckWorkdir refuses a shell command the agent would start in cwd
