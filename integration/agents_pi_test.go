@@ -525,3 +525,27 @@ func TestPiTUIQuestion(t *testing.T) {
 		}
 	})
 }
+
+// With no daemon, a sandboxd that is broken after the install (moved
+// away, not executable, not a program, crashing) blocks the command: it
+// never runs bare, and the model is told it did not run.
+func TestPiBrokenSandboxdBlocks(t *testing.T) {
+	for _, b := range brokenSandboxd() {
+		t.Run(strings.ReplaceAll(b.name, " ", "-"), func(t *testing.T) {
+			forEach(t, func(t *testing.T, e *env) {
+				marker := filepath.Join(e.ws, "ran-bare.txt")
+				pe := newPiEnv(t, e, filepath.Join(e.dir, "no-daemon", "sandboxd.sock"), calls(piCall("echo bare > "+marker)))
+				b.spoil(t, pe.sandboxd)
+				r := pe.print()
+				absent(t, marker, "the command ran without sandboxd")
+				got := pe.mustResult(0, 0, r)
+				if !strings.Contains(got, "command was not run") && !strings.Contains(got, "command may not have run") {
+					t.Errorf("the model was not told the command did not run:\n%s", got)
+				}
+				if ends := toolEnds(t, r); len(ends) != 1 || ends[0]["isError"] != true {
+					t.Errorf("a blocked command is not an error result: %v", ends)
+				}
+			})
+		})
+	}
+}
