@@ -393,13 +393,17 @@ func (c *cgroup) watchEvent(file, arg string, f func()) (stop func(), err error)
 	return func() { ev.Close() }, nil
 }
 
-// leaveMemory moves thread tid out of the v1 memory group, back to the
-// group it was made in.
-func (c *cgroup) leaveMemory(tid int) error {
+// openLeave opens the v1 memory parent's "tasks" file for writing, for
+// the helper's forking thread to leave the run's memory group with.
+func (c *cgroup) openLeave() (int, error) {
 	if c.v2 || c.memParent == "" {
-		return errors.New("cgroup: no v1 memory group")
+		return -1, errors.New("cgroup: no v1 memory group")
 	}
-	return os.WriteFile(filepath.Join(c.memParent, "tasks"), []byte(strconv.Itoa(tid)), 0)
+	fd, err := unix.Open(filepath.Join(c.memParent, "tasks"), unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("cgroup: open %s: %w", c.memParent, err)
+	}
+	return fd, nil
 }
 
 // memoryKilled reports whether the kernel's killer ran in the group at

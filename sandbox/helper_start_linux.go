@@ -64,9 +64,6 @@ type helper struct {
 	// exitLimits are the limits its Exit named.
 	haveExit   bool
 	exitLimits []string
-	// leaveMemory, if set, moves a helper thread out of the run's memory
-	// group (see protectHelper).
-	leaveMemory func(tid int)
 	// caches takes the helper's word on the cache layers it mounted.
 	caches cacheNotes
 	// sudoUID is the SUDO_UID the command gets (see gitEnv), or -1.

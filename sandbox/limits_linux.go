@@ -22,8 +22,8 @@ import (
 //     often sandboxd's helper (a layer's or a tmpfs's pages count for the
 //     group, not for any process): the command starts with the highest
 //     OOM score (the helper's stays as it was), so the killer picks one
-//     of the command's processes; on v1 the supervisor moves the helper's
-//     thread that forked the command out of the memory group, so that a
+//     of the command's processes; on v1 the helper's thread that forked
+//     the command leaves the memory group right after, so that a
 //     layer filled to the limit leaves the helper room to end the run
 //     (its last steps allocate: the end-of-audit probe opens a file). On cgroup v1 the supervisor
 //     hears each kill (memory.oom_control's event) and notes the files
@@ -89,20 +89,21 @@ func (r *run) watchMemory() {
 	}
 	r.mem = w
 	r.undo = append(r.undo, w.stopAll)
-	r.h.leaveMemory = func(tid int) {
-		if err := r.cg.leaveMemory(tid); err != nil {
-			r.log.Debug("helper stays in the memory group", "err", err)
-		}
-	}
 }
 
-// protectHelper moves the helper's thread tid, which joined the run's
-// cgroups to fork the command, out of the v1 memory group once the
-// command runs.
-func (h *helper) protectHelper(tid int) {
-	if h.leaveMemory != nil && tid > 0 {
-		h.leaveMemory(tid)
+// leaveFD is the descriptor the helper's forking thread leaves the v1
+// memory group by once the command is forked (-1: no memory watch, or
+// it could not be opened, and the helper stays in the group).
+func (r *run) leaveFD() int {
+	if r.mem == nil {
+		return -1
 	}
+	fd, err := r.cg.openLeave()
+	if err != nil {
+		r.log.Debug("helper stays in the memory group", "err", err)
+		return -1
+	}
+	return fd
 }
 
 // memoryHit stops the watch and reports whether the memory limit was

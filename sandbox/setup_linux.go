@@ -34,6 +34,12 @@ func (r *run) sendSetup() error {
 			return err
 		}
 	}
+	leave := -1
+	if len(cgFDs) > 0 {
+		if leave = r.leaveFD(); leave >= 0 {
+			cgFDs = append(cgFDs, leave)
+		}
+	}
 	setup := &wire.SetupMsg{
 		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
 		LandlockFlags: map[bool]uint32{true: detect.LandlockLogFlags}[r.det != nil],
@@ -46,6 +52,7 @@ func (r *run) sendSetup() error {
 		PidsCgroup:    r.cg != nil && r.cg.pids,
 		LandlockABI:   r.sup.ABI,
 		LandlockFS:    uint64(r.sup.FS),
+		LeaveMemory:   leave >= 0,
 	}
 	r.setup = setup
 	setup.Env = r.h.gitEnv(setup.Env)

@@ -111,11 +111,6 @@ func (w *watch) note(m wire.Message) {
 	switch m.Kind {
 	case wire.Started:
 		w.h.started = time.Now()
-		tid := 0
-		if m.Info != nil {
-			tid = m.Info.TID
-		}
-		w.h.protectHelper(tid)
 		w.logPhases(m)
 		for _, s := range w.early {
 			w.h.cmd.Process.Signal(s)

@@ -66,6 +66,10 @@ func Main() {
 	h.observe(filter)
 	// Join the run's cgroups with this thread only; the command is forked
 	// from it (see sandbox.Run).
+	leave := -1
+	if s.LeaveMemory && len(cgroupFDs) > 0 {
+		leave, cgroupFDs = cgroupFDs[len(cgroupFDs)-1], cgroupFDs[:len(cgroupFDs)-1]
+	}
 	for _, fd := range cgroupFDs {
 		if _, err := unix.Write(fd, []byte("0")); err != nil {
 			h.fail(125, "sandbox: join cgroup: %v", err)
@@ -74,6 +78,15 @@ func Main() {
 	}
 	waitCoarseClock(s.NotBefore)
 	pid := h.startCommand(s, argv0, pipes)
+	if leave >= 0 {
+		// This thread leaves the memory group the command stays in, so a
+		// layer filled to the limit leaves it room to end the run. By its
+		// own hand ("0"): moving another thread would take the kernel's
+		// global threadgroup lock and wait a grace period. On failure
+		// the helper stays in the group, as before the protection.
+		unix.Write(leave, []byte("0"))
+		unix.Close(leave)
+	}
 	var xfsz bool
 	status := reapUntil(pid, s.Namespaces, sigs, h.control(), &xfsz)
 	h.exit(s, status, xfsz)
@@ -275,7 +288,7 @@ func (h *helper) startCommand(s *wire.SetupMsg, argv0 string, pipes []int) int {
 		h.fail(code, "sandboxd: %s: cannot be executed (%v)", s.Argv[0], err)
 	}
 	h.mark("started")
-	wire.Send(h.sock, wire.Message{Kind: wire.Started, Info: &wire.StartedInfo{SetupNanos: int64(time.Since(h.start)), Phases: h.phases, TID: unix.Gettid()}})
+	wire.Send(h.sock, wire.Message{Kind: wire.Started, Info: &wire.StartedInfo{SetupNanos: int64(time.Since(h.start)), Phases: h.phases}})
 	return pid
 }
 

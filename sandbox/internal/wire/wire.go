@@ -95,6 +95,11 @@ type SetupMsg struct {
 
 	Namespaces bool `json:"namespaces"`
 	Cgroups    int  `json:"cgroups"` // how many cgroup "tasks" descriptors follow the ruleset
+	// LeaveMemory: the last of the Cgroups descriptors is the v1 memory
+	// parent's "tasks" file, which the helper's forking thread writes
+	// "0" to once the command is forked (it leaves the run's memory
+	// group; see sandbox's limits).
+	LeaveMemory bool `json:"leave_memory,omitempty"`
 	// Pipes is how many descriptors, last in the message, the command
 	// gets as 3, 4, ... (Spec.Pipes).
 	Pipes int `json:"pipes,omitempty"`
@@ -226,9 +231,6 @@ type StartedInfo struct {
 	SetupNanos int64 `json:"setup_ns"`
 	// Phases are the helper's steps in microseconds since its start.
 	Phases []Phase `json:"phases,omitempty"`
-	// TID is the helper's thread that joined the run's cgroups and forked
-	// the command.
-	TID int `json:"tid,omitempty"`
 }
 
 // Phase is one setup step of the helper: when it was reached, in
