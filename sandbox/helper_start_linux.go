@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,8 +39,16 @@ type helper struct {
 	// neverRan is set when the helper reported that the command could not
 	// be run (126, 127): no process of it existed.
 	neverRan bool
-	// stdinSock is a stdin socket copied to the helper (socketStdin).
+	// stdinSock is a stdin socket copied to the helper (see stdin).
 	stdinSock net.Conn
+	// stdio are the command's stdin, stdout and stderr, which the setup
+	// carries; owned are those sandboxd made (a pipe's end, /dev/null),
+	// closed once it has (sentStdio).
+	stdio, owned []*os.File
+	// launch is what the helper was made for; startCPU what starting it
+	// took on the starting thread.
+	launch   launch
+	startCPU time.Duration
 	// exited is closed once the helper has been waited for; waitErr is
 	// cmd.Wait's error, set before.
 	exited  chan struct{}
@@ -72,7 +81,38 @@ type helper struct {
 	onWatch func()
 }
 
+// launch is how a helper process is made for a run: its namespaces, its
+// ids inside and on the host, its groups. A helper started for one
+// launch serves only a run whose launch is equal (ReadyHelpers).
+type launch struct {
+	ns, root   bool
+	attr       *syscall.SysProcAttr
+	groups     fsid.ID
+	homeMapped bool
+	sudoUID    int
+}
+
+// startHelper gives the run a helper: a ready one made for the same
+// launch, else one started now; then ties it to spec.
 func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
+	l := newLaunch(spec, ns, root)
+	h := spec.Ready.take(l)
+	if h == nil {
+		var err error
+		if h, err = spawnHelper(l); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.attach(spec, log); err != nil {
+		h.cleanup()
+		return nil, err
+	}
+	return h, nil
+}
+
+// spawnHelper starts a helper for l. It waits for its setup, with
+// /dev/null as its standard streams until the setup brings the run's.
+func spawnHelper(l launch) (*helper, error) {
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: socketpair: %w", err)
@@ -81,66 +121,60 @@ func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	defer theirs.Close()
 	// In namespaces the filter allows unix sockets and stops every
 	// connect, which the observer makes (seccomp.Options.UnixSockets).
-	h := &helper{sock: pair[0], exited: make(chan struct{}), sudoUID: -1, connects: ns}
-	if spec.Egress != nil && ns {
-		h.egress = newEgress(spec.Egress, pair[0], log)
-	}
-	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
-	if spec.Transaction && ns {
-		h.onWatch = spec.OnWatch // a watcher matters only behind the layer
-	}
+	h := &helper{sock: pair[0], exited: make(chan struct{}), sudoUID: l.sudoUID, connects: l.ns,
+		groups: l.groups, homeMapped: l.homeMapped, launch: l}
 	h.cmd = &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        []string{"sandboxd", wire.HelperArg},
 		Env:         []string{},
 		Dir:         "/",
 		ExtraFiles:  []*os.File{theirs},
-		SysProcAttr: h.procAttr(spec, ns, root),
-		Stdin:       spec.Stdin,
+		SysProcAttr: l.attr,
 	}
-	ours, err := h.streams(spec, ns && root)
-	if err == nil {
-		var in []*os.File
-		if in, err = h.socketStdin(spec.Stdin); len(in) > 0 {
-			ours = append(ours, in...)
-		}
-	}
-	if err == nil {
-		err = h.start()
-	}
-	// The helper holds its own copies of the pipes' write ends now, or
-	// never will; closing ours lets each relay end with the helper's.
-	for _, f := range ours {
-		f.Close()
-	}
-	if err != nil {
+	if err := h.start(); err != nil {
 		unix.Close(pair[0])
-		h.endStdin()
-		h.relays.Wait()
 		return nil, err
 	}
 	return h, nil
 }
 
-// procAttr puts the helper in the run's namespaces, mapped to the
+// attach ties a started helper to the run of spec: its egress, its
+// writable roots, and the standard streams its setup will carry.
+func (h *helper) attach(spec Spec, log *slog.Logger) error {
+	if spec.Egress != nil && h.connects {
+		h.egress = newEgress(spec.Egress, h.sock, log)
+	}
+	h.shared = append(append([]string{spec.Workspace}, spec.Writable...), spec.Caches...)
+	if spec.Transaction && h.connects {
+		h.onWatch = spec.OnWatch // a watcher matters only behind the layer
+	}
+	in, err := h.stdin(spec.Stdin)
+	if err != nil {
+		return err
+	}
+	h.stdio = append(h.stdio, in)
+	return h.streams(spec, h.connects && spec.UID == 0)
+}
+
+// newLaunch puts the helper in the run's namespaces, mapped to the
 // command's uid, with the capabilities it needs to set them up.
-func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
+func newLaunch(spec Spec, ns, root bool) launch {
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	l := launch{ns: ns, root: root, attr: attr, groups: spec.caller(), sudoUID: -1}
 	uid, gid := spec.UID, spec.GID
-	h.groups = spec.caller()
 	if !ns {
 		// The caller's ids, whoever runs sandboxd: for a process running
 		// for itself a no-op, for a root one serving another user the
 		// drop to that user (its groups come from the starting thread).
 		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
-		return attr
+		return l
 	}
 	inUID, inGID, hostUID, hostGID := uid, gid, uid, gid
 	if root {
 		hostUID, hostGID = spec.HostUID, spec.HostGID
 		inUID, inGID = ownerOf(spec.Workspace)
 		if hu, _ := ownerOf(spec.Home); spec.Home != "" && hu == inUID {
-			h.homeMapped = true
+			l.homeMapped = true
 		}
 	}
 	attr.Cloneflags = unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID |
@@ -148,7 +182,7 @@ func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inUID, HostID: hostUID, Size: 1}}
 	if root {
 		// Host ownership shown truthfully (see truthfulUIDMap).
-		attr.UidMappings, h.sudoUID = rootUIDMap(inUID, hostUID)
+		attr.UidMappings, l.sudoUID = rootUIDMap(inUID, hostUID)
 	}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: inGID, HostID: hostGID, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
@@ -160,45 +194,72 @@ func (h *helper) procAttr(spec Spec, ns, root bool) *syscall.SysProcAttr {
 	// resolver's port 53. All of these are the namespace's,
 	// over the caller's own files only, and gone before the command.
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE, unix.CAP_SETPCAP, unix.CAP_DAC_OVERRIDE}
-	return attr
+	return l
 }
 
-// socketStdin gives the helper a pipe instead of a socket as stdin
-// (inetd, a systemd socket unit with Accept=yes, nc -e): a socket of the
-// host's network namespace could be connected anywhere from inside
-// (connect(AF_UNSPEC), then connect) or send datagrams to any address.
-// Its bytes are copied to the pipe until the helper is gone (the read is
-// then cut short: the peer may never close it). It returns the pipe's
-// read end, which the caller closes once the helper has it.
-func (h *helper) socketStdin(r io.Reader) ([]*os.File, error) {
-	f, ok := r.(*os.File)
-	if !ok {
-		return nil, nil
-	}
-	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
-		return nil, nil
-	}
-	c, err := net.FileConn(f) // a non-blocking duplicate, with deadlines
+// key is l in one string: equal for equal launches only.
+func (l launch) key() string {
+	b, err := json.Marshal(struct {
+		NS, Root   bool
+		Attr       *syscall.SysProcAttr
+		Groups     fsid.ID
+		HomeMapped bool
+		SudoUID    int
+	}{l.ns, l.root, l.attr, l.groups, l.homeMapped, l.sudoUID})
 	if err != nil {
-		return nil, fmt.Errorf("sandbox: stdin socket: %w", err)
+		return "" // take refuses it
+	}
+	return string(b)
+}
+
+// stdin is the command's stdin as the helper gets it: /dev/null for
+// none; a pipe instead of a socket (inetd, a systemd socket unit with
+// Accept=yes, nc -e), since a socket of the host's network namespace
+// could be connected anywhere from inside (connect(AF_UNSPEC), then
+// connect) or send datagrams to any address, its bytes copied until the
+// helper is gone (the read is then cut short: the peer may never close
+// it); a pipe for a reader that is no file, copied until it ends (Run
+// waits for that copy, see Spec.Stdin); any other file itself.
+func (h *helper) stdin(r io.Reader) (*os.File, error) {
+	if r == nil {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: stdin: %w", err)
+		}
+		h.owned = append(h.owned, f)
+		return f, nil
+	}
+	f, isFile := r.(*os.File)
+	if isFile {
+		if st, err := f.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
+			return f, nil
+		}
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		c.Close()
 		return nil, fmt.Errorf("sandbox: stdin pipe: %w", err)
 	}
-	h.cmd.Stdin, h.stdinSock = pr, c
+	h.owned = append(h.owned, pr)
+	var src io.Reader = r
+	if isFile {
+		c, err := net.FileConn(f) // a non-blocking duplicate, with deadlines
+		if err != nil {
+			pw.Close()
+			return nil, fmt.Errorf("sandbox: stdin socket: %w", err)
+		}
+		h.stdinSock, src = c, c
+		go func() {
+			<-h.exited
+			h.endStdin()
+		}()
+	}
 	h.relays.Add(1)
 	go func() {
 		defer h.relays.Done()
-		io.Copy(pw, c)
+		io.Copy(pw, src)
 		pw.Close()
 	}()
-	go func() {
-		<-h.exited
-		h.endStdin()
-	}()
-	return []*os.File{pr}, nil
+	return pr, nil
 }
 
 // endStdin cuts the copy from a stdin socket short.
@@ -209,28 +270,24 @@ func (h *helper) endStdin() {
 	}
 }
 
-// streams gives the helper the command's stdout and stderr: a terminal
-// directly, anything else through a fresh pipe owned by the command's
-// host uid (so that reopening /dev/stdout inside works), relayed to the
-// real destination. It returns the pipes' write ends, which the caller
-// closes once the helper has them.
-func (h *helper) streams(spec Spec, chown bool) ([]*os.File, error) {
-	var ours []*os.File
-	for i, w := range []io.Writer{spec.Stdout, spec.Stderr} {
+// streams adds the command's stdout and stderr to the helper's
+// streams: a terminal directly, anything else through a fresh pipe owned
+// by the command's host uid (so that reopening /dev/stdout inside
+// works), relayed to the real destination. The pipes' write ends are
+// closed once the setup has carried them (sentStdio).
+func (h *helper) streams(spec Spec, chown bool) error {
+	for _, w := range []io.Writer{spec.Stdout, spec.Stderr} {
 		f, direct := w.(*os.File)
 		if direct && isTerminal(f) {
-			if i == 0 {
-				h.cmd.Stdout = f
-			} else {
-				h.cmd.Stderr = f
-			}
+			h.stdio = append(h.stdio, f)
 			continue
 		}
 		r, pw, err := os.Pipe()
 		if err != nil {
-			return ours, fmt.Errorf("sandbox: pipe: %w", err)
+			return fmt.Errorf("sandbox: pipe: %w", err)
 		}
-		ours = append(ours, pw)
+		h.owned = append(h.owned, pw)
+		h.stdio = append(h.stdio, pw)
 		// The pipe is the command's: it may reopen it (/dev/stdout).
 		// For a process running for itself the change is none; a root
 		// one serving another caller gives it that caller.
@@ -238,11 +295,6 @@ func (h *helper) streams(spec Spec, chown bool) ([]*os.File, error) {
 			unix.Fchown(int(pw.Fd()), spec.HostUID, spec.HostGID)
 		} else {
 			unix.Fchown(int(pw.Fd()), spec.UID, spec.GID)
-		}
-		if i == 0 {
-			h.cmd.Stdout = pw
-		} else {
-			h.cmd.Stderr = pw
 		}
 		dst := w
 		if dst == nil {
@@ -255,7 +307,26 @@ func (h *helper) streams(spec Spec, chown bool) ([]*os.File, error) {
 			r.Close()
 		}()
 	}
-	return ours, nil
+	return nil
+}
+
+// stdioFDs are the command's standard streams, for the setup message.
+func (h *helper) stdioFDs() []int {
+	fds := make([]int, len(h.stdio))
+	for i, f := range h.stdio {
+		fds[i] = int(f.Fd())
+	}
+	return fds
+}
+
+// sentStdio closes sandboxd's copies of the streams it made once the
+// helper holds its own, or never will: each relay then ends with the
+// helper and the command.
+func (h *helper) sentStdio() {
+	for _, f := range h.owned {
+		f.Close()
+	}
+	h.owned, h.stdio = nil, nil
 }
 
 // start starts the helper from a goroutine whose thread stays locked
@@ -279,10 +350,14 @@ func (h *helper) start() error {
 			startErr <- err
 			return
 		}
+		var before, after unix.Timespec
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &before)
 		if err := h.cmd.Start(); err != nil {
 			startErr <- err
 			return
 		}
+		unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &after)
+		h.startCPU = time.Duration(after.Nano() - before.Nano())
 		startErr <- nil
 		h.waitErr = h.cmd.Wait()
 		close(h.exited)
@@ -308,6 +383,7 @@ func (h *helper) kill() {
 func (h *helper) cleanup() {
 	h.kill()
 	<-h.exited
+	h.sentStdio()
 	if h.egress != nil {
 		h.egress.stop()
 	}

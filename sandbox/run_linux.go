@@ -134,6 +134,11 @@ func (r *run) cleanup() {
 		r.undo[i]()
 	}
 	r.mark("cleaned up")
+	if r.h != nil {
+		// The next run of this launch finds a helper ready; started
+		// now, not while this one was being set up.
+		r.spec.Ready.refill(r.h.launch)
+	}
 }
 
 // plan checks the kernel and the spec, and takes what the run needs

@@ -26,19 +26,11 @@ func (r *run) sendSetup() error {
 	// and skips the global lock that makes moving a whole process wait
 	// for an RCU grace period (up to ~10 ms here). The command is forked
 	// from that thread, so it and all its descendants are in the group.
-	var cgFDs, trees []int
+	var trees []int
+	cgFDs, leave, err := r.cgroupFDs()
 	defer func() { closeAll(cgFDs); closeAll(trees) }()
-	if r.cg != nil {
-		var err error
-		if cgFDs, err = r.cg.openJoin(); err != nil {
-			return err
-		}
-	}
-	leave := -1
-	if len(cgFDs) > 0 {
-		if leave = r.leaveFD(); leave >= 0 {
-			cgFDs = append(cgFDs, leave)
-		}
+	if err != nil {
+		return err
 	}
 	setup := &wire.SetupMsg{
 		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
@@ -52,7 +44,7 @@ func (r *run) sendSetup() error {
 		PidsCgroup:    r.cg != nil && r.cg.pids,
 		LandlockABI:   r.sup.ABI,
 		LandlockFS:    uint64(r.sup.FS),
-		LeaveMemory:   leave >= 0,
+		LeaveMemory:   leave,
 	}
 	r.setup = setup
 	setup.Env = r.h.gitEnv(setup.Env)
@@ -73,7 +65,6 @@ func (r *run) sendSetup() error {
 		setup.Layer, setup.NotBefore = r.layerSize, r.started.Nano()
 		setup.Env = addGitConfig(setup.Env, layerGitConfig(spec.Workspace))
 	}
-	var err error
 	switch {
 	case r.wantNS && r.root:
 		trees, err = r.mapTrees(setup)
@@ -89,13 +80,32 @@ func (r *run) sendSetup() error {
 	// The caches' layers are laid out as the caller: its own files.
 	fsid.Do(r.spec.caller(), func() error { r.planCaches(setup); return nil })
 	r.mark("caches planned")
-	setup.Cgroups, setup.Pipes = len(cgFDs), len(spec.Pipes)
+	setup.Cgroups, setup.Pipes, setup.Stdio = len(cgFDs), len(spec.Pipes), true
 	fds := append(append([]int(nil), cgFDs...), trees...)
+	fds = append(fds, r.h.stdioFDs()...)
 	for _, p := range spec.Pipes {
 		fds = append(fds, int(p.Fd()))
 	}
 	// The helper holds its own copies once this is sent.
-	return wire.Send(r.h.sock, wire.Message{Kind: wire.Setup, Setup: setup}, fds...)
+	err = wire.Send(r.h.sock, wire.Message{Kind: wire.Setup, Setup: setup}, fds...)
+	r.h.sentStdio()
+	return err
+}
+
+// cgroupFDs opens the cgroup files the helper joins the run's groups
+// by, and the one its forking thread leaves the memory group by, last
+// (leave).
+func (r *run) cgroupFDs() (fds []int, leave bool, err error) {
+	if r.cg == nil {
+		return nil, false, nil
+	}
+	if fds, err = r.cg.openJoin(); err != nil {
+		return nil, false, err
+	}
+	if fd := r.leaveFD(); fd >= 0 {
+		fds, leave = append(fds, fd), true
+	}
+	return fds, leave, nil
 }
 
 // writableRoots are the workspace, the further writable roots and the

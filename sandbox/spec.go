@@ -156,6 +156,9 @@ type Spec struct {
 	// which concurrent runs share; nil: the run reads kernel audit
 	// itself, for as long as it runs.
 	Audit *AuditHub
+	// Ready, if set, holds helpers started in advance (a daemon's);
+	// nil: the run starts its own.
+	Ready *ReadyHelpers
 	// Signals, if set, are forwarded to the command's process tree while
 	// it runs; the caller decides which signals reach it (the CLI relays
 	// its own SIGINT, SIGTERM, ...; a daemon a client's request).

@@ -125,7 +125,8 @@ func (h *helper) check(code int, err error) {
 	}
 }
 
-// receiveSetup reads the setup message and splits its descriptors into
+// receiveSetup reads the setup message, makes the standard streams it
+// carries the helper's 0-2 and splits the rest of its descriptors into
 // the cgroup files, the trees to attach and the command's pipes.
 func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees, pipes []int) {
 	m, fds, err := h.rcv.Recv()
@@ -134,11 +135,22 @@ func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees, pipes []int
 	}
 	s = m.Setup
 	h.mark("setup received")
-	if s.Cgroups < 0 || s.Pipes < 0 || len(fds) < s.Cgroups+s.Pipes {
+	stdio := 0
+	if s.Stdio {
+		stdio = 3
+	}
+	if s.Cgroups < 0 || s.Pipes < 0 || len(fds) < s.Cgroups+stdio+s.Pipes {
 		h.fail(125, "helper: setup message lacks descriptors")
 	}
-	n := len(fds) - s.Pipes
-	return s, fds[:s.Cgroups], fds[s.Cgroups:n], fds[n:]
+	n := len(fds) - s.Pipes - stdio
+	for i, fd := range fds[n : n+stdio] {
+		// Received descriptors are 3 or above: 0-2 are open.
+		if err := unix.Dup3(fd, i, 0); err != nil {
+			h.fail(125, "helper: standard stream %d: %v", i, err)
+		}
+		unix.Close(fd)
+	}
+	return s, fds[:s.Cgroups], fds[s.Cgroups:n], fds[n+stdio:]
 }
 
 // mount builds the mount namespace and brings loopback up, or, without

@@ -100,6 +100,11 @@ type SetupMsg struct {
 	// "0" to once the command is forked (it leaves the run's memory
 	// group; see sandbox's limits).
 	LeaveMemory bool `json:"leave_memory,omitempty"`
+	// Stdio: the three descriptors before the Pipes are the command's
+	// stdin, stdout and stderr, which the helper makes its own 0-2 (a
+	// helper is started with /dev/null there, possibly long before the
+	// run it serves: see sandbox.ReadyHelpers).
+	Stdio bool `json:"stdio,omitempty"`
 	// Pipes is how many descriptors, last in the message, the command
 	// gets as 3, 4, ... (Spec.Pipes).
 	Pipes int `json:"pipes,omitempty"`
@@ -288,9 +293,13 @@ type Receiver struct {
 	oob []byte
 }
 
+// maxFDs is the most descriptors one message carries (the setup's: the
+// cgroup files, the trees, the standard streams and the pipes).
+const maxFDs = 64
+
 // NewReceiver reads from fd, which stays the caller's.
 func NewReceiver(fd int) *Receiver {
-	return &Receiver{fd: fd, buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(16*4))}
+	return &Receiver{fd: fd, buf: make([]byte, maxMessage), oob: make([]byte, unix.CmsgSpace(maxFDs*4))}
 }
 
 // Recv reads one message. Received descriptors are close-on-exec and

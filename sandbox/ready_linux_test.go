@@ -1,0 +1,167 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// TestReadyHelpers: a daemon's pool of helpers started in advance serves
+// a run only of the launch it was made for (the caller, how its ids map),
+// each helper once; a run of another caller starts its own; a helper
+// killed while it waits is never used; idle helpers are stopped and
+// Close stops the rest.
+func TestReadyHelpers(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): a second caller, namespaces for another uid")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 4, Idle: time.Hour}, log)
+	defer pool.Close()
+	root := newLeakEnv(t)
+	other, uid := otherCaller(t)
+	run := func(e leakEnv, uid int, what string) string {
+		t.Helper()
+		spec := e.spec("sh", "-c", "id -u; cat")
+		spec.Ready, spec.UID, spec.GID = pool, uid, uid
+		// Two buffers: the streams are relayed at the same time.
+		var out, errs bytes.Buffer
+		spec.Stdin, spec.Stdout, spec.Stderr = strings.NewReader(what), &out, &errs
+		res, err := sandbox.Run(context.Background(), spec, log)
+		if res.Layer != nil {
+			res.Layer.Close()
+		}
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run: %v, exit %d\n%s%s", err, res.ExitCode, out.String(), errs.String())
+		}
+		return out.String()
+	}
+	want := func(st sandbox.ReadyStats, hits, misses uint64) {
+		t.Helper()
+		if st.Hits != hits || st.Misses != misses {
+			t.Fatalf("pool: %d hits, %d misses; want %d, %d", st.Hits, st.Misses, hits, misses)
+		}
+	}
+	// The first run of a caller misses; the pool then holds a helper
+	// for it.
+	if got := run(root, 0, "a"); got != "0\na" {
+		t.Fatalf("root's run printed %q", got)
+	}
+	want(waitReady(t, pool, 1), 0, 1)
+	// Another caller never gets root's helper.
+	if got := run(other, uid, "b"); got != strconv.Itoa(uid)+"\nb" {
+		t.Fatalf("the other caller's run printed %q", got)
+	}
+	want(waitReady(t, pool, 2), 0, 2)
+	// Root's next run takes root's, and the pool starts another.
+	if got := run(root, 0, "c"); got != "0\nc" {
+		t.Fatalf("root's second run printed %q", got)
+	}
+	want(waitReady(t, pool, 2), 1, 2)
+	// So does the other caller's.
+	if got := run(other, uid, "d"); got != strconv.Itoa(uid)+"\nd" {
+		t.Fatalf("the other caller's second run printed %q", got)
+	}
+	want(waitReady(t, pool, 2), 2, 2)
+	// A helper killed while it waits is skipped: the run starts its own.
+	for _, pid := range waitingHelpers(t) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if got := run(other, uid, "e"); got != strconv.Itoa(uid)+"\ne" {
+		t.Fatalf("the run after its helper was killed printed %q", got)
+	}
+	want(pool.Stats(), 2, 3)
+	pool.Close()
+	if left := waitingHelpers(t); len(left) > 0 {
+		t.Fatalf("helpers left after Close: %v", left)
+	}
+}
+
+// TestReadyHelpersIdle: a helper nobody claims is stopped after the idle
+// time.
+func TestReadyHelpersIdle(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, cgroups")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 2, PerLaunch: 1, Idle: 300 * time.Millisecond}, log)
+	defer pool.Close()
+	e := newLeakEnv(t)
+	spec := e.spec("true")
+	spec.Ready = pool
+	if _, err := sandbox.Run(context.Background(), spec, log); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, pool, 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for pool.Stats().Ready > 0 || len(waitingHelpers(t)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle helper is still there: %+v, %v", pool.Stats(), waitingHelpers(t))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st := pool.Stats(); st.Expired != 1 || st.PrepareCPU <= 0 {
+		t.Fatalf("pool after the idle time: %+v", st)
+	}
+}
+
+// waitReady waits until the pool holds n helpers, and returns its
+// figures.
+func waitReady(t *testing.T, pool *sandbox.ReadyHelpers, n int) sandbox.ReadyStats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := pool.Stats()
+		if st.Ready == n {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool holds %d helpers, want %d", st.Ready, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitingHelpers are this process's children that are sandbox helpers.
+func waitingHelpers(t *testing.T) []int {
+	t.Helper()
+	tasks, _ := os.ReadDir("/proc/self/task")
+	var pids []int
+	for _, task := range tasks {
+		b, _ := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "children"))
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			cmdline, _ := os.ReadFile("/proc/" + f + "/cmdline")
+			if strings.Contains(string(cmdline), "__sandbox-init") {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// otherCaller is an environment of the unprivileged test user's own,
+// and its uid (skipped without that user).
+func otherCaller(t *testing.T) (leakEnv, int) {
+	t.Helper()
+	u, err := user.Lookup("sandboxd-test")
+	if err != nil {
+		t.Skip("no user sandboxd-test (make test creates it)")
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	e := newLeakEnv(t)
+	filepath.Walk(e.base, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
+	return e, uid
+}
