@@ -46,6 +46,16 @@ type Build struct {
 // questions waiting for a person.
 type Gauges struct {
 	ActiveExecs, PendingQuestions func() int
+	// Ready reads the pool of sandbox helpers started in advance (nil:
+	// the daemon keeps none).
+	Ready func() Ready
+}
+
+// Ready are the figures of the daemon's pool of ready helpers.
+type Ready struct {
+	Ready                 int
+	Hits, Misses, Expired uint64
+	PrepareCPU            time.Duration
 }
 
 // New returns the metrics, registered on a registry of their own with
@@ -70,10 +80,30 @@ func New(b Build, g Gauges) *Metrics {
 	m.detectionLost = f.counter("sandboxd_detection_lost_total", "Denials the kernel counted that no run received, or runs whose count never came (each counted as one).")
 	f.gauge("sandboxd_active_execs", "Commands running through the daemon now.", g.ActiveExecs)
 	f.gauge("sandboxd_pending_questions", "Questions waiting for a person now.", g.PendingQuestions)
+	readyMetrics(m.reg, g.Ready)
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sandboxd_build_info", Help: "The daemon's build: version and the kernel's Landlock ABI."}, []string{"version", "landlock_abi"})
 	info.WithLabelValues(b.Version, strconv.Itoa(b.LandlockABI)).Set(1)
 	m.reg.MustRegister(info, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// readyMetrics registers the figures of the pool of ready helpers, read
+// when scraped.
+func readyMetrics(reg *prometheus.Registry, read func() Ready) {
+	if read == nil {
+		read = func() Ready { return Ready{} }
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sandboxd_ready_helpers", Help: "Sandbox helpers started in advance and waiting for a command now."},
+			func() float64 { return float64(read().Ready) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sandboxd_ready_helper_hits_total", Help: "Runs that found a sandbox helper started in advance."},
+			func() float64 { return float64(read().Hits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sandboxd_ready_helper_misses_total", Help: "Runs that started their own sandbox helper (none was ready for their caller)."},
+			func() float64 { return float64(read().Misses) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sandboxd_ready_helper_expired_total", Help: "Sandbox helpers started in advance and stopped unused, idle for too long."},
+			func() float64 { return float64(read().Expired) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sandboxd_ready_helper_prepare_cpu_seconds_total", Help: "CPU time spent starting sandbox helpers in advance (the daemon's fork and each helper's own until claimed or stopped)."},
+			func() float64 { return read().PrepareCPU.Seconds() }))
 }
 
 // factory registers metrics on one registry.

@@ -45,6 +45,9 @@ type Real struct {
 	// Audit is the reader of kernel audit records the runs share (nil:
 	// each run reads its own).
 	Audit *sandbox.AuditHub
+	// Ready holds helpers started in advance (nil: each run starts its
+	// own).
+	Ready *sandbox.ReadyHelpers
 }
 
 // Run runs spec with sandbox.Run, with the shared audit reader unless
@@ -52,6 +55,9 @@ type Real struct {
 func (r Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Logger) (sandbox.Result, error) {
 	if spec.Audit == nil {
 		spec.Audit = r.Audit
+	}
+	if spec.Ready == nil {
+		spec.Ready = r.Ready
 	}
 	return sandbox.Run(ctx, spec, log)
 }
@@ -62,6 +68,9 @@ type Config struct {
 	// that the Runner's concurrent runs share, each given only the
 	// records of its own Landlock domain).
 	Sandbox Sandbox
+	// Ready holds the sandbox helpers started in advance, for Real (a
+	// daemon's; nil: none).
+	Ready *sandbox.ReadyHelpers
 	// Grants holds issued grants (nil: a store of the Runner's own).
 	Grants *grants.Store
 	// Auditor records every decision and grant event (nil: none).
@@ -134,7 +143,7 @@ func New(cfg Config) *Runner {
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
 	if r.sandbox == nil {
-		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log)}
+		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log), Ready: cfg.Ready}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()

@@ -29,11 +29,16 @@
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
@@ -54,6 +59,9 @@ type contender struct {
 	// daemonCPU (0: the run needs none).
 	daemon    int
 	daemonCPU procCPU
+	// metrics is the daemon's metrics address, scraped after the runs
+	// for its pool of ready helpers ("": none).
+	metrics string
 }
 
 func main() {
@@ -166,6 +174,11 @@ func printTimes(cs []*contender) {
 		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f | %s | %s |\n", c.name, len(c.took), ms(m),
 			ms(stats.Pct(c.took, 10)), ms(stats.Pct(c.took, 90)), float64(m)/float64(bw), ms(stats.Median(c.cpu)), daemon)
 	}
+	for _, c := range cs {
+		if c.metrics != "" {
+			fmt.Printf("\n`%s`: %s\n", c.name, poolFigures(c.metrics))
+		}
+	}
 }
 
 // homeContenders are sandboxd runs with an empty home and with a home
@@ -246,12 +259,16 @@ func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender
 		}
 	}
 	if viaDaemon {
-		c, stop, err := daemonContender(bin, ws)
-		if err != nil {
-			return nil, cleanup, err
+		// With its pool of ready helpers, and without (every run a miss).
+		for _, ready := range []string{"", "0"} {
+			c, stop, err := daemonContender(bin, ws, ready)
+			if err != nil {
+				cleanup()
+				return nil, func() {}, err
+			}
+			undo = append(undo, stop)
+			cs = append(cs, c)
 		}
-		undo = append(undo, stop)
-		cs = append(cs, c)
 	}
 	if homeFiles > 0 {
 		more, stop, err := homeContenders(bin, ws, homeFiles)
@@ -268,13 +285,24 @@ func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender
 // daemonContender starts `sandboxd serve` on a socket of the benchmark's
 // own and is `sandboxd run --daemon -- true` through it; stop ends the
 // daemon.
-func daemonContender(bin, ws string) (*contender, func(), error) {
+func daemonContender(bin, ws, ready string) (*contender, func(), error) {
 	dir, cleanup, err := scratch.Workspace()
 	if err != nil {
 		return nil, nil, err
 	}
+	metrics, err := freeLoopback()
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	socket := filepath.Join(dir, "run", "sandboxd.sock")
-	d := exec.Command(bin, "serve", "--socket", socket)
+	args := []string{"serve", "--socket", socket, "--metrics-addr", metrics}
+	name := "sandboxd run --daemon -- true"
+	if ready != "" {
+		args = append(args, "--ready-helpers", ready)
+		name = "sandboxd run --daemon -- true, serve --ready-helpers " + ready
+	}
+	d := exec.Command(bin, args...)
 	d.Dir, d.Env = "/", os.Environ()
 	if err := d.Start(); err != nil {
 		cleanup()
@@ -294,6 +322,45 @@ func daemonContender(bin, ws string) (*contender, func(), error) {
 			return nil, nil, fmt.Errorf("the daemon did not listen (it runs as root)")
 		}
 	}
-	return &contender{name: "sandboxd run --daemon -- true", argv: []string{bin, "run", "--daemon", "--workspace", ws, "--", "true"},
-		env: []string{"SANDBOXD_SOCKET=" + socket}, daemon: d.Process.Pid}, stop, nil
+	return &contender{name: name, argv: []string{bin, "run", "--daemon", "--workspace", ws, "--", "true"},
+		env: []string{"SANDBOXD_SOCKET=" + socket}, daemon: d.Process.Pid, metrics: metrics}, stop, nil
+}
+
+// freeLoopback is a loopback address with a port free now.
+func freeLoopback() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// poolFigures scrapes a daemon's figures for its pool of ready helpers:
+// its hit rate and the CPU its preparation took, per claim.
+func poolFigures(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return "(no metrics: " + err.Error() + ")"
+	}
+	defer resp.Body.Close()
+	v := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if ok && strings.HasPrefix(name, "sandboxd_ready_helper") {
+			v[name], _ = strconv.ParseFloat(val, 64)
+		}
+	}
+	hits, misses := v["sandboxd_ready_helper_hits_total"], v["sandboxd_ready_helper_misses_total"]
+	if hits+misses == 0 {
+		return "pool: no claims"
+	}
+	used := hits + v["sandboxd_ready_helper_expired_total"]
+	per := 0.0
+	if used > 0 {
+		per = v["sandboxd_ready_helper_prepare_cpu_seconds_total"] / used * 1000
+	}
+	return fmt.Sprintf("pool: %.0f hits, %.0f misses (hit rate %.1f %%), preparation %.2f ms CPU per helper made",
+		hits, misses, 100*hits/(hits+misses), per)
 }

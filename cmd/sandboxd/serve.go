@@ -58,6 +58,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback `address` such as 127.0.0.1:9464 (default: off)")
 	questionWait := fs.Duration("question-wait", review.DefaultTimeout, "how long a question for a person waits for an answer before it denies")
 	config := fs.String("config", "", "the machine `configuration` (default: "+machine.DefaultPath+", when it exists)")
+	readyN := fs.Int("ready-helpers", 4, "how many sandbox helpers the daemon keeps started in advance for the users it served last, in all (0: none)")
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
@@ -99,22 +100,17 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		for s := range sigs {
-			if s == unix.SIGTERM || s == unix.SIGINT {
-				cancel()
-				return
-			}
-		}
-	}()
+	go cancelOnStop(sigs, cancel)
 	log.Info("sandboxd serve: listening", "socket", *socket, "from_service_manager", !made)
-	m, attach, reserved, err := newMetrics(ctx, *metricsAddr, log)
+	ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: max(*readyN, 0)}, log)
+	defer ready.Close()
+	m, attach, reserved, err := newMetrics(ctx, *metricsAddr, ready, log)
 	if err != nil {
 		return fail(err)
 	}
 	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
-		Commits: commits, CrashAt: crashAt(getenv)}
+		Commits: commits, CrashAt: crashAt(getenv), Ready: ready}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m}
 	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
@@ -221,6 +217,16 @@ func daemonSocket(getenv func(string) string) string {
 	return daemon.DefaultSocket
 }
 
+// cancelOnStop cancels at the first SIGTERM or SIGINT.
+func cancelOnStop(sigs <-chan os.Signal, cancel func()) {
+	for s := range sigs {
+		if s == unix.SIGTERM || s == unix.SIGINT {
+			cancel()
+			return
+		}
+	}
+}
+
 // hiddenPaths are sandboxd's paths no run may read: the daemon's socket
 // directory, where every caller's token is (session.Config.Hidden).
 func hiddenPaths(getenv func(string) string) []string {
@@ -230,7 +236,7 @@ func hiddenPaths(getenv func(string) string) []string {
 // newMetrics builds the daemon's metrics and serves them at addr (see
 // serveMetrics); attach hands them the daemon once it exists. They may be
 // scraped before: its gauges read 0 until then.
-func newMetrics(ctx context.Context, addr string, log *slog.Logger) (*metrics.Metrics, func(*daemon.Daemon), []netip.AddrPort, error) {
+func newMetrics(ctx context.Context, addr string, ready *sandbox.ReadyHelpers, log *slog.Logger) (*metrics.Metrics, func(*daemon.Daemon), []netip.AddrPort, error) {
 	var dp atomic.Pointer[daemon.Daemon]
 	gauge := func(f func(*daemon.Daemon) int) func() int {
 		return func() int {
@@ -241,7 +247,11 @@ func newMetrics(ctx context.Context, addr string, log *slog.Logger) (*metrics.Me
 		}
 	}
 	m := metrics.New(metrics.Build{Version: version(), LandlockABI: landlockABI()},
-		metrics.Gauges{ActiveExecs: gauge((*daemon.Daemon).Active), PendingQuestions: gauge((*daemon.Daemon).Waiting)})
+		metrics.Gauges{ActiveExecs: gauge((*daemon.Daemon).Active), PendingQuestions: gauge((*daemon.Daemon).Waiting),
+			Ready: func() metrics.Ready {
+				st := ready.Stats()
+				return metrics.Ready{Ready: st.Ready, Hits: st.Hits, Misses: st.Misses, Expired: st.Expired, PrepareCPU: st.PrepareCPU}
+			}})
 	reserved, err := serveMetrics(ctx, addr, m, log)
 	return m, func(d *daemon.Daemon) { dp.Store(d) }, reserved, err
 }

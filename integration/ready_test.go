@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDaemonReadyHelpers: the helpers the daemon starts in advance serve
+// each caller's own runs only (root's and the unprivileged user's, run
+// in turns through one daemon, each see their own uid), and a run on a
+// helper made before the caller's policy changed enforces the policy as
+// it is when the run starts: a file the edit made a secret is not read.
+func TestDaemonReadyHelpers(t *testing.T) {
+	addr := freeLoopbackPort(t)
+	td := spawnDaemon(t, "--metrics-addr", addr)
+	t.Cleanup(func() {
+		td.cmd.Process.Signal(os.Interrupt)
+		<-td.exited
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", td.log.String())
+		}
+	})
+	metric := func(series string) int {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatalf("scrape: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		n, err := strconv.Atoi(sample(string(b), series))
+		if err != nil {
+			t.Fatalf("%s: %v", series, err)
+		}
+		return n
+	}
+	waitReady := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); metric("sandboxd_ready_helpers") < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the daemon holds %d ready helpers, want %d", metric("sandboxd_ready_helpers"), n)
+			}
+		}
+	}
+	var envs []*env
+	for _, id := range identities(t) {
+		e := newEnv(t, id)
+		e.writeFile(filepath.Join(e.home, "notes", "plan.txt"), "plan-"+e.canary+"\n", 0o644)
+		envs = append(envs, e)
+	}
+	vars := []string{"SANDBOXD_SOCKET=" + td.socket}
+	run := func(e *env) result {
+		t.Helper()
+		return e.sandboxdOpts(runOpts{env: vars}, "run", "--daemon", "-c", "id -u; cat ~/notes/plan.txt")
+	}
+	// Turns: each caller's first run starts its own helper; later ones
+	// find one made for them.
+	for round := range 3 {
+		for _, e := range envs {
+			r := run(e)
+			if r.code != 0 || r.stdout != strconv.Itoa(e.id.uid)+"\nplan-"+e.canary+"\n" {
+				t.Fatalf("round %d, uid %d: the run did not run as its caller, or did not read its note\n%s", round, e.id.uid, r)
+			}
+		}
+		waitReady(len(envs))
+	}
+	if hits := metric("sandboxd_ready_helper_hits_total"); hits < 2*len(envs) {
+		t.Fatalf("%d runs found a helper ready, want at least %d", hits, 2*len(envs))
+	}
+	// The policy changes while a helper waits for each caller.
+	hits := metric("sandboxd_ready_helper_hits_total")
+	for _, e := range envs {
+		e.writeFile(filepath.Join(e.home, ".config", "sandboxd", "policy.toml"), "[filesystem]\nsecrets = [\"~/notes/plan.txt\"]\n", 0o644)
+		r := run(e)
+		if strings.Contains(r.stdout, e.canary) || !strings.HasPrefix(r.stdout, strconv.Itoa(e.id.uid)+"\n") {
+			t.Fatalf("uid %d: the note read after the policy made it a secret\n%s", e.id.uid, r)
+		}
+	}
+	if got := metric("sandboxd_ready_helper_hits_total"); got != hits+len(envs) {
+		t.Fatalf("the runs after the edit took %d ready helpers, want %d", got-hits, len(envs))
+	}
+}
