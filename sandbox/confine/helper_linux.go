@@ -52,9 +52,13 @@ func Main() {
 	if err != nil {
 		h.fail(code, "sandboxd: %s: %v", s.Argv[0], err)
 	}
-	h.check(125, setRlimits(s))
 	h.oomScore = openOOMScore() // before Landlock, which denies writing /proc
 	h.restrict(s, rulesetFD)
+	// After Landlock: the threads it reserves (reserveThreads) are
+	// cloned from restricted ones and inherit the domain, dropped
+	// capabilities and no_new_privs, instead of each taking the psx round
+	// that restricts every thread of the helper.
+	h.check(125, setRlimits(s))
 	filter := c.Seccomp
 	if s.CapturePort != 0 && !h.captured {
 		// No netfilter rules confine UDP: the filter without it.
