@@ -159,6 +159,9 @@ type Spec struct {
 	// Ready, if set, holds helpers started in advance (a daemon's);
 	// nil: the run starts its own.
 	Ready *ReadyHelpers
+	// Filters, if set, keeps the compiled seccomp programs the runs share
+	// (a daemon's); nil: the run reads the caller's cache.
+	Filters *Filters
 	// Signals, if set, are forwarded to the command's process tree while
 	// it runs; the caller decides which signals reach it (the CLI relays
 	// its own SIGINT, SIGTERM, ...; a daemon a client's request).

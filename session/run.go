@@ -48,6 +48,9 @@ type Real struct {
 	// Ready holds helpers started in advance (nil: each run starts its
 	// own).
 	Ready *sandbox.ReadyHelpers
+	// Filters keeps the compiled seccomp programs the runs share (nil:
+	// each run reads the caller's cache).
+	Filters *sandbox.Filters
 }
 
 // Run runs spec with sandbox.Run, with the shared audit reader unless
@@ -58,6 +61,9 @@ func (r Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Lo
 	}
 	if spec.Ready == nil {
 		spec.Ready = r.Ready
+	}
+	if spec.Filters == nil {
+		spec.Filters = r.Filters
 	}
 	return sandbox.Run(ctx, spec, log)
 }
@@ -143,7 +149,7 @@ func New(cfg Config) *Runner {
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
 	if r.sandbox == nil {
-		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log), Ready: cfg.Ready}
+		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log), Ready: cfg.Ready, Filters: sandbox.NewFilters()}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()
