@@ -30,6 +30,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"net"
@@ -43,6 +44,8 @@ import (
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
 	"github.com/sandboxd/sandboxd/bench/internal/stats"
+	"github.com/sandboxd/sandboxd/daemon"
+	"golang.org/x/sys/unix"
 )
 
 type contender struct {
@@ -62,6 +65,46 @@ type contender struct {
 	// metrics is the daemon's metrics address, scraped after the runs
 	// for its pool of ready helpers ("": none).
 	metrics string
+	// do, if set, is the run, made by the benchmark itself instead of a
+	// process (an agent adapter's request to the daemon's socket).
+	do func() error
+}
+
+// once runs c once in ws and records its wall and CPU time.
+func (c *contender) once(ws string) error {
+	if c.before != nil {
+		c.before()
+	}
+	var d0 procCPU
+	if c.daemon != 0 {
+		d0 = readProcCPU(c.daemon)
+	}
+	if c.do != nil {
+		var r0, r1 unix.Rusage
+		unix.Getrusage(unix.RUSAGE_SELF, &r0)
+		t := time.Now()
+		if err := c.do(); err != nil {
+			return fmt.Errorf("%s: %v", c.name, err)
+		}
+		c.took = append(c.took, time.Since(t))
+		unix.Getrusage(unix.RUSAGE_SELF, &r1)
+		c.cpu = append(c.cpu, time.Duration(r1.Utime.Nano()+r1.Stime.Nano()-r0.Utime.Nano()-r0.Stime.Nano()))
+	} else {
+		cmd := exec.Command(c.argv[0], c.argv[1:]...)
+		cmd.Env = append(os.Environ(), c.env...)
+		cmd.Dir = ws
+		t := time.Now()
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s: %v", c.name, err)
+		}
+		c.took = append(c.took, time.Since(t))
+		c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	}
+	if c.daemon != 0 {
+		d := readProcCPU(c.daemon).sub(d0)
+		c.daemonCPU.self, c.daemonCPU.children = c.daemonCPU.self+d.self, c.daemonCPU.children+d.children
+	}
+	return nil
 }
 
 func main() {
@@ -120,37 +163,20 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 	}
 	defer cleanup()
 	cs = append(cs, more...)
-	// Warm up caches (the compiled seccomp filter, page cache).
+	// Warm up caches (the compiled seccomp filter, page cache); the
+	// warm-up runs are not kept.
 	for _, c := range cs {
 		for i := 0; i < 5; i++ {
-			cmd := exec.Command(c.argv[0], c.argv[1:]...)
-			cmd.Env = append(os.Environ(), c.env...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("%s: %v\n%s", c.name, err, out)
+			if err := c.once(ws); err != nil {
+				return err
 			}
 		}
+		c.took, c.cpu, c.daemonCPU = nil, nil, procCPU{}
 	}
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
-			if c.before != nil {
-				c.before()
-			}
-			cmd := exec.Command(c.argv[0], c.argv[1:]...)
-			cmd.Env = append(os.Environ(), c.env...)
-			cmd.Dir = ws
-			var d0 procCPU
-			if c.daemon != 0 {
-				d0 = readProcCPU(c.daemon)
-			}
-			t := time.Now()
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s: %v", c.name, err)
-			}
-			c.took = append(c.took, time.Since(t))
-			c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
-			if c.daemon != 0 {
-				d := readProcCPU(c.daemon).sub(d0)
-				c.daemonCPU.self, c.daemonCPU.children = c.daemonCPU.self+d.self, c.daemonCPU.children+d.children
+			if err := c.once(ws); err != nil {
+				return err
 			}
 		}
 	}
@@ -259,7 +285,8 @@ func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender
 		}
 	}
 	if viaDaemon {
-		// With its pool of ready helpers, and without (every run a miss).
+		// With its pool of ready helpers, and without (every run a miss);
+		// and an agent adapter's request straight to the first one.
 		for _, ready := range []string{"", "0"} {
 			c, stop, err := daemonContender(bin, ws, ready)
 			if err != nil {
@@ -269,6 +296,12 @@ func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender
 			undo = append(undo, stop)
 			cs = append(cs, c)
 		}
+		a, err := adapterContender(cs[0], ws)
+		if err != nil {
+			cleanup()
+			return nil, func() {}, err
+		}
+		cs = append(cs, a)
 	}
 	if homeFiles > 0 {
 		more, stop, err := homeContenders(bin, ws, homeFiles)
@@ -324,6 +357,33 @@ func daemonContender(bin, ws, ready string) (*contender, func(), error) {
 	}
 	return &contender{name: name, argv: []string{bin, "run", "--daemon", "--workspace", ws, "--", "true"},
 		env: []string{"SANDBOXD_SOCKET=" + socket}, daemon: d.Process.Pid, metrics: metrics}, stop, nil
+}
+
+// adapterContender is an agent adapter's request to d's daemon: POST
+// /v1/exec for `true` on a connection the benchmark keeps, as pi's or an
+// MCP client's adapter makes it, with no client process.
+func adapterContender(d *contender, ws string) (*contender, error) {
+	socket := strings.TrimPrefix(d.env[0], "SANDBOXD_SOCKET=")
+	c, err := daemon.Connect(context.Background(), socket, os.Getuid())
+	if err != nil {
+		return nil, err
+	}
+	req := daemon.ExecRequest{Argv: []string{"true"}, Retries: 1,
+		Context: daemon.Context{Env: os.Environ(), Cwd: ws, Umask: 0o022, Workspace: ws}}
+	do := func() error {
+		code := -1
+		err := c.Exec(context.Background(), req, nil, func(l daemon.ExecLine) {
+			if l.Type == "report" && l.Report != nil {
+				code = l.Report.ExitCode
+			}
+		})
+		if err == nil && code != 0 {
+			err = fmt.Errorf("exit %d", code)
+		}
+		return err
+	}
+	return &contender{name: "adapter's request to the daemon's socket (POST /v1/exec, true)", do: do,
+		daemon: d.daemon, metrics: "", env: d.env}, nil
 }
 
 // freeLoopback is a loopback address with a port free now.
