@@ -35,16 +35,22 @@ func sample(text, series string) string {
 	return "absent"
 }
 
-// The daemon's metrics, scraped after a scripted run, count what it did
-// by value; promtool takes the scrape as is; no run reaches them.
-func TestDaemonMetrics(t *testing.T) {
-	addr := freeLoopbackPort(t)
-	td := spawnDaemon(t, "--metrics-addr", addr)
+// metricsDaemon starts a daemon of the test's own that serves its
+// metrics, stopped (its log shown on a failure) when the test ends; scrape
+// reads them.
+func metricsDaemon(t *testing.T) (td *testDaemon, addr string, scrape func() string) {
+	t.Helper()
+	addr = freeLoopbackPort(t)
+	td = spawnDaemon(t, "--metrics-addr", addr)
 	t.Cleanup(func() {
 		td.cmd.Process.Signal(os.Interrupt)
 		<-td.exited
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", td.log.String())
+		}
 	})
-	scrape := func() string {
+	return td, addr, func() string {
+		t.Helper()
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
 			t.Fatalf("scrape: %v\n%s", err, td.log.String())
@@ -53,6 +59,12 @@ func TestDaemonMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
+}
+
+// The daemon's metrics, scraped after a scripted run, count what it did
+// by value; promtool takes the scrape as is; no run reaches them.
+func TestDaemonMetrics(t *testing.T) {
+	td, addr, scrape := metricsDaemon(t)
 	ids := identities(t)
 	e := newEnv(t, ids[len(ids)-1]) // the unprivileged user, whose uid must not show
 	vars := []string{"SANDBOXD_SOCKET=" + td.socket, "FAKE_REVIEW_KEY=fake-review-key"}

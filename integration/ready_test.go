@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"io"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,24 +14,10 @@ import (
 // helper made before the caller's policy changed enforces the policy as
 // it is when the run starts: a file the edit made a secret is not read.
 func TestDaemonReadyHelpers(t *testing.T) {
-	addr := freeLoopbackPort(t)
-	td := spawnDaemon(t, "--metrics-addr", addr)
-	t.Cleanup(func() {
-		td.cmd.Process.Signal(os.Interrupt)
-		<-td.exited
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", td.log.String())
-		}
-	})
+	td, _, scrape := metricsDaemon(t)
 	metric := func(series string) int {
 		t.Helper()
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			t.Fatalf("scrape: %v", err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		n, err := strconv.Atoi(sample(string(b), series))
+		n, err := strconv.Atoi(sample(scrape(), series))
 		if err != nil {
 			t.Fatalf("%s: %v", series, err)
 		}

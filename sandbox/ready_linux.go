@@ -38,6 +38,7 @@ type ReadyHelpers struct {
 	starting             map[string]int
 	n                    int // ready and starting
 	closed               bool
+	spawning             sync.WaitGroup // the spawns under way
 	hits, misses, expiry uint64
 	// cpu is what making the helpers cost: the daemon's thread that
 	// started each one, and each helper's own until it was claimed or
@@ -175,28 +176,31 @@ func (p *ReadyHelpers) refill(l launch) {
 	}
 	p.n++
 	p.starting[key]++
+	p.spawning.Add(1)
 	p.mu.Unlock()
 	go p.spawn(key, l)
 }
 
 // spawn starts one helper for l and puts it in the pool.
 func (p *ReadyHelpers) spawn(key string, l launch) {
+	defer p.spawning.Done()
 	h, err := spawnHelper(l)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.starting[key]--
 	if err != nil || p.closed {
 		p.n--
+		p.mu.Unlock()
 		if err != nil {
 			p.log.Debug("ready helper not started", "err", err)
 		} else {
-			go h.cleanup()
+			h.cleanup()
 		}
 		return
 	}
 	rh := &readyHelper{h: h}
 	rh.timer = time.AfterFunc(p.idle, func() { p.expire(key, rh) })
 	p.ready[key] = append(p.ready[key], rh)
+	p.mu.Unlock()
 }
 
 // expire stops rh if it is still waiting.
@@ -224,7 +228,8 @@ func (p *ReadyHelpers) expire(key string, rh *readyHelper) {
 	rh.h.cleanup()
 }
 
-// Close stops every waiting helper; the pool starts none after.
+// Close stops every waiting helper and those being started; the pool
+// starts none after.
 func (p *ReadyHelpers) Close() {
 	if p == nil {
 		return
@@ -242,6 +247,7 @@ func (p *ReadyHelpers) Close() {
 		rh.timer.Stop()
 		rh.h.cleanup()
 	}
+	p.spawning.Wait()
 }
 
 // helperCPU is the CPU time process pid's threads have used, in

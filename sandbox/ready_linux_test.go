@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -53,27 +54,27 @@ func TestReadyHelpers(t *testing.T) {
 			t.Fatalf("pool: %d hits, %d misses; want %d, %d", st.Hits, st.Misses, hits, misses)
 		}
 	}
-	// The first run of a caller misses; the pool then holds a helper
-	// for it.
-	if got := run(root, 0, "a"); got != "0\na" {
-		t.Fatalf("root's run printed %q", got)
+	// In turns: each caller's first run misses, and the pool then holds
+	// a helper for it; the next runs take their own caller's, never the
+	// other's, and the pool starts another after each.
+	steps := []struct {
+		e            leakEnv
+		uid          int
+		ready        int
+		hits, misses uint64
+	}{
+		{root, 0, 1, 0, 1},
+		{other, uid, 2, 0, 2},
+		{root, 0, 2, 1, 2},
+		{other, uid, 2, 2, 2},
 	}
-	want(waitReady(t, pool, 1), 0, 1)
-	// Another caller never gets root's helper.
-	if got := run(other, uid, "b"); got != strconv.Itoa(uid)+"\nb" {
-		t.Fatalf("the other caller's run printed %q", got)
+	for i, s := range steps {
+		in := fmt.Sprint("run ", i)
+		if got := run(s.e, s.uid, in); got != strconv.Itoa(s.uid)+"\n"+in {
+			t.Fatalf("run %d (uid %d) printed %q", i, s.uid, got)
+		}
+		want(waitReady(t, pool, s.ready), s.hits, s.misses)
 	}
-	want(waitReady(t, pool, 2), 0, 2)
-	// Root's next run takes root's, and the pool starts another.
-	if got := run(root, 0, "c"); got != "0\nc" {
-		t.Fatalf("root's second run printed %q", got)
-	}
-	want(waitReady(t, pool, 2), 1, 2)
-	// So does the other caller's.
-	if got := run(other, uid, "d"); got != strconv.Itoa(uid)+"\nd" {
-		t.Fatalf("the other caller's second run printed %q", got)
-	}
-	want(waitReady(t, pool, 2), 2, 2)
 	// A helper killed while it waits is skipped: the run starts its own.
 	for _, pid := range waitingHelpers(t) {
 		syscall.Kill(pid, syscall.SIGKILL)
