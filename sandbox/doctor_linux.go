@@ -33,8 +33,9 @@ type Diagnosis struct {
 }
 
 // Doctor probes the kernel and the environment the way Run would use them
-// for the caller uid and gid.
-func Doctor(uid, gid int, stateDir string) Diagnosis {
+// for the caller uid and gid, with helper as Run's Spec.Helper (nil: this
+// process's own executable): the namespace probe runs through it.
+func Doctor(uid, gid int, stateDir string, helper *os.File) Diagnosis {
 	var d Diagnosis
 	add := d.add
 	var uts unix.Utsname
@@ -55,7 +56,13 @@ func Doctor(uid, gid int, stateDir string) Diagnosis {
 
 	add("audit", auditReachable(), "%s", auditDetail())
 
-	nsErr, layerErr, captureErr := probeNamespaces(root, uid, gid, stateDir)
+	nsErr, layerErr, captureErr := probeNamespaces(root, uid, gid, stateDir, helper)
+	if errors.Is(nsErr, errSkew) {
+		// Every run would fail the same way: nothing else matters.
+		add("helper build", false, "%s", wire.Skew)
+		d.Refuses = "the sandbox helper is of another build than this sandboxd"
+		return d
+	}
 	if nsErr != nil {
 		add("namespaces", false, "user, mount, pid, network, IPC and UTS namespaces: %s", publicerr.Message(nsErr, "a process cannot be started in them ("+publicerr.Reason(nsErr)+")"))
 	} else {
@@ -157,12 +164,15 @@ func auditDetail() string {
 	return "NETLINK_AUDIT multicast cannot be joined (needs CAP_AUDIT_READ); boundary detection would rely on seccomp notification"
 }
 
+// errSkew is the probe's word that it is of another build (wire.Skew).
+var errSkew = errors.New("sandbox: the helper is of another build")
+
 // probeNamespaces starts a process in the namespaces Run uses and, for a
 // root caller, tries an id-mapped mount with its user namespace.
 // probeNamespaces starts a child in the sandbox's namespaces, which also
 // mounts a copy-on-write layer in its own mount namespace; the second
 // error is the layer's.
-func probeNamespaces(root bool, uid, gid int, stateDir string) (nsErr, layerErr, captureErr error) {
+func probeNamespaces(root bool, uid, gid int, stateDir string, helper *os.File) (nsErr, layerErr, captureErr error) {
 	hostUID, hostGID := uid, gid
 	if root {
 		hostUID, hostGID = defaultHostID, defaultHostID
@@ -173,7 +183,13 @@ func probeNamespaces(root bool, uid, gid int, stateDir string) (nsErr, layerErr,
 	}
 	// The layer is probed over a tmpfs on /tmp in the child's own mount
 	// namespace, which dies with it.
-	cmd := exec.Command("/proc/self/exe", wire.ProbeArg, "/tmp")
+	// The probe is the helper a run would start, told this build's stamp.
+	path, exe, err := helperExe(helper, 3)
+	if err != nil {
+		return err, nil, nil
+	}
+	defer exe.Close()
+	cmd := exec.Command(path, wire.ProbeArg, "/tmp", wire.Stamp())
 	cmd.Env, cmd.Dir = []string{}, "/"
 	var probeOut strings.Builder
 	cmd.Stdout = &probeOut
@@ -197,10 +213,13 @@ func probeNamespaces(root bool, uid, gid int, stateDir string) (nsErr, layerErr,
 	defer func() {
 		stdin.Close()
 		cmd.Wait()
+		lines := strings.SplitN(probeOut.String(), "\n", 3)
+		if strings.TrimSpace(lines[0]) == wire.Skew {
+			nsErr, layerErr, captureErr = errSkew, nil, nil
+		}
 		if nsErr != nil {
 			return
 		}
-		lines := strings.SplitN(probeOut.String(), "\n", 3)
 		for len(lines) < 2 {
 			lines = append(lines, "the probe said nothing")
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -90,6 +91,8 @@ type launch struct {
 	groups     fsid.ID
 	homeMapped bool
 	sudoUID    int
+	// exe is the separate helper binary (Spec.Helper; nil: sandboxd).
+	exe *os.File
 }
 
 // startHelper gives the run a helper: a ready one made for the same
@@ -124,18 +127,46 @@ func spawnHelper(l launch) (*helper, error) {
 	h := &helper{sock: pair[0], exited: make(chan struct{}), sudoUID: l.sudoUID, connects: l.ns,
 		groups: l.groups, homeMapped: l.homeMapped, launch: l}
 	h.cmd = &exec.Cmd{
-		Path:        "/proc/self/exe",
 		Args:        []string{"sandboxd", wire.HelperArg},
 		Env:         []string{},
 		Dir:         "/",
 		ExtraFiles:  []*os.File{theirs},
 		SysProcAttr: l.attr,
 	}
+	path, exe, err := helperExe(l.exe, 3+len(h.cmd.ExtraFiles))
+	if err != nil {
+		unix.Close(pair[0])
+		return nil, err
+	}
+	defer exe.Close() // the helper is started, or never will be, when this runs
+	if h.cmd.Path = path; exe != nil {
+		h.cmd.Args[0] = "sandboxd-helper"
+	}
 	if err := h.start(); err != nil {
 		unix.Close(pair[0])
 		return nil, err
 	}
 	return h, nil
+}
+
+// helperExe is the path a helper (or doctor's probe) is executed by:
+// this process's own executable, or the separate helper binary f by its
+// descriptor (a rename or replacement of the file after the caller
+// checked it changes nothing). The descriptor is a duplicate above every
+// descriptor the child touches before it executes: the child moves its
+// files into 0..files-1 with dup2, and Go moves a clashing one to files,
+// files+1, ... first (at most files of them, and its own pipe), any of
+// which could be f's number. The caller closes the duplicate once the
+// child has started.
+func helperExe(f *os.File, files int) (string, *os.File, error) {
+	if f == nil {
+		return "/proc/self/exe", nil, nil
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 2*files+2)
+	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: helper binary: %w", err)
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd), os.NewFile(uintptr(fd), "sandboxd-helper"), nil
 }
 
 // attach ties a started helper to the run of spec: its egress, its
@@ -160,7 +191,7 @@ func (h *helper) attach(spec Spec, log *slog.Logger) error {
 // command's uid, with the capabilities it needs to set them up.
 func newLaunch(spec Spec, ns, root bool) launch {
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	l := launch{ns: ns, root: root, attr: attr, groups: spec.caller(), sudoUID: -1}
+	l := launch{ns: ns, root: root, attr: attr, groups: spec.caller(), sudoUID: -1, exe: spec.Helper}
 	uid, gid := spec.UID, spec.GID
 	if !ns {
 		// The caller's ids, whoever runs sandboxd: for a process running
@@ -205,11 +236,22 @@ func (l launch) key() string {
 		Groups     fsid.ID
 		HomeMapped bool
 		SudoUID    int
-	}{l.ns, l.root, l.attr, l.groups, l.homeMapped, l.sudoUID})
+		Exe        uintptr // which open file is the helper binary (0: sandboxd)
+	}{l.ns, l.root, l.attr, l.groups, l.homeMapped, l.sudoUID, exeFD(l.exe)})
 	if err != nil {
 		return "" // take refuses it
 	}
 	return string(b)
+}
+
+// exeFD is f's descriptor, 0 for none: the process holds the helper
+// binary open for as long as it may start helpers, so the number names
+// the file.
+func exeFD(f *os.File) uintptr {
+	if f == nil {
+		return 0
+	}
+	return f.Fd()
 }
 
 // stdin is the command's stdin as the helper gets it: /dev/null for

@@ -33,7 +33,8 @@ func (r *run) sendSetup() error {
 		return err
 	}
 	setup := &wire.SetupMsg{
-		Argv: spec.Argv, Env: spec.Env, Dir: spec.Dir,
+		Stamp: wire.Stamp(),
+		Argv:  spec.Argv, Env: spec.Env, Dir: spec.Dir,
 		LandlockFlags: map[bool]uint32{true: detect.LandlockLogFlags}[r.det != nil],
 		Namespaces:    r.wantNS,
 		Workspace:     spec.Workspace,

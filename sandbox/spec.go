@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/persist"
+	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 )
 
 // Isolation says how a command was contained.
@@ -162,6 +163,13 @@ type Spec struct {
 	// Filters, if set, keeps the compiled seccomp programs the runs share
 	// (a daemon's); nil: the run reads the caller's cache.
 	Filters *Filters
+	// Helper, if set, is the separate helper binary (sandboxd-helper),
+	// open (O_PATH is enough) and already judged trustworthy by the
+	// caller: the run executes it by this descriptor, so what was checked
+	// is what runs. It must be of this build (wire's stamp): a helper of
+	// another build refuses the run. Nil: this process's own executable
+	// (/proc/self/exe) is the helper.
+	Helper *os.File
 	// Signals, if set, are forwarded to the command's process tree while
 	// it runs; the caller decides which signals reach it (the CLI relays
 	// its own SIGINT, SIGTERM, ...; a daemon a client's request).
@@ -403,3 +411,8 @@ type Copy struct {
 	Path string // absolute, clean: the file it stands in for
 	Data []byte
 }
+
+// BuildStamp is this build's stamp ("" unstamped), which sandboxd and a
+// separate helper binary must share (Spec.Helper): an unstamped build
+// runs itself as its helper.
+func BuildStamp() string { return wire.Stamp() }

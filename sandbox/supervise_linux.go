@@ -197,6 +197,10 @@ func (w *watch) result() (code, sig int, timedOut bool, err error) {
 		}
 		w.h.neverRan = true
 		return last.Code, 0, false, nil
+	case w.haveExit && last.Kind == wire.Error && last.Why != "":
+		// A failure the helper has a public sentence for (wire.Skew).
+		w.log.Debug("helper failed", "err", last.Error)
+		return 0, 0, false, publicerr.Wrap(errors.New(last.Error), last.Why)
 	case w.haveExit && last.Kind == wire.Error:
 		// The helper's own failure names sandboxd's internals: logged,
 		// not shown.

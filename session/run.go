@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -51,10 +52,13 @@ type Real struct {
 	// Filters keeps the compiled seccomp programs the runs share (nil:
 	// each run reads the caller's cache).
 	Filters *sandbox.Filters
+	// Helper is the separate helper binary every run executes
+	// (sandbox.Spec.Helper; nil: the process's own executable).
+	Helper *os.File
 }
 
-// Run runs spec with sandbox.Run, with the shared audit reader unless
-// spec names one.
+// Run runs spec with sandbox.Run, with the shared audit reader and the
+// helper binary unless spec names its own.
 func (r Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Logger) (sandbox.Result, error) {
 	if spec.Audit == nil {
 		spec.Audit = r.Audit
@@ -64,6 +68,9 @@ func (r Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Lo
 	}
 	if spec.Filters == nil {
 		spec.Filters = r.Filters
+	}
+	if spec.Helper == nil {
+		spec.Helper = r.Helper
 	}
 	return sandbox.Run(ctx, spec, log)
 }
@@ -120,6 +127,9 @@ type Config struct {
 	// Commits records each commit while it is in flight (nil: none; a
 	// caller's next run recovers an interrupted commit of its own).
 	Commits Commits
+	// Helper is the separate helper binary Real runs execute (nil: the
+	// process's own executable); cmd/sandboxd finds and checks it.
+	Helper *os.File
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -149,7 +159,7 @@ func New(cfg Config) *Runner {
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
 	if r.sandbox == nil {
-		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log), Ready: cfg.Ready, Filters: sandbox.NewFilters()}
+		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log), Ready: cfg.Ready, Filters: sandbox.NewFilters(), Helper: cfg.Helper}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
@@ -33,7 +34,10 @@ func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd
 	}
-	d := sandbox.Doctor(caller.UID, caller.GID, caller.Layout().State)
+	helper := findHelper()
+	d := sandbox.Doctor(caller.UID, caller.GID, caller.Layout().State, helper.File)
+	// Which program runs as the helper, after the kernel and the caller.
+	d.Checks = slices.Insert(d.Checks, min(2, len(d.Checks)), sandbox.Check{Name: "helper", OK: !helper.Refused, Detail: helper.describe()})
 	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")
 		fmt.Fprintln(stdout, string(b))

@@ -71,7 +71,9 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return fail(err)
 	}
 	cfg.Log, cfg.Version, cfg.Caller = log, version(), caller
-	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(), Hidden: hiddenPaths(getenv)})
+	helper := findHelper()
+	helper.log(log)
+	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(), Hidden: hiddenPaths(getenv), Helper: helper.File})
 	found, err := cfg.Runner.Workspace(caller, *workspace)
 	if err != nil {
 		return fail(err)

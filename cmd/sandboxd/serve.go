@@ -108,9 +108,11 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fail(err)
 	}
+	helper := findHelper()
+	log.Info("sandboxd serve: sandbox helper", "helper", helper.describe())
 	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
-		Commits: commits, CrashAt: crashAt(getenv), Ready: ready}
+		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m}
 	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)

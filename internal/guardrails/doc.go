@@ -37,6 +37,11 @@
 //     (ours or the libraries under them) or openai-go.
 //   - at most one package of ours imports openai-go directly, and it is
 //     under review/.
+//   - cmd/sandboxd-helper (the separate helper binary) imports the
+//     helper's side only: not sandbox (the supervisor), session, broker,
+//     review, daemon, metrics, machine, policy, persist, layer, netproxy
+//     or adapters, nor an HTTP client, crypto/tls or Prometheus; every
+//     package it links initialises again at every launch.
 //   - no package of ours outside cmd/ imports one under cmd/.
 //
 // The rules on the source:

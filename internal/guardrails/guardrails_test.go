@@ -202,11 +202,26 @@ func importRules() []importRule {
 			forbid: anyOf(ours("broker", "review", "netproxy", "landlock", "seccomp"), libLandlock, libSeccomp, openai),
 		},
 		{
+			name:   leanHelperRule,
+			from:   ours("cmd/sandboxd-helper"),
+			forbid: leanHelperForbidden,
+		},
+		{
 			name:   "no package of ours imports cmd/...",
 			from:   func(p string) bool { return !ours("cmd")(p) },
 			forbid: ours("cmd"),
 		},
 	}
+}
+
+// leanHelperRule keeps the separate helper binary what it is for: a
+// launch's helper that initialises nothing the sandbox's setup does not
+// use (each package's init runs again at every launch).
+const leanHelperRule = "cmd/sandboxd-helper imports the helper's side only: no supervisor, session, broker, review, daemon, metrics, policy, persist or layer, no HTTP, TLS, openai-go or Prometheus"
+
+func leanHelperForbidden(p string) bool {
+	return exactly("sandbox")(p) || ours("session", "broker", "review", "daemon", "metrics", "machine", "policy", "persist", "layer", "netproxy", "adapters")(p) ||
+		httpClient(p) || within("crypto/tls", "github.com/prometheus")(p)
 }
 
 // short names a package as the rules do: ours relative to the module.
@@ -503,6 +518,7 @@ func TestRulesCatch(t *testing.T) {
 	add(m("landlock"), m("cmd/internal/flags"))
 	add(m("cmd/internal/flags"))
 	add(m("cmd/sandboxd"), m("cmd/internal/flags"), m("session"))
+	add(m("cmd/sandboxd-helper"), m("sandbox/confine"))
 	add(m("layer"), "github.com/openai/openai-go/v3/option")
 	add("github.com/openai/openai-go/v3/option")
 	add(m("policy"), "github.com/seccomp/libseccomp-golang")
@@ -539,6 +555,7 @@ func TestRulesCatch(t *testing.T) {
 		`"no package of ours imports cmd/...": landlock → cmd/internal/flags`,
 		supervisorRule + `": sandbox/detect → sandbox/confine`,
 		supervisorRule + `": sandbox → sandbox/internal/wire → net/http`,
+		leanHelperRule + `": cmd/sandboxd-helper → sandbox/confine → sandbox/internal/wire → net/http`,
 		`under review/": layer → github.com/openai/openai-go/v3/option`,
 		`under review/": 2 packages import it: layer, review/openai`,
 		`may not call signal.Notify": sandbox → sandbox/internal/wire calls it at wire.go:10:2`,

@@ -1,6 +1,8 @@
 // Package confine is the helper side of a sandboxed run: the process
 // sandboxd re-executes itself as (`sandboxd __sandbox-init`, as runc's
-// `init`), which becomes pid 1 of the run's namespaces.
+// `init`), or starts the lean binary cmd/sandboxd-helper as, which becomes
+// pid 1 of the run's namespaces. Either way it acts on nothing of a setup
+// from a sandboxd of another build (wire's build stamp).
 //
 // It owns everything that happens inside those namespaces before and
 // while the command runs: receiving the setup from the supervisor over
@@ -25,7 +27,7 @@
 // OpenDiag alone: the sock_diag socket must be opened inside the run's
 // network namespace, so the helper opens it and hands it over. It must
 // never import sandbox (the supervisor), broker, review/..., session or
-// netproxy. cmd/sandboxd dispatches to IsHelper/Main and
-// IsProbe/ProbeMain first thing; a test binary that calls sandbox.Run
+// netproxy. cmd/sandboxd and cmd/sandboxd-helper dispatch to
+// IsHelper/Main and IsProbe/ProbeMain first thing; a test binary that calls sandbox.Run
 // must do the same in its TestMain.
 package confine

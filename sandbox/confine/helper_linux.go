@@ -134,6 +134,7 @@ func (h *helper) check(code int, err error) {
 // the cgroup files, the trees to attach and the command's pipes.
 func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees, pipes []int) {
 	m, fds, err := h.rcv.Recv()
+	h.checkStamp(m, fds)
 	if err != nil || m.Kind != wire.Setup || m.Setup == nil {
 		h.fail(125, "helper: bad setup message: %v", err)
 	}
@@ -155,6 +156,35 @@ func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees, pipes []int
 		unix.Close(fd)
 	}
 	return s, fds[:s.Cgroups], fds[s.Cgroups:n], fds[n+stdio:]
+}
+
+// checkStamp fails the run, having done nothing, when the setup comes
+// from a sandboxd of another build than this helper (a separate helper
+// binary left over from another install): the two must agree on every
+// message and rule, and nothing checks that but the stamp. Only the
+// stamp is read of such a setup. The helper then waits for the
+// supervisor's next message (the confine message, or the socket's end)
+// before it exits, so that the supervisor, whose sends would otherwise
+// fail first, reads the reason.
+func (h *helper) checkStamp(m wire.Message, fds []int) {
+	var theirs string
+	if m.Setup != nil {
+		theirs = m.Setup.Stamp
+	}
+	if theirs == wire.Stamp() {
+		return
+	}
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	wire.Send(h.sock, wire.Message{Kind: wire.Error, Code: 125, Why: wire.Skew,
+		Error: fmt.Sprintf("helper: build stamp %q, the supervisor's %q", wire.Stamp(), theirs)})
+	if _, more, _ := h.rcv.Recv(); len(more) > 0 {
+		for _, fd := range more {
+			unix.Close(fd)
+		}
+	}
+	os.Exit(125)
 }
 
 // mount builds the mount namespace and brings loopback up, or, without

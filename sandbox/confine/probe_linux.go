@@ -12,7 +12,8 @@ import (
 // IsProbe reports whether args ask for doctor's namespace probe.
 func IsProbe(args []string) bool { return len(args) > 1 && args[1] == wire.ProbeArg }
 
-// ProbeMain mounts a tmpfs on os.Args[2] and a copy-on-write layer over
+// ProbeMain (os.Args[3]: the stamp of the sandboxd that started it, which
+// must be its own) mounts a tmpfs on os.Args[2] and a copy-on-write layer over
 // it, in its own (private) mount namespace, and prints "ok" or why not;
 // then it installs the capture of direct connects in its own network
 // namespace (capture) and prints "ok" or why not on a second line; then
@@ -23,10 +24,14 @@ func IsProbe(args []string) bool { return len(args) > 1 && args[1] == wire.Probe
 // Each line is a sentence of doctor's report, in sandboxd's words with the
 // OS's reason: doctor has no log to hold an internal error's text.
 func ProbeMain() {
+	if len(os.Args) < 4 || os.Args[3] != wire.Stamp() {
+		// A doctor of another build (os.Args[3], its stamp): whatever
+		// this probe found would not be what that sandboxd's runs get.
+		fmt.Println(wire.Skew)
+		os.Exit(125)
+	}
 	msg := "ok"
-	if len(os.Args) < 3 {
-		msg = "no directory to probe"
-	} else if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		msg = "/ cannot be made private in a new mount namespace (" + publicerr.Reason(err) + ")"
 	} else if err := unix.Mount("tmpfs", os.Args[2], "tmpfs", 0, "size=64k"); err != nil {
 		msg = "a tmpfs cannot be mounted in a new mount namespace (" + publicerr.Reason(err) + ")"

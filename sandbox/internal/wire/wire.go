@@ -70,7 +70,8 @@ type Message struct {
 	// for Error, its own error).
 	Error string `json:"error,omitempty"`
 	// Why (Capture) says why there is no capture, in sandboxd's words:
-	// the report shows it, never Error.
+	// the report shows it, never Error. With an Error it is the public
+	// sentence for the failure (Skew), when the helper has one.
 	Why    string       `json:"why,omitempty"`
 	Code   int          `json:"code,omitempty"` // exit status for Exit and Error
 	Sig    int          `json:"sig,omitempty"`
@@ -89,9 +90,12 @@ type Message struct {
 // "tasks" files, then one tree per entry of Attach. The rest (ConfineMsg)
 // follows when the supervisor has built it, while the helper mounts.
 type SetupMsg struct {
-	Argv []string `json:"argv"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	// Stamp is the supervisor's build stamp (see Stamp): the helper acts
+	// on nothing of a setup whose stamp is not its own.
+	Stamp string   `json:"stamp"`
+	Argv  []string `json:"argv"`
+	Env   []string `json:"env"`
+	Dir   string   `json:"dir"`
 
 	Namespaces bool `json:"namespaces"`
 	Cgroups    int  `json:"cgroups"` // how many cgroup "tasks" descriptors follow the ruleset
@@ -303,7 +307,10 @@ func NewReceiver(fd int) *Receiver {
 }
 
 // Recv reads one message. Received descriptors are close-on-exec and
-// belong to the caller. At the peer's end it returns os.ErrClosed.
+// belong to the caller. At the peer's end it returns os.ErrClosed. A
+// message that does not decode whole (a field of another type: a peer of
+// another build) comes back as far as it decoded, with the error and
+// without its descriptors, so that the helper can still read its Stamp.
 func (r *Receiver) Recv() (Message, []int, error) {
 	fd, buf, oob := r.fd, r.buf, r.oob
 	n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -325,7 +332,7 @@ func (r *Receiver) Recv() (Message, []int, error) {
 		for _, f := range fds {
 			unix.Close(f)
 		}
-		return Message{}, nil, fmt.Errorf("sandbox: decode message: %w", err)
+		return m, nil, fmt.Errorf("sandbox: decode message: %w", err)
 	}
 	return m, fds, nil
 }

@@ -1,0 +1,33 @@
+// Command sandboxd-helper is sandboxd's sandbox helper alone: the process
+// a run starts in its namespaces (package confine), without the rest of
+// sandboxd (the model client, the daemon, metrics, TLS), whose start-up
+// and package initialisation every launch would pay for again. sandboxd
+// runs it when it lies beside sandboxd's own executable, is owned as
+// sandboxd's is and is of the same build (the build stamp, checked on
+// every run); otherwise sandboxd re-executes itself as the helper.
+//
+// It is started only by sandboxd, never by a person: any other command
+// line is a usage error.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/sandboxd/sandboxd/sandbox/confine"
+)
+
+func main() {
+	// Neither returns.
+	if confine.IsHelper(os.Args) {
+		// Executed by its descriptor (/proc/self/fd/N), the kernel names
+		// the process "N": ps and top should say what it is.
+		os.WriteFile("/proc/self/comm", []byte("sandboxd-helper"), 0)
+		confine.Main()
+	}
+	if confine.IsProbe(os.Args) {
+		confine.ProbeMain()
+	}
+	fmt.Fprintln(os.Stderr, "sandboxd-helper: sandboxd starts this program for its runs; it takes no command line of its own (run sandboxd instead)")
+	os.Exit(2)
+}
