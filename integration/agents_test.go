@@ -102,6 +102,10 @@ func newAgentEnv(t *testing.T, e *env, a agent, steps ...step) *agentEnv {
 	if err := os.Link(binary, ae.sandboxd); err != nil {
 		t.Fatal(err)
 	}
+	// Its helper beside it (used where the directory is root's).
+	if err := os.Link(helperBinary, filepath.Join(filepath.Dir(ae.sandboxd), "sandboxd-helper")); err != nil {
+		t.Fatal(err)
+	}
 	ae.model = newScriptedModel(t, steps...)
 	ae.reviewer = newFakeModel(t, func(string) (string, string, string, string) {
 		return "deny", "high", "unknown", reviewerWhy

@@ -28,6 +28,10 @@ var (
 	binary   string // the built sandboxd
 	baseDir  string // where every test's directories live (not under /tmp: the sandbox has its own /tmp)
 	buildErr error
+	// helperBinary is the lean helper built beside binary with the same
+	// build stamp, as make build builds them: binary's runs start it.
+	helperBinary string
+	stamp        string
 )
 
 func TestMain(m *testing.M) {
@@ -58,17 +62,31 @@ func testMain(m *testing.M) int {
 	os.Chmod(run, 0o755)
 	baseDir = run
 	defer os.RemoveAll(run)
-	binary = filepath.Join(run, "sandboxd")
+	binary, helperBinary, stamp = filepath.Join(run, "sandboxd"), filepath.Join(run, "sandboxd-helper"), randHex(16)
 	// The failpoints tag lets the crash tests name a commit failpoint
 	// (SANDBOXD_TEST_CRASH_AT); a release build has none.
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", "failpoints", "-o", binary, "../cmd/sandboxd")
+	for out, pkg := range map[string]string{binary: "../cmd/sandboxd", helperBinary: "../cmd/sandboxd-helper"} {
+		if err := buildStamped(out, pkg, stamp); err != nil {
+			fmt.Fprintln(os.Stderr, "integration: build:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// buildStamped builds pkg into out with the build stamp stamp ("": none),
+// as make build does.
+func buildStamped(out, pkg, stamp string) error {
+	args := []string{"build", "-buildvcs=false", "-tags", "failpoints", "-o", out}
+	if stamp != "" {
+		args = append(args, "-ldflags", "-X github.com/sandboxd/sandboxd/sandbox/internal/wire.stamp="+stamp)
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "integration: build:", err)
-		return 1
+		return err
 	}
-	os.Chmod(binary, 0o755)
-	return m.Run()
+	return os.Chmod(out, 0o755)
 }
 
 // identity is who runs sandboxd in a test.
@@ -257,6 +275,8 @@ type runOpts struct {
 	// started, if set, is called with sandboxd's process once it runs
 	// (to signal it), on a goroutine of its own.
 	started func(p *os.Process)
+	// bin is the sandboxd binary to run (default binary).
+	bin string
 }
 
 // sandboxd runs the binary as the env's identity with HOME set to the
@@ -284,7 +304,11 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	bin := binary
+	if o.bin != "" {
+		bin = o.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = e.ws
 	if o.dir != "" {
 		cmd.Dir = o.dir

@@ -109,14 +109,14 @@ func helperFault(dfd, fd, owner int, root bool) string {
 	if unix.Fstat(dfd, &dst) != nil || unix.Fstat(fd, &st) != nil {
 		return "it cannot be examined"
 	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "it is not a regular file"
+	}
 	if why := trustedHelper(dst, owner, root); why != "" {
 		return "its directory " + why
 	}
 	if why := trustedHelper(st, owner, root); why != "" {
 		return "it " + why
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return "it is not a regular file"
 	}
 	if st.Mode&0o111 != 0o111 {
 		return "it is not executable by everyone (a run's helper starts as the caller's uid)"
