@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/kaudit"
+	"golang.org/x/sys/unix"
 )
 
 // TestDaemonReadyHelpers: the helpers the daemon starts in advance serve
@@ -68,4 +72,51 @@ func TestDaemonReadyHelpers(t *testing.T) {
 	if got := metric("sandboxd_ready_helper_hits_total"); got != hits+len(envs) {
 		t.Fatalf("the runs after the edit took %d ready helpers, want %d", got-hits, len(envs))
 	}
+}
+
+// TestDaemonKeepAuditOn: kernel audit is the daemon's only while a run
+// needs it, unless the operator asks with --keep-audit-on: then the
+// daemon holds it between commands too, and lets it go when it stops.
+func TestDaemonKeepAuditOn(t *testing.T) {
+	if _, err := kaudit.CurrentStatus(); err != nil {
+		t.Skipf("kernel audit is not reachable here (%v)", err)
+	}
+	for _, keep := range []bool{false, true} {
+		var args []string
+		if keep {
+			args = []string{"--keep-audit-on"}
+		}
+		td := spawnDaemon(t, args...)
+		e := newEnv(t, identities(t)[0])
+		e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + td.socket}}, "run", "--daemon", "--", "true").mustSucceed(t)
+		if held := daemonHoldsAudit(td.cmd.Process.Pid); held != keep {
+			t.Errorf("--keep-audit-on %v: between commands the daemon holds kernel audit: %v", keep, held)
+		}
+		td.stop(t)
+		if daemonHoldsAudit(td.cmd.Process.Pid) {
+			t.Errorf("--keep-audit-on %v: the stopped daemon still holds kernel audit", keep)
+		}
+	}
+}
+
+// daemonHoldsAudit reports whether process pid holds kernel audit (a
+// locked holder file of its own, kaudit.Acquire's).
+func daemonHoldsAudit(pid int) bool {
+	dir := filepath.Join(kaudit.DefaultDir, "holders")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), strconv.Itoa(pid)+"-") {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		locked := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) != nil
+		f.Close()
+		if locked {
+			return true
+		}
+	}
+	return false
 }

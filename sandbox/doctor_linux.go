@@ -159,7 +159,8 @@ func auditDetail() string {
 		if err == nil {
 			state = fmt.Sprintf("enabled=%d backlog_limit=%d", st.Enabled, st.BacklogLimit)
 		}
-		return "NETLINK_AUDIT multicast can be joined: Landlock denials are read exactly; run turns kernel audit on while it runs and restores it (now " + state + ")"
+		return "NETLINK_AUDIT multicast can be joined: Landlock denials are read exactly; run turns kernel audit on while it runs and restores it (now " + state + "); " +
+			"sandboxd serve --keep-audit-on keeps it on between commands instead: ~0.4 ms less per command, and meanwhile the machine's other audit records (logins, other programs' denials) are made, read by the daemon and, with no audit daemon, written to the kernel log"
 	}
 	return "NETLINK_AUDIT multicast cannot be joined (needs CAP_AUDIT_READ); boundary detection would rely on seccomp notification"
 }

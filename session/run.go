@@ -130,6 +130,9 @@ type Config struct {
 	// Helper is the separate helper binary Real runs execute (nil: the
 	// process's own executable); cmd/sandboxd finds and checks it.
 	Helper *os.File
+	// Audit is the reader of kernel audit Real runs share (nil: one of
+	// the Runner's own).
+	Audit *sandbox.AuditHub
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -159,7 +162,11 @@ func New(cfg Config) *Runner {
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
 	if r.sandbox == nil {
-		r.sandbox = Real{Audit: sandbox.NewAuditHub(r.log), Ready: cfg.Ready, Filters: sandbox.NewFilters(), Helper: cfg.Helper}
+		hub := cfg.Audit
+		if hub == nil {
+			hub = sandbox.NewAuditHub(r.log)
+		}
+		r.sandbox = Real{Audit: hub, Ready: cfg.Ready, Filters: sandbox.NewFilters(), Helper: cfg.Helper}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()

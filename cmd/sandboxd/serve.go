@@ -59,6 +59,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	questionWait := fs.Duration("question-wait", review.DefaultTimeout, "how long a question for a person waits for an answer before it denies")
 	config := fs.String("config", "", "the machine `configuration` (default: "+machine.DefaultPath+", when it exists)")
 	readyN := fs.Int("ready-helpers", 4, "how many sandbox helpers the daemon keeps started in advance for the users it served last, in all (0: none)")
+	keepAudit := fs.Bool("keep-audit-on", false, "keep kernel audit on between commands, not only while they run (faster by ~0.4 ms a command; see README)")
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
@@ -102,17 +103,15 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	defer cancel()
 	go cancelOnStop(sigs, cancel)
 	log.Info("sandboxd serve: listening", "socket", *socket, "from_service_manager", !made)
-	ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: max(*readyN, 0)}, log)
-	defer ready.Close()
+	ready, hub, helper, stopShared := runShared(*readyN, *keepAudit, log)
+	defer stopShared()
 	m, attach, reserved, err := newMetrics(ctx, *metricsAddr, ready, log)
 	if err != nil {
 		return fail(err)
 	}
-	helper := findHelper()
-	log.Info("sandboxd serve: sandbox helper", "helper", helper.describe())
 	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
-		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File}
+		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m}
 	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
@@ -217,6 +216,27 @@ func daemonSocket(getenv func(string) string) string {
 		return filepath.Clean(s)
 	}
 	return daemon.DefaultSocket
+}
+
+// runShared makes what the daemon's runs share: the pool of helpers
+// started in advance, the separate helper binary, and the reader of
+// kernel audit, which keeps audit on from now until stop when keepAudit
+// says so (otherwise only while a run needs it).
+func runShared(readyN int, keepAudit bool, log *slog.Logger) (*sandbox.ReadyHelpers, *sandbox.AuditHub, helperChoice, func()) {
+	ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: max(readyN, 0)}, log)
+	helper := findHelper()
+	log.Info("sandboxd serve: sandbox helper", "helper", helper.describe())
+	hub := sandbox.NewAuditHub(log)
+	release := func() {}
+	if keepAudit {
+		if held, err := hub.Start(); err != nil {
+			log.Warn("sandboxd serve: kernel audit cannot be kept on; it is on while commands run", "err", err)
+		} else {
+			log.Info("sandboxd serve: kernel audit stays on until the daemon stops (--keep-audit-on)")
+			release = held.Stop
+		}
+	}
+	return ready, hub, helper, func() { ready.Close(); release() }
 }
 
 // cancelOnStop cancels at the first SIGTERM or SIGINT.
