@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -71,6 +72,11 @@ func (st *run) commitLayer(l *sandbox.Layer) (layer.Outcome, error) {
 		return layer.Outcome{}, fmt.Errorf("open the layer: %w", err)
 	}
 	defer upper.Close()
+	if empty, err := dirEmpty(upper); err == nil && empty {
+		// The attempt changed nothing: no commit to record in flight
+		// or to make (layer.Commit would find the same and do nothing).
+		return layer.Outcome{}, nil
+	}
 	spec := &st.plan.spec
 	runID := newID()
 	if st.r.commits != nil {
@@ -159,6 +165,22 @@ func openUpper(l *sandbox.Layer) (*os.File, error) {
 		return nil, err
 	}
 	return os.NewFile(uintptr(fd), "upper"), nil
+}
+
+// dirEmpty reports whether the directory d has no entry, read through a
+// descriptor of its own (d's offset stays where it is).
+func dirEmpty(d *os.File) (bool, error) {
+	fd, err := unix.Openat(int(d.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, err
+	}
+	f := os.NewFile(uintptr(fd), "upper")
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return len(names) == 0 && err == nil, err
 }
 
 // recover finishes or rolls back commits a crash interrupted.
