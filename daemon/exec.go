@@ -244,6 +244,9 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	}
 	out.send(line)
 	d.mark(t0, "report sent")
+	if d.cfg.AfterExec != nil {
+		d.cfg.AfterExec()
+	}
 }
 
 // callerOf is the session.Caller a request describes, checked against

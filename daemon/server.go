@@ -47,7 +47,11 @@ type Config struct {
 	// Observer hears each exec and each answer to a question, for the
 	// daemon's metrics (nil: nobody).
 	Observer Observer
-	Log      *slog.Logger
+	// AfterExec, if set, is called once an exec's report is sent: work
+	// the daemon does for later runs (starting helpers in advance) waits
+	// until then, so it never competes with a run's own.
+	AfterExec func()
+	Log       *slog.Logger
 }
 
 // Observer hears what the daemon did, as counts: no caller, path or

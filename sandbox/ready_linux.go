@@ -27,14 +27,16 @@ import (
 //
 // The pool is bounded (Max helpers in all, PerLaunch for one launch)
 // and shrinks when idle: a helper nobody claimed for Idle is stopped.
-// After a run it serves or misses, the pool starts one for that launch,
-// then, not while the run is being set up.
+// After a run it serves or misses, the pool starts one for that launch
+// when its owner says the run's request is done (Refill): not while a run
+// is being set up or committed.
 type ReadyHelpers struct {
 	log                  *slog.Logger
 	max, perLaunch       int
 	idle                 time.Duration
 	mu                   sync.Mutex
 	ready                map[string][]*readyHelper
+	pending              map[string]launch // ended since the last Refill
 	starting             map[string]int
 	n                    int // ready and starting
 	closed               bool
@@ -74,7 +76,7 @@ func NewReadyHelpers(o ReadyOptions, log *slog.Logger) *ReadyHelpers {
 		o.Idle = 30 * time.Second
 	}
 	return &ReadyHelpers{log: log, max: o.Max, perLaunch: min(o.PerLaunch, o.Max), idle: o.Idle,
-		ready: map[string][]*readyHelper{}, starting: map[string]int{}}
+		ready: map[string][]*readyHelper{}, starting: map[string]int{}, pending: map[string]launch{}}
 }
 
 // ReadyStats are a pool's figures.
@@ -160,6 +162,37 @@ func (p *ReadyHelpers) addCPU(h *helper) {
 	p.mu.Lock()
 	p.cpu += cpu
 	p.mu.Unlock()
+}
+
+// used notes that a run of l has ended, for Refill.
+func (p *ReadyHelpers) used(l launch) {
+	if p == nil || p.max <= 0 {
+		return
+	}
+	key := l.key()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if key != "" && !p.closed {
+		p.pending[key] = l
+	}
+}
+
+// Refill starts, in the background, a helper for each launch whose run
+// ended since the last Refill, within the pool's bounds. Its owner calls
+// it once a request's work is done (a daemon: once the report is sent),
+// so that starting helpers never competes with a run being set up or
+// committed.
+func (p *ReadyHelpers) Refill() {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	pending := p.pending
+	p.pending = map[string]launch{}
+	p.mu.Unlock()
+	for _, l := range pending {
+		p.refill(l)
+	}
 }
 
 // refill starts a helper for l in the background unless the pool holds

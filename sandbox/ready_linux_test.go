@@ -40,6 +40,7 @@ func TestReadyHelpers(t *testing.T) {
 		var out, errs bytes.Buffer
 		spec.Stdin, spec.Stdout, spec.Stderr = strings.NewReader(what), &out, &errs
 		res, err := sandbox.Run(context.Background(), spec, log)
+		pool.Refill()
 		if res.Layer != nil {
 			res.Layer.Close()
 		}
@@ -105,6 +106,10 @@ func TestReadyHelpersIdle(t *testing.T) {
 	if _, err := sandbox.Run(context.Background(), spec, log); err != nil {
 		t.Fatal(err)
 	}
+	if st := pool.Stats(); st.Ready != 0 {
+		t.Fatalf("the pool started a helper before Refill: %+v", st)
+	}
+	pool.Refill()
 	waitReady(t, pool, 1)
 	deadline := time.Now().Add(5 * time.Second)
 	for pool.Stats().Ready > 0 || len(waitingHelpers(t)) > 0 {

@@ -135,9 +135,9 @@ func (r *run) cleanup() {
 	}
 	r.mark("cleaned up")
 	if r.h != nil {
-		// The next run of this launch finds a helper ready; started
-		// now, not while this one was being set up.
-		r.spec.Ready.refill(r.h.launch)
+		// The next run of this launch finds a helper ready (started
+		// when the pool's owner calls Refill).
+		r.spec.Ready.used(r.h.launch)
 	}
 }
 

@@ -113,7 +113,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
 		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
-		QuestionWait: *questionWait, Observer: m}
+		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
 	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
 	attach(d)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
