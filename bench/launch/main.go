@@ -29,20 +29,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
+	"github.com/sandboxd/sandboxd/bench/internal/served"
 	"github.com/sandboxd/sandboxd/bench/internal/stats"
 	"github.com/sandboxd/sandboxd/daemon"
 	"golang.org/x/sys/unix"
@@ -61,10 +58,10 @@ type contender struct {
 	// daemon is the daemon's pid, whose CPU time each run adds to
 	// daemonCPU (0: the run needs none).
 	daemon    int
-	daemonCPU procCPU
-	// metrics is the daemon's metrics address, scraped after the runs
-	// for its pool of ready helpers ("": none).
-	metrics string
+	daemonCPU served.CPU
+	// served is the daemon the run goes through, whose pool of ready
+	// helpers is read after the runs (nil: none, or not this one's).
+	served *served.Daemon
 	// do, if set, is the run, made by the benchmark itself instead of a
 	// process (an agent adapter's request to the daemon's socket).
 	do func() error
@@ -75,9 +72,9 @@ func (c *contender) once(ws string) error {
 	if c.before != nil {
 		c.before()
 	}
-	var d0 procCPU
+	var d0 served.CPU
 	if c.daemon != 0 {
-		d0 = readProcCPU(c.daemon)
+		d0 = served.ReadCPU(c.daemon)
 	}
 	if c.do != nil {
 		var r0, r1 unix.Rusage
@@ -101,8 +98,7 @@ func (c *contender) once(ws string) error {
 		c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	}
 	if c.daemon != 0 {
-		d := readProcCPU(c.daemon).sub(d0)
-		c.daemonCPU.self, c.daemonCPU.children = c.daemonCPU.self+d.self, c.daemonCPU.children+d.children
+		c.daemonCPU = c.daemonCPU.Add(served.ReadCPU(c.daemon).Sub(d0))
 	}
 	return nil
 }
@@ -171,7 +167,7 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 				return err
 			}
 		}
-		c.took, c.cpu, c.daemonCPU = nil, nil, procCPU{}
+		c.took, c.cpu, c.daemonCPU = nil, nil, served.CPU{}
 	}
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
@@ -194,15 +190,20 @@ func printTimes(cs []*contender) {
 		m := stats.Median(c.took)
 		daemon := ""
 		if c.daemon != 0 {
-			per := c.daemonCPU.per(len(c.took))
-			daemon = ms(per.self) + " + " + ms(per.children)
+			per := c.daemonCPU.Per(len(c.took))
+			daemon = ms(per.Self) + " + " + ms(per.Children)
 		}
 		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f | %s | %s |\n", c.name, len(c.took), ms(m),
 			ms(stats.Pct(c.took, 10)), ms(stats.Pct(c.took, 90)), float64(m)/float64(bw), ms(stats.Median(c.cpu)), daemon)
 	}
 	for _, c := range cs {
-		if c.metrics != "" {
-			fmt.Printf("\n`%s`: %s\n", c.name, poolFigures(c.metrics))
+		if c.served != nil {
+			after, err := c.served.Pool()
+			figures := "(no figures: " + fmt.Sprint(err) + ")"
+			if err == nil {
+				figures = served.PoolFigures(nil, after)
+			}
+			fmt.Printf("\n`%s`: %s\n", c.name, figures)
 		}
 	}
 }
@@ -315,48 +316,22 @@ func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender
 	return cs, cleanup, nil
 }
 
-// daemonContender starts `sandboxd serve` on a socket of the benchmark's
-// own and is `sandboxd run --daemon -- true` through it; stop ends the
-// daemon.
+// daemonContender starts `sandboxd serve` of the benchmark's own (with
+// --ready-helpers ready, unless "") and is `sandboxd run --daemon -- true`
+// through it; stop ends the daemon.
 func daemonContender(bin, ws, ready string) (*contender, func(), error) {
-	dir, cleanup, err := scratch.Workspace()
-	if err != nil {
-		return nil, nil, err
-	}
-	metrics, err := freeLoopback()
-	if err != nil {
-		cleanup()
-		return nil, nil, err
-	}
-	socket := filepath.Join(dir, "run", "sandboxd.sock")
-	args := []string{"serve", "--socket", socket, "--metrics-addr", metrics}
+	var args []string
 	name := "sandboxd run --daemon -- true"
 	if ready != "" {
-		args = append(args, "--ready-helpers", ready)
+		args = []string{"--ready-helpers", ready}
 		name = "sandboxd run --daemon -- true, serve --ready-helpers " + ready
 	}
-	d := exec.Command(bin, args...)
-	d.Dir, d.Env = "/", os.Environ()
-	if err := d.Start(); err != nil {
-		cleanup()
+	d, err := served.Start(bin, args...)
+	if err != nil {
 		return nil, nil, err
 	}
-	stop := func() {
-		d.Process.Signal(os.Interrupt)
-		d.Wait()
-		cleanup()
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, nil, fmt.Errorf("the daemon did not listen (it runs as root)")
-		}
-	}
 	return &contender{name: name, argv: []string{bin, "run", "--daemon", "--workspace", ws, "--", "true"},
-		env: []string{"SANDBOXD_SOCKET=" + socket}, daemon: d.Process.Pid, metrics: metrics}, stop, nil
+		env: []string{"SANDBOXD_SOCKET=" + d.Socket}, daemon: d.Pid, served: d}, d.Stop, nil
 }
 
 // adapterContender is an agent adapter's request to d's daemon: POST
@@ -383,44 +358,5 @@ func adapterContender(d *contender, ws string) (*contender, error) {
 		return err
 	}
 	return &contender{name: "adapter's request to the daemon's socket (POST /v1/exec, true)", do: do,
-		daemon: d.daemon, metrics: "", env: d.env}, nil
-}
-
-// freeLoopback is a loopback address with a port free now.
-func freeLoopback() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// poolFigures scrapes a daemon's figures for its pool of ready helpers:
-// its hit rate and the CPU its preparation took, per claim.
-func poolFigures(addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return "(no metrics: " + err.Error() + ")"
-	}
-	defer resp.Body.Close()
-	v := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if ok && strings.HasPrefix(name, "sandboxd_ready_helper") {
-			v[name], _ = strconv.ParseFloat(val, 64)
-		}
-	}
-	hits, misses := v["sandboxd_ready_helper_hits_total"], v["sandboxd_ready_helper_misses_total"]
-	if hits+misses == 0 {
-		return "pool: no claims"
-	}
-	used := hits + v["sandboxd_ready_helper_expired_total"]
-	per := 0.0
-	if used > 0 {
-		per = v["sandboxd_ready_helper_prepare_cpu_seconds_total"] / used * 1000
-	}
-	return fmt.Sprintf("pool: %.0f hits, %.0f misses (hit rate %.1f %%), preparation %.2f ms CPU per helper made",
-		hits, misses, 100*hits/(hits+misses), per)
+		daemon: d.daemon, env: d.env}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
+	"github.com/sandboxd/sandboxd/bench/internal/served"
 	"github.com/sandboxd/sandboxd/bench/internal/stats"
 )
 
@@ -119,10 +120,10 @@ func daemonPhases(n int, bin, ws string) error {
 	}
 	defer d.stop()
 	var runs []phaseRun
-	var before, after procCPU
+	var before, after served.CPU
 	for i := -5; i < n; i++ {
 		if i == 0 {
-			before = readProcCPU(d.cmd.Process.Pid)
+			before = served.ReadCPU(d.cmd.Process.Pid)
 		}
 		cmd := exec.Command(bin, "run", "--daemon", "-v", "--workspace", ws, "--", "true")
 		cmd.Env = append(os.Environ(), "SANDBOXD_SOCKET="+d.socket)
@@ -140,9 +141,9 @@ func daemonPhases(n int, bin, ws string) error {
 			runs = append(runs, r)
 		}
 	}
-	after = readProcCPU(d.cmd.Process.Pid)
+	after = served.ReadCPU(d.cmd.Process.Pid)
 	printPhases("sandboxd run --daemon -v -- true, sandboxd serve -v", runs, true)
-	per := after.sub(before).per(n)
+	per := after.Sub(before).Per(n)
 	printTotals(runs, true, &per)
 	return nil
 }
@@ -225,7 +226,7 @@ func printPhases(title string, runs []phaseRun, viaDaemon bool) {
 // wait said, and with a daemon, the daemon's own CPU per exec from its
 // marks and from /proc (per, averaged over the runs: /proc counts in
 // clock ticks).
-func printTotals(runs []phaseRun, viaDaemon bool, per *procCPU) {
+func printTotals(runs []phaseRun, viaDaemon bool, per *served.CPU) {
 	var wall, cpu, helper, own, daemon []time.Duration
 	for _, r := range runs {
 		wall, cpu, helper = append(wall, r.wall), append(cpu, r.cpu), append(helper, r.helper)
@@ -252,48 +253,14 @@ func printTotals(runs []phaseRun, viaDaemon bool, per *procCPU) {
 		if len(daemon) > 0 {
 			fmt.Printf("| daemon, its exec handler (from `request read` to `report sent`) | | %s |\n", ms(stats.Median(daemon)))
 		}
-		fmt.Printf("| daemon, own, per exec (mean over the runs, /proc/PID/stat; idle time between runs included) | | %s |\n", ms(per.self))
+		fmt.Printf("| daemon, own, per exec (mean over the runs, /proc/PID/stat; idle time between runs included) | | %s |\n", ms(per.Self))
 		fmt.Printf("| helper, with the command | | %s |\n", ms(stats.Median(helper)))
-		fmt.Printf("| daemon's children per exec (mean, /proc/PID/stat: the helpers with their commands) | | %s |\n", ms(per.children))
+		fmt.Printf("| daemon's children per exec (mean, /proc/PID/stat: the helpers with their commands) | | %s |\n", ms(per.Children))
 		return
 	}
 	fmt.Printf("| client (`sandboxd run`), with the helper and the command it waited for | %s | %s |\n", ms(stats.Median(wall)), ms(stats.Median(cpu)))
 	fmt.Printf("| client, own (without its helper) | | %s |\n", ms(stats.Median(own)))
 	fmt.Printf("| helper, with the command | | %s |\n", ms(stats.Median(helper)))
-}
-
-// userHZ is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
-const userHZ = 100
-
-// procCPU is a process's CPU time, its own and its waited-for children's.
-type procCPU struct{ self, children time.Duration }
-
-func (a procCPU) sub(b procCPU) procCPU {
-	return procCPU{self: a.self - b.self, children: a.children - b.children}
-}
-
-func (a procCPU) per(n int) procCPU {
-	return procCPU{self: a.self / time.Duration(n), children: a.children / time.Duration(n)}
-}
-
-// readProcCPU reads /proc/PID/stat's utime, stime, cutime and cstime
-// (zero when it cannot).
-func readProcCPU(pid int) procCPU {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	if err != nil || i < 0 {
-		return procCPU{}
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
-		return procCPU{}
-	}
-	tick := func(s string) time.Duration {
-		v, _ := strconv.ParseInt(s, 10, 64)
-		return time.Duration(v) * time.Second / userHZ
-	}
-	// Fields 14-17 of the line; f[0] is field 3.
-	return procCPU{self: tick(f[11]) + tick(f[12]), children: tick(f[13]) + tick(f[14])}
 }
 
 // loggingDaemon is `sandboxd serve -v` on a socket of the benchmark's

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
+	"github.com/sandboxd/sandboxd/bench/internal/served"
 	"github.com/sandboxd/sandboxd/bench/internal/stats"
 )
 
@@ -64,7 +65,7 @@ type bench struct {
 	bin, ws, reports, base string
 	env                    []string
 	steps                  []step
-	d                      *daemonProc
+	d                      *served.Daemon
 	seq                    int
 	// end is the project's tree and status after the first session;
 	// every session must leave the same.
@@ -75,7 +76,7 @@ type bench struct {
 	// time of the processes it started, with their children.
 	total, cpu [nVariants][]time.Duration
 	// daemonCPU is the daemon's CPU over the timed daemon sessions.
-	daemonCPU procCPU
+	daemonCPU served.CPU
 }
 
 func run(n int, bin string) error {
@@ -109,10 +110,10 @@ func run(n int, bin string) error {
 	if b.base, err = makeProject(ws, b.env); err != nil {
 		return err
 	}
-	if b.d, err = startDaemon(bin); err != nil {
+	if b.d, err = served.Start(bin); err != nil {
 		return err
 	}
-	defer b.d.stop()
+	defer b.d.Stop()
 	load0 := loadAverage()
 	pool0, err := b.measure(n)
 	if err != nil {
@@ -131,7 +132,7 @@ func (b *bench) measure(n int) (map[string]float64, error) {
 			return nil, err
 		}
 	}
-	pool0, err := scrape(b.d.metrics)
+	pool0, err := b.d.Pool()
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func (b *bench) session(v variant, timed bool) error {
 		return err
 	}
 	var total, cpu time.Duration
-	d0 := readProcCPU(b.d.pid)
+	d0 := served.ReadCPU(b.d.Pid)
 	for i, s := range b.steps {
 		took, used, err := b.once(v, s)
 		if err != nil {
@@ -171,7 +172,7 @@ func (b *bench) session(v variant, timed bool) error {
 		b.total[v] = append(b.total[v], total)
 		b.cpu[v] = append(b.cpu[v], cpu)
 		if v == viaDaemon {
-			b.daemonCPU = b.daemonCPU.add(readProcCPU(b.d.pid).sub(d0))
+			b.daemonCPU = b.daemonCPU.Add(served.ReadCPU(b.d.Pid).Sub(d0))
 		}
 	}
 	return nil
@@ -189,7 +190,7 @@ func (b *bench) once(v variant, s step) (time.Duration, time.Duration, error) {
 	switch v {
 	case viaDaemon:
 		argv = append([]string{b.bin, "run", "--daemon", "--report", report, "--workspace", b.ws, "--"}, argv...)
-		env = append(env[:len(env):len(env)], "SANDBOXD_SOCKET="+b.d.socket)
+		env = append(env[:len(env):len(env)], "SANDBOXD_SOCKET="+b.d.Socket)
 	case embedded:
 		argv = append([]string{b.bin, "run", "--no-daemon", "--report", report, "--workspace", b.ws, "--"}, argv...)
 	}
@@ -276,12 +277,16 @@ func (b *bench) print(n int, pool0 map[string]float64, load0 string) {
 		fmt.Printf("| %s | %d | %s | %s | %s | %.2f | %s | %s |\n", v, len(t), sec(m), sec(stats.Pct(t, 10)),
 			sec(stats.Pct(t, 90)), float64(m)/float64(bm), ms((m-bm)/time.Duration(len(b.steps))), sec(stats.Median(b.cpu[v])))
 	}
-	per := b.daemonCPU.per(n)
+	per := b.daemonCPU.Per(n)
 	fmt.Printf("\n%d commands per session; one warm-up session per variant before the %d rounds; "+
 		"CPU is the started processes' own with their children's (user+sys).\n", len(b.steps), n)
 	fmt.Printf("The daemon's CPU per session (mean, /proc/PID/stat, its idle time between the runs included): "+
-		"its own %s + its helpers' with their commands %s.\n", sec(per.self), sec(per.children))
-	fmt.Printf("The daemon's %s.\n", poolFigures(pool0, b.d.metrics))
+		"its own %s + its helpers' with their commands %s.\n", sec(per.Self), sec(per.Children))
+	figures := "pool: no figures"
+	if pool, err := b.d.Pool(); err == nil {
+		figures = served.PoolFigures(pool0, pool)
+	}
+	fmt.Printf("The daemon's %s, over the timed sessions.\n", figures)
 	fmt.Printf("Load average (1, 5, 15 min) before the warm-up: %s; after: %s.\n", load0, loadAverage())
 	fmt.Printf("\n| # | command | bare median | daemon median | daemon − bare | embedded median |\n|---|---|---|---|---|---|\n")
 	for i, s := range b.steps {
