@@ -6,27 +6,32 @@
 // sandboxd's is and is of the same build (the build stamp, checked on
 // every run); otherwise sandboxd re-executes itself as the helper.
 //
-// It is started only by sandboxd, never by a person: any other command
-// line is a usage error.
+// It is started only by sandboxd, never by a person: as the helper, as
+// doctor's namespace probe, or inside a sandbox as the model reviewer's
+// evidence reader (which a run starts as /proc/self/exe, and inside a
+// run that is this binary); any other command line is a usage error.
 package main
 
 import (
 	"fmt"
 	"os"
 
+	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 )
 
 func main() {
 	// Neither returns.
 	if confine.IsHelper(os.Args) {
-		// Executed by its descriptor (/proc/self/fd/N), the kernel names
-		// the process "N": ps and top should say what it is.
-		os.WriteFile("/proc/self/comm", []byte("sandboxd-helper"), 0)
 		confine.Main()
 	}
 	if confine.IsProbe(os.Args) {
 		confine.ProbeMain()
+	}
+	if evidence.IsReader(os.Args) {
+		// The reviewer's reader, run as a command inside a sandbox: the
+		// run executes /proc/self/exe, which inside is this binary.
+		os.Exit(evidence.Reader(os.Stdin, os.Stdout))
 	}
 	fmt.Fprintln(os.Stderr, "sandboxd-helper: sandboxd starts this program for its runs; it takes no command line of its own (run sandboxd instead)")
 	os.Exit(2)
