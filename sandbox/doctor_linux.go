@@ -185,12 +185,7 @@ func probeNamespaces(root bool, uid, gid int, stateDir string, helper *os.File) 
 	// The layer is probed over a tmpfs on /tmp in the child's own mount
 	// namespace, which dies with it.
 	// The probe is the helper a run would start, told this build's stamp.
-	path, exe, err := helperExe(helper, 3)
-	if err != nil {
-		return err, nil, nil
-	}
-	defer exe.Close()
-	cmd := exec.Command(path, wire.ProbeArg, "/tmp", wire.Stamp())
+	cmd := exec.Command(helperPath(helper), wire.ProbeArg, "/tmp", wire.Stamp())
 	cmd.Env, cmd.Dir = []string{}, "/"
 	var probeOut strings.Builder
 	cmd.Stdout = &probeOut
@@ -209,6 +204,11 @@ func probeNamespaces(root bool, uid, gid int, stateDir string, helper *os.File) 
 		return err, nil, nil
 	}
 	if err := cmd.Start(); err != nil {
+		return err, nil, nil
+	}
+	if err := sameBinary(cmd.Process.Pid, helper); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
 		return err, nil, nil
 	}
 	defer func() {

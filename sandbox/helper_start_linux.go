@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/detect"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
 	"golang.org/x/sys/unix"
@@ -133,40 +134,55 @@ func spawnHelper(l launch) (*helper, error) {
 		ExtraFiles:  []*os.File{theirs},
 		SysProcAttr: l.attr,
 	}
-	path, exe, err := helperExe(l.exe, 3+len(h.cmd.ExtraFiles))
-	if err != nil {
-		unix.Close(pair[0])
-		return nil, err
-	}
-	defer exe.Close() // the helper is started, or never will be, when this runs
-	if h.cmd.Path = path; exe != nil {
+	if h.cmd.Path = helperPath(l.exe); l.exe != nil {
 		h.cmd.Args[0] = "sandboxd-helper"
 	}
 	if err := h.start(); err != nil {
 		unix.Close(pair[0])
 		return nil, err
 	}
+	if err := sameBinary(h.cmd.Process.Pid, l.exe); err != nil {
+		h.cleanup()
+		return nil, err
+	}
 	return h, nil
 }
 
-// helperExe is the path a helper (or doctor's probe) is executed by:
-// this process's own executable, or the separate helper binary f by its
-// descriptor (a rename or replacement of the file after the caller
-// checked it changes nothing). The descriptor is a duplicate above every
-// descriptor the child touches before it executes: the child moves its
-// files into 0..files-1 with dup2, and Go moves a clashing one to files,
-// files+1, ... first (at most files of them, and its own pipe), any of
-// which could be f's number. The caller closes the duplicate once the
-// child has started.
-func helperExe(f *os.File, files int) (string, *os.File, error) {
+// helperPath is the program a helper (or doctor's probe) is executed
+// as: this process's own executable, or the separate helper binary f at
+// the path it was checked at (Spec.Helper). By path, not by f's
+// descriptor: a child that executes /proc/self/fd/N after taking the
+// caller's ids in its new user namespace fails now and then with EACCES
+// (1 to 3 in 600 concurrent launches here). The path is safe because its
+// directory and every one above it may be changed by root (or
+// sandboxd's owner) alone, which cmd/sandboxd checked; sameBinary makes
+// sure nothing else ran.
+func helperPath(f *os.File) string {
 	if f == nil {
-		return "/proc/self/exe", nil, nil
+		return "/proc/self/exe"
 	}
-	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 2*files+2)
-	if err != nil {
-		return "", nil, fmt.Errorf("sandbox: helper binary: %w", err)
+	return f.Name()
+}
+
+// sameBinary checks that the started process pid executes the file f
+// (nil: nothing to check): the one checked when sandboxd found it, not
+// one put in its place since (an upgrade, say). The process has done
+// nothing yet: a helper waits for its setup, the probe for its stdin.
+func sameBinary(pid int, f *os.File) error {
+	if f == nil {
+		return nil
 	}
-	return "/proc/self/fd/" + strconv.Itoa(fd), os.NewFile(uintptr(fd), "sandboxd-helper"), nil
+	var want, got unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &want); err != nil {
+		return fmt.Errorf("sandbox: helper binary: %w", err)
+	}
+	if err := unix.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &got); err != nil {
+		return fmt.Errorf("sandbox: helper binary: %w", err)
+	}
+	if got.Dev != want.Dev || got.Ino != want.Ino {
+		return publicerr.New("the sandbox helper (" + f.Name() + ") was replaced since sandboxd checked it; restart sandboxd (install both from one build)")
+	}
+	return nil
 }
 
 // attach ties a started helper to the run of spec: its egress, its

@@ -95,7 +95,10 @@ func openHelper(dir string, owner int, root bool) (f *os.File, why string, refus
 		return nil, helperName + " beside it cannot be opened", true
 	}
 	f = os.NewFile(uintptr(fd), filepath.Join(dir, helperName))
-	if why = helperFault(dfd, fd, owner, root); why != "" {
+	if why = helperFault(dfd, fd, owner, root); why == "" {
+		why = ancestorFault(dir, owner, root)
+	}
+	if why != "" {
 		f.Close()
 		return nil, helperName + " beside it is not used: " + why, true
 	}
@@ -124,6 +127,31 @@ func helperFault(dfd, fd, owner int, root bool) string {
 	return ""
 }
 
+// ancestorFault says which directory above dir someone other than root
+// (or sandboxd's owner) could change, or "" when none: a run executes
+// the helper by its path, so whoever could rename a directory on the way
+// could put another program there.
+func ancestorFault(dir string, owner int, root bool) string {
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return "the directory " + d + " above it cannot be examined"
+		}
+		// A sticky directory (/tmp) lets nobody rename or remove what
+		// others own in it; the owner of what lies below is checked next.
+		why := trustedHelper(st, owner, root)
+		if why == writableWhy && st.Mode&unix.S_ISVTX != 0 {
+			why = ""
+		}
+		if why != "" {
+			return "the directory " + d + " above it " + why
+		}
+		if d == "/" {
+			return ""
+		}
+	}
+}
+
 // trustedHelper says why a file or directory with st may not hold
 // sandboxd's helper, or "" when it may: owned by root or by owner (the
 // owner of sandboxd's own executable, who could replace that one too),
@@ -137,7 +165,10 @@ func trustedHelper(st unix.Stat_t, owner int, root bool) string {
 	case st.Uid != 0 && int(st.Uid) != owner:
 		return fmt.Sprintf("is owned by uid %d, neither root nor sandboxd's owner (uid %d)", st.Uid, owner)
 	case st.Mode&0o022 != 0:
-		return "may be written by its group or others"
+		return writableWhy
 	}
 	return ""
 }
+
+// writableWhy is trustedHelper's reason for a file others may write.
+const writableWhy = "may be written by its group or others"

@@ -22,6 +22,7 @@ func TestOpenHelper(t *testing.T) {
 		owner   int         // the helper's owner (needs root to be other than me)
 		exe     int         // the owner of sandboxd's executable
 		root    bool        // sandboxd runs as root
+		above   os.FileMode // the mode of the directory above bin (0: 0700)
 		used    bool
 		why     string
 		refused bool
@@ -34,6 +35,9 @@ func TestOpenHelper(t *testing.T) {
 		{name: "not executable by all", dirMode: 0o755, mode: 0o700, owner: me, exe: me, why: "not executable by everyone", refused: true},
 		{name: "symlink", dirMode: 0o755, mode: 0o755, link: true, owner: me, exe: me, why: "not a regular file", refused: true},
 		{name: "another owner", dirMode: 0o755, mode: 0o755, owner: other, exe: me, why: "is owned by uid 4242, neither root nor sandboxd's owner", refused: true},
+		{name: "a directory above writable by others", dirMode: 0o755, mode: 0o755, owner: me, exe: me, above: 0o777,
+			why: "above it may be written by its group or others", refused: true},
+		{name: "a sticky directory above", dirMode: 0o755, mode: 0o755, owner: me, exe: me, above: 0o777 | os.ModeSticky, used: true},
 		{name: "sandboxd's owner, not root's, for a root sandboxd", dirMode: 0o755, mode: 0o755, owner: other, exe: other, root: true, why: "not root (sandboxd runs as root)", refused: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,9 +47,14 @@ func TestOpenHelper(t *testing.T) {
 			if me != 0 && tc.root {
 				t.Skip("a root sandboxd's case needs root")
 			}
-			dir := filepath.Join(t.TempDir(), "bin")
+			base := t.TempDir() // in /tmp: sticky, which sandboxd accepts above
+			dir := filepath.Join(base, "bin")
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)
+			}
+			if tc.above != 0 {
+				os.Chmod(base, tc.above)
+				defer os.Chmod(base, 0o700)
 			}
 			if tc.mode != 0 {
 				p := filepath.Join(dir, helperName)
