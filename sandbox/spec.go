@@ -164,10 +164,12 @@ type Spec struct {
 	// (a daemon's); nil: the run reads the caller's cache.
 	Filters *Filters
 	// Helper, if set, is the separate helper binary (sandboxd-helper),
-	// open (O_PATH is enough) and already judged trustworthy by the
-	// caller: the run executes it by this descriptor, so what was checked
-	// is what runs. It must be of this build (wire's stamp): a helper of
-	// another build refuses the run. Nil: this process's own executable
+	// open (O_PATH is enough) under the path it was found at (its Name),
+	// and already judged trustworthy by the caller, that path's
+	// directories included: the run executes that path and then checks
+	// that the process runs this very file (helperPath, sameBinary). It
+	// must be of this build (wire's stamp): a helper of another build
+	// refuses the run. Nil: this process's own executable
 	// (/proc/self/exe) is the helper.
 	Helper *os.File
 	// Signals, if set, are forwarded to the command's process tree while
