@@ -11,7 +11,12 @@
 // daemon's CPU time, its own and its helpers'.
 //
 // With -daemon (root), sandboxd also runs through a daemon of the
-// benchmark's own (sandboxd serve; sandboxd run --daemon).
+// benchmark's own (sandboxd serve; sandboxd run --daemon), once with its
+// pool of ready helpers and once without (serve --ready-helpers 0: every
+// run a miss), each daemon's pool figures printed after the table; and as
+// an agent adapter's request straight to the first daemon's socket (no
+// client process). With -baseline too, the older build's daemon runs
+// beside them.
 //
 // With -phases, the runs are repeated with -v and every phase the
 // client, the daemon, the session, the supervisor and the helper log is
@@ -153,7 +158,7 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 			cs = append(cs, &contender{name: "baseline: " + c.name, argv: append([]string{baseline}, c.argv[1:]...)})
 		}
 	}
-	more, cleanup, err := moreContenders(bin, ws, homeFiles, viaDaemon)
+	more, cleanup, err := moreContenders(bin, baseline, ws, homeFiles, viaDaemon)
 	if err != nil {
 		return err
 	}
@@ -277,7 +282,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Micros
 
 // moreContenders are the optional ones: through a daemon, and with homes
 // of homeFiles files; cleanup ends and removes what they needed.
-func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender, func(), error) {
+func moreContenders(bin, baseline, ws string, homeFiles int, viaDaemon bool) ([]*contender, func(), error) {
 	var cs []*contender
 	var undo []func()
 	cleanup := func() {
@@ -303,6 +308,17 @@ func moreContenders(bin, ws string, homeFiles int, viaDaemon bool) ([]*contender
 			return nil, func() {}, err
 		}
 		cs = append(cs, a)
+		if baseline != "" {
+			// The older build's daemon, as it serves.
+			b, stop, err := daemonContender(baseline, ws, "")
+			if err != nil {
+				cleanup()
+				return nil, func() {}, err
+			}
+			b.name = "baseline: " + b.name
+			undo = append(undo, stop)
+			cs = append(cs, b)
+		}
 	}
 	if homeFiles > 0 {
 		more, stop, err := homeContenders(bin, ws, homeFiles)
