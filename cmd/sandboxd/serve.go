@@ -88,6 +88,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fail(err)
 	}
+	// Before the socket exists: what every run shares (the helper found
+	// and logged) is in place before anyone can connect.
+	ready, hub, helper, stopShared := runShared(*readyN, *keepAudit, log)
+	defer stopShared()
 	ln, tokens, made, err := serveListener(*socket, getenv)
 	if err != nil {
 		return fail(err)
@@ -103,8 +107,6 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	defer cancel()
 	go cancelOnStop(sigs, cancel)
 	log.Info("sandboxd serve: listening", "socket", *socket, "from_service_manager", !made)
-	ready, hub, helper, stopShared := runShared(*readyN, *keepAudit, log)
-	defer stopShared()
 	m, attach, reserved, err := newMetrics(ctx, *metricsAddr, ready, log)
 	if err != nil {
 		return fail(err)
