@@ -41,3 +41,26 @@ func TestFiltersKept(t *testing.T) {
 		t.Fatalf("nil Filters did not read the caller's cache")
 	}
 }
+
+// TestSharedFiltersNeverReadACallersCache: a daemon's Filters serve many
+// callers, so a program is compiled in the process: a file a caller wrote
+// in its own cache never becomes a filter, its own or anyone else's.
+func TestSharedFiltersNeverReadACallersCache(t *testing.T) {
+	state := t.TempDir()
+	spec := &Spec{StateDir: state, UID: os.Getuid(), GID: os.Getgid()}
+	opts := seccomp.Options{Observe: true, UnixSockets: true}
+	want, err := NewFilters().get(spec, opts) // compiles and caches it
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, _ := filepath.Glob(filepath.Join(state, "seccomp", "*.bpf"))
+	if len(cached) != 1 {
+		t.Fatalf("the caller's cache holds %v", cached)
+	}
+	planted := []byte("12345678") // a program of the caller's choosing
+	os.WriteFile(cached[0], planted, 0o600)
+	got, err := NewSharedFilters().get(spec, opts)
+	if err != nil || bytes.Equal(got, planted) || !bytes.Equal(got, want) {
+		t.Fatalf("shared Filters returned %d bytes (planted: %v, compiled: %v), %v", len(got), bytes.Equal(got, planted), bytes.Equal(got, want), err)
+	}
+}

@@ -120,20 +120,29 @@ func buildRuleset(sup landlock.Support, spec *Spec, reads landlock.Carveout, ope
 }
 
 // Filters keeps the seccomp programs a process has compiled or read, by
-// their options, for its runs to share: a daemon's runs then neither
-// build the rules nor read a file for them (~1 ms each, on the way to the
-// helper's confinement). A program depends on its options and on this
-// build alone. nil: each run reads the caller's cache.
+// their options, for its runs to share: its runs then neither build the
+// rules nor read a file for them (~1 ms each, on the way to the helper's
+// confinement). A program depends on its options and on this build
+// alone. nil: each run reads the caller's cache.
 type Filters struct {
 	mu   sync.Mutex
 	byOp map[seccomp.Options][]byte
+	// shared: the runs are many callers' (a daemon's), so a program is
+	// compiled here, never taken from a caller's cache: a file one caller
+	// may write would otherwise become every caller's filter.
+	shared bool
 }
 
-// NewFilters returns an empty Filters.
+// NewFilters returns an empty Filters for the runs of one caller (an
+// embedded run's process): a program may come from that caller's cache.
 func NewFilters() *Filters { return &Filters{byOp: map[seccomp.Options][]byte{}} }
 
-// get returns the program for opts: kept, or from the caller's cache
-// (cachedFilter) and kept.
+// NewSharedFilters returns an empty Filters for the runs of many callers:
+// every program is compiled in this process.
+func NewSharedFilters() *Filters { return &Filters{byOp: map[seccomp.Options][]byte{}, shared: true} }
+
+// get returns the program for opts: kept, else compiled (shared) or from
+// the caller's cache (cachedFilter), and kept.
 func (f *Filters) get(spec *Spec, opts seccomp.Options) ([]byte, error) {
 	if f == nil {
 		return cachedFilter(spec.StateDir, spec.caller(), opts)
@@ -144,7 +153,12 @@ func (f *Filters) get(spec *Spec, opts seccomp.Options) ([]byte, error) {
 	if ok {
 		return prog, nil
 	}
-	prog, err := cachedFilter(spec.StateDir, spec.caller(), opts)
+	var err error
+	if f.shared {
+		prog, err = seccomp.Compile(seccomp.Build(opts))
+	} else {
+		prog, err = cachedFilter(spec.StateDir, spec.caller(), opts)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -133,6 +133,11 @@ type Config struct {
 	// Audit is the reader of kernel audit Real runs share (nil: one of
 	// the Runner's own).
 	Audit *sandbox.AuditHub
+	// Filters keeps the compiled seccomp programs Real runs share (nil:
+	// sandbox.NewFilters, which may take a program from the caller's own
+	// cache: right for a process that serves one caller; a daemon passes
+	// sandbox.NewSharedFilters).
+	Filters *sandbox.Filters
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -166,7 +171,11 @@ func New(cfg Config) *Runner {
 		if hub == nil {
 			hub = sandbox.NewAuditHub(r.log)
 		}
-		r.sandbox = Real{Audit: hub, Ready: cfg.Ready, Filters: sandbox.NewFilters(), Helper: cfg.Helper}
+		filters := cfg.Filters
+		if filters == nil {
+			filters = sandbox.NewFilters()
+		}
+		r.sandbox = Real{Audit: hub, Ready: cfg.Ready, Filters: filters, Helper: cfg.Helper}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()

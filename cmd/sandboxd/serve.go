@@ -113,7 +113,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
-		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub}
+		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub,
+		Filters: sandbox.NewSharedFilters()}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
 	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
