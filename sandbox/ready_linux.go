@@ -274,7 +274,7 @@ func (p *ReadyHelpers) Close() {
 		all = append(all, hs...)
 	}
 	p.ready = map[string][]*readyHelper{}
-	p.n = 0
+	p.n -= len(all) // the spawns under way take theirs off as they end
 	p.mu.Unlock()
 	for _, rh := range all {
 		rh.timer.Stop()

@@ -118,6 +118,9 @@ func helperFault(dfd, fd, owner int, root bool) string {
 	if why := trustedHelper(dst, owner, root); why != "" {
 		return "its directory " + why
 	}
+	if dst.Mode&0o001 == 0 {
+		return "its directory may not be passed through by everyone (a run's helper starts as the caller's uid)"
+	}
 	if why := trustedHelper(st, owner, root); why != "" {
 		return "it " + why
 	}
@@ -145,6 +148,11 @@ func ancestorFault(dir string, owner int, root bool) string {
 		}
 		if why != "" {
 			return "the directory " + d + " above it " + why
+		}
+		if st.Mode&0o001 == 0 {
+			// A run executes the helper by this path as the caller's
+			// uid, which must be let through every directory.
+			return "the directory " + d + " above it may not be passed through by everyone (a run's helper starts as the caller's uid)"
 		}
 		if d == "/" {
 			return ""

@@ -22,7 +22,7 @@ func TestOpenHelper(t *testing.T) {
 		owner   int         // the helper's owner (needs root to be other than me)
 		exe     int         // the owner of sandboxd's executable
 		root    bool        // sandboxd runs as root
-		above   os.FileMode // the mode of the directory above bin (0: 0700)
+		above   os.FileMode // the mode of the directory above bin (0: 0755)
 		used    bool
 		why     string
 		refused bool
@@ -37,6 +37,10 @@ func TestOpenHelper(t *testing.T) {
 		{name: "another owner", dirMode: 0o755, mode: 0o755, owner: other, exe: me, why: "is owned by uid 4242, neither root nor sandboxd's owner", refused: true},
 		{name: "a directory above writable by others", dirMode: 0o755, mode: 0o755, owner: me, exe: me, above: 0o777,
 			why: "above it may be written by its group or others", refused: true},
+		{name: "a directory above others may not pass", dirMode: 0o755, mode: 0o755, owner: me, exe: me, above: 0o750,
+			why: "may not be passed through by everyone", refused: true},
+		{name: "its directory others may not pass", dirMode: 0o750, mode: 0o755, owner: me, exe: me,
+			why: "its directory may not be passed through by everyone", refused: true},
 		{name: "a sticky directory above", dirMode: 0o755, mode: 0o755, owner: me, exe: me, above: 0o777 | os.ModeSticky, used: true},
 		{name: "sandboxd's owner, not root's, for a root sandboxd", dirMode: 0o755, mode: 0o755, owner: other, exe: other, root: true, why: "not root (sandboxd runs as root)", refused: true},
 	} {
@@ -48,6 +52,9 @@ func TestOpenHelper(t *testing.T) {
 				t.Skip("a root sandboxd's case needs root")
 			}
 			base := t.TempDir() // in /tmp: sticky, which sandboxd accepts above
+			// Everyone may pass through, as a run's helper must.
+			os.Chmod(filepath.Dir(base), 0o755)
+			os.Chmod(base, 0o755)
 			dir := filepath.Join(base, "bin")
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				t.Fatal(err)

@@ -167,10 +167,12 @@ func (h *helper) receiveSetup() (s *wire.SetupMsg, cgroupFDs, trees, pipes []int
 // before it exits, so that the supervisor, whose sends would otherwise
 // fail first, reads the reason.
 func (h *helper) checkStamp(m wire.Message, fds []int) {
-	var theirs string
-	if m.Setup != nil {
-		theirs = m.Setup.Stamp
+	if m.Setup == nil {
+		// Nothing of a setup came (an error, a message cut short): the
+		// caller fails the run as a bad setup, not as another build's.
+		return
 	}
+	theirs := m.Setup.Stamp
 	if theirs == wire.Stamp() {
 		return
 	}
