@@ -23,7 +23,7 @@
 //     and the workspace's directories are not synced either), and a
 //     replayed journal whose staged files lost their data would be worse
 //     than a lost one. Durability there is a change to the whole commit.
-//   - kaudit's holder state (kaudit/holder.go): WriteFile. It lives in
+//   - kernelaudit's holder state (kernelaudit/holder.go): WriteFile. It lives in
 //     /run, a tmpfs, and records kernel settings that a reboot resets
 //     anyway: it must outlive a crash of sandboxd, not of the machine.
 //   - the broker's circuit-breaker state (broker/breaker.go): WriteFile. A

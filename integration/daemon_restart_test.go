@@ -12,7 +12,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 	"golang.org/x/sys/unix"
 )
 
@@ -182,7 +182,7 @@ func restartForgets(t *testing.T, e *env, sig syscall.Signal) {
 	}
 	marker := "daemon-restart-" + randHex(6)
 	var groups []string
-	var changed kaudit.Status
+	var changed kernelaudit.Status
 	signalled := make(chan struct{})
 	started := func(client *os.Process) {
 		defer close(signalled)
@@ -192,7 +192,7 @@ func restartForgets(t *testing.T, e *env, sig syscall.Signal) {
 				break
 			}
 		}
-		changed, _ = kaudit.CurrentStatus()
+		changed, _ = kernelaudit.CurrentStatus()
 		d.cmd.Process.Signal(sig)
 	}
 	r := e.sandboxdOpts(runOpts{env: env, started: started}, "run", "--daemon", "-c", "(sleep 300; echo "+marker+") & sleep 300; echo "+marker)
@@ -202,7 +202,7 @@ func restartForgets(t *testing.T, e *env, sig syscall.Signal) {
 	if len(groups) == 0 {
 		t.Fatalf("the run's processes were in no cgroup of sandboxd's\n%s", r)
 	}
-	if audit != nil && (changed.Enabled == 0 || changed.BacklogLimit < kaudit.MinBacklog) {
+	if audit != nil && (changed.Enabled == 0 || changed.BacklogLimit < kernelaudit.MinBacklog) {
 		t.Errorf("the run did not have kernel audit on: enabled=%d backlog=%d", changed.Enabled, changed.BacklogLimit)
 	}
 	if sig == syscall.SIGTERM {
@@ -270,7 +270,7 @@ func runGroups(pid int) []string {
 // auditCheck is the machine's kernel audit settings before a daemon's
 // run changed them. A nil one checks nothing (see auditToChange).
 type auditCheck struct {
-	before kaudit.Status
+	before kernelaudit.Status
 }
 
 // auditToChange is the audit settings before the test, arranged so that
@@ -281,20 +281,20 @@ type auditCheck struct {
 // them restores it, not the daemon).
 func auditToChange(t *testing.T) *auditCheck {
 	t.Helper()
-	if _, err := kaudit.CurrentStatus(); err != nil {
+	if _, err := kernelaudit.CurrentStatus(); err != nil {
 		t.Logf("kernel audit is not reachable (%v): its settings are not checked", err)
 		return nil
 	}
 	var a *auditCheck
-	settled := auditSettled(func(st kaudit.Status) {
+	settled := auditSettled(func(st kernelaudit.Status) {
 		if st.Enabled == 2 {
 			t.Log("kernel audit is locked: its settings are not checked")
 			return
 		}
-		if st.Enabled != 0 && st.BacklogLimit >= kaudit.MinBacklog {
+		if st.Enabled != 0 && st.BacklogLimit >= kernelaudit.MinBacklog {
 			orig := st.BacklogLimit
-			setAuditBacklog(t, kaudit.MinBacklog-1)
-			st.BacklogLimit = kaudit.MinBacklog - 1
+			setAuditBacklog(t, kernelaudit.MinBacklog-1)
+			st.BacklogLimit = kernelaudit.MinBacklog - 1
 			t.Cleanup(func() { putBackBacklog(t, orig) })
 		}
 		t.Logf("kernel audit before the run: enabled=%d backlog=%d", st.Enabled, st.BacklogLimit)
@@ -306,11 +306,11 @@ func auditToChange(t *testing.T) *auditCheck {
 	return a
 }
 
-// auditSettled runs f with the audit settings under kaudit's lock (no
+// auditSettled runs f with the audit settings under kernelaudit's lock (no
 // holder comes or goes meanwhile) when no holder holds them and none
 // left a record of them; it reports whether it did.
-func auditSettled(f func(kaudit.Status)) bool {
-	lock, err := os.OpenFile(filepath.Join(kaudit.DefaultDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+func auditSettled(f func(kernelaudit.Status)) bool {
+	lock, err := os.OpenFile(filepath.Join(kernelaudit.DefaultDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return false
 	}
@@ -318,10 +318,10 @@ func auditSettled(f func(kaudit.Status)) bool {
 	if unix.Flock(int(lock.Fd()), unix.LOCK_EX) != nil || auditHolders() > 0 {
 		return false
 	}
-	if _, err := os.Stat(filepath.Join(kaudit.DefaultDir, "state.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(kernelaudit.DefaultDir, "state.json")); err == nil {
 		return false
 	}
-	st, err := kaudit.CurrentStatus()
+	st, err := kernelaudit.CurrentStatus()
 	if err != nil {
 		return false
 	}
@@ -334,15 +334,15 @@ func auditSettled(f func(kaudit.Status)) bool {
 // lowered limit for the machine's and restores it when it leaves).
 func putBackBacklog(t *testing.T, orig uint32) {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if auditSettled(func(st kaudit.Status) {
-			if st.BacklogLimit == kaudit.MinBacklog-1 {
+		if auditSettled(func(st kernelaudit.Status) {
+			if st.BacklogLimit == kernelaudit.MinBacklog-1 {
 				setAuditBacklog(t, orig)
 			}
 		}) {
 			return
 		}
 	}
-	t.Logf("the audit backlog limit the test lowered is held by other sandboxd processes: it stays at %d, not %d", kaudit.MinBacklog-1, orig)
+	t.Logf("the audit backlog limit the test lowered is held by other sandboxd processes: it stays at %d, not %d", kernelaudit.MinBacklog-1, orig)
 }
 
 // stillChanged fails unless the run's settings are still in force (a
@@ -352,11 +352,11 @@ func (a *auditCheck) stillChanged(t *testing.T) {
 	if a == nil || auditHolders() > 0 {
 		return
 	}
-	st, err := kaudit.CurrentStatus()
+	st, err := kernelaudit.CurrentStatus()
 	if err != nil || st.Enabled == a.before.Enabled && st.BacklogLimit == a.before.BacklogLimit {
 		t.Errorf("after SIGKILL the run's audit settings are gone already (%v): enabled=%d backlog=%d", err, st.Enabled, st.BacklogLimit)
 	}
-	if _, err := os.Stat(filepath.Join(kaudit.DefaultDir, "state.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(kernelaudit.DefaultDir, "state.json")); err != nil {
 		t.Errorf("after SIGKILL there is no record of the original audit settings: %v", err)
 	}
 }
@@ -371,17 +371,17 @@ func (a *auditCheck) restored(t *testing.T, when string) {
 		t.Logf("%d other sandboxd processes hold kernel audit now: the last of them restores it", n)
 		return
 	}
-	st, err := kaudit.CurrentStatus()
+	st, err := kernelaudit.CurrentStatus()
 	if err != nil || st.Enabled != a.before.Enabled || st.BacklogLimit != a.before.BacklogLimit {
 		t.Errorf("kernel audit is not restored after %s (%v): before enabled=%d backlog=%d, now enabled=%d backlog=%d",
 			when, err, a.before.Enabled, a.before.BacklogLimit, st.Enabled, st.BacklogLimit)
 	}
 }
 
-// auditHolders counts the live holders of kernel audit (kaudit's holder
+// auditHolders counts the live holders of kernel audit (kernelaudit's holder
 // files whose lock is taken).
 func auditHolders() int {
-	dir := filepath.Join(kaudit.DefaultDir, "holders")
+	dir := filepath.Join(kernelaudit.DefaultDir, "holders")
 	ents, _ := os.ReadDir(dir)
 	n := 0
 	for _, e := range ents {
@@ -398,7 +398,7 @@ func auditHolders() int {
 }
 
 // setAuditBacklog sets the kernel's audit backlog limit (AUDIT_SET over
-// NETLINK_AUDIT, as kaudit does) and checks that it took.
+// NETLINK_AUDIT, as kernelaudit does) and checks that it took.
 func setAuditBacklog(t *testing.T, n uint32) {
 	t.Helper()
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
@@ -406,8 +406,8 @@ func setAuditBacklog(t *testing.T, n uint32) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
-	st := kaudit.Status{Mask: 0x10, BacklogLimit: n} // AUDIT_STATUS_BACKLOG_LIMIT
-	payload := (*[unsafe.Sizeof(kaudit.Status{})]byte)(unsafe.Pointer(&st))[:]
+	st := kernelaudit.Status{Mask: 0x10, BacklogLimit: n} // AUDIT_STATUS_BACKLOG_LIMIT
+	payload := (*[unsafe.Sizeof(kernelaudit.Status{})]byte)(unsafe.Pointer(&st))[:]
 	b := make([]byte, unix.NLMSG_HDRLEN+len(payload))
 	binenc.NativeEndian.PutUint32(b[0:], uint32(len(b)))
 	binenc.NativeEndian.PutUint16(b[4:], 1001) // AUDIT_SET
@@ -420,7 +420,7 @@ func setAuditBacklog(t *testing.T, n uint32) {
 	tv := unix.Timeval{Sec: 2}
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	unix.Recvfrom(fd, make([]byte, 4096), 0)
-	if now, err := kaudit.CurrentStatus(); err != nil || now.BacklogLimit != n {
+	if now, err := kernelaudit.CurrentStatus(); err != nil || now.BacklogLimit != n {
 		t.Fatalf("the audit backlog limit is %d, not %d: %v", now.BacklogLimit, n, err)
 	}
 }

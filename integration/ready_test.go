@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +78,7 @@ func TestDaemonReadyHelpers(t *testing.T) {
 // needs it, unless the operator asks with --keep-audit-on: then the
 // daemon holds it between commands too, and lets it go when it stops.
 func TestDaemonKeepAuditOn(t *testing.T) {
-	if _, err := kaudit.CurrentStatus(); err != nil {
+	if _, err := kernelaudit.CurrentStatus(); err != nil {
 		t.Skipf("kernel audit is not reachable here (%v)", err)
 	}
 	for _, keep := range []bool{false, true} {
@@ -100,9 +100,9 @@ func TestDaemonKeepAuditOn(t *testing.T) {
 }
 
 // daemonHoldsAudit reports whether process pid holds kernel audit (a
-// locked holder file of its own, kaudit.Acquire's).
+// locked holder file of its own, kernelaudit.Acquire's).
 func daemonHoldsAudit(pid int) bool {
-	dir := filepath.Join(kaudit.DefaultDir, "holders")
+	dir := filepath.Join(kernelaudit.DefaultDir, "holders")
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
 		if !strings.HasPrefix(e.Name(), strconv.Itoa(pid)+"-") {

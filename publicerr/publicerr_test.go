@@ -78,7 +78,7 @@ func TestReasonIsTheOSsWordsOrSandboxds(t *testing.T) {
 		{fmt.Errorf("cgroup: %w", &fs.PathError{Op: "mkdir", Path: "/sys/fs/cgroup/x", Err: syscall.EROFS}), "read-only file system"},
 		{fmt.Errorf("wrapped: %w", fs.ErrNotExist), "no such file or directory"},
 		{Wrap(syscall.EPERM, "the pids controller is not delegated"), "the pids controller is not delegated"},
-		{errors.New("kaudit: netlink message cut short"), Unknown},
+		{errors.New("kernelaudit: netlink message cut short"), Unknown},
 	} {
 		if got := Reason(tc.err); got != tc.want {
 			t.Errorf("Reason(%v) = %q, want %q", tc.err, got, tc.want)

@@ -34,7 +34,7 @@
 // Spec.Stderr; diagnostics to the *slog.Logger).
 //
 // Of sandboxd's packages it imports only atomicfile, boundary, envlist,
-// fsid, kaudit, landlock, pathtree, persist, publicerr, sandbox/detect,
+// fsid, kernelaudit, landlock, pathtree, persist, publicerr, sandbox/detect,
 // sandbox/internal/wire, seccomp and termfilter. It must never import
 // sandbox/confine (the helper, a process of its own), broker,
 // review/..., session, netproxy, openai-go or an HTTP client. It names

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox/internal/wire"
@@ -154,7 +154,7 @@ func auditReachable() bool {
 
 func auditDetail() string {
 	if auditReachable() {
-		st, err := kaudit.CurrentStatus()
+		st, err := kernelaudit.CurrentStatus()
 		state := "unknown"
 		if err == nil {
 			state = fmt.Sprintf("enabled=%d backlog_limit=%d", st.Enabled, st.BacklogLimit)

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/seccomp"
 	"golang.org/x/sys/unix"
@@ -84,12 +84,12 @@ func auditLatency(dir string, n int) ([]time.Duration, error) {
 	for i := 0; i < n; i++ {
 		os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o600)
 	}
-	h, err := kaudit.Acquire(kaudit.DefaultDir)
+	h, err := kernelaudit.Acquire(kernelaudit.DefaultDir)
 	if err != nil {
 		return nil, err
 	}
 	defer h.Release()
-	l, err := kaudit.Listen()
+	l, err := kernelaudit.Listen()
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func auditLatency(dir string, n int) ([]time.Duration, error) {
 		defer close(done)
 		for {
 			typ, text, err := l.Next()
-			if errors.Is(err, kaudit.ErrOverrun) {
+			if errors.Is(err, kernelaudit.ErrOverrun) {
 				continue
 			}
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/machine"
 	"github.com/sandboxd/sandboxd/metrics"
@@ -166,7 +166,7 @@ func activated(getenv func(string) string) (*os.File, error) {
 // flight, each finished or rolled back as its caller. It returns the
 // record of commits in flight the new runner keeps, beside the socket.
 func recoverAtStart(dir string, log *slog.Logger) (*daemon.Commits, error) {
-	switch rec, err := kaudit.Recover(kaudit.DefaultDir); {
+	switch rec, err := kernelaudit.Recover(kernelaudit.DefaultDir); {
 	case err != nil:
 		log.Error("kernel audit: could not restore the settings a killed run left changed", "err", err)
 	case rec.Restored:

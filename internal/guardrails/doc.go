@@ -9,7 +9,7 @@
 // code only (test files may import what their tests need):
 //
 //   - broker never imports sandbox or anything under it, landlock,
-//     seccomp, kaudit, layer, netproxy (nor go-landlock or
+//     seccomp, kernelaudit, layer, netproxy (nor go-landlock or
 //     libseccomp-golang), net/http or another HTTP client; nor
 //     overrides or review, whose interfaces it declares.
 //   - boundary (the boundary vocabulary: surfaces and operations)
@@ -26,7 +26,7 @@
 //     below a directory).
 //   - suggest never imports session, sandbox or review: the report and
 //     the audit log both call it.
-//   - landlock, seccomp, kaudit, sandbox and everything under it, layer,
+//   - landlock, seccomp, kernelaudit, sandbox and everything under it, layer,
 //     persist and netproxy never import broker, review, session or
 //     openai-go.
 //   - the supervisor side (sandbox, sandbox/detect and

@@ -111,7 +111,7 @@ func importRules() []importRule {
 		{
 			name: "broker never imports the sandbox, its enforcement, netproxy or an HTTP client",
 			from: ours("broker"),
-			forbid: anyOf(ours("sandbox", "landlock", "seccomp", "kaudit", "layer", "netproxy"),
+			forbid: anyOf(ours("sandbox", "landlock", "seccomp", "kernelaudit", "layer", "netproxy"),
 				libLandlock, libSeccomp, httpClient),
 		},
 		{
@@ -188,7 +188,7 @@ func importRules() []importRule {
 		},
 		{
 			name:   "enforcement packages never import broker, review, session or openai-go",
-			from:   ours("landlock", "seccomp", "kaudit", "sandbox", "layer", "persist", "netproxy"),
+			from:   ours("landlock", "seccomp", "kernelaudit", "sandbox", "layer", "persist", "netproxy"),
 			forbid: anyOf(ours("broker", "review", "session"), openai),
 		},
 		{

@@ -53,7 +53,7 @@ func TestOwnErrorPrefixes(t *testing.T) {
 	for _, p := range prefixes {
 		have[p] = true
 	}
-	for _, want := range []string{"landlock", "sandbox", "layer", "cgroup", "kaudit"} {
+	for _, want := range []string{"landlock", "sandbox", "layer", "cgroup", "kernelaudit"} {
 		if !have[want] {
 			t.Errorf("the module's error prefixes %q lack %q", prefixes, want)
 		}

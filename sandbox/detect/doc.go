@@ -24,7 +24,7 @@
 // (boundary.Key).
 //
 // It is used by the supervisor (package sandbox), and by the helper for
-// OpenDiag alone. Of sandboxd's packages it imports only boundary, kaudit,
+// OpenDiag alone. Of sandboxd's packages it imports only boundary, kernelaudit,
 // landlock, netdest, pathtree, publicerr and seccomp; it names denials in the
 // boundary vocabulary (Surface, Operation) and never touches the grant
 // store or a request. It must never import sandbox/confine, broker, review/...,

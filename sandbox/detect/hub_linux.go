@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
@@ -19,9 +19,9 @@ import (
 // them once and hands each run the records of the Landlock domain its
 // helper announced, and nothing else.
 //
-// The reader (and with it the kaudit holder that keeps kernel audit on)
+// The reader (and with it the kernelaudit holder that keeps kernel audit on)
 // runs only while some run is between Start and Stop: the first Start
-// opens it, the last Stop closes it and restores what kaudit changed,
+// opens it, the last Stop closes it and restores what kernelaudit changed,
 // as a run with a reader of its own always did. A Hub therefore needs no
 // Close and holds nothing while idle. It is safe for concurrent use.
 //
@@ -80,8 +80,8 @@ type HubStats struct {
 // source is where a Hub reads records: the audit multicast group, or a
 // test's records.
 type source interface {
-	// Next returns the next record; kaudit.ErrOverrun when records were
-	// lost, kaudit.ErrClosed once Close was called.
+	// Next returns the next record; kernelaudit.ErrOverrun when records were
+	// lost, kernelaudit.ErrClosed once Close was called.
 	Next() (typ int, text string, err error)
 	// Close ends reading (a blocked Next returns) and gives back what
 	// the source holds.
@@ -100,7 +100,7 @@ const (
 	defaultLimbo = 64
 )
 
-// NewHub returns a Hub that reads kernel audit (see kaudit), and logs
+// NewHub returns a Hub that reads kernel audit (see kernelaudit), and logs
 // to log.
 func NewHub(log *slog.Logger) *Hub {
 	return newHub(log, openKernel, kernelLost)
@@ -114,19 +114,19 @@ func newHub(log *slog.Logger, open func() (source, error), lost func() (uint32, 
 		live: map[*Audit]struct{}{}, byPid: map[int]*Audit{}, byDomain: map[string]*Audit{}}
 }
 
-// kernelSource is the audit multicast group, read while a kaudit holder
+// kernelSource is the audit multicast group, read while a kernelaudit holder
 // keeps kernel audit on.
 type kernelSource struct {
-	holder *kaudit.Holder
-	lis    *kaudit.Listener
+	holder *kernelaudit.Holder
+	lis    *kernelaudit.Listener
 }
 
 func openKernel() (source, error) {
-	h, err := kaudit.Acquire(kaudit.DefaultDir)
+	h, err := kernelaudit.Acquire(kernelaudit.DefaultDir)
 	if err != nil {
 		return nil, err
 	}
-	l, err := kaudit.Listen()
+	l, err := kernelaudit.Listen()
 	if err != nil {
 		h.Release()
 		return nil, err
@@ -142,7 +142,7 @@ func (k *kernelSource) Close() error {
 }
 
 func kernelLost() (uint32, error) {
-	st, err := kaudit.CurrentStatus()
+	st, err := kernelaudit.CurrentStatus()
 	return st.Lost, err
 }
 
@@ -248,13 +248,13 @@ func (h *Hub) read(src source, done chan struct{}) {
 	for {
 		typ, text, err := src.Next()
 		switch {
-		case errors.Is(err, kaudit.ErrOverrun):
+		case errors.Is(err, kernelaudit.ErrOverrun):
 			h.mu.Lock()
 			h.stats.Overruns++
 			h.loseLocked(h.liveLocked(), "the kernel dropped audit records during the run")
 			h.mu.Unlock()
 			continue
-		case errors.Is(err, kaudit.ErrClosed):
+		case errors.Is(err, kernelaudit.ErrClosed):
 			return
 		case err != nil:
 			h.log.Warn("kernel audit reader failed", "err", err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxd/sandboxd/kaudit"
+	"github.com/sandboxd/sandboxd/kernelaudit"
 )
 
 // fakeKernel hands a Hub records a test writes, as the audit multicast
@@ -41,7 +41,7 @@ func (s *fakeSource) Next() (int, string, error) {
 	case r := <-s.k.recs:
 		return r.typ, r.text, r.err
 	case <-s.closed:
-		return 0, "", kaudit.ErrClosed
+		return 0, "", kernelaudit.ErrClosed
 	}
 }
 
@@ -186,7 +186,7 @@ func TestHubLosses(t *testing.T) {
 	}{
 		{name: "nothing lost", announceB: true},
 		{name: "overrun: every live run", announceB: true, act: func(h *Hub, k *fakeKernel) {
-			k.send(fakeRec{err: kaudit.ErrOverrun})
+			k.send(fakeRec{err: kernelaudit.ErrOverrun})
 		}, wantA: -1, wantB: -1, whyA: "dropped"},
 		{name: "kernel lost counter rose", announceB: true, act: func(h *Hub, k *fakeKernel) {
 			k.lostCount.Add(1)
@@ -214,11 +214,11 @@ func TestHubLosses(t *testing.T) {
 		}, wantA: -1, whyA: "second"},
 		// The reader's error is logged; the reason has its errno only.
 		{name: "reader failed", announceB: true, act: func(h *Hub, k *fakeKernel) {
-			k.recs <- fakeRec{err: fmt.Errorf("kaudit: receive: %w", syscall.EIO)}
+			k.recs <- fakeRec{err: fmt.Errorf("kernelaudit: receive: %w", syscall.EIO)}
 			<-h.done
 		}, wantA: -1, wantB: -1, whyA: "the kernel audit reader failed (input/output error)"},
 		{name: "reader failed, no errno", announceB: true, act: func(h *Hub, k *fakeKernel) {
-			k.recs <- fakeRec{err: errors.New("kaudit: boom")}
+			k.recs <- fakeRec{err: errors.New("kernelaudit: boom")}
 			<-h.done
 		}, wantA: -1, wantB: -1, whyA: "the kernel audit reader failed (an internal error)"},
 		{name: "buffer full: counted exactly", announceB: true, keep: 4, act: func(h *Hub, k *fakeKernel) {
@@ -272,7 +272,7 @@ func TestHubLosses(t *testing.T) {
 func TestHubLossOnlyForLiveRuns(t *testing.T) {
 	h, k := newFakeHub()
 	a := start(t, h, 10)
-	k.send(fakeRec{err: kaudit.ErrOverrun})
+	k.send(fakeRec{err: kernelaudit.ErrOverrun})
 	b := start(t, h, 20)
 	k.send(append(announce("a1", 10), probe("a1", 10))...)
 	k.send(append(announce("b2", 20), read("b2", "/b"), probe("b2", 20))...)

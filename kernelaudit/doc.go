@@ -1,4 +1,4 @@
-// Package kaudit talks to the kernel's audit subsystem over NETLINK_AUDIT:
+// Package kernelaudit talks to the kernel's audit subsystem over NETLINK_AUDIT:
 // it turns auditing on for as long as some sandboxd run needs Landlock's
 // denial records, restores what it changed when the last such run ends,
 // and reads the records from the audit multicast group.
@@ -18,4 +18,4 @@
 //
 // This package knows nothing of sandboxes or reviewers. Of sandboxd's
 // packages it imports only atomicfile.
-package kaudit
+package kernelaudit

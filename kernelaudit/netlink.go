@@ -1,4 +1,4 @@
-package kaudit
+package kernelaudit
 
 import (
 	"encoding/binary"
@@ -39,7 +39,7 @@ type Status struct {
 }
 
 // ErrPermission means the caller lacks CAP_AUDIT_CONTROL or CAP_AUDIT_READ.
-var ErrPermission = errors.New("kaudit: not permitted (needs root: CAP_AUDIT_CONTROL and CAP_AUDIT_READ)")
+var ErrPermission = errors.New("kernelaudit: not permitted (needs root: CAP_AUDIT_CONTROL and CAP_AUDIT_READ)")
 
 // conn is a unicast control socket.
 type conn struct {
@@ -50,11 +50,11 @@ type conn struct {
 func dial() (*conn, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_AUDIT)
 	if err != nil {
-		return nil, fmt.Errorf("kaudit: socket: %w", err)
+		return nil, fmt.Errorf("kernelaudit: socket: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("kaudit: bind: %w", err)
+		return nil, fmt.Errorf("kernelaudit: bind: %w", err)
 	}
 	tv := unix.Timeval{Sec: 2}
 	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
@@ -75,7 +75,7 @@ func (c *conn) request(typ uint16, flags uint16, payload []byte) (uint32, error)
 		if errors.Is(err, unix.EPERM) {
 			return 0, ErrPermission
 		}
-		return 0, fmt.Errorf("kaudit: send: %w", err)
+		return 0, fmt.Errorf("kernelaudit: send: %w", err)
 	}
 	return seq, nil
 }
@@ -87,11 +87,11 @@ func (c *conn) reply(seq uint32) (uint16, []byte, error) {
 	for {
 		n, _, err := unix.Recvfrom(c.fd, buf, 0)
 		if err != nil {
-			return 0, nil, fmt.Errorf("kaudit: receive: %w", err)
+			return 0, nil, fmt.Errorf("kernelaudit: receive: %w", err)
 		}
 		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
 		if err != nil {
-			return 0, nil, fmt.Errorf("kaudit: parse: %w", err)
+			return 0, nil, fmt.Errorf("kernelaudit: parse: %w", err)
 		}
 		for _, m := range msgs {
 			if m.Header.Seq != seq {
@@ -99,13 +99,13 @@ func (c *conn) reply(seq uint32) (uint16, []byte, error) {
 			}
 			if m.Header.Type == unix.NLMSG_ERROR {
 				if len(m.Data) < 4 {
-					return 0, nil, errors.New("kaudit: short netlink error")
+					return 0, nil, errors.New("kernelaudit: short netlink error")
 				}
 				if code := int32(binary.NativeEndian.Uint32(m.Data)); code != 0 {
 					if unix.Errno(-code) == unix.EPERM {
 						return 0, nil, ErrPermission
 					}
-					return 0, nil, fmt.Errorf("kaudit: %w", unix.Errno(-code))
+					return 0, nil, fmt.Errorf("kernelaudit: %w", unix.Errno(-code))
 				}
 			}
 			return m.Header.Type, m.Data, nil
@@ -147,10 +147,10 @@ func (c *conn) set(mask uint32, want Status) error {
 		return err
 	}
 	if mask&maskEnabled != 0 && got.Enabled != want.Enabled {
-		return fmt.Errorf("kaudit: audit enabled is %d, wanted %d", got.Enabled, want.Enabled)
+		return fmt.Errorf("kernelaudit: audit enabled is %d, wanted %d", got.Enabled, want.Enabled)
 	}
 	if mask&maskBacklogLimit != 0 && got.BacklogLimit != want.BacklogLimit {
-		return fmt.Errorf("kaudit: backlog limit is %d, wanted %d", got.BacklogLimit, want.BacklogLimit)
+		return fmt.Errorf("kernelaudit: backlog limit is %d, wanted %d", got.BacklogLimit, want.BacklogLimit)
 	}
 	return nil
 }

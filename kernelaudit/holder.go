@@ -1,4 +1,4 @@
-package kaudit
+package kernelaudit
 
 import (
 	"crypto/rand"
@@ -17,6 +17,8 @@ import (
 // DefaultDir is where holders coordinate: machine-wide and root-only. A
 // state file left there by a holder that crashed before a reboot is
 // recognised (audit is off again) and discarded.
+// The directory keeps the package's former name: a daemon of an earlier
+// build may have left a holder's state there, and the next must find it.
 const DefaultDir = "/run/sandboxd/kaudit"
 
 // MinBacklog is the backlog limit Landlock's records need under bursts.
@@ -42,7 +44,7 @@ func Acquire(dir string) (*Holder, error) {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, ErrPermission
 		}
-		return nil, fmt.Errorf("kaudit: %w", err)
+		return nil, fmt.Errorf("kernelaudit: %w", err)
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
@@ -168,11 +170,11 @@ func restoreSaved(dir string) (*saved, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kaudit: %w", err)
+		return nil, fmt.Errorf("kernelaudit: %w", err)
 	}
 	var s saved
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("kaudit: state file: %w", err)
+		return nil, fmt.Errorf("kernelaudit: state file: %w", err)
 	}
 	c, err := dial()
 	if err != nil {
@@ -185,7 +187,7 @@ func restoreSaved(dir string) (*saved, error) {
 		}
 	}
 	if err := os.Remove(statePath); err != nil {
-		return nil, fmt.Errorf("kaudit: %w", err)
+		return nil, fmt.Errorf("kernelaudit: %w", err)
 	}
 	return &s, nil
 }
@@ -194,11 +196,11 @@ func restoreSaved(dir string) (*saved, error) {
 func lockDir(dir string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("kaudit: lock: %w", err)
+		return nil, fmt.Errorf("kernelaudit: lock: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("kaudit: lock: %w", err)
+		return nil, fmt.Errorf("kernelaudit: lock: %w", err)
 	}
 	done := false
 	return func() {
@@ -216,12 +218,12 @@ func newHolderFile(dir string) (*os.File, error) {
 	p := filepath.Join(dir, "holders", fmt.Sprintf("%d-%s", os.Getpid(), hex.EncodeToString(r[:])))
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("kaudit: holder: %w", err)
+		return nil, fmt.Errorf("kernelaudit: holder: %w", err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		os.Remove(p)
-		return nil, fmt.Errorf("kaudit: holder lock: %w", err)
+		return nil, fmt.Errorf("kernelaudit: holder lock: %w", err)
 	}
 	return f, nil
 }
@@ -250,7 +252,7 @@ func pruneHolders(dir string) int {
 // writeState replaces the state file; not synced (see Acquire).
 func writeState(path string, b []byte) error {
 	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
-		return fmt.Errorf("kaudit: %w", err)
+		return fmt.Errorf("kernelaudit: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package kaudit
+package kernelaudit
 
 import (
 	"encoding/binary"
@@ -32,7 +32,7 @@ const rcvBuf = 32 << 20
 func Listen() (*Listener, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_AUDIT)
 	if err != nil {
-		return nil, fmt.Errorf("kaudit: socket: %w", err)
+		return nil, fmt.Errorf("kernelaudit: socket: %w", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvBuf); err != nil {
 		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf)
@@ -42,13 +42,13 @@ func Listen() (*Listener, error) {
 		if errors.Is(err, unix.EPERM) {
 			return nil, ErrPermission
 		}
-		return nil, fmt.Errorf("kaudit: join multicast: %w", err)
+		return nil, fmt.Errorf("kernelaudit: join multicast: %w", err)
 	}
 	return &Listener{f: os.NewFile(uintptr(fd), "audit-multicast"), buf: make([]byte, 1<<16)}, nil
 }
 
 // ErrClosed is returned by Next after Close.
-var ErrClosed = errors.New("kaudit: listener closed")
+var ErrClosed = errors.New("kernelaudit: listener closed")
 
 // Next returns the next record's type and text. ENOBUFS from the kernel
 // (records were dropped) is returned as ErrOverrun; reading can go on.
@@ -61,7 +61,7 @@ func (l *Listener) Next() (int, string, error) {
 		case errors.Is(err, os.ErrClosed):
 			return 0, "", ErrClosed
 		case err != nil:
-			return 0, "", fmt.Errorf("kaudit: receive: %w", err)
+			return 0, "", fmt.Errorf("kernelaudit: receive: %w", err)
 		case n == 0:
 			return 0, "", ErrClosed
 		}
@@ -94,7 +94,7 @@ func splitDatagram(b []byte) []record {
 }
 
 // ErrOverrun means the socket's buffer overflowed and records were lost.
-var ErrOverrun = errors.New("kaudit: records were lost (receive buffer overrun)")
+var ErrOverrun = errors.New("kernelaudit: records were lost (receive buffer overrun)")
 
 // Close stops the listener; a blocked Next returns ErrClosed.
 func (l *Listener) Close() error { return l.f.Close() }

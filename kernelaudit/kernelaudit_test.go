@@ -1,4 +1,4 @@
-package kaudit
+package kernelaudit
 
 import (
 	"encoding/binary"
