@@ -162,6 +162,7 @@ func (b *Broker) DecideAgain(ctx context.Context, req grants.Request) Result {
 }
 
 func (b *Broker) decideCounted(ctx context.Context, req grants.Request, count bool) Result {
+	ctx, _ = withTrace(ctx)
 	return b.count(ctx, req, b.settle(ctx, req, b.decide(ctx, req)), count)
 }
 
@@ -203,7 +204,7 @@ func (b *Broker) count(ctx context.Context, req grants.Request, res Result, coun
 // settle records the decision and, for an allow, issues and records its
 // grant; a failure of either turns the allow into a deny.
 func (b *Broker) settle(ctx context.Context, req grants.Request, d Decision) Result {
-	if err := b.record(ctx, AuditEvent{Kind: AuditDecision, Request: req, Decision: d}); err != nil {
+	if err := b.record(ctx, traceOf(ctx).fill(AuditEvent{Kind: AuditDecision, Request: req, Decision: d})); err != nil {
 		if d.Outcome != Allow {
 			return Result{Decision: d}
 		}
@@ -245,6 +246,7 @@ func (b *Broker) issue(req grants.Request) (grants.Grant, error) {
 // is exchanged for one bound to the addresses too. The breaker counts a
 // denial here like any other.
 func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request) Result {
+	ctx, t := withTrace(ctx)
 	byName := req
 	byName.Addresses = nil
 	d := b.checkResolved(req)
@@ -258,7 +260,7 @@ func (b *Broker) Resolved(ctx context.Context, token string, req grants.Request)
 	}
 	if d.Outcome != Allow {
 		b.cfg.Grants.Revoke(token)
-		b.record(ctx, AuditEvent{Kind: AuditDecision, Request: req, Decision: d})
+		b.record(ctx, t.fill(AuditEvent{Kind: AuditDecision, Request: req, Decision: d}))
 		return b.count(ctx, req, Result{Decision: d}, true)
 	}
 	if err := b.Consume(ctx, token, byName); err != nil {
@@ -667,7 +669,11 @@ func (b *Broker) recordDenial(ctx context.Context, req grants.Request, d Decisio
 // exact request comes first (it is that person's answer, given ahead),
 // even in a lockdown; a model's own deny is recorded for one.
 func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lockWhy string) Decision {
+	t := traceOf(ctx)
+	defer t.reviewed()
 	if b.overridden(ctx, req) {
+		t.override = true
+		b.record(ctx, AuditEvent{Kind: AuditOverrideUsed, Request: req, RequestHash: req.Hash()})
 		return overrideDecision()
 	}
 	person, away := false, ""
@@ -687,6 +693,8 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 		d, err := b.modelReview(ctx, req)
 		if err == nil {
 			d = consistent(d, SourceReviewer)
+			model := d
+			t.model = &model
 			if d.Outcome == Deny && person && takesDenials(b.cfg.Person) {
 				d = b.deferToPerson(ctx, req, d)
 			}
@@ -700,6 +708,8 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 			// fault as a judgement.
 			fallback.Rationale += ": " + why
 		}
+		t.fault = fallback.Rationale
+		b.record(ctx, AuditEvent{Kind: AuditReviewFault, Request: req, Fault: t.fault})
 	}
 	if !person {
 		return fallback

@@ -170,6 +170,12 @@ const (
 	AuditGrantIssued   AuditKind = "grant_issued"
 	AuditGrantConsumed AuditKind = "grant_consumed"
 	AuditGrantRejected AuditKind = "grant_rejected"
+	// AuditReviewFault: the model reviewer failed (Fault says how); the
+	// decision that followed is recorded on its own.
+	AuditReviewFault AuditKind = "review_fault"
+	// AuditOverrideUsed: a person's one-use override (sandboxd approve
+	// or break-glass) decided this request.
+	AuditOverrideUsed AuditKind = "override_used"
 	// AuditBreakerTripped: this decision locked its session down.
 	AuditBreakerTripped AuditKind = "breaker_tripped"
 )
@@ -187,6 +193,15 @@ type AuditEvent struct {
 	// Expired, that it had expired.
 	Why     string
 	Expired bool
+	// Model is the model reviewer's own verdict on this request, set
+	// on a decision the model judged (a person may have decided after
+	// it); Fault says why the model reviewer failed; Override, that a
+	// person's override decided; Took, how long the reviewers took
+	// (zero when none was asked).
+	Model    *Decision
+	Fault    string
+	Override bool
+	Took     time.Duration
 }
 
 // Result is a decision and, for an allow of a grantable surface, its
