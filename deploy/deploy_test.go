@@ -28,6 +28,7 @@ var metrics = map[string]metric{
 	"sandboxd_proxy_bytes_total":                      {labels: []string{"direction"}},
 	"sandboxd_circuit_breaker_trips_total":            {},
 	"sandboxd_detection_lost_total":                   {},
+	"sandboxd_audit_write_failures_total":             {},
 	"sandboxd_active_execs":                           {},
 	"sandboxd_pending_questions":                      {},
 	"sandboxd_ready_helpers":                          {},

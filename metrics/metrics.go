@@ -34,6 +34,7 @@ type Metrics struct {
 	proxyBytes     *prometheus.CounterVec
 	breakerTrips   prometheus.Counter
 	detectionLost  prometheus.Counter
+	auditFailures  prometheus.Counter
 }
 
 // Build names the build, for sandboxd_build_info.
@@ -77,6 +78,7 @@ func New(b Build, g Gauges) *Metrics {
 	m.proxyConns = f.counterVec("sandboxd_proxy_connections_total", "Connections the runs' egress proxies decided for a destination, by decision and way in (http, connect, socks, capture, capture-http).", "decision", "via")
 	m.proxyBytes = f.counterVec("sandboxd_proxy_bytes_total", "Bytes through the runs' egress proxies, by direction (up: from the command, down: to it).", "direction")
 	m.breakerTrips = f.counter("sandboxd_circuit_breaker_trips_total", "Sessions locked down by their circuit breaker.")
+	m.auditFailures = f.counter("sandboxd_audit_write_failures_total", "Records the audit log could not take: each allow among them was denied (source error).")
 	m.detectionLost = f.counter("sandboxd_detection_lost_total", "Denials the kernel counted that no run received, or runs whose count never came (each counted as one).")
 	f.gauge("sandboxd_active_execs", "Commands running through the daemon now.", g.ActiveExecs)
 	f.gauge("sandboxd_pending_questions", "Questions waiting for a person now.", g.PendingQuestions)
@@ -183,6 +185,7 @@ func (m *Metrics) Exec(rep *session.Report, took time.Duration) {
 	if rep.SetupMS > 0 {
 		m.execSetup.Observe(rep.SetupMS / 1000)
 	}
+	m.auditFailures.Add(float64(rep.AuditFailures))
 	if d := rep.Detection; d != nil && d.Lost != 0 {
 		m.detectionLost.Add(float64(max(d.Lost, 1)))
 	}
@@ -195,6 +198,10 @@ func (m *Metrics) Exec(rep *session.Report, took time.Duration) {
 		m.proxyBytes.WithLabelValues("down").Add(float64(e.BytesDown))
 	}
 }
+
+// AuditWriteFailed counts a record of the daemon's own (its start or
+// stop) that the audit log could not take.
+func (m *Metrics) AuditWriteFailed() { m.auditFailures.Inc() }
 
 // execOutcome is an exec's outcome label.
 func execOutcome(rep *session.Report) string {

@@ -33,6 +33,8 @@ const workspaceFile = ".sandboxd.toml"
 // plan is everything one run decided before its first attempt.
 type plan struct {
 	ws, cwd string
+	// audit records the run's decisions and grant events.
+	audit *runAudit
 	// wsFrom says how ws was chosen; wsNote why a root found above the
 	// working directory was not taken.
 	wsFrom, wsNote string
@@ -237,6 +239,10 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		return nil, err
 	}
 	p.reviewer, p.model = info, model
+	p.audit = &runAudit{also: r.auditor}
+	if r.auditLog != nil {
+		p.audit.log = r.auditLog(c.UID, envSecrets(c, p.policy.Review, p.policy.EnvDeny, p.policy.EnvAllow))
+	}
 	var rules broker.Rules
 	for _, set := range []struct {
 		in  []string
@@ -275,7 +281,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		Grants:      r.grants,
 		Model:       model,
 		Person:      person,
-		Auditor:     r.auditor,
+		Auditor:     p.audit,
 		Log:         r.log,
 		Grantable: func(req grants.Request) (bool, string) {
 			if req.Surface == boundary.Network && req.Held {

@@ -59,6 +59,9 @@ type Report struct {
 	Retry *Retry `json:"retry,omitempty"`
 	// Reviewer says who could review the run's boundaries.
 	Reviewer *ReviewerInfo `json:"reviewer,omitempty"`
+	// AuditFailures counts the records the audit log could not take in
+	// this run: each allow among them was denied (source error).
+	AuditFailures int `json:"audit_failures,omitempty"`
 	// Error is the public sentence for a run sandboxd itself failed
 	// (exit status 125).
 	Error string `json:"error,omitempty"`

@@ -88,6 +88,10 @@ type Config struct {
 	Grants *grants.Store
 	// Auditor records every decision and grant event (nil: none).
 	Auditor broker.Auditor
+	// AuditLog opens the audit log's recorder for a caller's run (nil:
+	// no audit log). Its records come before the Auditor's, and one it
+	// cannot take denies what it would have allowed.
+	AuditLog AuditFactory
 	// Reserved are sandboxd's own listeners (the daemon's, metrics, the
 	// approvals page): no run's proxy, resolver or model reviewer
 	// connects to them, whatever the rules say, at any of the host's
@@ -145,6 +149,7 @@ type Runner struct {
 	sandbox  Sandbox
 	grants   *grants.Store
 	auditor  broker.Auditor
+	auditLog AuditFactory
 	reserved func(netip.AddrPort) bool
 	hidden   []string
 	models   ModelFactory
@@ -162,7 +167,7 @@ type Runner struct {
 
 // New returns a Runner.
 func New(cfg Config) *Runner {
-	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, log: logger(cfg.Log),
+	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, auditLog: cfg.AuditLog, log: logger(cfg.Log),
 		reserved: ownListener(cfg.Reserved), models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
@@ -277,8 +282,9 @@ func (st *run) start() (*Report, error) {
 // use and its egress proxy serving them.
 func (st *run) execute(body func() error) (*Report, error) {
 	defer st.useCache()()
-	// Deferred before the proxy's end, so it runs after it: every
+	// Deferred before the proxy's end, so they run after it: every
 	// decision is final by then.
+	defer st.auditFailures()
 	defer st.suggestRules()
 	if e := st.plan.spec.Egress; e != nil {
 		px, err := st.newProxy()
@@ -502,6 +508,7 @@ func (st *run) noteAttempt(out sandbox.Result) {
 	st.rep.Detection = &det
 	if out.Detection.Lost != 0 {
 		st.warn("some denials may not have been seen (" + out.Detection.Why + ")")
+		st.plan.audit.lost(st.ctx, st.plan.session, strings.Join(st.job.Argv, " "), out.Detection.Lost)
 	}
 	if out.TimedOut {
 		st.ev.Event(Event{Kind: KindTimedOut, Attempt: st.attempt, Reason: st.job.Timeout.String()})
@@ -518,6 +525,16 @@ func (st *run) noteAttempt(out sandbox.Result) {
 
 // mark logs a phase of the run for -v (sandbox.LogPhase).
 func (st *run) mark(what string) { sandbox.LogPhase(st.r.log, "session", what, st.t0) }
+
+// auditFailures reports the records the audit log could not take.
+func (st *run) auditFailures() {
+	n := st.plan.audit.failures()
+	if n == 0 {
+		return
+	}
+	st.rep.AuditFailures = n
+	st.warn(fmt.Sprintf("%d records could not be written to the audit log; what they would have allowed was denied", n))
+}
 
 func (st *run) warn(msg string) {
 	st.ev.Event(Event{Kind: KindWarning, Attempt: st.attempt, Reason: msg})
