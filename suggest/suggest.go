@@ -88,6 +88,30 @@ func For(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 	default:
 		return Suggestion{Why: fmt.Sprintf("no rule is offered for a decision by %q", string(b.Source))}
 	}
+	return exact(b, home, policyFile, before)
+}
+
+// Allowed suggests the rule that would allow b, a boundary reviewers
+// allowed again and again (the audit report's evidence), without asking
+// them next time: the same exact rule For offers, under the same checks.
+// Only an allow by a reviewer, a person or a client's answer gets one: a
+// policy's allow is a rule already, a grant's the use of an allow, and a
+// person's one-use override or break-glass was meant for once.
+func Allowed(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
+	if b.Decision != broker.Allow {
+		return Suggestion{Why: "it was not allowed"}
+	}
+	switch b.Source {
+	case broker.SourceReviewer, broker.SourceHuman, broker.SourceClient:
+	default:
+		return Suggestion{Why: fmt.Sprintf("no rule is offered for an allow by %q", string(b.Source))}
+	}
+	return exact(b, home, policyFile, before)
+}
+
+// exact is the rule naming exactly b's boundary, unless a hard deny
+// comes first or no rule can name it.
+func exact(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 	t := b.target()
 	switch {
 	case !utf8.ValidString(t):
