@@ -46,6 +46,15 @@ func (l Layout) Breaker() string { return filepath.Join(l.State, "breaker") }
 // Overrides is the directory of a person's overrides (overrides.New).
 func (l Layout) Overrides() string { return filepath.Join(l.State, "overrides") }
 
+// Audit is the directory of the caller's own audit log (package audit:
+// the embedded runs' log, its rotated files, its public key).
+func (l Layout) Audit() string { return filepath.Join(l.State, "audit") }
+
+// AuditKey is the private key that signs the caller's audit log's
+// checkpoints: apart from the log, so a copy of the log's directory
+// never carries it.
+func (l Layout) AuditKey() string { return filepath.Join(l.State, "audit-signing.key") }
+
 // CredIndex is the credential scan's index (credstore.ScanConfig.Index).
 func (l Layout) CredIndex() string { return filepath.Join(l.State, "credstores.index") }
 

@@ -17,6 +17,8 @@ func TestLayout(t *testing.T) {
 		{l.Cache("/home/u/project"), "/h/.local/state/sandboxd/cache/4eb6cd28fb98b739"},
 		{l.Breaker(), "/h/.local/state/sandboxd/breaker"},
 		{l.Overrides(), "/h/.local/state/sandboxd/overrides"},
+		{l.Audit(), "/h/.local/state/sandboxd/audit"},
+		{l.AuditKey(), "/h/.local/state/sandboxd/audit-signing.key"},
 		{l.CredIndex(), "/h/.local/state/sandboxd/credstores.index"},
 		{l.AgentSession("codex", "01a2"), "/h/.local/state/sandboxd/agents/codex/bd79617c700d641708da34f6"},
 		{l.Bin(), "/h/.local/state/sandboxd/bin"},
