@@ -9,6 +9,11 @@
 // version-controlled work trees and dependency trees and keeps an index
 // so a launch rereads only the directories that changed.
 //
+// It also says where cloud and cluster tools keep the configuration
+// that names the account or cluster a command acts on (clusters.go, the
+// same form as the stores), whose names the broker matches against the
+// production markers.
+//
 // It decides nothing and enforces nothing: policy turns the stores into
 // secret entries and session adds what the scan finds; the sandbox
 // carves them out of what the command may read. Of sandboxd's packages

@@ -14,6 +14,16 @@ import (
 func TestDocumented(t *testing.T) {
 	golden.Block(t, "../docs/CREDENTIALS.md", "stores-table", storesTable())
 	golden.Block(t, "../docs/CREDENTIALS.md", "names-table", namesTable())
+	golden.Block(t, "../docs/CREDENTIALS.md", "clusters-table", clustersTable())
+}
+
+func clustersTable() []byte {
+	var b strings.Builder
+	b.WriteString("| Place | Tool | Documentation |\n|---|---|---|\n")
+	for _, s := range ClusterConfigs() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", s.At, s.Tool, s.Doc)
+	}
+	return []byte(b.String())
 }
 
 func storesTable() []byte {
