@@ -93,8 +93,8 @@ const (
 // model is named (here or in SANDBOXD_MODEL): an API key in the
 // environment alone never sends anything out. Only the user's policy may
 // choose the model, endpoint or key variable, or change what the
-// reviewer is shown; a workspace may only turn it off or lower its
-// timeout and caps.
+// reviewer is shown; a workspace may only turn it off, lower its
+// timeout and caps, or add production markers.
 type Review struct {
 	// Enabled turns the model reviewer off when false.
 	Enabled bool `toml:"enabled" tighten:"off"`
@@ -127,6 +127,13 @@ type Review struct {
 	MaxTokensPerHour     int64 `toml:"max_tokens_per_hour" tighten:"min"`
 	MaxUserCallsPerHour  int64 `toml:"max_user_calls_per_hour" tighten:"min"`
 	MaxUserTokensPerHour int64 `toml:"max_user_tokens_per_hour" tighten:"min"`
+	// Production adds production markers to the built-in ones
+	// (DefaultProduction): case-insensitive globs over one name. A
+	// boundary whose target a marker names (a host's label, a name below
+	// the caller's cloud or cluster configuration) is critical before
+	// the model is asked: only a person may allow it. Every policy may
+	// add (the operator's, the user's, a workspace's); none removes.
+	Production []string `toml:"production" tighten:"union"`
 }
 
 // Grant scopes of network decisions.

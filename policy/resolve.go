@@ -59,6 +59,13 @@ type Resolved struct {
 	// NoTransaction holds the command patterns that run without the
 	// copy-on-write layer.
 	NoTransaction []string
+	// Production holds the production markers, lower case: the built-in
+	// ones, then [review] production's.
+	Production []string
+	// ProductionPlaces are the caller's cloud and cluster configuration
+	// places, where the names of a path below say which account or
+	// cluster a command acts on.
+	ProductionPlaces []ProductionPlace
 }
 
 // Dirs are the directories a policy is resolved against.
@@ -133,6 +140,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
 	r.BoundaryAllow, r.BoundaryAsk, r.BoundaryDeny = p.Boundaries.Allow, p.Boundaries.Ask, p.Boundaries.Deny
 	r.Quiet = resolveQuiet(p.Quiet.Deny, d.Home)
+	r.Production, r.ProductionPlaces = resolveProduction(p, d, home)
 	return r, nil
 }
 

@@ -69,6 +69,7 @@ func validators() map[string]validator {
 		"review.max_input_tokens":  intRange(2048, 32768),
 		"review.reasoning_effort":  enum("", "low", "medium", "high"),
 		"review.structured_output": enum(StructuredAuto, StructuredJSONSchema, StructuredJSONObject),
+		"review.production":        checkProduction,
 
 		"review.max_calls_per_session":    ceiling,
 		"review.max_calls_per_hour":       ceiling,
