@@ -93,6 +93,9 @@ type Config struct {
 	ModelDenials DenialRecorder
 	Grants       GrantStore // required
 	Breaker      *Breaker   // nil: no circuit breaker
+	// Production names production targets: critical before the model
+	// is asked, so only a person may allow them (zero: none).
+	Production Production
 	// GrantTTL is how long an issued grant stays usable.
 	GrantTTL time.Duration
 	Log      *slog.Logger
@@ -442,7 +445,7 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 		b.cfg.Log.Debug("circuit breaker state", "err", err)
 		return deny(SourceError, "the circuit breaker's state is unavailable"), true, false, ""
 	}
-	if !locked && !b.asked(req) {
+	if !locked && !b.asked(req) && b.allowRulesApply(req) {
 		for _, r := range b.cfg.Rules.Allow {
 			if r.Matches(req) {
 				return Decision{Outcome: Allow, RiskLevel: RiskLow, Rationale: "a policy allow rule matches", Source: SourcePolicy}, true, false, ""
@@ -463,7 +466,13 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 // source is never trusted: an allow rule is offered only for what an
 // allow rule may lift.
 func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
-	return b.beforeAllow(req, b.cfg.Hard, true)
+	if why, denied := b.beforeAllow(req, b.cfg.Hard, true); denied {
+		return why, true
+	}
+	if m, ok := b.cfg.Production.match(req); ok {
+		return "a production target: " + m.why + "; only a person allows it, at the question with the break-glass phrase, or by writing an exact allow rule on purpose", true
+	}
+	return "", false
 }
 
 // Unconfined says why the broker refuses req before any reviewer for a
@@ -475,7 +484,14 @@ func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 func (b *Broker) Unconfined(req grants.Request) (why string, denied bool) {
 	h := b.cfg.Hard
 	h.Workspace = ""
-	return b.beforeAllow(req, h, false)
+	if why, denied := b.beforeAllow(req, h, false); denied {
+		return why, true
+	}
+	if m, ok := b.cfg.Production.match(req); ok {
+		// Nothing outside the sandbox asks a person for the phrase.
+		return "a production target: " + m.why + "; a shell command, which runs in the sandbox, may be allowed by a person with the break-glass phrase", true
+	}
+	return "", false
 }
 
 // beforeAllow is BeforeAllow with the hard denies h, and the grantable
@@ -671,6 +687,9 @@ func (b *Broker) recordDenial(ctx context.Context, req grants.Request, d Decisio
 func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lockWhy string) Decision {
 	t := traceOf(ctx)
 	defer t.reviewed()
+	if m, ok := b.cfg.Production.match(req); ok {
+		return b.reviewProduction(ctx, req, m)
+	}
 	if b.overridden(ctx, req) {
 		t.override = true
 		b.record(ctx, AuditEvent{Kind: AuditOverrideUsed, Request: req, RequestHash: req.Hash()})

@@ -87,6 +87,11 @@ type Decision struct {
 	// Rationale is safe to show the agent and the user.
 	Rationale string `json:"rationale"`
 	Source    Source `json:"source"`
+	// Production is the production marker the boundary's target matches
+	// (policy's [review] production), when it does: the decision was
+	// critical before anyone was asked, and only a person may allow it.
+	// Rationale says which name matched.
+	Production string `json:"production,omitempty"`
 }
 
 // Reviewer decides requests the rules leave open. A model reviewer

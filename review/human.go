@@ -31,7 +31,8 @@ const DefaultTimeout = 60 * time.Second
 // the prompt is written and read on /dev/tty directly, not on the
 // command's streams. No terminal, no answer in time, or anything but
 // "y"/"yes" is a deny. A question the model denied as critical and
-// deferred to the person (broker.Deferred) takes the typed phrase
+// deferred to the person (broker.Deferred), or about a production target
+// (critical before the model is asked), takes the typed phrase
 // "BREAK-GLASS CODE", as `sandboxd break-glass` does, not a "y".
 type Human struct {
 	// TTY is the terminal device (default /dev/tty).
@@ -169,14 +170,21 @@ func question(ctx context.Context, req grants.Request) ([]byte, func(string) boo
 		question = "Allow connections to this destination? (the command waits)"
 	}
 	if model, ok := broker.Deferred(ctx); ok {
-		fmt.Fprintf(&b, "  model:   denied it (risk %s): %s\r\n", safe(string(model.RiskLevel)), safe(model.Rationale))
-		if model.RiskLevel == broker.RiskCritical {
+		judged := "The model judged this critical."
+		if model.Production != "" {
+			// Nobody judged it: its name made it critical.
+			fmt.Fprintf(&b, "  production: %s\r\n", safe(model.Rationale))
+			judged = "This is a production target (marker " + safe(model.Production) + ")."
+		} else {
+			fmt.Fprintf(&b, "  model:   denied it (risk %s): %s\r\n", safe(string(model.RiskLevel)), safe(model.Rationale))
+		}
+		if model.RiskLevel == broker.RiskCritical || model.Production != "" {
 			code, err := breakGlassCode()
 			if err != nil {
 				return nil, nil, err
 			}
 			phrase := "BREAK-GLASS " + code
-			question = "The model judged this critical. To allow it once, type " + phrase + "; anything else denies:"
+			question = judged + " To allow it once, type " + phrase + "; anything else denies:"
 			yes = func(a string) bool { return strings.TrimSpace(a) == phrase }
 			fmt.Fprintf(&b, "%s%s%s ", termfilter.FrameOn, question, termfilter.FrameOff)
 			return b.Bytes(), yes, nil

@@ -154,57 +154,85 @@ func TestHumanHoldsOutputAndEscapes(t *testing.T) {
 }
 
 // A terminal passed as an open file is asked on; a question the model
-// denied as critical takes the break-glass phrase shown, never a "y".
+// denied as critical, or about a production target, takes the
+// break-glass phrase shown, never a "y", and says why it is critical.
 func TestHumanOnFileCriticalNeedsPhrase(t *testing.T) {
 	req := grants.Request{Session: "s", Cwd: "/w", Command: "touch /x", Surface: boundary.Filesystem,
 		Operation: "make_reg", Path: "/x", ResolvedPath: "/x"}
 	crit := broker.Decision{Outcome: broker.Deny, RiskLevel: broker.RiskCritical, Rationale: "a shell start-up file"}
-	for _, tc := range []struct {
-		name    string
-		answer  func(screen string) string
-		outcome broker.Outcome
+	prod := broker.Decision{Outcome: broker.Deny, RiskLevel: broker.RiskCritical, Source: broker.SourceNoReviewer, Production: "prod",
+		Rationale: "the name prod in the host prod-eu.example.com matches the production marker prod"}
+	for _, dc := range []struct {
+		name     string
+		deferred broker.Decision
+		says     []string
 	}{
-		{"y is not enough", func(string) string { return "y" }, broker.Deny},
-		{"the phrase", func(screen string) string {
-			i := strings.Index(screen, "type BREAK-GLASS ")
-			return screen[i+len("type ") : i+len("type BREAK-GLASS ")+8]
-		}, broker.Allow},
-		{"another code", func(string) string { return "BREAK-GLASS AAAAAAAA" }, broker.Deny},
+		{"model", crit, []string{"model:   denied it (risk critical): a shell start-up file", "The model judged this critical."}},
+		{"production", prod, []string{"production: the name prod in the host prod-eu.example.com matches the production marker prod",
+			"This is a production target (marker prod)."}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
-			n, _ := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-			s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			go func() {
-				var screen []byte
-				buf := make([]byte, 4096)
-				for {
-					n, err := m.Read(buf)
-					screen = append(screen, buf[:n]...)
-					if strings.Contains(string(screen), "anything else denies:") {
-						m.Write([]byte(tc.answer(string(screen)) + "\n"))
-						return
-					}
-					if err != nil {
-						return
+		for _, tc := range []struct {
+			name    string
+			answer  func(screen string) string
+			outcome broker.Outcome
+		}{
+			{"y is not enough", func(string) string { return "y" }, broker.Deny},
+			{"the phrase", func(screen string) string {
+				i := strings.Index(screen, "type BREAK-GLASS ")
+				return screen[i+len("type ") : i+len("type BREAK-GLASS ")+8]
+			}, broker.Allow},
+			{"another code", func(string) string { return "BREAK-GLASS AAAAAAAA" }, broker.Deny},
+		} {
+			t.Run(dc.name+"/"+tc.name, func(t *testing.T) {
+				screen := askOnPty(t, broker.WithDeferred(context.Background(), dc.deferred), req, tc.answer, tc.outcome)
+				for _, want := range dc.says {
+					if !strings.Contains(screen, want) {
+						t.Errorf("the question does not say %q:\n%q", want, screen)
 					}
 				}
-			}()
-			h := &Human{TTY: "/nonexistent", File: s, Timeout: 5 * time.Second}
-			ctx := broker.WithDeferred(context.Background(), crit)
-			d, err := h.Review(ctx, req)
-			if err != nil || d.Outcome != tc.outcome || d.Source != broker.SourceHuman {
-				t.Fatalf("Review = %+v, %v; want %s by the person", d, err, tc.outcome)
-			}
-		})
+			})
+		}
 	}
+}
+
+// askOnPty asks req on a new pseudo-terminal, answers with what answer
+// makes of the screen, checks the outcome and returns the screen.
+func askOnPty(t *testing.T, ctx context.Context, req grants.Request, answer func(string) string, outcome broker.Outcome) string {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0)
+	n, _ := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	shown := make(chan string, 1)
+	go func() {
+		var screen []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := m.Read(buf)
+			screen = append(screen, buf[:n]...)
+			if strings.Contains(string(screen), "anything else denies:") {
+				m.Write([]byte(answer(string(screen)) + "\n"))
+				shown <- string(screen)
+				return
+			}
+			if err != nil {
+				shown <- string(screen)
+				return
+			}
+		}
+	}()
+	h := &Human{TTY: "/nonexistent", File: s, Timeout: 5 * time.Second}
+	d, err := h.Review(ctx, req)
+	if err != nil || d.Outcome != outcome || d.Source != broker.SourceHuman {
+		t.Fatalf("Review = %+v, %v; want %s by the person", d, err, outcome)
+	}
+	return <-shown
 }
