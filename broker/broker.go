@@ -148,7 +148,11 @@ func (b *Broker) SetPerson(p Person) { b.cfg.Person = p }
 // rules, then a person's override of exactly this request (one use, see
 // OverrideStore), then the reviewers in their order (the model; a person when the
 // model is absent or failed, or the session is locked down, and a person
-// is reachable; otherwise deny), then the consistency rules. The decision
+// is reachable; otherwise deny), then the consistency rules. A
+// production target (Production) is critical before the model is asked:
+// only an allow rule naming it exactly, a person's override or a
+// person's answer to the break-glass question allows it, and the model
+// is not asked (see reviewProduction). The decision
 // is recorded before it takes effect, an allow gets its grant (except on
 // the command surface, which is never granted), and the breaker counts
 // the final outcome. It never returns an allow of a grantable surface
@@ -464,7 +468,9 @@ func (b *Broker) preReview(req grants.Request) (d Decision, done, locked bool, w
 // person writes that rule on purpose, no tool offers it) and what no
 // grant can express. The suggester asks it so that a report's claimed
 // source is never trusted: an allow rule is offered only for what an
-// allow rule may lift.
+// allow rule may lift. A production target is refused here too, as a
+// start-up location is: an exact allow rule of the person's own lifts
+// it, and no tool offers one.
 func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 	if why, denied := b.beforeAllow(req, b.cfg.Hard, true); denied {
 		return why, true
@@ -480,7 +486,9 @@ func (b *Broker) BeforeAllow(req grants.Request) (why string, denied bool) {
 // denied is false: as BeforeAllow, except that a write in the workspace
 // is not taken for a persistence path (inside the sandbox the only
 // refused writes there are; outside, the caller asks persist by name),
-// and nothing is said of what a grant can express (none is issued).
+// and nothing is said of what a grant can express (none is issued). A
+// production target is refused: nothing outside the sandbox asks a
+// person for the break-glass phrase.
 func (b *Broker) Unconfined(req grants.Request) (why string, denied bool) {
 	h := b.cfg.Hard
 	h.Workspace = ""

@@ -3,7 +3,9 @@
 // exactly, then the reviewer slots in a fixed order (the model; a person
 // when the model is absent or failed, or the session is locked down, and
 // a person is reachable; otherwise deny), then the consistency rules
-// (docs/ARCHITECTURE.md §3.6). Every decision and grant event goes
+// (docs/ARCHITECTURE.md §3.6). A production target (a name a production
+// marker matches) is critical before the model is asked: only a person
+// allows it, with the break-glass phrase. Every decision and grant event goes
 // through an auditor hook before it takes effect; an allow gets an exact
 // grant (§3.5 there: one use for a filesystem retry). A per-session
 // circuit breaker turns repeated denials into a lockdown that only a

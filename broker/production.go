@@ -198,12 +198,15 @@ func (b *Broker) reviewProduction(ctx context.Context, req grants.Request, m pro
 		return d
 	}
 	pd := productionDecision(m)
-	person, away := false, "no person can be asked"
+	person, away := false, ""
 	if b.cfg.Person != nil {
 		person, away = b.cfg.Person.Reachable()
 	}
 	if !person {
-		pd.Rationale += ", and none can be asked (" + away + ")"
+		pd.Rationale += ", and nobody can be asked"
+		if away != "" {
+			pd.Rationale += " (" + away + ")"
+		}
 		b.recordProduction(ctx, req, pd)
 		return pd
 	}
@@ -215,7 +218,7 @@ func (b *Broker) reviewProduction(ctx context.Context, req grants.Request, m pro
 	}
 	if d.Source == SourceNoReviewer {
 		// Nobody answered: the production deny stands, saying why no one did.
-		pd.Rationale += ", and none answered (" + d.Rationale + ")"
+		pd.Rationale += ", and nobody answered (" + d.Rationale + ")"
 		b.recordProduction(ctx, req, pd)
 		return pd
 	}
