@@ -305,6 +305,7 @@ func (st *run) noteNetwork(req grants.Request, d broker.Decision, granted bool) 
 	}
 	changed := fresh || b.pending || b.Decision != d.Outcome || b.Source != d.Source
 	b.Decision, b.Source, b.Rationale, b.pending = d.Outcome, d.Source, d.Rationale, false
+	b.Production = d.Production
 	if granted && b.Grant == "" {
 		b.Grant = "issued"
 	}

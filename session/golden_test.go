@@ -77,6 +77,16 @@ func TestEventsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// A production target: critical before any reviewer, and with
+		// nobody to ask, denied, saying which name matched which marker.
+		{"production", func(w world) []attemptFunc {
+			return []attemptFunc{denies(1, fsDenial("write_file", filepath.Join(w.caller.Home, ".kube", "prod", "config")))}
+		}, false, func(t *testing.T, w world, j *Job) {
+			j.Policy = filepath.Join(w.ws, "prod.toml")
+			if err := os.WriteFile(j.Policy, []byte("[filesystem]\nallow_secrets = [\"~/.kube\"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"policy unresolvable", nil, false, func(t *testing.T, w world, j *Job) {
 			j.Policy = filepath.Join(w.ws, "bad.toml")
 			if err := os.WriteFile(j.Policy, []byte("[filesystem]\nwritable = [\"relative/dir\"]\n"), 0o644); err != nil {
@@ -136,6 +146,8 @@ func TestReportGolden(t *testing.T) {
 			{Attempt: 1, Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: "/etc/x", Decision: "deny", Source: "policy", Rationale: "a policy deny rule matches",
 				Suggestion: &suggest.Suggestion{Rule: "fs write_file /etc/x", TOML: "[boundaries]\nallow = [\"fs write_file /etc/x\"]\n", Why: "why none is offered"}},
 			{Attempt: 1, Surface: boundary.Network, Operation: boundary.OpConnect, Destination: "example.org:443", Decision: "allow", Source: "reviewer", Grant: "consumed", Held: true},
+			{Attempt: 1, Surface: boundary.Network, Operation: boundary.OpConnect, Destination: "prod-eu.example.org:443", Decision: "deny", Source: "no-reviewer", Production: "prod",
+				Rationale: "the name prod in the host prod-eu.example.org matches the production marker prod; a production target is critical: only a person may allow it, with the break-glass phrase, and nobody can be asked (no terminal to ask a person on)"},
 		},
 		Detection:   &sandbox.Detection{Detector: "audit+seccomp"},
 		Degraded:    []string{"no memory cgroup"},

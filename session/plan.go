@@ -261,8 +261,9 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		quiet = append(quiet, broker.QuietRule{Pattern: q.Pattern, Why: q.Why, Tools: q.Tools})
 	}
 	cfg := broker.Config{
-		Rules: rules,
-		Quiet: quiet,
+		Rules:      rules,
+		Quiet:      quiet,
+		Production: production(p.policy),
 		Hard: broker.HardDenies{
 			Secrets:   p.policy.Secrets,
 			Own:       append(append(c.Layout().Own(), filepath.Join(c.Home, ".local", "share", "sandboxd")), p.hidden...),
@@ -304,6 +305,17 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		cfg.Overrides, cfg.ModelDenials = ov, modelDenials{ov}
 	}
 	return broker.New(cfg), nil
+}
+
+// production is the broker's view of the policy's production markers
+// and the caller's cloud and cluster places (resolved from the caller's
+// environment).
+func production(r policy.Resolved) broker.Production {
+	out := broker.Production{Markers: r.Production}
+	for _, pl := range r.ProductionPlaces {
+		out.Places = append(out.Places, broker.ProductionPlace{Path: pl.Path, Tool: pl.Tool})
+	}
+	return out
 }
 
 // modelDenials records the broker's model denials in the override store.

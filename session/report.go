@@ -77,6 +77,10 @@ type Boundary struct {
 	Decision    broker.Outcome     `json:"decision"`
 	Source      broker.Source      `json:"source"`
 	Rationale   string             `json:"rationale,omitempty"`
+	// Production is the production marker the target matches (the
+	// decision was critical before anyone was asked; Rationale says
+	// which name matched), or empty.
+	Production string `json:"production,omitempty"`
 	// Grant is what became of the allow's grant: issued, consumed,
 	// expired or rejected.
 	Grant string `json:"grant,omitempty"`

@@ -44,7 +44,7 @@ func (st *run) record(d sandbox.Denial, res broker.Result, held bool) (broker.Re
 	}
 	b := Boundary{Attempt: st.attempt, Surface: d.Surface, Operation: d.Operation,
 		Path: d.Path, Destination: d.Destination, Decision: res.Decision.Outcome, Source: res.Decision.Source,
-		Rationale: res.Decision.Rationale, Held: held}
+		Rationale: res.Decision.Rationale, Production: res.Decision.Production, Held: held}
 	if res.Grant != nil {
 		b.Grant = "issued"
 	}
