@@ -91,6 +91,8 @@ func clientMayAllow(q Question) bool { return clientRefusal(q) == "" }
 // clientRefusal says why a client's allow of q cannot stand ("": it can).
 func clientRefusal(q Question) string {
 	switch m := q.Model; {
+	case q.Production != "":
+		return "it is a production target: " + q.ProductionWhy
 	case m == nil || m.RiskLevel == "":
 		return "no model judged its risk, as in a lockdown"
 	case m.RiskLevel == broker.RiskCritical:

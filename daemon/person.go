@@ -91,7 +91,10 @@ func questionOf(ctx context.Context, req grants.Request) Question {
 	if req.Surface == boundary.Network {
 		q.Destination = req.DestinationText()
 	}
-	if m, ok := broker.Deferred(ctx); ok {
+	if m, ok := broker.Deferred(ctx); ok && m.Production != "" {
+		// Nobody judged it: its name made it critical.
+		q.Production, q.ProductionWhy = m.Production, m.Rationale
+	} else if ok {
 		q.Model = &m
 	}
 	q.ClientCannotAllow = clientRefusal(q)

@@ -32,6 +32,12 @@ type Question struct {
 	// Model is the model's deny, when it deferred to a person: its risk
 	// level bounds what a relayed answer may allow (never critical).
 	Model *broker.Decision `json:"model,omitempty"`
+	// Production is the production marker the target matches, and
+	// ProductionWhy which name matched it: the boundary is critical
+	// before the model is asked, so only a person at the terminal, with
+	// the break-glass phrase, may allow it.
+	Production    string `json:"production,omitempty"`
+	ProductionWhy string `json:"production_why,omitempty"`
 	// ClientCannotAllow says why an API client's allow of this question
 	// would not stand (only a person at the terminal passed with the
 	// request could allow it), or is empty: a client asks its person

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/grants"
 )
 
 // Of many answers racing for one question exactly one is taken; the
@@ -159,4 +161,27 @@ func FuzzReadAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A question about a production target says so, and that no API client
+// may allow it: it carries the marker and the name that matched, not a
+// model's judgement (the model was not asked).
+func TestQuestionProduction(t *testing.T) {
+	req := grants.Request{Session: "s", Cwd: "/w", Command: "curl", Surface: boundary.Network, Operation: boundary.OpConnect}.
+		WithDestinationText("prod-eu.example.com:443")
+	why := "the name prod in the host prod-eu.example.com matches the production marker prod"
+	ctx := broker.WithDeferred(context.Background(), broker.Decision{Outcome: broker.Deny, RiskLevel: broker.RiskCritical,
+		Source: broker.SourceNoReviewer, Production: "prod", Rationale: why})
+	q := questionOf(ctx, req)
+	if q.Production != "prod" || q.ProductionWhy != why || q.Model != nil {
+		t.Fatalf("question %+v", q)
+	}
+	if q.ClientCannotAllow != "it is a production target: "+why || clientMayAllow(q) {
+		t.Fatalf("a client may allow it: %q", q.ClientCannotAllow)
+	}
+	// A model's critical deny is still the model's.
+	ctx = broker.WithDeferred(context.Background(), broker.Decision{Outcome: broker.Deny, RiskLevel: broker.RiskCritical, Rationale: "keys"})
+	if q := questionOf(ctx, req); q.Model == nil || q.Production != "" || q.ClientCannotAllow != "the model judged it critical" {
+		t.Fatalf("model question %+v", q)
+	}
 }
