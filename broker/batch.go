@@ -60,6 +60,9 @@ func (b *Broker) wave(reqs []grants.Request, i int) (end int, wave []int) {
 		return end, nil
 	}
 	for k := i; k < end; k++ {
+		if _, prod := b.cfg.Production.match(reqs[k]); prod {
+			continue // never put to the model: see reviewProduction
+		}
 		if _, done, locked, _ := b.preReview(reqs[k]); !done && !locked && reqs[k].Session == reqs[i].Session {
 			wave = append(wave, k)
 		}

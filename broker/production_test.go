@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 
@@ -235,4 +236,44 @@ func TestProductionNotSuggested(t *testing.T) {
 			t.Errorf("not production: %q", why)
 		}
 	}
+}
+
+// TestProductionNotReviewedAhead: deciding an attempt's denials
+// together sends the model only the boundaries it would be asked about
+// one at a time, never a production target.
+func TestProductionNotReviewedAhead(t *testing.T) {
+	model := &countingModel{}
+	b := New(Config{Model: model, Grants: grants.NewStore(), Production: testProduction(), Hard: HardDenies{Home: "/home/u"}})
+	reqs := []grants.Request{fsReq("write_file", "/home/u/.kube/prod/config"), fsReq("write_file", "/opt/a"),
+		netReq("prod-eu.example.com:443"), fsReq("write_file", "/opt/b")}
+	res := b.DecideEach(context.Background(), reqs, nil)
+	for i, want := range []Outcome{Deny, Allow, Deny, Allow} {
+		if res[i].Decision.Outcome != want {
+			t.Errorf("%d: %+v, want %s", i, res[i].Decision, want)
+		}
+	}
+	for _, seen := range model.seen() {
+		if strings.Contains(seen, "prod") {
+			t.Errorf("the model was asked about %s", seen)
+		}
+	}
+}
+
+// countingModel allows everything and notes what it was asked about.
+type countingModel struct {
+	mu      sync.Mutex
+	targets []string
+}
+
+func (m *countingModel) Review(_ context.Context, req grants.Request) (Decision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.targets = append(m.targets, req.Path+req.DestinationText())
+	return Decision{Outcome: Allow, RiskLevel: RiskLow, UserAuthorization: AuthHigh}, nil
+}
+
+func (m *countingModel) seen() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.targets...)
 }
