@@ -37,6 +37,9 @@
 //     (ours or the libraries under them) or openai-go.
 //   - at most one package of ours imports openai-go directly, and it is
 //     under review/.
+//   - audit (the audit log: storage and verification) never imports
+//     sandbox or anything under it, landlock, seccomp, kernelaudit,
+//     netproxy, review or anything under it, session or openai-go.
 //   - cmd/sandboxd-helper (the separate helper binary) imports the
 //     helper's side only: not sandbox (the supervisor), session, broker,
 //     review, daemon, metrics, machine, policy, persist, layer, netproxy

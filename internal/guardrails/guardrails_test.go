@@ -202,6 +202,12 @@ func importRules() []importRule {
 			forbid: anyOf(ours("broker", "review", "netproxy", "landlock", "seccomp"), libLandlock, libSeccomp, openai),
 		},
 		{
+			name: "audit never imports the sandbox, its enforcement, netproxy, review, session or openai-go",
+			from: ours("audit"),
+			forbid: anyOf(ours("sandbox", "landlock", "seccomp", "kernelaudit", "netproxy", "review", "session"),
+				openai),
+		},
+		{
 			name:   leanHelperRule,
 			from:   ours("cmd/sandboxd-helper"),
 			forbid: leanHelperForbidden,
@@ -527,6 +533,7 @@ func TestRulesCatch(t *testing.T) {
 	add(m("statedir"), m("publicerr"))
 	add(m("envlist"), m("statedir"))
 	add(m("pathtree"), m("envlist"))
+	add(m("audit"), m("atomicfile"), m("review"))
 	add("github.com/seccomp/libseccomp-golang")
 
 	var got []string
@@ -549,6 +556,7 @@ func TestRulesCatch(t *testing.T) {
 		`"statedir imports nothing of ours": statedir → publicerr`,
 		`"envlist imports nothing of ours": envlist → statedir`,
 		`"pathtree imports nothing of ours": pathtree → envlist`,
+		`"audit never imports the sandbox, its enforcement, netproxy, review, session or openai-go": audit → review`,
 		`"enforcement packages never import broker, review, session or openai-go": netproxy → session`,
 		`"enforcement packages never import broker, review, session or openai-go": layer → github.com/openai/openai-go/v3/option`,
 		`"policy never imports broker, review, netproxy, landlock, seccomp or openai-go": policy → github.com/seccomp/libseccomp-golang`,
