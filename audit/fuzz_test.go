@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,6 +24,9 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`{"seq":01,"prev":"x"}`))
 	f.Add([]byte(`{"seq":1,"prev":"` + zeroHash + `","time":"2026-01-01T00:00:00Z","kind":"decision","kind":"checkpoint"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		if flatObject(line) && !json.Valid(line) {
+			t.Fatalf("flatObject accepts %q, which is no JSON", line)
+		}
 		var h lineHead
 		headOK := readHead(line, &h)
 		r, err := parseRecord(line)
@@ -124,5 +128,31 @@ func TestVerifyWithAnotherKey(t *testing.T) {
 	files, _ := Files(cfg.Dir)
 	if _, err := Verify(context.Background(), files, pub); err == nil {
 		t.Fatal("Verify accepted a log with another key")
+	}
+}
+
+func TestFlatObject(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{`{}`, true},
+		{`{"a":"b","c":-12,"d":"\u00e9\n\"x\""}`, true},
+		{`{"a":1.5}`, false}, // no event field is a float
+		{`{"a":{"b":1}}`, false},
+		{`{"a":01}`, false},
+		{`{"a":"b",}`, false},
+		{`{"a":"b"} `, false},
+		{`{"a":"b"}}`, false},
+		{"{\"a\":\"\x01\"}", false},
+		{`{"a":"\x"}`, false},
+		{`{"a":"\u12"}`, false},
+		{`{"a"}`, false},
+		{`{"a":-}`, false},
+		{`{"a":"b"`, false},
+	} {
+		if got := flatObject([]byte(c.in)); got != c.want {
+			t.Errorf("flatObject(%s) = %v", c.in, got)
+		}
 	}
 }

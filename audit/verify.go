@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -154,8 +153,8 @@ func (v *verifier) record(line []byte) error {
 		if err := v.own(h, kind, line); err != nil {
 			return err
 		}
-	case !json.Valid(line):
-		return v.problem(h.seq, "the line is not a whole JSON object")
+	case !flatObject(line):
+		return v.problem(h.seq, "the line is not a whole record")
 	}
 	if v.head != nil && h.seq == v.head.Seq && (kind != KindCheckpoint || hex.EncodeToString(hash[:]) != v.head.Hash) {
 		return v.problem(h.seq, "the head names a checkpoint here, but this record is not it: the log was cut or rewritten")
