@@ -50,7 +50,8 @@ func writeHead(dir string, priv ed25519.PrivateKey, h headFile) error {
 	return nil
 }
 
-// errHeadSig marks a head not signed by the key it is checked with.
+// errHeadSig marks a head not signed by the key it is checked with (or
+// not a head at all).
 var errHeadSig = errors.New("the head file is not signed by the published key")
 
 // loadHead reads and checks the head at path; nil and no error when
@@ -70,7 +71,7 @@ func loadHead(path string, pub ed25519.PublicKey) (*headFile, error) {
 	}
 	var h headFile
 	if err := json.Unmarshal(b, &h); err != nil {
-		return nil, fmt.Errorf("audit: decode head: %w", err)
+		return nil, fmt.Errorf("%w: %w", errHeadSig, err)
 	}
 	sig, err := base64.StdEncoding.DecodeString(h.Sig)
 	if err != nil || !ed25519.Verify(pub, headMessage(h.Chain, h.Seq, h.Hash, h.Time), sig) {

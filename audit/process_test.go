@@ -81,10 +81,21 @@ func helperWriter() int {
 	return 0
 }
 
+// testBinary is this test binary's path (os.Args[0] may be relative,
+// and the helpers run in the log's directory).
+func testBinary(t *testing.T) string {
+	t.Helper()
+	p, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // startHelper starts this test binary as a helper with role.
 func startHelper(t *testing.T, cfg Config, role string, env ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriter$", "-test.count=1")
+	cmd := exec.Command(testBinary(t), "-test.run=^TestHelperWriter$", "-test.count=1")
 	cmd.Dir = cfg.Dir
 	cmd.Env = append([]string{envRole + "=" + role, envDir + "=" + cfg.Dir, envKey + "=" + cfg.KeyFile}, env...)
 	cmd.Stderr = os.Stderr
@@ -198,7 +209,7 @@ func TestFullFileSystemLeavesNoPartialLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit := st.Size() + 2000 // a few records, then a write cut short
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriter$", "-test.count=1")
+	cmd := exec.Command(testBinary(t), "-test.run=^TestHelperWriter$", "-test.count=1")
 	cmd.Dir = cfg.Dir
 	cmd.Env = []string{envRole + "=fsize", envDir + "=" + cfg.Dir, envKey + "=" + cfg.KeyFile, fmt.Sprintf("%s=%d", envLimit, limit)}
 	b, err := cmd.Output()

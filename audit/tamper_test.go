@@ -168,6 +168,10 @@ func TestVerifyNamesTheFirstBadRecord(t *testing.T) {
 			writeLines(t, p, lines)
 			return want{last, len(lines), "the head names a checkpoint here"}
 		}},
+		{"a damaged head", func(t *testing.T, dir string) want {
+			os.WriteFile(filepath.Join(dir, HeadName), []byte("{\"chain\":"), 0o644)
+			return want{-1, 0, "the head file is not signed by the published key"}
+		}},
 		{"a head signed by another key", func(t *testing.T, dir string) want {
 			writeHead(dir, forger, headFile{Chain: "x", Seq: 1, Hash: zeroHash})
 			return want{-1, 0, "the head file is not signed by the published key"}
