@@ -717,6 +717,7 @@ func (b *Broker) review(ctx context.Context, req grants.Request, locked bool, lo
 	case locked && !person:
 		return deny(SourceCircuitBreaker, "the session is locked down ("+lockWhy+"); only a person can review it, or lift the lockdown with `sandboxd session reset` and the session's name at their terminal")
 	case !locked && b.cfg.Model != nil:
+		t.asking()
 		d, err := b.modelReview(ctx, req)
 		if err == nil {
 			d = consistent(d, SourceReviewer)
@@ -771,6 +772,7 @@ func (b *Broker) deferToPerson(ctx context.Context, req grants.Request, model De
 // and authorization (none when the model did not judge): a client
 // cannot state its own, and without the model's it can allow nothing.
 func (b *Broker) askPerson(ctx context.Context, req grants.Request, model Decision) (Decision, error) {
+	traceOf(ctx).asking()
 	b.personMu.Lock()
 	d, err := b.cfg.Person.Review(ctx, req)
 	b.personMu.Unlock()

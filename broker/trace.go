@@ -9,6 +9,8 @@ import (
 // model's own verdict, its failure, a person's override, how long the
 // reviewers took. The decision alone says only who decided last.
 type trace struct {
+	// start is when a reviewer (the model or a person) was first asked;
+	// zero when none was.
 	start    time.Time
 	model    *Decision
 	fault    string
@@ -20,7 +22,7 @@ type traceKey struct{}
 
 // withTrace is ctx carrying a fresh trace for one decision.
 func withTrace(ctx context.Context) (context.Context, *trace) {
-	t := &trace{start: time.Now()}
+	t := &trace{}
 	return context.WithValue(ctx, traceKey{}, t), t
 }
 
@@ -32,7 +34,15 @@ func traceOf(ctx context.Context) *trace {
 	return &trace{}
 }
 
-// reviewed notes that the reviewers were asked and are done.
+// asking notes that a reviewer is asked now (the first time counts).
+func (t *trace) asking() {
+	if t.start.IsZero() {
+		t.start = time.Now()
+	}
+}
+
+// reviewed notes that the reviewers are done: Took is how long those
+// asked took (none asked: zero).
 func (t *trace) reviewed() {
 	if !t.start.IsZero() {
 		t.took = time.Since(t.start)
