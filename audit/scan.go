@@ -71,8 +71,13 @@ func Scan(ctx context.Context, files []string, fn func(Record) error) error {
 // a line changed in the file breaks the view's chain too; what a view
 // cannot show is a dishonest server's, which holds the key anyway.
 func View(ctx context.Context, files []string, keep func(Record) bool, w io.Writer) error {
+	return view(ctx, func(fn func(string, int, []byte) error) error { return eachLine(ctx, files, fn) }, keep, w)
+}
+
+// view is View over the lines each yields.
+func view(ctx context.Context, each func(func(name string, line int, b []byte) error) error, keep func(Record) bool, w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
-	err := eachLine(ctx, files, func(name string, line int, b []byte) error {
+	err := each(func(name string, line int, b []byte) error {
 		r, err := parseRecord(b)
 		if err != nil {
 			return &Problem{File: name, Line: line, Seq: r.Seq, What: "the line is not a record of the log"}
@@ -115,7 +120,13 @@ func linesOf(ctx context.Context, name string, rd *bufio.Reader, fn func(string,
 		return fmt.Errorf("audit: open %s: %w", name, err)
 	}
 	defer f.Close()
-	rd.Reset(f)
+	return linesFrom(ctx, name, f, rd, fn)
+}
+
+// linesFrom calls fn with every whole line src holds (name says where
+// it is from).
+func linesFrom(ctx context.Context, name string, src io.Reader, rd *bufio.Reader, fn func(string, int, []byte) error) error {
+	rd.Reset(src)
 	for line := 1; ; line++ {
 		b, err := rd.ReadSlice('\n')
 		switch {
