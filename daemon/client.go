@@ -28,19 +28,44 @@ const DefaultSocket = "/run/sandboxd/sandboxd.sock"
 // directories (and symlinks) that root owns and nobody else may write.
 // SANDBOXD_SOCKET may name anything, another user's socket included.
 func TrustedSocket(path string) error {
+	return trusted(path, "the daemon's socket", os.ModeSocket)
+}
+
+// TrustedFile checks that path is a regular file of root's that only
+// root may change, reached as TrustedSocket's socket is: the daemon's
+// word that a file is its own (the audit log's public key) is not
+// taken for it.
+func TrustedFile(path string) error {
+	if err := trusted(path, "the daemon's file", 0); err != nil {
+		return err
+	}
+	real, _ := filepath.EvalSymlinks(path)
+	if st, err := os.Lstat(real); err != nil || st.Mode().Perm()&0o022 != 0 {
+		return publicerr.New(fmt.Sprintf("the daemon's file %s is not trusted: others may write it", path))
+	}
+	return nil
+}
+
+// trusted checks that path is of type kind (0: a regular file), root's,
+// reached only through directories and symlinks of root's that nobody
+// else may write.
+func trusted(path, what string, kind os.FileMode) error {
 	if !filepath.IsAbs(path) {
-		return publicerr.New(fmt.Sprintf("the daemon's socket %s is not an absolute path", path))
+		return publicerr.New(fmt.Sprintf("%s %s is not an absolute path", what, path))
 	}
 	path = filepath.Clean(path)
+	unreachable := func(err error) error {
+		return publicerr.Wrap(err, fmt.Sprintf("%s %s cannot be reached", what, path))
+	}
 	// Each prefix as given: a symlink on the way must be root's, in a
 	// directory that is (checked at the step before).
 	for p := path; ; p = filepath.Dir(p) {
 		st, err := os.Lstat(p)
 		if err != nil {
-			return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+			return unreachable(err)
 		}
 		if st.Mode()&os.ModeSymlink != 0 && owner(st) != 0 {
-			return untrusted(path, p+" is a symlink that is not root's")
+			return untrusted(what, path, p+" is a symlink that is not root's")
 		}
 		if p == "/" {
 			break
@@ -48,22 +73,26 @@ func TrustedSocket(path string) error {
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
-		return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+		return unreachable(err)
 	}
 	st, err := os.Lstat(real)
 	if err != nil {
-		return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+		return unreachable(err)
 	}
-	if st.Mode()&os.ModeSocket == 0 || owner(st) != 0 {
-		return untrusted(path, real+" is not a socket of root's")
+	if st.Mode().Type() != kind || owner(st) != 0 {
+		noun := "file"
+		if kind == os.ModeSocket {
+			noun = "socket"
+		}
+		return untrusted(what, path, real+" is not a "+noun+" of root's")
 	}
 	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
 		st, err := os.Lstat(d)
 		if err != nil {
-			return publicerr.Wrap(err, fmt.Sprintf("the daemon's socket %s cannot be reached", path))
+			return unreachable(err)
 		}
 		if owner(st) != 0 || st.Mode().Perm()&0o022 != 0 {
-			return untrusted(path, d+" is not a directory only root may write")
+			return untrusted(what, path, d+" is not a directory only root may write")
 		}
 		if d == "/" {
 			break
@@ -79,8 +108,8 @@ func owner(st os.FileInfo) int {
 	return -1
 }
 
-func untrusted(path, why string) error {
-	return publicerr.New(fmt.Sprintf("the daemon's socket %s is not trusted: %s (another user could have put it there)", path, why))
+func untrusted(what, path, why string) error {
+	return publicerr.New(fmt.Sprintf("%s %s is not trusted: %s (another user could have put it there)", what, path, why))
 }
 
 // Client talks to the daemon as the user running it.
@@ -130,7 +159,7 @@ func dialDaemon(ctx context.Context, socket string) (*net.UnixConn, error) {
 	}
 	if err != nil || cred.Uid != 0 {
 		uc.Close()
-		return nil, untrusted(socket, "the process listening on it is not root's")
+		return nil, untrusted("the daemon's socket", socket, "the process listening on it is not root's")
 	}
 	return uc, nil
 }
@@ -206,14 +235,10 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return publicerr.Wrap(err, "the daemon cannot be reached at "+c.socket)
 	}
 	defer resp.Body.Close()
-	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxRequest))
 	if resp.StatusCode/100 != 2 {
-		var e APIError
-		if dec.Decode(&e) != nil || e.Error.Message == "" {
-			return publicerr.New(fmt.Sprintf("the daemon answered %s", resp.Status))
-		}
-		return publicerr.New("the daemon refused: " + e.Error.Message)
+		return apiError(resp)
 	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxRequest))
 	if out == nil {
 		return nil
 	}
@@ -221,6 +246,17 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 		return errors.Join(publicerr.New("the daemon's answer could not be read"), err)
 	}
 	return nil
+}
+
+// apiError is the error an answer other than 2xx carries, in the
+// daemon's words.
+func apiError(resp *http.Response) error {
+	var e APIError
+	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxRequest))
+	if dec.Decode(&e) != nil || e.Error.Message == "" {
+		return publicerr.New(fmt.Sprintf("the daemon answered %s", resp.Status))
+	}
+	return publicerr.New("the daemon refused: " + e.Error.Message)
 }
 
 // Exec runs req through the daemon, sending stdin (nil: none) after the

@@ -50,6 +50,8 @@ func (d *Daemon) routes() []route {
 			doc: "forward a signal (a SignalRequest: INT, TERM, HUP, QUIT, USR1, USR2 or WINCH) to the command of the caller's running exec whose \"started\" line gave id, as a person's: the second INT ends its whole tree"},
 		{method: "POST", path: "/v1/retries/decline", auth: authToken, handle: d.decline,
 			doc: "end a held attempt without its retry (a DeclineRequest: all its grants): grants revoked, its changes committed; answer its final report; 409 when no attempt of the caller waits on exactly these grants"},
+		{method: "GET", path: "/v1/audit", auth: authToken, handle: d.auditView,
+			doc: "the machine's audit log as the caller may see it (NDJSON, package audit's view): the caller's records whole, every other user's as a bare link of the chain (seq, prev, hash), checkpoints whole; headers name the log and its public key, which the caller checks the view with; 404 when the daemon keeps no log"},
 		{method: "GET", path: "/v1/questions", auth: authToken, handle: d.listQuestions,
 			doc: "the caller's questions for a person that wait for an answer (the exec that asked each is waiting)"},
 		{method: "POST", path: "/v1/questions/{id}/answer", auth: authToken, handle: d.answerQuestion,

@@ -51,7 +51,10 @@ type Config struct {
 	// the daemon does for later runs (starting helpers in advance) waits
 	// until then, so it never competes with a run's own.
 	AfterExec func()
-	Log       *slog.Logger
+	// Audit is the machine's audit log, which GET /v1/audit serves to
+	// each caller as they may see it (nil: the daemon keeps none).
+	Audit AuditLog
+	Log   *slog.Logger
 }
 
 // Observer hears what the daemon did, as counts: no caller, path or
