@@ -75,7 +75,7 @@ func TestVerifyNamesTheFirstBadRecord(t *testing.T) {
 			i := ordinary(t, lines, 0)
 			lines[i] = bytes.Replace(lines[i], []byte(`"event `), []byte(`"Event `), 1)
 			writeLines(t, p, lines)
-			return want{1, i + 2, "does not follow the record before it"}
+			return want{1, i + 1, "this record was edited"}
 		}},
 		{"delete a record", func(t *testing.T, dir string) want {
 			p := filepath.Join(dir, names[2])

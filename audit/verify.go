@@ -190,7 +190,11 @@ func (v *verifier) link(h *lineHead, kind Kind, line []byte) error {
 	case h.seq != v.seq+1:
 		return v.problem(h.seq, "it comes after record %d: records were removed or inserted", v.seq)
 	case h.prev != v.hash:
-		return v.problem(h.seq, "it does not follow the record before it: one of them was edited, or a record was removed or inserted")
+		// The first record that can be bad is the one before: an edit
+		// of a record breaks the link of the next one to it.
+		return &Problem{File: v.file, Line: v.line - 1, Seq: v.seq, What: fmt.Sprintf(
+			"record %d does not follow it: this record was edited, or record %d's link to it, or records were removed or inserted between them",
+			h.seq, h.seq)}
 	}
 	return nil
 }
