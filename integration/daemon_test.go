@@ -69,6 +69,12 @@ func spawnDaemonAt(t *testing.T, socket string, env []string, args ...string) *t
 		socket = filepath.Join(dir, "run", "sandboxd.sock")
 	}
 	d := &testDaemon{socket: socket, log: &syncBuffer{}, exited: make(chan error, 1)}
+	if !slices.Contains(args, "--audit-dir") {
+		// The test's own machine log, kept across a restart on the same
+		// socket, never the machine's /var/log/sandboxd.
+		base := filepath.Dir(filepath.Dir(socket))
+		args = append([]string{"--audit-dir", filepath.Join(base, "audit"), "--audit-key", filepath.Join(base, "audit.key")}, args...)
+	}
 	d.cmd = exec.Command(binary, append([]string{"serve", "-v", "--socket", d.socket}, args...)...)
 	d.cmd.Dir, d.cmd.Env = "/", append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}, env...)
 	d.cmd.Stderr = d.log

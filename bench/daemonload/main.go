@@ -281,7 +281,8 @@ func startDaemon(bin string, execs int) (string, int, func(), error) {
 		return "", 0, nil, err
 	}
 	socket := filepath.Join(dir, "run", "sandboxd.sock")
-	d := exec.Command(bin, "serve", "--socket", socket, "--max-execs", strconv.Itoa(execs))
+	d := exec.Command(bin, "serve", "--socket", socket, "--max-execs", strconv.Itoa(execs),
+		"--audit-dir", filepath.Join(dir, "audit"), "--audit-key", filepath.Join(dir, "audit.key"))
 	d.Dir, d.Env = "/", os.Environ()
 	if err := d.Start(); err != nil {
 		cleanup()

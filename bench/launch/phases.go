@@ -280,7 +280,8 @@ func startLoggingDaemon(bin string) (*loggingDaemon, error) {
 		return nil, err
 	}
 	d := &loggingDaemon{socket: filepath.Join(dir, "run", "sandboxd.sock"), log: &syncBuffer{}}
-	d.cmd = exec.Command(bin, "serve", "-v", "--socket", d.socket)
+	d.cmd = exec.Command(bin, "serve", "-v", "--socket", d.socket,
+		"--audit-dir", filepath.Join(dir, "audit"), "--audit-key", filepath.Join(dir, "audit.key"))
 	d.cmd.Dir, d.cmd.Env, d.cmd.Stderr = "/", os.Environ(), d.log
 	if err := d.cmd.Start(); err != nil {
 		cleanup()

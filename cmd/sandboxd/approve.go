@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -92,11 +93,20 @@ func overrideCommand(breakGlass bool, args []string, getenv func(string) string,
 		fmt.Fprintf(stderr, "sandboxd: nothing was approved: %s\n", esc(why))
 		return 1
 	}
+	// The override is recorded in the caller's audit log before it
+	// exists: one the log cannot take is not issued.
+	quiet := slog.New(slog.DiscardHandler)
+	own := ownAuditLog(caller, quiet)
+	defer closeAudit(own, quiet)
+	record := overrideRecord(own, caller.UID, id, d, breakGlass)
 	var o overrides.Override
 	if breakGlass {
-		o, err = tty.breakGlass(store, id, d)
-	} else {
+		o, err = tty.breakGlass(store, id, d, record)
+	} else if err = record("approved once by a person at their terminal (sandboxd approve)"); err == nil {
 		o, err = store.Approve(id, d.Hash)
+	}
+	if err != nil && !errors.Is(err, errUnrecorded) {
+		record("not issued: " + refusal(err, *sess, store.File(id)))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: nothing was approved: %s\n", esc(refusal(err, *sess, store.File(id))))
@@ -167,7 +177,7 @@ func (t *terminal) choose(sess string, ds []overrides.Denial, breakGlass bool) (
 
 // breakGlass shows what a break-glass override allows and has the person
 // type a random phrase back within a minute.
-func (t *terminal) breakGlass(store *overrides.Store, id string, d overrides.Denial) (overrides.Override, error) {
+func (t *terminal) breakGlass(store *overrides.Store, id string, d overrides.Denial, record func(note string) error) (overrides.Override, error) {
 	ch, err := store.Challenge(id, d.Hash)
 	if err != nil {
 		return overrides.Override{}, err
@@ -183,6 +193,9 @@ func (t *terminal) breakGlass(store *overrides.Store, id string, d overrides.Den
 	typed, err := t.ask(b.String(), "Type the phrase exactly "+promptEnd, ch.Deadline())
 	if err != nil {
 		return overrides.Override{}, noAnswerError{review.NoAnswer(err)}
+	}
+	if err := record("a person typed the break-glass phrase at their terminal (sandboxd break-glass)"); err != nil {
+		return overrides.Override{}, err
 	}
 	return store.BreakGlass(ch, typed)
 }

@@ -64,6 +64,7 @@ Usage:
   sandboxd approve --session ID
   sandboxd break-glass --session ID
   sandboxd suggest --report FILE [--policy FILE]
+  sandboxd audit verify|show|report|export
   sandboxd review eval [--policy FILE] [--json] CORPUS.jsonl
   sandboxd version
   sandboxd help [COMMAND [SUBCOMMAND]]
@@ -93,6 +94,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return overrideCommand(args[0] == "break-glass", args[1:], getenv, stdout, stderr)
 	case "suggest":
 		return suggestCommand(args[1:], getenv, stdout, stderr)
+	case "audit":
+		return auditCommand(ctx, args[1:], getenv, stdout, stderr)
 	case "recover":
 		return recoverCommand(args[1:], getenv, stdout, stderr)
 	case "cache":

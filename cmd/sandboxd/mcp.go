@@ -73,7 +73,10 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 	cfg.Log, cfg.Version, cfg.Caller = log, version(), caller
 	helper := findHelper()
 	helper.log(log)
-	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(), Hidden: hiddenPaths(getenv), Helper: helper.File})
+	own := ownAuditLog(caller, log)
+	defer closeAudit(own, log)
+	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
+		Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: recorders(own)})
 	found, err := cfg.Runner.Workspace(caller, *workspace)
 	if err != nil {
 		return fail(err)

@@ -60,6 +60,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	config := fs.String("config", "", "the machine `configuration` (default: "+machine.DefaultPath+", when it exists)")
 	readyN := fs.Int("ready-helpers", 4, "how many sandbox helpers the daemon keeps started in advance for the users it served last, in all (0: none)")
 	keepAudit := fs.Bool("keep-audit-on", false, "keep kernel audit on between commands, not only while they run (faster by ~0.4 ms a command; see README)")
+	var auditFlags auditServeFlags
+	auditFlags.register(fs)
 	if code, ok := parseFlags(fs, args, serveUsage, stdout, stderr); !ok {
 		return code
 	}
@@ -69,29 +71,24 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if *socket == "" {
 		*socket = daemonSocket(getenv)
 	}
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(publicerr.Message(err, "sandboxd could not finish because of an internal error (run with -v to see it)")))
-		if *verbose {
-			fmt.Fprintf(stderr, "sandboxd: cause: %s\n", esc(publicerr.Internal(err)))
-		}
-		return 1
-	}
+	log, fail := serveOutput(stderr, *verbose)
 	if status {
 		return serveStatus(ctx, *socket, stdout, fail)
 	}
-	level := slog.LevelInfo
-	if *verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	mc, err := loadMachine(*config, log)
 	if err != nil {
 		return fail(err)
 	}
 	// Before the socket exists: what every run shares (the helper found
-	// and logged) is in place before anyone can connect.
+	// and logged, the audit log open) is in place before anyone can
+	// connect.
 	ready, hub, helper, stopShared := runShared(*readyN, *keepAudit, log)
 	defer stopShared()
+	ma, err := openMachineAudit(ctx, auditFlags, version(), log)
+	if err != nil {
+		return fail(err)
+	}
+	defer ma.close(context.WithoutCancel(ctx), log)
 	ln, tokens, made, err := serveListener(*socket, getenv)
 	if err != nil {
 		return fail(err)
@@ -117,12 +114,29 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 		Filters: sandbox.NewSharedFilters()}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
+	ma.wire(&sc, &dc, m.AuditWriteFailed)
 	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
 	attach(d)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}
 	return 0
+}
+
+// serveOutput is the daemon's log on stderr (-v: everything) and how it
+// fails: the public sentence, with -v the cause.
+func serveOutput(stderr io.Writer, verbose bool) (*slog.Logger, func(error) int) {
+	level := slog.LevelInfo
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), func(err error) int {
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(publicerr.Message(err, "sandboxd could not finish because of an internal error (run with -v to see it)")))
+		if verbose {
+			fmt.Fprintf(stderr, "sandboxd: cause: %s\n", esc(publicerr.Internal(err)))
+		}
+		return 1
+	}
 }
 
 // serveListener is the daemon's socket: the one the service manager

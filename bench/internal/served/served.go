@@ -37,7 +37,8 @@ func Start(bin string, args ...string) (*Daemon, error) {
 		return nil, err
 	}
 	socket := filepath.Join(dir, "run", "sandboxd.sock")
-	d := exec.Command(bin, append([]string{"serve", "--socket", socket, "--metrics-addr", metrics}, args...)...)
+	d := exec.Command(bin, append([]string{"serve", "--socket", socket, "--metrics-addr", metrics,
+		"--audit-dir", filepath.Join(dir, "audit"), "--audit-key", filepath.Join(dir, "audit.key")}, args...)...)
 	d.Dir, d.Env = "/", os.Environ()
 	if err := d.Start(); err != nil {
 		cleanup()
