@@ -167,3 +167,57 @@ func TestAuditDaemonViews(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditReportAfterRuns: after a boundary the model allowed in three
+// runs and one it denied, the report counts them by value and suggests
+// exactly the allowed boundary's rule for the caller's own policy, and
+// none for the denied one.
+func TestAuditReportAfterRuns(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		m := newFakeModel(t, func(body string) (string, string, string, string) {
+			if strings.Contains(body, "nope") {
+				return "deny", "medium", "low", "not asked for"
+			}
+			return "allow", "low", "high", "the task needs it"
+		})
+		out := e.mkdir("out", 0o755)
+		ok, nope := filepath.Join(out, "ok file"), filepath.Join(out, "nope")
+		pol := modelPolicy(t, e, m, "")
+		vars := runOpts{env: []string{"FAKE_REVIEW_KEY=fake-review-key"}}
+		for i := range 3 {
+			os.Remove(ok)
+			r := e.sandboxdOpts(vars, "run", "--no-daemon", "--policy", pol, "--reviewer", "model", "-c", fmt.Sprintf("echo %d > '%s'", i, ok))
+			if _, err := os.Stat(ok); err != nil {
+				t.Fatalf("run %d: the model's allow did not land (the test proves nothing)\n%s", i, r)
+			}
+		}
+		e.sandboxdOpts(vars, "run", "--no-daemon", "--policy", pol, "--reviewer", "model", "-c", "echo x > "+nope)
+		r := e.sandboxdOpts(runOpts{}, "audit", "report", "--no-daemon", "--json", "--days", "0")
+		var rep struct {
+			Decisions    int `json:"decisions"`
+			ModelDenials int `json:"model_denials"`
+			Reviewers    []struct {
+				Source           string
+				Decided, Allowed int
+			} `json:"reviewers"`
+			Suggestions []struct {
+				Rule   string
+				Allows int
+			} `json:"suggestions"`
+			TOML string `json:"toml"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("audit report --json: %v\n%s", err, r)
+		}
+		if rep.Decisions != 4 || rep.ModelDenials != 1 || len(rep.Reviewers) != 1 || rep.Reviewers[0].Source != "reviewer" ||
+			rep.Reviewers[0].Decided != 4 || rep.Reviewers[0].Allowed != 3 {
+			t.Fatalf("report figures: %+v\n%s", rep, r)
+		}
+		want := `fs make_reg ` + strings.ReplaceAll(ok, " ", `\ `)
+		if len(rep.Suggestions) != 1 || rep.Suggestions[0].Rule != want || rep.Suggestions[0].Allows != 3 ||
+			!strings.Contains(rep.TOML, filepath.Join(e.home, ".config", "sandboxd", "policy.toml")) {
+			t.Fatalf("suggestions %+v, want exactly %q\n%s", rep.Suggestions, want, rep.TOML)
+		}
+	})
+}
