@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Appender is where records go: a Log, an Opener, or the daemon's log.
@@ -23,6 +24,21 @@ type Opener struct {
 
 // NewOpener returns an Opener of the log cfg describes.
 func NewOpener(cfg Config) *Opener { return &Opener{cfg: cfg} }
+
+// Retain sets how the log rotates and what it keeps (Config's
+// MaxFileBytes, RetainAge, RetainBytes; zero keeps Config's), when it is
+// not open yet: the settings come with the first run's policy.
+func (o *Opener) Retain(rotate int64, age time.Duration, size int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return
+	}
+	if rotate > 0 {
+		o.cfg.MaxFileBytes = rotate
+	}
+	o.cfg.RetainAge, o.cfg.RetainBytes = age, size
+}
 
 // Append appends ev to the log, opening it first if need be. A log
 // that could not be opened stays unopened: every later Append fails.

@@ -128,7 +128,7 @@ func TestParseTable(t *testing.T) {
 	tests := []struct{ doc, want string }{
 		{"[access]\nuids = [1]\n[policy]\nprofile = \"lax\"\n", `m.toml:4: policy.profile: invalid value "lax" (want "default", "strict")`},
 		{"[policy.limits]\npids = 1\n", `m.toml:2: policy.limits.pids: must be at least 16 (got 1)`},
-		{"[policy]\nprofil = \"strict\"\n", `m.toml:2: policy.profil: unknown key (valid keys in [policy]: profile, isolation, filesystem, env, limits, boundaries, quiet, network, review, transaction)`},
+		{"[policy]\nprofil = \"strict\"\n", `m.toml:2: policy.profil: unknown key (valid keys in [policy]: profile, isolation, filesystem, env, limits, boundaries, quiet, network, review, transaction, audit)`},
 		{"[policy]\nProfile = \"strict\"\n", `m.toml:2: policy.Profile: unknown key (keys are case-sensitive; did you mean "profile"?)`},
 		{"[policy.limits]\npids = \"many\"\n", `m.toml:2: policy.limits.pids: expected an integer, got a TOML string`},
 		{"policy.limits.memory = 12\n", `m.toml:1: policy.limits.memory: must be at least 16MiB (got 12B)`},

@@ -67,6 +67,25 @@ type Policy struct {
 	Review Review `toml:"review"`
 	// Transaction holds the [transaction] table.
 	Transaction Transaction `toml:"transaction"`
+	// Audit holds the [audit] table.
+	Audit Audit `toml:"audit"`
+}
+
+// Audit is the [audit] table: how the caller's own audit log (the log
+// embedded runs write in the state directory) rotates and what it keeps.
+// Only the user's own policy may set it: a workspace has no say in what
+// its user keeps. The daemon's log is the operator's (sandboxd serve
+// --audit-rotate-mb, --audit-retain-days, --audit-retain-mb).
+type Audit struct {
+	// RotateSize starts a new file of the log past this size.
+	RotateSize Size `toml:"rotate_size" tighten:"user"`
+	// RetainAge removes rotated files older than this (0: keep them);
+	// the log first records which it removes, so a verifier tells them
+	// from files that went missing.
+	RetainAge Duration `toml:"retain_age" tighten:"user"`
+	// RetainSize removes the oldest rotated files past this size in all
+	// (0: keep them).
+	RetainSize Size `toml:"retain_size" tighten:"user"`
 }
 
 // Transaction is the [transaction] table: how a command's workspace
@@ -294,6 +313,7 @@ func Default() Policy {
 		// before the hourly caps were per session (one `review eval` of the
 		// shipped corpus does); the user's ceiling is the hourly cap every
 		// session shared then.
+		Audit: Audit{RotateSize: 64 * MiB},
 		Review: Review{Enabled: true, Timeout: Duration(30 * time.Second), MaxOutputTokens: 512,
 			MaxInputTokens: 8192, StructuredOutput: StructuredAuto,
 			MaxCallsPerSession: 200, MaxCallsPerHour: 200, MaxTokensPerSession: 2_000_000, MaxTokensPerHour: 2_000_000,

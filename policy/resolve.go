@@ -59,6 +59,8 @@ type Resolved struct {
 	// NoTransaction holds the command patterns that run without the
 	// copy-on-write layer.
 	NoTransaction []string
+	// Audit is the [audit] table: the caller's own audit log.
+	Audit Audit
 	// Production holds the production markers, lower case: the built-in
 	// ones, then [review] production's.
 	Production []string
@@ -106,6 +108,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		Network:       p.Network,
 		Review:        p.Review,
 		NoTransaction: slices.Clone(p.Transaction.NoTransaction),
+		Audit:         p.Audit,
 	}
 	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
 		return Resolved{}, err

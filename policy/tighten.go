@@ -197,6 +197,8 @@ func userOnlyWhy(path string) string {
 		return "a workspace must not choose how names are resolved"
 	case strings.HasPrefix(path, "transaction."):
 		return "a workspace must not choose to write past the copy-on-write layer"
+	case strings.HasPrefix(path, "audit."):
+		return "a workspace has no say in what your audit log keeps"
 	}
 	return "a workspace could quiet what you want to see"
 }

@@ -71,6 +71,10 @@ func validators() map[string]validator {
 		"review.structured_output": enum(StructuredAuto, StructuredJSONSchema, StructuredJSONObject),
 		"review.production":        checkProduction,
 
+		"audit.rotate_size": minSize(MiB),
+		"audit.retain_age":  zeroOr(durationRange(time.Hour, 100*365*24*time.Hour)),
+		"audit.retain_size": zeroOr(minSize(MiB)),
+
 		"review.max_calls_per_session":    ceiling,
 		"review.max_calls_per_hour":       ceiling,
 		"review.max_tokens_per_session":   ceiling,
@@ -135,6 +139,16 @@ func intRange(lo, hi int64) validator {
 // minSize is the validator of a size of at least lowest.
 func minSize(lowest Size) validator {
 	return whole(func(v reflect.Value) string { return checkMinSize(v, lowest) })
+}
+
+// zeroOr is check, except that zero (off) is always accepted.
+func zeroOr(check validator) validator {
+	return func(v reflect.Value) (int, string) {
+		if v.IsZero() {
+			return -1, ""
+		}
+		return check(v)
+	}
 }
 
 // durationRange is the validator of a duration in [lo, hi].

@@ -6,13 +6,16 @@ import (
 	"sync/atomic"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // AuditFactory opens the audit log's recorder for one caller's run (the
 // front end's: the caller's own log when embedded, the machine's in the
 // daemon). Its records name uid and are redacted of secrets: the
 // values of the caller's environment the policy strips as credentials.
-type AuditFactory func(uid int, secrets []string) AuditRecorder
+// keep is the caller's policy's [audit] table, which the caller's own
+// log follows (the daemon's is the operator's).
+type AuditFactory func(uid int, secrets []string, keep policy.Audit) AuditRecorder
 
 // AuditRecorder records one run's decisions and grant events (the
 // broker's), and what else the run tells the log.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox"
 )
 
@@ -58,7 +59,7 @@ func TestRunAuditLog(t *testing.T) {
 			metrics := &auditSpy{}
 			fake := &fakeSandbox{script: []attemptFunc{denies(1, fsDenial("make_reg", w.allowed)), denies(0)}}
 			ev := &recorder{}
-			rep, err := New(Config{Sandbox: fake, Auditor: metrics, AuditLog: func(uid int, secrets []string) AuditRecorder {
+			rep, err := New(Config{Sandbox: fake, Auditor: metrics, AuditLog: func(uid int, secrets []string, _ policy.Audit) AuditRecorder {
 				spy.uid, spy.secrets = uid, secrets
 				return spy
 			}}).Run(context.Background(), w.caller, job(1), ev)
@@ -101,7 +102,7 @@ func TestRunAuditLost(t *testing.T) {
 		return r, nil
 	}
 	fake := &fakeSandbox{script: []attemptFunc{lossy}}
-	if _, err := New(Config{Sandbox: fake, AuditLog: func(int, []string) AuditRecorder { return spy }}).Run(context.Background(), w.caller, job(1), nil); err != nil {
+	if _, err := New(Config{Sandbox: fake, AuditLog: func(int, []string, policy.Audit) AuditRecorder { return spy }}).Run(context.Background(), w.caller, job(1), nil); err != nil {
 		t.Fatal(err)
 	}
 	if spy.lost != 3 {

@@ -241,7 +241,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 	p.reviewer, p.model = info, model
 	p.audit = &runAudit{also: r.auditor}
 	if r.auditLog != nil {
-		p.audit.log = r.auditLog(c.UID, envSecrets(c, p.policy.Review, p.policy.EnvDeny, p.policy.EnvAllow))
+		p.audit.log = r.auditLog(c.UID, envSecrets(c, p.policy.Review, p.policy.EnvDeny, p.policy.EnvAllow), p.policy.Audit)
 	}
 	var rules broker.Rules
 	for _, set := range []struct {

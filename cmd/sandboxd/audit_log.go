@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxd/sandboxd/audit/record"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/overrides"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
@@ -26,11 +27,21 @@ const (
 	defaultAuditKey = "/var/lib/sandboxd/audit-signing.key"
 )
 
-// recorders opens the recorder of a caller's run on a log: records name
-// the caller's uid and pass through the model reviewer's redactor.
+// recorders opens the recorder of a caller's run on the machine's log:
+// records name the caller's uid and pass through the model reviewer's
+// redactor. The caller's [audit] settings are not the machine log's.
 func recorders(to audit.Appender) session.AuditFactory {
-	return func(uid int, secrets []string) session.AuditRecorder {
+	return func(uid int, secrets []string, _ policy.Audit) session.AuditRecorder {
 		return record.Recorder{To: to, UID: uid, Redact: review.NewRedactor(secrets).Redact}
+	}
+}
+
+// ownRecorders is recorders on the caller's own log, which rotates and
+// keeps what the caller's policy says ([audit]).
+func ownRecorders(o *audit.Opener) session.AuditFactory {
+	return func(uid int, secrets []string, keep policy.Audit) session.AuditRecorder {
+		o.Retain(int64(keep.RotateSize), time.Duration(keep.RetainAge), int64(keep.RetainSize))
+		return record.Recorder{To: o, UID: uid, Redact: review.NewRedactor(secrets).Redact}
 	}
 }
 

@@ -76,7 +76,7 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 	own := ownAuditLog(caller, log)
 	defer closeAudit(own, log)
 	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-		Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: recorders(own)})
+		Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own)})
 	found, err := cfg.Runner.Workspace(caller, *workspace)
 	if err != nil {
 		return fail(err)

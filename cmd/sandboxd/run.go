@@ -241,7 +241,7 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		helper.log(log)
 		own := ownAuditLog(caller, log)
 		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: recorders(own)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
 		closeAudit(own, log)
 		suggestOnTerminal(rep, caller.PolicyFile(f.policy))
 	}
