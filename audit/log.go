@@ -160,6 +160,7 @@ func (l *Log) Append(ctx context.Context, ev Event) (Record, error) {
 		at := ev.ExpiresAt.UTC()
 		ev.ExpiresAt = &at
 	}
+	validText(&ev)
 	var rec Record
 	err := l.locked(ctx, func(context.Context) error {
 		t, err := l.tailLocked()

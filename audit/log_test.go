@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestAppendScanVerify(t *testing.T) {
@@ -98,6 +99,49 @@ func TestLongFieldsAreCut(t *testing.T) {
 		if len(line)+1 > MaxLine {
 			t.Errorf("line of %d bytes", len(line))
 		}
+	}
+	mustVerify(t, cfg.Dir)
+}
+
+// A record's text that is not UTF-8 is written so that its line reads
+// back: one such line would otherwise stop Scan and View at it, and with
+// them every user's view of the machine's log.
+func TestTextNotUTF8ReadsBack(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	l, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := 1000
+	for _, text := range []string{"\xff", "a\xfe\xffb", "\xed\xa0\x80", "ok \u00e9 \xc3"} {
+		if _, err := l.Append(ctx, Event{Kind: KindOverride, UID: &uid, Command: text, Note: "not issued: " + text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var view bytes.Buffer
+	if err := l.View(ctx, func(Record) bool { return true }, &view); err != nil {
+		t.Errorf("View: %v", err)
+	}
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files, err := Files(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = Scan(ctx, files, func(r Record) error {
+		if r.IsEvent() {
+			n++
+			if !utf8.ValidString(r.Command) || !utf8.ValidString(r.Note) {
+				t.Errorf("record %d: text not UTF-8: %q %q", r.Seq, r.Command, r.Note)
+			}
+		}
+		return nil
+	})
+	if err != nil || n != 4 {
+		t.Errorf("Scan read %d events, want 4: %v", n, err)
 	}
 	mustVerify(t, cfg.Dir)
 }

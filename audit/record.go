@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -163,14 +164,29 @@ func encodeBounded(r *Record) ([]byte, error) {
 	}
 }
 
+// textFields are the event's text fields.
+func textFields(ev *Event) []*string {
+	return []*string{&ev.Session, &ev.Agent, &ev.Command, &ev.Cwd, &ev.Surface, &ev.Operation,
+		&ev.Target, &ev.RequestHash, &ev.Outcome, &ev.Source, &ev.Risk, &ev.Authorization, &ev.Rationale,
+		&ev.Production, &ev.ModelOutcome, &ev.ModelRisk, &ev.AnswerSource, &ev.Why, &ev.Note}
+}
+
+// validText replaces the bytes of ev's text that are not UTF-8 with
+// U+FFFD, as json.Marshal would, but as the character itself:
+// json.Marshal writes an invalid byte as the escape \ufffd, which decodes
+// to a character it writes unescaped, so the line would not be in the
+// log's one form and no reader (Scan, View) would take it again.
+func validText(ev *Event) {
+	for _, f := range textFields(ev) {
+		*f = strings.ToValidUTF8(*f, "\uFFFD")
+	}
+}
+
 // longestField is the event's longest text field, nil if none is longer
 // than a marker.
 func longestField(ev *Event) *string {
-	fields := []*string{&ev.Session, &ev.Agent, &ev.Command, &ev.Cwd, &ev.Surface, &ev.Operation,
-		&ev.Target, &ev.RequestHash, &ev.Outcome, &ev.Source, &ev.Risk, &ev.Authorization, &ev.Rationale,
-		&ev.Production, &ev.ModelOutcome, &ev.ModelRisk, &ev.AnswerSource, &ev.Why, &ev.Note}
 	var best *string
-	for _, f := range fields {
+	for _, f := range textFields(ev) {
 		if len(*f) > 2*len(cutMarker) && (best == nil || len(*f) > len(*best)) {
 			best = f
 		}
