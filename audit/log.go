@@ -119,6 +119,11 @@ func (l *Log) openLocked(ctx context.Context) error {
 		return fmt.Errorf("audit: %s names checkpoint %d but the log holds no record", HeadName, head.Seq)
 	case !t.exists:
 		return l.genesisLocked()
+	case head != nil && t.seq < head.Seq:
+		// Records up to the signed head were cut away (a file removed, the
+		// live file cut back): carrying on would reuse their seqs and sign
+		// a head over the cut, so that Verify no longer sees it.
+		return fmt.Errorf("audit: %s names checkpoint %d but the log ends at record %d: records were cut from its end", HeadName, head.Seq, t.seq)
 	case head != nil:
 		l.chain = head.Chain
 	default:

@@ -207,3 +207,46 @@ func TestViewHidesOtherUsersAndVerifies(t *testing.T) {
 		t.Fatal("the view of an edited log verifies")
 	}
 }
+
+// A log cut back behind its signed head is not carried on: a writer that
+// did would reuse the cut records' seqs and sign a head over the cut, and
+// Verify would then accept the log as whole.
+func TestWriterRefusesALogCutBehindItsHead(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cut  func(t *testing.T, dir string)
+	}{
+		{"live file removed", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, LogName)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"live file cut to its first line", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, LogName)
+			writeLines(t, p, readLines(t, p)[:1])
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := testConfig(t)
+			cfg.MaxFileBytes = 4 << 10
+			writeLog(t, cfg, 40)
+			if files, _ := Files(cfg.Dir); len(files) < 3 {
+				t.Fatalf("only %d files", len(files))
+			}
+			before, err := os.ReadFile(filepath.Join(cfg.Dir, HeadName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.cut(t, cfg.Dir)
+			if l, err := Open(ctx, cfg); err == nil {
+				l.Append(ctx, decision(1000, 1))
+				l.Close(ctx)
+				t.Error("Open carried on a log cut behind its head")
+			}
+			if after, _ := os.ReadFile(filepath.Join(cfg.Dir, HeadName)); !bytes.Equal(before, after) {
+				t.Error("the head was written again over the cut")
+			}
+		})
+	}
+}
