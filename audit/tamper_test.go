@@ -250,3 +250,39 @@ func TestVerifyAcceptsUntouchedCopies(t *testing.T) {
 	}
 	_ = context.Background()
 }
+
+// A live file removed, or put out of the set as no regular file, still
+// leaves the head to say where the log ended: the records cut with it are
+// reported, not taken for a set that ends at its last rotated file.
+func TestVerifySeesTheLiveFileGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gone func(t *testing.T, live string)
+	}{
+		{"removed", func(t *testing.T, live string) {
+			if err := os.Remove(live); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a symlink", func(t *testing.T, live string) {
+			if err := os.Remove(live); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/dev/null", live); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.MaxFileBytes = 4 << 10
+			writeLog(t, cfg, 40)
+			mustVerify(t, cfg.Dir)
+			tc.gone(t, filepath.Join(cfg.Dir, LogName))
+			_, err := verifyDir(t, cfg.Dir)
+			if p := problemOf(t, err); !strings.Contains(p.What, "records were cut from its end") {
+				t.Errorf("got %v", p)
+			}
+		})
+	}
+}

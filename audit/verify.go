@@ -67,7 +67,8 @@ type verifier struct {
 // every checkpoint is signed by pub for the chain, the set starts at the
 // genesis or where a retention record says files were removed, and the
 // signed head beside the live log (HeadName, when the last file is
-// LogName) names a checkpoint the set holds. The head is read before the
+// LogName, or a rotated file where no live file is: headBeside) names a
+// checkpoint the set holds. The head is read before the
 // files, so a writer appending meanwhile does not make it look ahead of
 // them. A view (View) verifies the same, its stubs standing for their
 // lines. The error is a *Problem for the first record that fails.
@@ -76,7 +77,7 @@ func Verify(ctx context.Context, files []string, pub ed25519.PublicKey) (Summary
 	if len(files) == 0 {
 		return v.sum, &Problem{File: ".", What: "there is no file to verify"}
 	}
-	if last := files[len(files)-1]; filepath.Base(last) == LogName {
+	if last := files[len(files)-1]; headBeside(last) {
 		v.headAt = filepath.Join(filepath.Dir(last), HeadName)
 		h, err := loadHead(v.headAt, pub)
 		if errors.Is(err, errHeadSig) {
@@ -94,6 +95,19 @@ func Verify(ctx context.Context, files []string, pub ed25519.PublicKey) (Summary
 		}
 	}
 	return v.sum, v.finish()
+}
+
+// headBeside reports whether the set that ends with last is checked
+// against the head beside it: when it ends with the live file, and when
+// it ends with a rotated file where the live file is gone (a writer
+// makes a new one at once under the lock, so a missing live file is a
+// cut, not a set someone chose to check in part).
+func headBeside(last string) bool {
+	if filepath.Base(last) == LogName {
+		return true
+	}
+	st, err := os.Lstat(filepath.Join(filepath.Dir(last), LogName))
+	return rotatedPattern.MatchString(filepath.Base(last)) && (err != nil || !st.Mode().IsRegular())
 }
 
 // file1 verifies one file's lines.
