@@ -126,6 +126,11 @@ func (l *Log) openLocked(ctx context.Context) error {
 		return fmt.Errorf("audit: %s names checkpoint %d but the log ends at record %d: records were cut from its end", HeadName, head.Seq, t.seq)
 	case head != nil:
 		l.chain = head.Chain
+	case t.seq > 1:
+		// Every checkpoint but a crash-interrupted first one is followed by
+		// its head: a log past its first checkpoint without one had its
+		// head removed, which hides records cut from its end.
+		return fmt.Errorf("audit: %s is missing, but the log holds records up to %d: records may have been cut from its end", HeadName, t.seq)
 	default:
 		l.cfg.Log.Warn("audit log has no head file; it is written again at the next checkpoint", "dir", l.cfg.Dir)
 		if l.chain, err = chainOf(ctx, l.cfg.Dir); err != nil {

@@ -92,7 +92,7 @@ func TestLongFieldsAreCut(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(r.Command, cutMarker) || len(r.Command) >= len(ev.Command) {
+	if !strings.HasSuffix(r.Command, CutMark) || len(r.Command) >= len(ev.Command) {
 		t.Errorf("command not cut: %d bytes", len(r.Command))
 	}
 	for _, line := range readLines(t, l.Path()) {
@@ -120,9 +120,14 @@ func TestTextNotUTF8ReadsBack(t *testing.T) {
 		}
 	}
 	var view bytes.Buffer
-	if err := l.View(ctx, func(Record) bool { return true }, &view); err != nil {
+	snap, err := l.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.View(ctx, func(Record) bool { return true }, &view); err != nil {
 		t.Errorf("View: %v", err)
 	}
+	snap.Close()
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +220,30 @@ func TestReopenContinuesTheChain(t *testing.T) {
 	if s.Records != 14 || s.Checkpoints != 3 {
 		t.Fatalf("summary %+v", s)
 	}
-	// Without its head the log still opens (the chain id is read from the
-	// files), and the next checkpoint writes the head again.
+	// Without its head, a log past its first checkpoint is refused by
+	// the writer and the verifier alike: the head is what shows records
+	// cut from the end, and only a crash between the first checkpoint and
+	// its head may leave none.
+	os.Remove(filepath.Join(cfg.Dir, HeadName))
+	if _, err := Open(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "audit.head is missing") {
+		t.Fatalf("a log without its head was opened: %v", err)
+	}
+	pub, _ := ReadPublicKey(filepath.Join(cfg.Dir, PublicKeyName))
+	files, _ := Files(cfg.Dir)
+	if _, err := Verify(context.Background(), files, pub); err == nil || !strings.Contains(err.Error(), "the signed head is missing") {
+		t.Fatalf("a log without its head verified: %v", err)
+	}
+}
+
+// A crash between the first checkpoint and its head leaves a log whose
+// head the next writer writes again.
+func TestFirstHeadRewritten(t *testing.T) {
+	cfg := testConfig(t)
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close(context.Background())
 	os.Remove(filepath.Join(cfg.Dir, HeadName))
 	writeLog(t, cfg, 1)
 	if _, err := os.Stat(filepath.Join(cfg.Dir, HeadName)); err != nil {

@@ -59,8 +59,8 @@ func firstSeq(f io.ReaderAt) (uint64, error) {
 }
 
 // retainLocked removes the oldest rotated files that retention no longer
-// keeps. It first appends (and syncs) a retention record naming them and
-// the last record they hold, so a verifier accepts their absence; a crash
+// keeps. It first appends a retention record naming them and the last
+// record they hold, and signs it, so a verifier accepts their absence; a crash
 // before the removal leaves files the record allows to be gone.
 func (l *Log) retainLocked(t tail) (tail, error) {
 	if l.cfg.RetainAge <= 0 && l.cfg.RetainBytes <= 0 {
@@ -94,8 +94,11 @@ func (l *Log) retainLocked(t tail) (tail, error) {
 	if t, err = l.writeLocked(t, r); err != nil {
 		return t, err
 	}
-	if err := l.f.Sync(); err != nil {
-		return t, fmt.Errorf("audit: sync log: %w", err)
+	// Signed (and synced) before anything is removed: a verifier takes a
+	// retention record only under a checkpoint, or anyone who can write
+	// the files could append one and remove the oldest.
+	if t, err = l.checkpointLocked(t); err != nil {
+		return t, err
 	}
 	for _, f := range gone {
 		if err := os.Remove(f); err != nil {

@@ -167,7 +167,10 @@ func TestViewHidesOtherUsersAndVerifies(t *testing.T) {
 	pub, _ := ReadPublicKey(filepath.Join(cfg.Dir, PublicKeyName))
 	path := filepath.Join(t.TempDir(), "view.jsonl")
 	os.WriteFile(path, v, 0o600)
-	s, err := Verify(ctx, []string{path}, pub)
+	if _, err := Verify(ctx, []string{path}, pub); err == nil || !strings.Contains(err.Error(), "only a view may hold one") {
+		t.Fatalf("a view verified as a log: %v", err)
+	}
+	s, err := VerifyView(ctx, []string{path}, pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,14 @@ type verifier struct {
 	// genesis: a retention record must account for what came before.
 	anchor     *Problem
 	anchorPrev [32]byte
+	// view: the set is a view (View), whose stubs stand for lines the
+	// reader may not see; in a log's own files a stub is a record
+	// emptied of its content, and refused.
+	view bool
+	// retainedAt is the seq of the retention record that accounts for
+	// the records before the set (0: none needed yet): it counts only
+	// once a checkpoint after it is signed.
+	retainedAt uint64
 	sum        Summary
 	file       string
 	line       int
@@ -73,7 +81,18 @@ type verifier struct {
 // them. A view (View) verifies the same, its stubs standing for their
 // lines. The error is a *Problem for the first record that fails.
 func Verify(ctx context.Context, files []string, pub ed25519.PublicKey) (Summary, error) {
-	v := &verifier{pub: pub, fp: fingerprint(pub)}
+	return verify(ctx, files, pub, false)
+}
+
+// VerifyView is Verify of a view (View): a stub stands for the line it
+// names. Only a view may hold stubs: in a log's own files one is a
+// record emptied of its content.
+func VerifyView(ctx context.Context, files []string, pub ed25519.PublicKey) (Summary, error) {
+	return verify(ctx, files, pub, true)
+}
+
+func verify(ctx context.Context, files []string, pub ed25519.PublicKey, view bool) (Summary, error) {
+	v := &verifier{pub: pub, fp: fingerprint(pub), view: view}
 	if len(files) == 0 {
 		return v.sum, &Problem{File: ".", What: "there is no file to verify"}
 	}
@@ -162,6 +181,8 @@ func (v *verifier) record(line []byte) error {
 		return err
 	}
 	switch {
+	case h.stub && !v.view:
+		return v.problem(h.seq, "the record was replaced by a bare link of the chain: only a view may hold one")
 	case h.stub:
 	case kind.own():
 		if err := v.own(h, kind, line); err != nil {
@@ -249,7 +270,7 @@ func (v *verifier) own(h *lineHead, kind Kind, line []byte) error {
 			return err
 		}
 		if v.anchor != nil && r.Retention.LastSeq+1 == v.anchor.Seq && r.Retention.LastHash == hex.EncodeToString(v.anchorPrev[:]) {
-			v.anchor = nil
+			v.anchor, v.retainedAt = nil, h.seq
 		}
 	}
 	return nil
@@ -271,6 +292,17 @@ func (v *verifier) sameChain(seq uint64, chain string) error {
 func (v *verifier) finish() error {
 	if v.anchor != nil {
 		return v.anchor
+	}
+	if v.headAt != "" && v.head == nil && v.started && v.sum.LastSeq > 1 {
+		// As the writer refuses to go on (Open): only the first
+		// checkpoint, cut off by a crash, may lack its head.
+		return &Problem{File: v.headAt, What: fmt.Sprintf("the signed head is missing, but the log holds records up to %d: records may have been cut from its end", v.sum.LastSeq)}
+	}
+	if v.retainedAt != 0 && v.sum.LastSigned < v.retainedAt {
+		// Anyone who can write the files could append an unsigned one
+		// and remove the oldest files with it.
+		return &Problem{File: v.file, Seq: v.retainedAt,
+			What: fmt.Sprintf("the retention record %d that accounts for the removed files is not signed by a checkpoint after it: files may have been removed by someone else", v.retainedAt)}
 	}
 	if v.head == nil {
 		return nil
