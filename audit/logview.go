@@ -3,27 +3,32 @@ package audit
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 )
 
-// View writes the log as View would write its files, as they stand now:
-// the files are opened and their lengths taken under the writers' lock,
-// then read after it is released, so a reader (a user fetching the view
-// over the daemon's socket, however slowly) never holds up a writer, and
-// never sees a line a writer has half written.
-func (l *Log) View(ctx context.Context, keep func(Record) bool, w io.Writer) error {
-	type part struct {
-		f    *os.File
-		size int64
-	}
-	var parts []part
-	defer func() {
-		for _, p := range parts {
-			p.f.Close()
-		}
-	}()
+// Snapshot is the log as it stood at one moment: its files open, their
+// lengths and the signed head taken under the writers' lock, read after
+// it is released, so a reader (a user fetching a view over the daemon's
+// socket, however slowly) never holds up a writer and never sees a line
+// a writer has half written.
+type Snapshot struct {
+	parts []snapPart
+	head  []byte
+}
+
+type snapPart struct {
+	f    *os.File
+	size int64
+}
+
+// Snapshot takes the log as it stands. Close it.
+func (l *Log) Snapshot(ctx context.Context) (*Snapshot, error) {
+	s := &Snapshot{}
 	err := l.locked(ctx, func(context.Context) error {
 		files, err := Files(l.cfg.Dir)
 		if err != nil {
@@ -39,16 +44,30 @@ func (l *Log) View(ctx context.Context, keep func(Record) bool, w io.Writer) err
 				f.Close()
 				return fmt.Errorf("audit: stat %s: %w", name, err)
 			}
-			parts = append(parts, part{f, st.Size()})
+			s.parts = append(s.parts, snapPart{f, st.Size()})
 		}
-		return nil
+		s.head, err = os.ReadFile(filepath.Join(l.cfg.Dir, HeadName))
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+		return err
 	})
 	if err != nil {
-		return err
+		s.Close()
+		return nil, err
 	}
+	return s, nil
+}
+
+// Head is the signed head as it stood (nil: none), which a reader puts
+// beside the view it verifies.
+func (s *Snapshot) Head() []byte { return s.head }
+
+// View writes the snapshot as View would write its files.
+func (s *Snapshot) View(ctx context.Context, keep func(Record) bool, w io.Writer) error {
 	rd := bufio.NewReaderSize(nil, 2*MaxLine)
 	each := func(fn func(string, int, []byte) error) error {
-		for _, p := range parts {
+		for _, p := range s.parts {
 			if err := linesFrom(ctx, p.f.Name(), io.NewSectionReader(p.f, 0, p.size), rd, fn); err != nil {
 				return err
 			}
@@ -56,4 +75,13 @@ func (l *Log) View(ctx context.Context, keep func(Record) bool, w io.Writer) err
 		return nil
 	}
 	return view(ctx, each, keep, w)
+}
+
+// Close closes the snapshot's files.
+func (s *Snapshot) Close() error {
+	for _, p := range s.parts {
+		p.f.Close()
+	}
+	s.parts = nil
+	return nil
 }

@@ -38,8 +38,9 @@ const (
 // refuses a longer line.
 const MaxLine = 64 << 10
 
-// cutMarker ends a field Append had to shorten.
-const cutMarker = "…[cut]"
+// CutMark ends a text that was shortened to fit (by Append, or by a
+// recorder's bounds): a reader takes no name that holds it for exact.
+const CutMark = "…[cut]"
 
 // Event is what a writer is given; the envelope (seq, time, prev) is the
 // log's. Every field but Kind is optional.
@@ -159,8 +160,8 @@ func encodeBounded(r *Record) ([]byte, error) {
 			return nil, fmt.Errorf("audit: record %d does not fit in a line", r.Seq)
 		}
 		excess := len(b) + 1 - MaxLine
-		keep := min(len(*f)-excess-len(cutMarker), len(*f)/2)
-		*f = cutString(*f, max(keep, 0)) + cutMarker
+		keep := min(len(*f)-excess-len(CutMark), len(*f)/2)
+		*f = cutString(*f, max(keep, 0)) + CutMark
 	}
 }
 
@@ -187,7 +188,7 @@ func validText(ev *Event) {
 func longestField(ev *Event) *string {
 	var best *string
 	for _, f := range textFields(ev) {
-		if len(*f) > 2*len(cutMarker) && (best == nil || len(*f) > len(*best)) {
+		if len(*f) > 2*len(CutMark) && (best == nil || len(*f) > len(*best)) {
 			best = f
 		}
 	}

@@ -46,6 +46,21 @@ func TrustedFile(path string) error {
 	return nil
 }
 
+// TrustedDir checks that path is a directory of root's that only root
+// may change, reached as TrustedSocket's socket is: the daemon keeps its
+// audit log only in such a one, where nobody else can plant a link or
+// remove a file.
+func TrustedDir(path string) error {
+	if err := trusted(path, "the directory", os.ModeDir); err != nil {
+		return err
+	}
+	real, _ := filepath.EvalSymlinks(path)
+	if st, err := os.Lstat(real); err != nil || st.Mode().Perm()&0o022 != 0 {
+		return publicerr.New(fmt.Sprintf("the directory %s is not trusted: others may write it", path))
+	}
+	return nil
+}
+
 // trusted checks that path is of type kind (0: a regular file), root's,
 // reached only through directories and symlinks of root's that nobody
 // else may write.
@@ -80,10 +95,7 @@ func trusted(path, what string, kind os.FileMode) error {
 		return unreachable(err)
 	}
 	if st.Mode().Type() != kind || owner(st) != 0 {
-		noun := "file"
-		if kind == os.ModeSocket {
-			noun = "socket"
-		}
+		noun := map[os.FileMode]string{0: "file", os.ModeSocket: "socket", os.ModeDir: "directory"}[kind]
 		return untrusted(what, path, real+" is not a "+noun+" of root's")
 	}
 	for d := filepath.Dir(real); ; d = filepath.Dir(d) {

@@ -49,7 +49,9 @@ func (c *fdConn) Read(p []byte) (int, error) {
 	if oobn > 0 {
 		c.keep(oob[:oobn], flags&unix.MSG_CTRUNC != 0)
 	}
-	return n, err
+	// ReadMsgUnix answers -1 with its error; io.Reader's contract (and
+	// net/http, which panics on a negative count) wants 0.
+	return max(n, 0), err
 }
 
 // keep parses the control messages and keeps what a connection may.

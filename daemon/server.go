@@ -87,6 +87,8 @@ type Daemon struct {
 	live  map[string]*liveExec
 	// questions is the one queue of questions for a person.
 	questions *Questions
+	// viewing: the callers being sent a view of the audit log.
+	viewing uidLocks
 }
 
 // New returns a Daemon.

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // auditRecords decodes `sandboxd audit show --json` output.
@@ -220,4 +222,39 @@ func TestAuditReportAfterRuns(t *testing.T) {
 			t.Fatalf("suggestions %+v, want exactly %q\n%s", rep.Suggestions, want, rep.TOML)
 		}
 	})
+}
+
+// TestAuditDaemonRefusesUntrustedLog: the daemon keeps its log only in a
+// directory of root's alone: one another user may write (where they
+// could plant a link the daemon writes through, or remove the head) is
+// refused before the daemon serves anyone, and nothing is written there.
+func TestAuditDaemonRefusesUntrustedLog(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("sandboxd serve runs as root")
+	}
+	e := newEnv(t, identities(t)[1])
+	dir := e.mkdir("theirs", 0o755) // owned by the unprivileged user
+	sock := filepath.Join(e.mkdir("run", 0o755), "s.sock")
+	os.Chown(filepath.Dir(sock), 0, 0)
+	cmd := exec.Command(binary, "serve", "--socket", sock, "--audit-dir", dir, "--audit-key", filepath.Join(e.dir, "key", "audit.key"))
+	cmd.Dir, cmd.Env = "/", []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root"}
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the daemon served with a log directory another user owns")
+	}
+	if err == nil || !strings.Contains(string(out), "is not trusted") {
+		t.Fatalf("the daemon did not refuse the directory: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Fatal("the daemon made its socket")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("the daemon wrote in the untrusted directory: %v", ents)
+	}
 }

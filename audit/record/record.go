@@ -3,6 +3,7 @@ package record
 import (
 	"context"
 	"encoding/hex"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/boundary"
@@ -29,8 +30,20 @@ func (r Recorder) Record(ctx context.Context, ev broker.AuditEvent) error {
 // Lost records that a run's detection lost n denials.
 func (r Recorder) Lost(ctx context.Context, session, command string, n int) error {
 	uid := r.UID
-	return r.To.Append(ctx, audit.Event{Kind: audit.KindLostDetections, UID: &uid, Session: r.red(session), Command: r.red(command), Count: n})
+	return r.To.Append(ctx, audit.Event{Kind: audit.KindLostDetections, UID: &uid, Session: r.redCut(session, maxText),
+		Command: r.redCut(command, maxCommand), Count: n})
 }
+
+// The longest a record's command and other text may be: every record
+// of a run carries its command, and a command of megabytes met at
+// thousands of boundaries would fill the machine's disk, which denies
+// everything (a record the log refuses is a deny). A path keeps its
+// whole length (PATH_MAX): a rule is suggested from it.
+const (
+	maxCommand = 2 << 10
+	maxText    = 1 << 10
+	maxPath    = 4 << 10
+)
 
 func (r Recorder) red(s string) string {
 	if r.Redact == nil || s == "" {
@@ -39,12 +52,25 @@ func (r Recorder) red(s string) string {
 	return r.Redact(s)
 }
 
+// redCut is red(s), at most n bytes (whole characters) and the mark.
+func (r Recorder) redCut(s string, n int) string {
+	s = r.red(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + audit.CutMark
+}
+
 // event is ev as a record's event.
 func (r Recorder) event(ev broker.AuditEvent) audit.Event {
 	uid := r.UID
 	req := ev.Request
-	out := audit.Event{UID: &uid, Session: r.red(req.Session), Command: r.red(req.Command), Cwd: r.red(req.Cwd),
-		Surface: string(req.Surface), Operation: string(req.Operation), Target: r.red(target(req))}
+	out := audit.Event{UID: &uid, Session: r.redCut(req.Session, maxText), Command: r.redCut(req.Command, maxCommand),
+		Cwd: r.redCut(req.Cwd, maxPath), Surface: string(req.Surface), Operation: string(req.Operation),
+		Target: r.redCut(target(req), maxPath)}
 	if ev.RequestHash != ([32]byte{}) {
 		out.RequestHash = hex.EncodeToString(ev.RequestHash[:])
 	}
@@ -61,16 +87,16 @@ func (r Recorder) event(ev broker.AuditEvent) audit.Event {
 	case broker.AuditGrantConsumed:
 		out.Kind = audit.KindGrantConsumed
 	case broker.AuditGrantRejected:
-		out.Kind, out.Why = audit.KindGrantRejected, r.red(ev.Why)
+		out.Kind, out.Why = audit.KindGrantRejected, r.redCut(ev.Why, maxText)
 		if ev.Expired {
 			out.Kind = audit.KindGrantExpired
 		}
 	case broker.AuditReviewFault:
-		out.Kind, out.Why = audit.KindReviewFault, r.red(ev.Fault)
+		out.Kind, out.Why = audit.KindReviewFault, r.redCut(ev.Fault, maxText)
 	case broker.AuditOverrideUsed:
 		out.Kind, out.Note = audit.KindOverride, "used"
 	case broker.AuditBreakerTripped:
-		out.Kind, out.Rationale = audit.KindBreakerTripped, r.red(ev.Decision.Rationale)
+		out.Kind, out.Rationale = audit.KindBreakerTripped, r.redCut(ev.Decision.Rationale, maxText)
 	default:
 		out.Kind, out.Note = audit.KindDecision, "an event this build does not know: "+string(ev.Kind)
 	}
@@ -83,7 +109,7 @@ func (r Recorder) decision(out *audit.Event, ev broker.AuditEvent) {
 	d := ev.Decision
 	out.Outcome, out.Source = string(d.Outcome), string(d.Source)
 	out.Risk, out.Authorization = string(d.RiskLevel), string(d.UserAuthorization)
-	out.Rationale, out.Production = r.red(d.Rationale), d.Production
+	out.Rationale, out.Production = r.redCut(d.Rationale, maxText), d.Production
 	out.ReviewMS = ev.Took.Milliseconds()
 	if m := ev.Model; m != nil {
 		out.ModelOutcome, out.ModelRisk = string(m.Outcome), string(m.RiskLevel)

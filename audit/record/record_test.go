@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/boundary"
@@ -95,5 +96,26 @@ func TestRecorderLost(t *testing.T) {
 	}
 	if g := s.got[0]; g.Kind != audit.KindLostDetections || g.Count != 3 || *g.UID != 7 || g.Command != "make" {
 		t.Fatalf("%+v", g)
+	}
+}
+
+// A run's command of any length costs each record at most maxCommand:
+// thousands of boundaries of one huge command must not fill the disk.
+func TestRecorderBoundsText(t *testing.T) {
+	s := &sink{}
+	big := strings.Repeat("é", 40<<10)
+	req := grants.Request{Session: big, Cwd: "/w", Command: big, Surface: boundary.Filesystem,
+		Operation: boundary.OpWriteFile, Path: "/w/x"}
+	r := Recorder{To: s, UID: 1}
+	r.Record(context.Background(), broker.AuditEvent{Kind: broker.AuditDecision, Request: req,
+		Decision: broker.Decision{Outcome: broker.Deny, Rationale: big}})
+	got := s.got[0]
+	for name, v := range map[string]string{"command": got.Command, "session": got.Session, "rationale": got.Rationale} {
+		if len(v) > maxCommand+len(audit.CutMark) || !strings.HasSuffix(v, audit.CutMark) || !utf8.ValidString(v) {
+			t.Errorf("%s: %d bytes, not cut on a character", name, len(v))
+		}
+	}
+	if got.Target != "/w/x" {
+		t.Errorf("target %q", got.Target)
 	}
 }

@@ -111,8 +111,8 @@ type Suggested struct {
 var judges = []broker.Source{broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourcePolicy}
 
 // redactedMark is how the reviewer's redactor marks what it hid: a
-// target holding one is not the name that was met, so no rule is
-// suggested for it.
+// target holding one (or audit.CutMark) is not the name that was met,
+// so no rule is suggested for it.
 const redactedMark = "[REDACTED:"
 
 // key is one boundary: surface, operation, target.
@@ -255,7 +255,7 @@ func (b *builder) finish() Report {
 func (b *builder) suggestions() []Suggested {
 	var out []Suggested
 	for k, n := range b.allows {
-		if n < b.opts.MinAllows || b.denied[k] || strings.Contains(k.target, redactedMark) {
+		if n < b.opts.MinAllows || b.denied[k] || strings.Contains(k.target, redactedMark) || strings.Contains(k.target, audit.CutMark) {
 			continue
 		}
 		bd := suggest.Boundary{Surface: boundary.Surface(k.surface), Operation: boundary.Operation(k.op),

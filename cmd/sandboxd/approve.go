@@ -98,7 +98,7 @@ func overrideCommand(breakGlass bool, args []string, getenv func(string) string,
 	quiet := slog.New(slog.DiscardHandler)
 	own := ownAuditLog(caller, quiet)
 	defer closeAudit(own, quiet)
-	record := overrideRecord(own, caller.UID, id, d, breakGlass)
+	record := overrideRecord(own, caller, id, d, breakGlass)
 	var o overrides.Override
 	if breakGlass {
 		o, err = tty.breakGlass(store, id, d, record)

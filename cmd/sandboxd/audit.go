@@ -115,6 +115,9 @@ type auditLog struct {
 	pub   ed25519.PublicKey
 	// uid, when set, is whose records are shown (the view's own).
 	uid *int
+	// view: the files are the daemon's view, with other users' records
+	// as bare links (audit.VerifyView).
+	view bool
 }
 
 // auditLogs finds the logs: FILEs as given, else the caller's own log
@@ -167,6 +170,10 @@ func auditLogs(ctx context.Context, files []string, f auditFlags, getenv func(st
 func readOwnAuditLog(dir string) (auditLog, bool, error) {
 	files, err := audit.Files(dir)
 	if errors.Is(err, iofs.ErrNotExist) || err == nil && len(files) == 0 {
+		if _, herr := os.Lstat(filepath.Join(dir, audit.HeadName)); herr == nil {
+			// A signed head names records that are gone.
+			return auditLog{}, false, publicerr.New("your audit log in " + dir + " has a signed head but no file: its records were removed")
+		}
 		return auditLog{}, false, nil
 	}
 	if err != nil {
@@ -200,14 +207,21 @@ func daemonAuditLog(ctx context.Context, getenv func(string) string, required bo
 		return auditLog{}, none, false, publicerr.Wrap(err, "a temporary file for the daemon's log cannot be made")
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	tmp, err := os.Create(filepath.Join(dir, "view.jsonl"))
+	// Named as a live log, with the head beside it: the verifier then
+	// checks the view ends no earlier than the head's checkpoint.
+	tmp, err := os.Create(filepath.Join(dir, audit.LogName))
 	if err != nil {
 		return auditLog{}, cleanup, false, publicerr.Wrap(err, "a temporary file for the daemon's log cannot be made")
 	}
 	defer tmp.Close()
-	logPath, keyPath, err := c.AuditView(ctx, tmp)
+	logPath, keyPath, head, err := c.AuditView(ctx, tmp)
 	if err != nil {
 		return auditLog{}, cleanup, false, err
+	}
+	if len(head) > 0 {
+		if err := os.WriteFile(filepath.Join(dir, audit.HeadName), head, 0o600); err != nil {
+			return auditLog{}, cleanup, false, publicerr.Wrap(err, "a temporary file for the daemon's log cannot be made")
+		}
 	}
 	if err := daemon.TrustedFile(keyPath); err != nil {
 		return auditLog{}, cleanup, false, err
@@ -217,14 +231,18 @@ func daemonAuditLog(ctx context.Context, getenv func(string) string, required bo
 		return auditLog{}, cleanup, false, publicerr.Errorf(err, "the daemon's public key %s cannot be read", keyPath)
 	}
 	uid := os.Getuid()
-	return auditLog{name: logPath + " (the daemon's, as you may see it)", files: []string{tmp.Name()}, pub: pub, uid: &uid}, cleanup, true, nil
+	return auditLog{name: logPath + " (the daemon's, as you may see it)", files: []string{tmp.Name()}, pub: pub, uid: &uid, view: true}, cleanup, true, nil
 }
 
 // auditVerify checks each log and says what it found.
 func auditVerify(ctx context.Context, logs []auditLog, stdout, stderr io.Writer) int {
 	code := 0
 	for _, l := range logs {
-		sum, err := audit.Verify(ctx, l.files, l.pub)
+		verify := audit.Verify
+		if l.view {
+			verify = audit.VerifyView
+		}
+		sum, err := verify(ctx, l.files, l.pub)
 		var p *audit.Problem
 		switch {
 		case errors.As(err, &p):

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
+	"golang.org/x/sys/unix"
 )
 
 // The machine's audit log, written by the daemon (serve --audit-dir,
@@ -95,8 +96,20 @@ func openMachineAudit(ctx context.Context, a auditServeFlags, version string, lo
 	// Made readable by everyone when it is made: each user checks the
 	// records about them with the public key beside the log (the log's
 	// files are root's alone).
-	if err := os.MkdirAll(a.dir, 0o755); err != nil {
-		return nil, publicerr.Wrap(err, "the audit log's directory "+a.dir+" cannot be made")
+	for _, d := range []string{a.dir, filepath.Dir(a.key)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, publicerr.Wrap(err, "the audit log's directory "+d+" cannot be made")
+		}
+		// Root's alone, and every directory above: anyone else who could
+		// write there could plant a link the daemon writes through, or
+		// remove the log's files or its key.
+		if err := daemon.TrustedDir(d); err != nil {
+			return nil, err
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(a.key, &st); err == nil && (st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != 0) {
+		return nil, publicerr.New("the audit log's key " + a.key + " is not a file of root's: anyone who can read it can sign a forged log")
 	}
 	l, err := audit.Open(ctx, audit.Config{Dir: a.dir, KeyFile: a.key, MaxFileBytes: a.rotateMB << 20,
 		RetainAge: time.Duration(a.retainDays) * 24 * time.Hour, RetainBytes: a.retainMB << 20, Log: log})
@@ -128,8 +141,22 @@ func (m *machineAudit) Append(ctx context.Context, ev audit.Event) error {
 }
 
 // View is daemon.AuditLog's: uid's records whole, the others' stubs.
-func (m *machineAudit) View(ctx context.Context, uid int, w io.Writer) error {
-	return m.log.View(ctx, func(r audit.Record) bool { return r.UID != nil && *r.UID == uid }, w)
+func (m *machineAudit) View(ctx context.Context, uid int) (daemon.AuditView, error) {
+	s, err := m.log.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return uidView{s, uid}, nil
+}
+
+// uidView is a snapshot of the log as one uid may see it.
+type uidView struct {
+	*audit.Snapshot
+	uid int
+}
+
+func (v uidView) WriteTo(ctx context.Context, w io.Writer) error {
+	return v.View(ctx, func(r audit.Record) bool { return r.UID != nil && *r.UID == v.uid }, w)
 }
 
 // Paths is daemon.AuditLog's.
@@ -159,12 +186,23 @@ var errUnrecorded = publicerr.New("the audit log could not be written, so nothin
 
 // overrideRecord records, in the caller's own log, what became of a
 // person's override of the model's denial d in session id.
-func overrideRecord(to audit.Appender, uid int, id string, d overrides.Denial, breakGlass bool) func(note string) error {
+func overrideRecord(to audit.Appender, caller session.Caller, id string, d overrides.Denial, breakGlass bool) func(note string) error {
 	kind := audit.KindOverride
 	if breakGlass {
 		kind = audit.KindBreakGlass
 	}
-	red := review.NewRedactor(nil).Redact
+	uid := caller.UID
+	// The values a run's policy would strip from the environment as
+	// credentials (the built-in list: the override is not a run, and has
+	// no policy of its own), hidden as a run's records hide them.
+	var secrets []string
+	_, dropped := policy.FilterEnv(caller.Env, nil, policy.DefaultEnvDeny())
+	for _, k := range dropped {
+		if v := caller.Getenv(k); len(v) >= 8 {
+			secrets = append(secrets, v)
+		}
+	}
+	red := review.NewRedactor(secrets).Redact
 	return func(note string) error {
 		ev := audit.Event{Kind: kind, UID: &uid, Session: red(id), Command: red(d.Command), Surface: string(d.Surface),
 			Operation: string(d.Operation), Target: red(d.Target()), RequestHash: d.Hash, ModelOutcome: "deny",
