@@ -17,7 +17,7 @@
 // imports only atomicfile, boundary, grants, netdest, pathtree, publicerr and
 // ruletext. It
 // must never import sandbox/..., landlock, seccomp, kernelaudit, layer,
-// netproxy, review/..., overrides, go-landlock, libseccomp-golang,
+// netproxy, review/..., overrides, intents, go-landlock, libseccomp-golang,
 // openai-go or an HTTP client. Rationales are sentences safe to show an
 // agent; internal errors go to the log.
 package broker
