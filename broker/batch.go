@@ -30,7 +30,7 @@ type modelAnswer struct {
 func (b *Broker) DecideEach(ctx context.Context, reqs []grants.Request, again []bool) []Result {
 	out := make([]Result, len(reqs))
 	for i := 0; i < len(reqs); {
-		end, wave := b.wave(reqs, i)
+		end, wave := b.wave(ctx, reqs, i)
 		ahead := b.reviewAhead(ctx, reqs, wave)
 		for k := i; k < end; k++ {
 			c := ctx
@@ -46,7 +46,7 @@ func (b *Broker) DecideEach(ctx context.Context, reqs []grants.Request, again []
 
 // wave is the next run of requests from i decided before the breaker is
 // asked again (end excluded), and those of them that reach the model.
-func (b *Broker) wave(reqs []grants.Request, i int) (end int, wave []int) {
+func (b *Broker) wave(ctx context.Context, reqs []grants.Request, i int) (end int, wave []int) {
 	room := len(reqs) - i
 	if b.cfg.Breaker != nil && reqs[i].Session != "" {
 		if r, err := b.cfg.Breaker.Headroom(reqs[i].Session); err == nil {
@@ -62,6 +62,9 @@ func (b *Broker) wave(reqs []grants.Request, i int) (end int, wave []int) {
 	for k := i; k < end; k++ {
 		if _, prod := b.cfg.Production.match(reqs[k]); prod {
 			continue // never put to the model: see reviewProduction
+		}
+		if _, covered := b.intent(ctx, reqs[k]); covered && !b.asked(reqs[k]) {
+			continue // a person's intent decides it: never put to the model
 		}
 		if _, done, locked, _ := b.preReview(reqs[k]); !done && !locked && reqs[k].Session == reqs[i].Session {
 			wave = append(wave, k)

@@ -88,6 +88,11 @@ type Config struct {
 	// after the deny rules, the hard denies and everything else that
 	// denies without review.
 	Overrides OverrideStore
+	// Intents holds the people's intents of each session (nil: none).
+	// They are consulted where the allow rules are: after the deny rules
+	// and the hard denies, never for an ask rule's request, a locked-down
+	// session or a production target.
+	Intents IntentStore
 	// ModelDenials records the model's own denials, for a person to
 	// override (nil: not recorded).
 	ModelDenials DenialRecorder
@@ -409,6 +414,11 @@ func (b *Broker) decide(ctx context.Context, req grants.Request) Decision {
 	d, done, locked, why := b.preReview(req)
 	if done {
 		return d
+	}
+	if !locked && !b.asked(req) {
+		if d, ok := b.intent(ctx, req); ok {
+			return d
+		}
 	}
 	return b.review(ctx, req, locked, why)
 }

@@ -69,8 +69,12 @@ const (
 	// daemon. Nothing shows who typed it, so it may allow only what a
 	// reviewer may (the consistency rules, with the model's risk level),
 	// never a critical boundary.
-	SourceClient         Source = "client"
-	SourceGrant          Source = "grant"
+	SourceClient Source = "client"
+	SourceGrant  Source = "grant"
+	// SourceIntent: a person's intent for the session (sandboxd approve
+	// --scope, or the approvals page) covers the request; the decision
+	// names the intent.
+	SourceIntent         Source = "intent"
 	SourceCircuitBreaker Source = "circuit-breaker"
 	SourceNoReviewer     Source = "no-reviewer"
 	SourceError          Source = "error"
@@ -92,6 +96,28 @@ type Decision struct {
 	// critical before anyone was asked, and only a person may allow it.
 	// Rationale says which name matched.
 	Production string `json:"production,omitempty"`
+	// Intent is the id of the person's intent that allowed the request
+	// (source intent).
+	Intent string `json:"intent,omitempty"`
+}
+
+// Intent is a person's approval, for one session, of every request one
+// scope covers: a boundary rule in its normal form (ParseRule), bound
+// to the hash of exactly that text, until it expires.
+type Intent struct {
+	ID    string
+	Scope string
+	// Hash is the hex SHA-256 of Scope: a scope whose text does not hash
+	// to it is void.
+	Hash      string
+	ExpiresAt time.Time
+}
+
+// IntentStore holds the people's intents of each session.
+type IntentStore interface {
+	// Intents returns session's live intents. An error means none is
+	// used: the request goes on to the reviewers.
+	Intents(ctx context.Context, session string) ([]Intent, error)
 }
 
 // Reviewer decides requests the rules leave open. A model reviewer
