@@ -25,6 +25,10 @@ const (
 	KindBreakGlass     Kind = "break_glass"
 	KindAnswer         Kind = "answer"
 	KindBreakerTripped Kind = "breaker_tripped"
+	// KindIntent: a person's intent for a session was issued or revoked
+	// (Note says which; Intent and Scope name it). Its uses are the
+	// decisions with source intent.
+	KindIntent         Kind = "intent"
 	KindLostDetections Kind = "lost_detections"
 	KindDaemonStart    Kind = "daemon_start"
 	KindDaemonStop     Kind = "daemon_stop"
@@ -69,6 +73,8 @@ type Event struct {
 	Why           string     `json:"why,omitempty"`
 	Count         int        `json:"count,omitempty"` // lost detections, etc.
 	Note          string     `json:"note,omitempty"`
+	Intent        string     `json:"intent,omitempty"` // a person's intent: its id
+	Scope         string     `json:"scope,omitempty"`  // and the scope it approved
 }
 
 // Record is one line of the log: the envelope, the event and, for the
@@ -169,7 +175,7 @@ func encodeBounded(r *Record) ([]byte, error) {
 func textFields(ev *Event) []*string {
 	return []*string{&ev.Session, &ev.Agent, &ev.Command, &ev.Cwd, &ev.Surface, &ev.Operation,
 		&ev.Target, &ev.RequestHash, &ev.Outcome, &ev.Source, &ev.Risk, &ev.Authorization, &ev.Rationale,
-		&ev.Production, &ev.ModelOutcome, &ev.ModelRisk, &ev.AnswerSource, &ev.Why, &ev.Note}
+		&ev.Production, &ev.ModelOutcome, &ev.ModelRisk, &ev.AnswerSource, &ev.Why, &ev.Note, &ev.Intent, &ev.Scope}
 }
 
 // validText replaces the bytes of ev's text that are not UTF-8 with

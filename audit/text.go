@@ -33,7 +33,7 @@ func Line(r Record) string {
 	if r.ReviewMS > 0 {
 		fmt.Fprintf(&b, " after %s", (time.Duration(r.ReviewMS) * time.Millisecond).String())
 	}
-	for _, f := range []struct{ name, v string }{{"production marker", r.Production}, {"", r.Rationale}, {"why", r.Why}, {"", r.Note}, {"command", r.Command}} {
+	for _, f := range []struct{ name, v string }{{"production marker", r.Production}, {"", r.Rationale}, {"why", r.Why}, {"", r.Note}, {"intent", r.Intent}, {"scope", r.Scope}, {"command", r.Command}} {
 		switch {
 		case f.v == "":
 		case f.name == "":

@@ -110,6 +110,7 @@ func (r Recorder) decision(out *audit.Event, ev broker.AuditEvent) {
 	out.Outcome, out.Source = string(d.Outcome), string(d.Source)
 	out.Risk, out.Authorization = string(d.RiskLevel), string(d.UserAuthorization)
 	out.Rationale, out.Production = r.redCut(d.Rationale, maxText), d.Production
+	out.Intent = d.Intent
 	out.ReviewMS = ev.Took.Milliseconds()
 	if m := ev.Model; m != nil {
 		out.ModelOutcome, out.ModelRisk = string(m.Outcome), string(m.RiskLevel)
