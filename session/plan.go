@@ -303,6 +303,8 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		// a run without one has nothing to come back to.
 		ov := overrides.New(c.Layout().Overrides(), overrides.WithActor(act))
 		cfg.Overrides, cfg.ModelDenials = ov, modelDenials{ov}
+		// A person's intents are for the named session too.
+		cfg.Intents = brokerIntents{intentStore(c)}
 	}
 	return broker.New(cfg), nil
 }

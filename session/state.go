@@ -1,8 +1,11 @@
 package session
 
 import (
+	"context"
+
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/fsid"
+	"github.com/sandboxd/sandboxd/intents"
 	"github.com/sandboxd/sandboxd/overrides"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
@@ -25,13 +28,15 @@ type SessionState struct {
 	Denials []overrides.Denial `json:"recent_denials"`
 	// Held counts its attempts held for a front end's retry.
 	Held int `json:"held_retries"`
+	// Intents are a person's live intents for it, oldest first.
+	Intents []intents.Intent `json:"intents"`
 }
 
 // SessionState reads c's session name as c (a session is scoped by the
 // caller's uid: no caller names another's). It reads, and never
 // changes, the breaker's state.
 func (r *Runner) SessionState(c Caller, name string) (SessionState, error) {
-	out := SessionState{Name: name, Denials: []overrides.Denial{}}
+	out := SessionState{Name: name, Denials: []overrides.Denial{}, Intents: []intents.Intent{}}
 	if name == "" {
 		return out, publicerr.New("name a session")
 	}
@@ -50,6 +55,9 @@ func (r *Runner) SessionState(c Caller, name string) (SessionState, error) {
 		return out, publicerr.Wrap(err, "the session's recent denials cannot be read")
 	}
 	out.Denials = append(out.Denials, ds[:min(len(ds), maxRecentDenials)]...)
+	if out.Intents, err = intentStore(c).List(context.Background(), id); err != nil {
+		return out, intentErr(err)
+	}
 	out.Held = r.held.count(c.UID, id)
 	return out, nil
 }

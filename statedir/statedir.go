@@ -46,6 +46,9 @@ func (l Layout) Breaker() string { return filepath.Join(l.State, "breaker") }
 // Overrides is the directory of a person's overrides (overrides.New).
 func (l Layout) Overrides() string { return filepath.Join(l.State, "overrides") }
 
+// Intents is the directory of a person's session intents (intents.New).
+func (l Layout) Intents() string { return filepath.Join(l.State, "intents") }
+
 // Audit is the directory of the caller's own audit log (package audit:
 // the embedded runs' log, its rotated files, its public key).
 func (l Layout) Audit() string { return filepath.Join(l.State, "audit") }
