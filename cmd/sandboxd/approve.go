@@ -22,6 +22,11 @@ import (
 const approveUsage = `Usage:
   sandboxd approve --session ID       allow one exact retry of one of the session's model denials
   sandboxd break-glass --session ID   the same for a denial the model judged critical (you type a phrase)
+  sandboxd approve --session ID --scope 'RULE' [--for DURATION]
+                                      allow, for this session, every request RULE covers (an intent;
+                                      default 8h, at most 24h): shown in its normal form, issued on a typed yes
+  sandboxd approve --session ID --revoke INTENT
+                                      revoke one of the session's intents
 
 Both list the session's recent model denials and ask on your terminal
 (/dev/tty); they refuse to run anywhere else, and never inside a sandbox.
@@ -53,8 +58,15 @@ func overrideCommand(breakGlass bool, args []string, getenv func(string) string,
 	}
 	fs := flag.NewFlagSet("sandboxd "+name, flag.ContinueOnError)
 	sess := fs.String("session", "", "the `ID` of the session whose model denials to show")
+	scope := fs.String("scope", "", "approve an intent: every request the `RULE` covers, for the session")
+	revoke := fs.String("revoke", "", "revoke the session's intent `INTENT`")
+	dur := fs.Duration("for", 0, "how long the intent lasts (`DURATION`; default 8h, at most 24h)")
 	if code, ok := parseFlags(fs, args, approveUsage, stdout, stderr); !ok {
 		return code
+	}
+	if *scope != "" || *revoke != "" || *dur != 0 {
+		return intentCommand(intentArgs{breakGlass: breakGlass, session: *sess, scope: *scope, revoke: *revoke, dur: *dur, rest: fs.Args()},
+			fs, getenv, stdout, stderr)
 	}
 	if msg := extraArgs(name, fs.Args()); msg != "" {
 		return usageError(stderr, withFlags(approveUsage, fs), msg)

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/audit/record"
 	"github.com/sandboxd/sandboxd/daemon"
+	"github.com/sandboxd/sandboxd/intents"
 	"github.com/sandboxd/sandboxd/overrides"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -207,6 +208,21 @@ func overrideRecord(to audit.Appender, caller session.Caller, id string, d overr
 		ev := audit.Event{Kind: kind, UID: &uid, Session: red(id), Command: red(d.Command), Surface: string(d.Surface),
 			Operation: string(d.Operation), Target: red(d.Target()), RequestHash: d.Hash, ModelOutcome: "deny",
 			ModelRisk: d.Risk, AnswerSource: "person", Note: note}
+		if err := to.Append(context.Background(), ev); err != nil {
+			return errors.Join(errUnrecorded, err)
+		}
+		return nil
+	}
+}
+
+// intentRecord records, in the caller's own log, what became of a
+// person's intent in session id (note: issued, revoked).
+func intentRecord(to audit.Appender, uid int, id, note string) func(in intents.Intent) error {
+	red := review.NewRedactor(nil).Redact
+	return func(in intents.Intent) error {
+		exp := in.ExpiresAt.UTC()
+		ev := audit.Event{Kind: audit.KindIntent, UID: &uid, Session: red(id), Intent: in.ID, Scope: red(in.Scope),
+			ExpiresAt: &exp, AnswerSource: "person", Note: note}
 		if err := to.Append(context.Background(), ev); err != nil {
 			return errors.Join(errUnrecorded, err)
 		}

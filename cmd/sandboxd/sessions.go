@@ -8,13 +8,14 @@ import (
 	"os"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/intents"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
 )
 
 const sessionUsage = `Usage:
   sandboxd session status ID   say whether the session is locked down, and why
-                               (exit 1 when it is)
+                               (exit 1 when it is), and list its intents
   sandboxd session reset ID    lift the session's lockdown (asks on your terminal)
 `
 
@@ -62,13 +63,12 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return fail("the session's state cannot be read here")
 	}
+	if verb == "status" {
+		return sessionStatus(ctx, caller, name, locked, why, stdout, stderr)
+	}
 	if !locked {
 		fmt.Fprintf(stdout, "session %s is not locked down\n", esc(name))
 		return 0
-	}
-	if verb == "status" {
-		fmt.Fprintf(stdout, "session %s is locked down: %s\n", esc(name), esc(why))
-		return 1
 	}
 	if getenv("SANDBOXD") != "" {
 		return fail("a lockdown is lifted from your own terminal, not from inside a sandbox")
@@ -84,5 +84,30 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 		return fail("the lockdown could not be lifted: sandboxd's state is not writable here")
 	}
 	fmt.Fprintf(stdout, "session %s: lockdown lifted\n", esc(name))
+	return 0
+}
+
+// sessionStatus says whether the session is locked down, and lists a
+// person's live intents for it. Exit status 1 when it is locked down.
+func sessionStatus(ctx context.Context, caller session.Caller, name string, locked bool, why string, stdout, stderr io.Writer) int {
+	if locked {
+		fmt.Fprintf(stdout, "session %s is locked down: %s\n", esc(name), esc(why))
+	} else {
+		fmt.Fprintf(stdout, "session %s is not locked down\n", esc(name))
+	}
+	ins, err := intents.New(caller.Layout().Intents()).List(ctx, session.Scoped(caller, name))
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "sandboxd: the session's intents cannot be read here, and none is used\n")
+	case len(ins) == 0:
+		fmt.Fprintf(stdout, "no intents\n")
+	}
+	for _, in := range ins {
+		fmt.Fprintf(stdout, "intent %s: %s, until %s (approved at the %s)\n", esc(in.ID), esc(in.Scope),
+			in.ExpiresAt.Local().Format("2006-01-02 15:04:05"), esc(in.By))
+	}
+	if locked {
+		return 1
+	}
 	return 0
 }
