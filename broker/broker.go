@@ -777,7 +777,8 @@ func (b *Broker) deferToPerson(ctx context.Context, req grants.Request, model De
 }
 
 // askPerson asks the person slot, one question at a time. A person's
-// answer is SourceHuman; one relayed by an API client stays
+// answer is SourceHuman (SourcePage on the approvals page, a person's
+// too); one relayed by an API client stays
 // SourceClient, whatever else it claims, and carries the model's risk
 // and authorization (none when the model did not judge): a client
 // cannot state its own, and without the model's it can allow nothing.
@@ -793,6 +794,9 @@ func (b *Broker) askPerson(ctx context.Context, req grants.Request, model Decisi
 	if d.Source == SourceClient {
 		d.RiskLevel, d.UserAuthorization = model.RiskLevel, model.UserAuthorization
 		return consistent(d, SourceClient), nil
+	}
+	if d.Source == SourcePage {
+		return consistent(d, SourcePage), nil
 	}
 	return consistent(d, SourceHuman), nil
 }
@@ -819,7 +823,7 @@ func consistent(d Decision, src Source) Decision {
 		return deny(d.Source, "an allow at critical risk is refused")
 	case d.RiskLevel == RiskHigh && d.UserAuthorization != AuthMedium && d.UserAuthorization != AuthHigh:
 		return deny(d.Source, "a high-risk allow needs clear authorization from the user")
-	case d.RiskLevel == "" && d.Source != SourceHuman:
+	case d.RiskLevel == "" && d.Source != SourceHuman && d.Source != SourcePage:
 		return deny(d.Source, "a reviewer allow without a risk level is refused")
 	}
 	return d

@@ -782,6 +782,9 @@ func TestClientAnswers(t *testing.T) {
 		{"client denies", modelDeny(RiskLow, AuthHigh), Decision{Outcome: Deny, Source: SourceClient}, false, Deny, SourceClient, RiskLow},
 		{"nobody answered: the model's deny", modelDeny(RiskMedium, AuthLow), Decision{Outcome: Deny, Source: SourceNoReviewer, Rationale: "expired"}, false, Deny, SourceReviewer, RiskMedium},
 		{"a person at a terminal", modelDeny(RiskCritical, AuthLow), Decision{Outcome: Allow, Source: SourceHuman}, false, Allow, SourceHuman, ""},
+		// The page checked the break-glass phrase before it answered.
+		{"a person on the approvals page", modelDeny(RiskCritical, AuthLow), Decision{Outcome: Allow, Source: SourcePage}, false, Allow, SourcePage, ""},
+		{"the page denies", modelDeny(RiskLow, AuthLow), Decision{Outcome: Deny, Source: SourcePage, Rationale: "no"}, false, Deny, SourcePage, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &deferringPerson{fakeHuman: fakeHuman{fakeReviewer: fakeReviewer{d: tc.answer}}}

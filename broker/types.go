@@ -70,7 +70,13 @@ const (
 	// reviewer may (the consistency rules, with the model's risk level),
 	// never a critical boundary.
 	SourceClient Source = "client"
-	SourceGrant  Source = "grant"
+	// SourcePage: a person's answer on the daemon's approvals page. The
+	// page's user proved, with a one-time link printed only on their own
+	// terminal, that they are the person at it: they may allow what a
+	// person at the terminal may, a critical boundary only with the typed
+	// break-glass phrase, which the page checks before it answers.
+	SourcePage  Source = "page"
+	SourceGrant Source = "grant"
 	// SourceIntent: a person's intent for the session (sandboxd approve
 	// --scope, or the approvals page) covers the request; the decision
 	// names the intent.

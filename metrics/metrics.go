@@ -229,7 +229,7 @@ func decisions() []string { return []string{string(broker.Allow), string(broker.
 
 func sources() []broker.Source {
 	return []broker.Source{broker.SourcePolicy, broker.SourceHardDeny, broker.SourceReviewer, broker.SourceHuman,
-		broker.SourceClient, broker.SourceGrant, broker.SourceCircuitBreaker, broker.SourceNoReviewer, broker.SourceError}
+		broker.SourceClient, broker.SourcePage, broker.SourceGrant, broker.SourceCircuitBreaker, broker.SourceNoReviewer, broker.SourceError}
 }
 
 func vias() []string { return []string{"http", "connect", "socks", "capture", "capture-http"} }
@@ -258,11 +258,15 @@ func splitConn(key string) (decision, via string) {
 }
 
 // Answered counts a question's answer: how long a person (source human)
-// or a client relaying one (client) took.
+// at the terminal, a client relaying one (client) or a person on the
+// approvals page (page) took.
 func (m *Metrics) Answered(src broker.Source, took time.Duration) {
 	who := "human"
-	if src == broker.SourceClient {
+	switch src {
+	case broker.SourceClient:
 		who = "client"
+	case broker.SourcePage:
+		who = "page"
 	}
 	m.reviewDuration.WithLabelValues(who).Observe(took.Seconds())
 }

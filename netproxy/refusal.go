@@ -42,6 +42,8 @@ func deniedRefusal(dest netdest.Dest, v Verdict) *refusal {
 		line = "Denied by a person"
 	case "client":
 		line = "Denied by a person's answer relayed by a client of the daemon (client)"
+	case "page":
+		line = "Denied by a person on the approvals page (page)"
 	case "policy":
 		line = "Denied by policy"
 	case "hard-deny":

@@ -213,7 +213,7 @@ func (e egressDecider) Decide(ctx context.Context, r netproxy.Request) netproxy.
 // reviewed reports whether a reviewer (the model or a person, at a
 // terminal or through a client) answered.
 func reviewed(d broker.Decision) bool {
-	return d.Source == broker.SourceReviewer || d.Source == broker.SourceHuman || d.Source == broker.SourceClient
+	return d.Source == broker.SourceReviewer || d.Source == broker.SourceHuman || d.Source == broker.SourceClient || d.Source == broker.SourcePage
 }
 
 // policyAllowed reports whether the policy allowed a request outright:

@@ -74,7 +74,7 @@ func For(b Boundary, home, policyFile string, before BeforeAllow) Suggestion {
 		return Suggestion{Why: "it was not denied"}
 	}
 	switch b.Source {
-	case broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourceNoReviewer:
+	case broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourcePage, broker.SourceNoReviewer:
 	case broker.SourceHardDeny:
 		return Suggestion{Why: joinWhy("a hard deny, decided before any allow rule", b.Rationale)}
 	case broker.SourcePolicy:
@@ -102,7 +102,7 @@ func Allowed(b Boundary, home, policyFile string, before BeforeAllow) Suggestion
 		return Suggestion{Why: "it was not allowed"}
 	}
 	switch b.Source {
-	case broker.SourceReviewer, broker.SourceHuman, broker.SourceClient:
+	case broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourcePage:
 	default:
 		return Suggestion{Why: fmt.Sprintf("no rule is offered for an allow by %q", string(b.Source))}
 	}

@@ -120,6 +120,8 @@ func (r Recorder) decision(out *audit.Event, ev broker.AuditEvent) {
 		out.AnswerSource = "person"
 	case broker.SourceClient:
 		out.AnswerSource = "client"
+	case broker.SourcePage:
+		out.AnswerSource = "page"
 	}
 	if ev.Override {
 		out.Note = "a person's one-use override"

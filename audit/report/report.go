@@ -108,7 +108,7 @@ type Suggested struct {
 }
 
 // judges are the sources whose allow rates the report shows.
-var judges = []broker.Source{broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourcePolicy}
+var judges = []broker.Source{broker.SourceReviewer, broker.SourceHuman, broker.SourceClient, broker.SourcePage, broker.SourcePolicy}
 
 // redactedMark is how the reviewer's redactor marks what it hid: a
 // target holding one (or audit.CutMark) is not the name that was met,
@@ -198,7 +198,7 @@ func (b *builder) add(r audit.Record) {
 	switch {
 	case r.Outcome != string(broker.Allow):
 		b.denied[k] = true
-	case src == broker.SourceReviewer || src == broker.SourceHuman || src == broker.SourceClient:
+	case src == broker.SourceReviewer || src == broker.SourceHuman || src == broker.SourceClient || src == broker.SourcePage:
 		b.allows[k]++
 		if b.cwds[k] == nil {
 			b.cwds[k] = map[string]bool{}
