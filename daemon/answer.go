@@ -33,12 +33,21 @@ func readAnswer(body []byte) (AnswerRequest, error) {
 	switch {
 	case a.Allow == nil:
 		return a, errors.New(`the answer must say "allow": true or false`)
-	case !utf8.ValidString(a.Note) || utf8.RuneCountInString(a.Note) > maxNote:
-		return a, fmt.Errorf("the note must be UTF-8 text of at most %d characters", maxNote)
-	case strings.ContainsFunc(a.Note, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }):
-		return a, errors.New("the note must hold no control characters")
 	}
-	return a, nil
+	return a, CheckNote(a.Note)
+}
+
+// CheckNote checks a note for the agent (an answer's, a redirect's): at
+// most maxNote printable runes of UTF-8. Its error is a sentence safe to
+// show.
+func CheckNote(note string) error {
+	switch {
+	case !utf8.ValidString(note) || utf8.RuneCountInString(note) > maxNote:
+		return fmt.Errorf("the note must be UTF-8 text of at most %d characters", maxNote)
+	case strings.ContainsFunc(note, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }):
+		return errors.New("the note must hold no control characters")
+	}
+	return nil
 }
 
 // listQuestions answers GET /v1/questions: the caller's open questions.

@@ -30,15 +30,21 @@ type person struct {
 	tty *review.Human
 	// observe hears each answer (the daemon's metrics).
 	observe Observer
+	// workspace is the project the exec named, shown with each question.
+	workspace string
+	// page is the approvals page (nil: it is off).
+	page Page
 }
 
-// Reachable reports whether anyone can answer: a client that relays, or
-// a terminal.
+// Reachable reports whether anyone can answer: a client that relays, a
+// terminal, or the caller's live session on the approvals page (the
+// person opened it with a link only their terminal was shown, and has
+// used it within its idle time).
 func (p *person) Reachable() (bool, string) {
-	if p.relay || p.tty != nil {
+	if p.relay || p.tty != nil || (p.page != nil && p.page.Live(p.uid)) {
 		return true, ""
 	}
-	return false, "nobody can be asked: the client relays no questions and passed no terminal"
+	return false, "nobody can be asked: the client relays no questions and passed no terminal, and you have no live session on the approvals page"
 }
 
 // TakesDenials: a client that relays questions is asked about the
@@ -49,6 +55,7 @@ func (p *person) TakesDenials() bool { return p.relay }
 // Review puts req in the queue and waits for the first answer.
 func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
 	q := questionOf(ctx, req)
+	q.Workspace = p.workspace
 	t, err := p.qs.Ask(p.uid, q)
 	if err != nil {
 		return broker.Decision{Outcome: broker.Deny, Source: broker.SourceNoReviewer,
@@ -98,15 +105,20 @@ func questionOf(ctx context.Context, req grants.Request) Question {
 		q.Model = &m
 	}
 	q.ClientCannotAllow = clientRefusal(q)
+	q.Critical = q.Production != "" || (q.Model != nil && q.Model.RiskLevel == broker.RiskCritical)
 	return q
 }
 
 // decisionOf is an answer as the person slot's decision: a terminal
-// person's own, or a client's (the broker holds it to what a reviewer
-// may allow, at the model's risk).
+// person's own, the approvals page's (a person's too), or a client's
+// (the broker holds it to what a reviewer may allow, at the model's
+// risk).
 func decisionOf(a Answer) broker.Decision {
 	if a.Source == broker.SourceHuman && a.Decision != nil {
 		return *a.Decision
+	}
+	if a.Source == broker.SourcePage {
+		return pageDecision(a)
 	}
 	d := broker.Decision{Outcome: broker.Deny, Source: broker.SourceClient, Rationale: "denied by a person's answer relayed by the client"}
 	if a.Allow {
@@ -132,12 +144,33 @@ func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *line
 			tty.Close()
 		}
 	}
-	if !req.Questions && tty == nil {
+	page := d.cfg.Page
+	if !req.Questions && tty == nil && (page == nil || !page.Live(c.UID)) {
 		return nil, done
 	}
-	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions, observe: d.cfg.Observer}
+	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions, observe: d.cfg.Observer,
+		workspace: req.Workspace, page: page}
 	if tty != nil {
 		p.tty = &review.Human{File: tty, Timeout: d.cfg.QuestionWait, Hold: out}
 	}
 	return p, done
+}
+
+// pageDecision is an answer on the approvals page as a decision. A
+// redirect is a deny whose rationale is the person's instruction, said
+// as one: the agent reads it where it reads every denial's reason (the
+// command's stderr and the report's boundary).
+func pageDecision(a Answer) broker.Decision {
+	d := broker.Decision{Outcome: broker.Deny, Source: broker.SourcePage, Rationale: "denied by a person on the approvals page"}
+	switch {
+	case a.Allow:
+		d.Outcome, d.Rationale = broker.Allow, "allowed once by a person on the approvals page"
+	case a.Redirect:
+		d.Rationale = "not allowed; the person redirects you instead: " + a.Note
+		return d
+	}
+	if a.Note != "" {
+		d.Rationale += ": " + a.Note
+	}
+	return d
 }

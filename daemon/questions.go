@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/review"
 )
 
 // Question is one question for a person, as a client sees it: what an
@@ -25,8 +27,11 @@ type Question struct {
 	Destination string `json:"destination,omitempty"`
 	Command     string `json:"command"`
 	Cwd         string `json:"cwd"`
-	Session     string `json:"session,omitempty"`
-	Intent      string `json:"intent,omitempty"`
+	// Workspace is the project the exec named (empty: sandboxd finds it
+	// from Cwd).
+	Workspace string `json:"workspace,omitempty"`
+	Session   string `json:"session,omitempty"`
+	Intent    string `json:"intent,omitempty"`
 	// Held: a connection waits for the answer (a retry waits otherwise).
 	Held bool `json:"held,omitempty"`
 	// Model is the model's deny, when it deferred to a person: its risk
@@ -42,18 +47,24 @@ type Question struct {
 	// would not stand (only a person at the terminal passed with the
 	// request could allow it), or is empty: a client asks its person
 	// only what their answer can decide.
-	ClientCannotAllow string    `json:"client_cannot_allow,omitempty"`
-	CreatedAt         time.Time `json:"created_at"`
-	ExpiresAt         time.Time `json:"expires_at"`
+	ClientCannotAllow string `json:"client_cannot_allow,omitempty"`
+	// Critical: the model judged it critical, or it is a production
+	// target; a person allows it only with the break-glass phrase.
+	Critical  bool      `json:"critical,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 }
 
 // Answer is one answer to a question: who gave it (SourceClient for an
 // API client, SourceHuman for the person at the terminal the client
 // passed), and the decision.
 type Answer struct {
-	Allow  bool
-	Note   string
-	Source broker.Source
+	Allow bool
+	Note  string
+	// Redirect: the deny is an instruction back to the agent (Note),
+	// instead of an approval.
+	Redirect bool
+	Source   broker.Source
 	// Decision is a person's own, whole (the terminal's).
 	Decision *broker.Decision
 }
@@ -67,6 +78,9 @@ var (
 	ErrAnswered = errors.New("daemon: the question was answered or withdrawn")
 	// ErrTooMany: the caller has as many questions waiting as it may.
 	ErrTooMany = errors.New("daemon: too many questions wait")
+	// ErrPhrase: an allow of a critical question without its break-glass
+	// phrase typed exactly.
+	ErrPhrase = errors.New("daemon: the break-glass phrase is not the one shown")
 )
 
 // Questions is the daemon's one queue of questions for a person. Each
@@ -85,12 +99,18 @@ type Questions struct {
 	byID map[string]*pending
 	// waiting counts each uid's open questions.
 	waiting map[int]int
+	// history holds each uid's last closed questions, newest last.
+	history map[int][]Closed
 }
 
 // pending is one question in the queue.
 type pending struct {
 	q   Question
 	uid int
+	// code is the break-glass code of a critical question ("" for
+	// others): the approvals page shows it on the card and takes an
+	// allow only with "BREAK-GLASS "+code typed back.
+	code string
 	// answer takes the first answer (buffered: one).
 	answer chan Answer
 	closed bool
@@ -105,7 +125,7 @@ func NewQuestions(wait time.Duration, maxPerUID int) *Questions {
 	if maxPerUID <= 0 {
 		maxPerUID = 16
 	}
-	return &Questions{wait: wait, maxUID: maxPerUID, now: time.Now, byID: map[string]*pending{}, waiting: map[int]int{}}
+	return &Questions{wait: wait, maxUID: maxPerUID, now: time.Now, byID: map[string]*pending{}, waiting: map[int]int{}, history: map[int][]Closed{}}
 }
 
 // Ticket is a question in the queue, for the one who asked it.
@@ -120,7 +140,8 @@ func (t *Ticket) Question() Question { return t.p.q }
 // Ask puts q in the queue for uid, with a fresh id and expiry.
 func (qs *Questions) Ask(uid int, q Question) (*Ticket, error) {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	_, err := rand.Read(b[:])
+	if err != nil {
 		return nil, err
 	}
 	qs.mu.Lock()
@@ -133,6 +154,11 @@ func (qs *Questions) Ask(uid int, q Question) (*Ticket, error) {
 	q.CreatedAt = qs.now()
 	q.ExpiresAt = q.CreatedAt.Add(qs.wait)
 	p := &pending{q: q, uid: uid, answer: make(chan Answer, 1)}
+	if q.Critical {
+		if p.code, err = review.BreakGlassCode(); err != nil {
+			return nil, err
+		}
+	}
 	qs.byID[q.ID] = p
 	qs.waiting[uid]++
 	return &Ticket{qs: qs, p: p}, nil
@@ -161,6 +187,7 @@ func (t *Ticket) Wait(ctx context.Context) (a Answer, ok bool, why string) {
 		default:
 		}
 	}
+	t.qs.remember(t.p, a, ok, why)
 	return a, ok, why
 }
 
@@ -181,6 +208,24 @@ func (qs *Questions) close(p *pending) {
 // no such question, ErrAnswered when it has one already or was
 // withdrawn.
 func (qs *Questions) Answer(uid int, id string, a Answer) error {
+	return qs.answer(uid, id, a, func(*pending) error { return nil })
+}
+
+// AnswerPhrase is Answer for a front end that shows a critical
+// question's break-glass code (the approvals page): an allow of a
+// critical question stands only with phrase "BREAK-GLASS CODE" typed
+// exactly (ErrPhrase otherwise, and the question stays open).
+func (qs *Questions) AnswerPhrase(uid int, id string, a Answer, phrase string) error {
+	return qs.answer(uid, id, a, func(p *pending) error {
+		if a.Allow && p.code != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(phrase)), []byte("BREAK-GLASS "+p.code)) != 1 {
+			return ErrPhrase
+		}
+		return nil
+	})
+}
+
+// answer gives p its answer a when check lets it.
+func (qs *Questions) answer(uid int, id string, a Answer, check func(*pending) error) error {
 	qs.mu.Lock()
 	defer qs.mu.Unlock()
 	p, ok := qs.byID[id]
@@ -189,6 +234,9 @@ func (qs *Questions) Answer(uid int, id string, a Answer) error {
 	}
 	if p.closed {
 		return ErrAnswered
+	}
+	if err := check(p); err != nil {
+		return err
 	}
 	select {
 	case p.answer <- a:
@@ -258,4 +306,59 @@ func (qs *Questions) Get(uid int, id string) (Question, bool) {
 		return Question{}, false
 	}
 	return p.q, true
+}
+
+// BreakGlass is the break-glass code of uid's open question id, for the
+// front end that shows it to the person ("" when the question is not
+// critical or not uid's open one).
+func (qs *Questions) BreakGlass(uid int, id string) string {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	p, ok := qs.byID[id]
+	if !ok || p.uid != uid || p.closed {
+		return ""
+	}
+	return p.code
+}
+
+// maxHistory bounds each uid's history of closed questions.
+const maxHistory = 100
+
+// Closed is a question that is no longer open, for the history: how it
+// ended and when.
+type Closed struct {
+	Question Question `json:"question"`
+	// Answered: someone answered (Source); otherwise Why says what
+	// happened instead (it expired, or its run ended first).
+	Answered bool          `json:"answered"`
+	Allow    bool          `json:"allow,omitempty"`
+	Redirect bool          `json:"redirect,omitempty"`
+	Note     string        `json:"note,omitempty"`
+	Source   broker.Source `json:"source,omitempty"`
+	Why      string        `json:"why,omitempty"`
+	At       time.Time     `json:"at"`
+}
+
+// remember puts p, closed, in its uid's history.
+func (qs *Questions) remember(p *pending, a Answer, ok bool, why string) {
+	c := Closed{Question: p.q, Answered: ok, Why: why, At: qs.now()}
+	if ok {
+		c.Allow, c.Redirect, c.Note, c.Source = a.Allow, a.Redirect, a.Note, a.Source
+	}
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	h := append(qs.history[p.uid], c)
+	if len(h) > maxHistory {
+		h = slices.Clone(h[len(h)-maxHistory:])
+	}
+	qs.history[p.uid] = h
+}
+
+// History is uid's closed questions, newest first (at most maxHistory).
+func (qs *Questions) History(uid int) []Closed {
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	h := slices.Clone(qs.history[uid])
+	slices.Reverse(h)
+	return h
 }

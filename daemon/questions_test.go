@@ -185,3 +185,77 @@ func TestQuestionProduction(t *testing.T) {
 		t.Fatalf("model question %+v", q)
 	}
 }
+
+// A critical question is allowed through AnswerPhrase only with its own
+// break-glass phrase (a wrong one leaves it open), a deny needs none;
+// every closed question lands in its uid's history, newest first, with
+// who answered, and another uid's history holds none of it.
+func TestQuestionPhraseAndHistory(t *testing.T) {
+	qs := NewQuestions(time.Minute, 4)
+	crit, err := qs.Ask(1000, Question{Path: "/etc/x", Critical: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := crit.Question().ID
+	code := qs.BreakGlass(1000, id)
+	if len(code) != 8 || qs.BreakGlass(1001, id) != "" {
+		t.Fatalf("the code: %q, another uid's: %q", code, qs.BreakGlass(1001, id))
+	}
+	for _, wrong := range []string{"", "y", "BREAK-GLASS", "BREAK-GLASS " + strings.ToLower(code), "BREAK-GLASS XXXXXXXX"} {
+		if err := qs.AnswerPhrase(1000, id, Answer{Allow: true, Source: broker.SourcePage}, wrong); !errors.Is(err, ErrPhrase) {
+			t.Fatalf("phrase %q: %v", wrong, err)
+		}
+	}
+	if err := qs.AnswerPhrase(1000, id, Answer{Allow: true, Source: broker.SourcePage}, " BREAK-GLASS "+code+" "); err != nil {
+		t.Fatal(err)
+	}
+	if a, ok, _ := crit.Wait(context.Background()); !ok || !a.Allow || a.Source != broker.SourcePage {
+		t.Fatalf("the answer: %+v %v", a, ok)
+	}
+	plain, _ := qs.Ask(1000, Question{Path: "/y"})
+	if qs.BreakGlass(1000, plain.Question().ID) != "" {
+		t.Fatal("a question that is not critical has a code")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	plain.Wait(ctx)
+	h := qs.History(1000)
+	if len(h) != 2 || h[0].Answered || h[0].Why == "" || !h[1].Answered || h[1].Source != broker.SourcePage || !h[1].Allow {
+		t.Fatalf("the history: %+v", h)
+	}
+	if len(qs.History(1001)) != 0 {
+		t.Fatal("another uid's history holds the questions")
+	}
+}
+
+// The history keeps each uid's last maxHistory closed questions.
+func TestQuestionHistoryBounded(t *testing.T) {
+	qs := NewQuestions(time.Minute, 4)
+	for i := range maxHistory + 5 {
+		tk, _ := qs.Ask(1000, Question{Path: "/" + string(rune('a'+i%26))})
+		qs.Answer(1000, tk.Question().ID, Answer{Source: broker.SourceClient})
+		tk.Wait(context.Background())
+	}
+	if n := len(qs.History(1000)); n != maxHistory {
+		t.Fatalf("%d in the history", n)
+	}
+}
+
+// An answer on the approvals page decides as the page (a person), and a
+// redirect is a deny whose rationale is the person's instruction.
+func TestPageDecision(t *testing.T) {
+	for _, tc := range []struct {
+		a       Answer
+		outcome broker.Outcome
+		why     string
+	}{
+		{Answer{Allow: true, Source: broker.SourcePage}, broker.Allow, "allowed once by a person on the approvals page"},
+		{Answer{Source: broker.SourcePage, Note: "not now"}, broker.Deny, "denied by a person on the approvals page: not now"},
+		{Answer{Source: broker.SourcePage, Redirect: true, Note: "use the mirror"}, broker.Deny, "not allowed; the person redirects you instead: use the mirror"},
+	} {
+		d := decisionOf(tc.a)
+		if d.Outcome != tc.outcome || d.Source != broker.SourcePage || d.Rationale != tc.why {
+			t.Errorf("%+v: %+v", tc.a, d)
+		}
+	}
+}

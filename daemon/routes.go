@@ -56,5 +56,6 @@ func (d *Daemon) routes() []route {
 			doc: "the caller's questions for a person that wait for an answer (the exec that asked each is waiting)"},
 		{method: "POST", path: "/v1/questions/{id}/answer", auth: authToken, handle: d.answerQuestion,
 			doc: "answer one of the caller's questions ({\"allow\": bool, \"note\": \"...\"}), source client: an allow only where a reviewer could allow (the model's risk, never critical, never in a lockdown); 404 for none of the caller's, 409 when answered or withdrawn"},
+		{method: "POST", path: "/v1/approvals/link", auth: authToken, handle: d.pageLink, doc: "a one-time link to the approvals page for the caller (its URL, a secret the client shows its person's terminal only, and expiry); 404 when the page is off"},
 	}
 }

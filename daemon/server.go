@@ -54,7 +54,12 @@ type Config struct {
 	// Audit is the machine's audit log, which GET /v1/audit serves to
 	// each caller as they may see it (nil: the daemon keeps none).
 	Audit AuditLog
-	Log   *slog.Logger
+	// Questions is the queue of questions for a person, shared with the
+	// approvals page (nil: the daemon makes its own).
+	Questions *Questions
+	// Page is the approvals page (nil: it is off).
+	Page Page
+	Log  *slog.Logger
 }
 
 // Observer hears what the daemon did, as counts: no caller, path or
@@ -105,8 +110,12 @@ func New(cfg Config) *Daemon {
 	if cfg.Observer == nil {
 		cfg.Observer = nobody{}
 	}
+	qs := cfg.Questions
+	if qs == nil {
+		qs = NewQuestions(cfg.QuestionWait, cfg.MaxQuestions)
+	}
 	return &Daemon{cfg: cfg, pid: os.Getpid(), execs: map[int]int{}, live: map[string]*liveExec{}, stopping: context.Background(),
-		questions: NewQuestions(cfg.QuestionWait, cfg.MaxQuestions)}
+		questions: qs}
 }
 
 // Active is how many execs run now, for every caller.

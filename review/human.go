@@ -179,7 +179,7 @@ func question(ctx context.Context, req grants.Request) ([]byte, func(string) boo
 			fmt.Fprintf(&b, "  model:   denied it (risk %s): %s\r\n", safe(string(model.RiskLevel)), safe(model.Rationale))
 		}
 		if model.RiskLevel == broker.RiskCritical || model.Production != "" {
-			code, err := breakGlassCode()
+			code, err := BreakGlassCode()
 			if err != nil {
 				return nil, nil, err
 			}
@@ -194,9 +194,10 @@ func question(ctx context.Context, req grants.Request) ([]byte, func(string) boo
 	return b.Bytes(), yes, nil
 }
 
-// breakGlassCode is 8 characters a person reads and types: uniform over
+// BreakGlassCode is 8 characters a person reads and types (the approvals
+// page shows one per critical question too): uniform over
 // an unambiguous alphabet.
-func breakGlassCode() (string, error) {
+func BreakGlassCode() (string, error) {
 	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
