@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/overrides"
+	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/termfilter"
@@ -27,6 +30,7 @@ const approveUsage = `Usage:
                                       default 8h, at most 24h): shown in its normal form, issued on a typed yes
   sandboxd approve --session ID --revoke INTENT
                                       revoke one of the session's intents
+  sandboxd approve --page             a one-time link to the daemon's approvals page, on your terminal
 
 Both list the session's recent model denials and ask on your terminal
 (/dev/tty); they refuse to run anywhere else, and never inside a sandbox.
@@ -35,6 +39,11 @@ destination, session, agent, intent), is used once, and expires 60 s after
 it is issued: run the same command again in the same session. Exit
 status: 0 when an override was issued, 1 when none was, 125 when
 sandboxd could not ask.
+
+approve --page asks the daemon (serve --approvals-addr) for a link that
+signs your browser in to its approvals page as you, once, within 2
+minutes; it is written to your terminal (/dev/tty) only, never to
+standard output or error, where an agent could read it.
 `
 
 // answerTime is how long a person has to answer each question.
@@ -52,17 +61,18 @@ const promptEnd = "(60 s to answer)"
 // issued, 1 none was (nothing chosen, refused), 2 the command line is
 // wrong, 125 sandboxd could not ask.
 func overrideCommand(breakGlass bool, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	name := "approve"
-	if breakGlass {
-		name = "break-glass"
-	}
+	name := map[bool]string{false: "approve", true: "break-glass"}[breakGlass]
 	fs := flag.NewFlagSet("sandboxd "+name, flag.ContinueOnError)
 	sess := fs.String("session", "", "the `ID` of the session whose model denials to show")
 	scope := fs.String("scope", "", "approve an intent: every request the `RULE` covers, for the session")
 	revoke := fs.String("revoke", "", "revoke the session's intent `INTENT`")
 	dur := fs.Duration("for", 0, "how long the intent lasts (`DURATION`; default 8h, at most 24h)")
+	page := fs.Bool("page", false, "print a one-time link to the daemon's approvals page on your terminal (no other flag)")
 	if code, ok := parseFlags(fs, args, approveUsage, stdout, stderr); !ok {
 		return code
+	}
+	if *page {
+		return pageLink(fs, breakGlass, getenv, stdout, stderr)
 	}
 	if *scope != "" || *revoke != "" || *dur != 0 {
 		return intentCommand(intentArgs{breakGlass: breakGlass, session: *sess, scope: *scope, revoke: *revoke, dur: *dur, rest: fs.Args()},
@@ -258,4 +268,50 @@ func (t *terminal) ask(text, question string, deadline time.Time) (string, error
 		unix.Write(t.wfd, []byte("\r\n"))
 	}
 	return line, err
+}
+
+// pageLink is `sandboxd approve --page`: the daemon's one-time link to
+// its approvals page, for the caller, written to the controlling
+// terminal only. The link is a secret that signs a browser in as the
+// caller: on stdout or stderr an agent running this command could read
+// it, so there it is never written.
+func pageLink(fs *flag.FlagSet, breakGlass bool, getenv func(string) string, stdout, stderr io.Writer) int {
+	others := fs.NArg()
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "page" {
+			others++
+		}
+	})
+	if breakGlass || others > 0 {
+		return usageError(stderr, withFlags(approveUsage, fs), "--page takes no other flag or argument, and break-glass has no page")
+	}
+	fail := func(msg string) int {
+		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
+		return exitSandboxd
+	}
+	if getenv("SANDBOXD") != "" {
+		return fail("approve --page works only at your own terminal, never inside a sandbox")
+	}
+	tty, err := openTerminal()
+	if err != nil {
+		return fail("approve --page writes the link to your terminal (/dev/tty), and there is none here: run it in a terminal of your own, outside any sandbox")
+	}
+	defer tty.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := daemon.Connect(ctx, daemonSocket(getenv), os.Getuid())
+	if err != nil {
+		return fail(publicerr.Message(err, "the daemon cannot be reached"))
+	}
+	var link daemon.PageLink
+	if err := c.Do(ctx, "POST", "/v1/approvals/link", nil, &link); err != nil {
+		return fail(publicerr.Message(err, "the daemon gave no link"))
+	}
+	msg := fmt.Sprintf("\r\n%sOpen this link in your browser before %s; it works once:%s\r\n  %s\r\n",
+		termfilter.FrameOn, link.ExpiresAt.Local().Format("15:04:05"), termfilter.FrameOff, esc(link.URL))
+	if _, err := unix.Write(tty.wfd, []byte(msg)); err != nil {
+		return fail("the link could not be written to your terminal")
+	}
+	fmt.Fprintln(stdout, "the link to the approvals page is on your terminal")
+	return 0
 }

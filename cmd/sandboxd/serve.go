@@ -16,20 +16,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandboxd/sandboxd/approvals"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/kernelaudit"
 	"github.com/sandboxd/sandboxd/landlock"
 	"github.com/sandboxd/sandboxd/machine"
 	"github.com/sandboxd/sandboxd/metrics"
 	"github.com/sandboxd/sandboxd/publicerr"
-	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
 
 const serveUsage = `Usage:
-  sandboxd serve [--socket PATH] [--config FILE] [--question-wait DURATION]
+  sandboxd serve [--socket PATH] [--config FILE] [--question-wait DURATION] [--approvals-addr ADDR]
   sandboxd serve status [--socket PATH]
 
 serve runs the daemon, as root, one per machine: its API listens on a
@@ -41,6 +41,9 @@ The machine configuration (--config, default /etc/sandboxd/sandboxd.toml
 when it exists) says who may connect, the machine policy every caller's
 policy may only tighten, the operator's model reviewers and the limits
 on each caller; it must be root's and writable by root only.
+--approvals-addr serves the approvals page on a loopback address, where
+a person answers their runs' questions in a browser; "sandboxd approve
+--page" prints the one-time link that opens it.
 status asks the daemon, as you, whether it is up and who it takes you
 for; it checks the socket is root's first (SANDBOXD_SOCKET names another).
 `
@@ -56,7 +59,8 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	verbose := fs.Bool("v", false, "log what the daemon does to stderr")
 	maxExecs := fs.Int("max-execs", 64, "the commands one user may run through the daemon at once")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, a loopback `address` such as 127.0.0.1:9464 (default: off)")
-	questionWait := fs.Duration("question-wait", review.DefaultTimeout, "how long a question for a person waits for an answer before it denies")
+	questionWait := fs.Duration("question-wait", daemonQuestionWait, "how long a question for a person waits for an answer before it denies")
+	approvalsAddr := fs.String("approvals-addr", "", "serve the approvals page at http://ADDR/, a loopback `address` such as 127.0.0.1:9465 (default: off)")
 	config := fs.String("config", "", "the machine `configuration` (default: "+machine.DefaultPath+", when it exists)")
 	readyN := fs.Int("ready-helpers", 4, "how many sandbox helpers the daemon keeps started in advance for the users it served last, in all (0: none)")
 	keepAudit := fs.Bool("keep-audit-on", false, "keep kernel audit on between commands, not only while they run (faster by ~0.4 ms a command; see README)")
@@ -104,7 +108,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	defer cancel()
 	go cancelOnStop(sigs, cancel)
 	log.Info("sandboxd serve: listening", "socket", *socket, "from_service_manager", !made)
-	m, attach, reserved, err := newMetrics(ctx, *metricsAddr, ready, log)
+	m, attach, pageLn, reserved, err := loopbackServices(ctx, *metricsAddr, *approvalsAddr, ready, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -115,7 +119,10 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
 	ma.wire(&sc, &dc, m.AuditWriteFailed)
-	d := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc)
+	d, err := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc, approvalsPage(ctx, pageLn, log))
+	if err != nil {
+		return fail(err)
+	}
 	attach(d)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
@@ -327,4 +334,62 @@ func landlockABI() int {
 		return 0
 	}
 	return sup.ABI
+}
+
+// loopbackServices starts the daemon's metrics (newMetrics) and listens
+// for its approvals page (listenApprovals); reserved are their
+// addresses, which no run may reach.
+func loopbackServices(ctx context.Context, metricsAddr, approvalsAddr string, ready *sandbox.ReadyHelpers, log *slog.Logger) (*metrics.Metrics, func(*daemon.Daemon), net.Listener, []netip.AddrPort, error) {
+	m, attach, reserved, err := newMetrics(ctx, metricsAddr, ready, log)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ln, reserved, err := listenApprovals(ctx, approvalsAddr, reserved)
+	return m, attach, ln, reserved, err
+}
+
+// daemonQuestionWait is the default of serve --question-wait: 300 s,
+// not an embedded run's 60, for the person may be at another terminal,
+// or must switch to the approvals page, before they can answer.
+const daemonQuestionWait = 300 * time.Second
+
+// listenApprovals listens on addr for the approvals page, until ctx
+// ends, when addr is set: a loopback address only (the page answers for
+// the people on this machine, never the network's). Its address is added
+// to reserved: no run may connect to it, whatever its rules say.
+func listenApprovals(ctx context.Context, addr string, reserved []netip.AddrPort) (net.Listener, []netip.AddrPort, error) {
+	if addr == "" {
+		return nil, reserved, nil
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().IsLoopback() || ap.Port() == 0 {
+		return nil, nil, publicerr.New(fmt.Sprintf("--approvals-addr %q is not a loopback address and port (such as 127.0.0.1:9465)", addr))
+	}
+	ln, err := net.Listen("tcp", ap.String())
+	if err != nil {
+		return nil, nil, publicerr.Wrap(err, "the approvals page's address "+addr+" cannot be listened on")
+	}
+	context.AfterFunc(ctx, func() { ln.Close() })
+	return ln, append(reserved, netip.MustParseAddrPort(ln.Addr().String())), nil
+}
+
+// approvalsPage is how newDaemon makes the approvals page over the
+// daemon's question queue and serves it on ln until ctx ends (nil when
+// ln is: the page is off).
+func approvalsPage(ctx context.Context, ln net.Listener, log *slog.Logger) func(*daemon.Questions) (daemon.Page, error) {
+	if ln == nil {
+		return nil
+	}
+	return func(qs *daemon.Questions) (daemon.Page, error) {
+		pg, err := approvals.New(approvals.Config{Addr: ln.Addr().String(), Queue: qs, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		srv := &http.Server{Handler: pg.Handler(), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		go srv.Serve(ln)
+		context.AfterFunc(ctx, func() { srv.Close() })
+		log.Info("sandboxd serve: approvals page", "addr", ln.Addr().String())
+		return pg, nil
+	}
 }

@@ -48,11 +48,21 @@ func loadMachine(path string, log *slog.Logger) (*machine.Config, error) {
 // newDaemon builds the runner and the daemon from their configurations
 // with the machine configuration mc (nil: none) put in. stateDir is the
 // daemon's own, root's alone (beside its socket): the caps on the
-// operator's reviewers are counted there, per uid.
-func newDaemon(mc *machine.Config, fs *flag.FlagSet, stateDir string, sc session.Config, dc daemon.Config) *daemon.Daemon {
+// operator's reviewers are counted there, per uid. page, when set, makes
+// the approvals page over the daemon's question queue.
+func newDaemon(mc *machine.Config, fs *flag.FlagSet, stateDir string, sc session.Config, dc daemon.Config,
+	page func(*daemon.Questions) (daemon.Page, error)) (*daemon.Daemon, error) {
 	withMachine(mc, fs, stateDir, &sc, &dc)
+	if page != nil {
+		dc.Questions = daemon.NewQuestions(dc.QuestionWait, dc.MaxQuestions)
+		p, err := page(dc.Questions)
+		if err != nil {
+			return nil, err
+		}
+		dc.Page = p
+	}
 	dc.Runner = session.New(sc)
-	return daemon.New(dc)
+	return daemon.New(dc), nil
 }
 
 // withMachine puts the machine configuration mc (nil: none) into the
