@@ -65,13 +65,18 @@ func (p *Page) guard(next http.Handler) http.Handler {
 // of loopback is same-site, and SameSite cookies reach us from it, but
 // it is another origin), and Sec-Fetch-Site, when sent, says so too. A
 // request without Origin is refused: every browser sends one with a
-// POST.
+// POST. Under the page's Referrer-Policy no-referrer a browser sends
+// "Origin: null" even for its own forms (the Fetch standard); that is
+// taken only with Sec-Fetch-Site "same-origin", a header no page can set.
 func sameOrigin(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "http://"+r.Host {
-		return false
-	}
 	s := r.Header.Get("Sec-Fetch-Site")
-	return s == "" || s == "same-origin"
+	switch r.Header.Get("Origin") {
+	case "http://" + r.Host:
+		return s == "" || s == "same-origin"
+	case "null":
+		return s == "same-origin"
+	}
+	return false
 }
 
 // authed hands h the request's session; without one it answers 401, and

@@ -196,6 +196,21 @@ func TestRequestChecks(t *testing.T) {
 	if rec.Code != http.StatusForbidden {
 		t.Errorf("Sec-Fetch-Site cross-site: %d", rec.Code)
 	}
+	for _, site := range []string{"same-site", "cross-site", "none", ""} {
+		r := httptest.NewRequest("POST", "/answer", strings.NewReader(allow.Encode()))
+		r.Host = addr
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", "null")
+		if site != "" {
+			r.Header.Set("Sec-Fetch-Site", site)
+		}
+		r.AddCookie(&http.Cookie{Name: cookieName, Value: cookie})
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, r)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("Origin null, Sec-Fetch-Site %q: %d", site, rec.Code)
+		}
+	}
 	if w := f.do("POST", "/answer", addr, "http://"+addr, cookie, url.Values{"csrf": {"x"}, "id": {id}, "action": {"allow"}}); w.Code != http.StatusForbidden {
 		t.Errorf("a wrong token: %d", w.Code)
 	}

@@ -47,10 +47,14 @@ func (p *person) Reachable() (bool, string) {
 	return false, "nobody can be asked: the client relays no questions and passed no terminal, and you have no live session on the approvals page"
 }
 
-// TakesDenials: a client that relays questions is asked about the
-// model's denials too (it answers what the model could not allow); a
-// terminal alone is asked as an embedded run's is.
-func (p *person) TakesDenials() bool { return p.relay }
+// TakesDenials: a client that relays questions, or the person's live
+// session on the approvals page, is asked about the model's denials too
+// (the person answers what the model could not allow: the page is where
+// they said they would); a terminal alone is asked as an embedded run's
+// is.
+func (p *person) TakesDenials() bool {
+	return p.relay || (p.page != nil && p.page.Live(p.uid))
+}
 
 // Review puts req in the queue and waits for the first answer.
 func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
