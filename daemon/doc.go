@@ -24,7 +24,9 @@
 // questions, and asks it on the terminal the client passed over the
 // socket when that is the client's controlling terminal; the first
 // answer wins. An API client's answer is source client, which allows
-// only what a reviewer may.
+// only what a reviewer may. The approvals page (package approvals,
+// Config.Page) answers from the same queue as source page, a person's;
+// the daemon issues its one-time links (POST /v1/approvals/link).
 //
 // Nothing of a daemon outlives it but its record of the commits it has
 // in flight (Commits): a restarted daemon writes new tokens, holds no
