@@ -70,6 +70,10 @@ func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decisio
 	defer p.out.Release()
 	if p.relay {
 		p.out.send(ExecLine{Type: "question", Question: &q})
+	} else if p.tty == nil && p.page != nil {
+		// Nobody sees it otherwise: the client tells its person (a line,
+		// a desktop notification where it can make one as the user).
+		p.out.Event(session.Event{Kind: session.KindQuestionWaiting, Reason: "it is denied unless answered by " + q.ExpiresAt.Local().Format("15:04:05")})
 	}
 	var wg sync.WaitGroup
 	tctx, cancel := context.WithCancel(ctx)
@@ -156,6 +160,10 @@ func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *line
 		workspace: req.Workspace, page: page}
 	if tty != nil {
 		p.tty = &review.Human{File: tty, Timeout: d.cfg.QuestionWait, Hold: out}
+		if page != nil {
+			// Where else it may be answered; never the link itself.
+			p.tty.Page = "or answer it on the approvals page: `sandboxd approve --page` shows its link on your terminal"
+		}
 	}
 	return p, done
 }

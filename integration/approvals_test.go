@@ -165,7 +165,12 @@ func TestApprovalsPage(t *testing.T) {
 	shot(t, ctx, "approvals-pending.png")
 	click(t, ctx, "button.allow")
 	t.Logf("after the click: %s", text(t, ctx))
-	rep := reportOf(t, lines)
+	rep, events := reportAndEvents(t, lines)
+	// The run's client was told a question waited on the page (it may
+	// notify its person), never the page's link.
+	if !strings.Contains(events, `"question_waiting"`) || !strings.Contains(events, "denied unless answered by") || strings.Contains(events, "http://") {
+		t.Fatalf("the events of a run whose question waited on the page: %s", events)
+	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "written\n" || rep["exit_code"] != float64(0) || lastBoundary(rep) != "allow page" {
 		t.Fatalf("the page's allow did not land: %q %v, %s, report %v", b, err, lastBoundary(rep), rep)
 	}
@@ -301,4 +306,26 @@ func testForeign(t *testing.T, ctx context.Context, e *env, socket, token, addr,
 	if rep := reportOf(t, lines); lastBoundary(rep) != "deny page" {
 		t.Fatalf("the question did not stay open for the person: %s", lastBoundary(rep))
 	}
+}
+
+// reportAndEvents is reportOf, with the exec's events as JSON text.
+func reportAndEvents(t *testing.T, lines <-chan map[string]any) (map[string]any, string) {
+	t.Helper()
+	var events strings.Builder
+	seen := make(chan map[string]any, 64)
+	go func() {
+		defer close(seen)
+		for l := range lines {
+			if l["type"] == "event" {
+				b, _ := json.Marshal(l["event"])
+				events.Write(append(b, '\n'))
+			}
+			seen <- l
+			if l["type"] == "report" {
+				return
+			}
+		}
+	}()
+	rep := reportOf(t, seen)
+	return rep, events.String()
 }

@@ -46,7 +46,20 @@ type Human struct {
 	// Hold, if set, holds the command's use of the terminal (its output
 	// and its input) while a question is open.
 	Hold Holder
+	// Page, if set, says where else the question may be answered (the
+	// daemon's approvals page): a line under the notification. Never the
+	// page's link, which only `sandboxd approve --page` shows.
+	Page string
 }
+
+// notification is what the terminal is sent before a question: OSC 9
+// (iTerm2, Windows Terminal, kitty, WezTerm, ghostty) and OSC 777
+// (rxvt-unicode, foot, VTE) desktop notifications, which terminals that
+// know neither ignore. Each ends in ST (ESC \), not BEL, which a
+// terminal that ignores the sequence could still ring. Its text is
+// fixed: nothing of the command's reaches it.
+const notification = "\x1b]9;sandboxd: a question waits for your answer\x1b\\" +
+	"\x1b]777;notify;sandboxd;a question waits for your answer\x1b\\"
 
 // Holder holds back a command's terminal output and input until Release.
 type Holder interface {
@@ -123,6 +136,11 @@ func (h *Human) Review(ctx context.Context, req grants.Request) (broker.Decision
 	if err != nil {
 		return nobody("the question could not be made")
 	}
+	note := notification
+	if h.Page != "" {
+		note += "\r\nsandboxd: " + termfilter.Escape(h.Page) + "\r\n"
+	}
+	prompt = append([]byte(note), prompt...)
 	if _, err := unix.Write(fd, prompt); err != nil {
 		return nobody("could not write to the terminal")
 	}

@@ -236,3 +236,31 @@ func askOnPty(t *testing.T, ctx context.Context, req grants.Request, answer func
 	}
 	return <-shown
 }
+
+// Before its question the terminal gets a desktop notification (OSC 9
+// and OSC 777, ended by ST) of fixed text, and, when the daemon has an
+// approvals page, a line saying so; nothing of the command's reaches the
+// notification.
+func TestHumanNotifies(t *testing.T) {
+	req := grants.Request{Session: "s", Cwd: "/w", Command: "touch '/x\x1b]9;evil\x1b\\'", Surface: boundary.Filesystem,
+		Operation: "make_reg", Path: "/x", ResolvedPath: "/x"}
+	for _, page := range []string{"", "or answer on the approvals page (sandboxd approve --page shows its link here)"} {
+		p := openPTY(t, func(string) string { return "n" })
+		h := &Human{TTY: p.name, Timeout: 10 * time.Second, Page: page}
+		if _, err := h.Review(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		screen := p.text()
+		for _, want := range []string{"\x1b]9;sandboxd: a question waits for your answer\x1b\\", "\x1b]777;notify;sandboxd;a question waits for your answer\x1b\\"} {
+			if !strings.HasPrefix(screen, want) && !strings.Contains(screen, want) {
+				t.Fatalf("no notification %q:\n%q", want, screen)
+			}
+		}
+		if strings.Contains(screen, "\x1b]9;evil") || strings.Contains(screen, "\x07") {
+			t.Fatalf("the command's text reached a notification, or a BEL was sent:\n%q", screen)
+		}
+		if page != "" && !strings.Contains(screen, "sandboxd: "+page) {
+			t.Fatalf("no line about the page:\n%q", screen)
+		}
+	}
+}

@@ -54,6 +54,10 @@ const (
 	// the sandbox refuses by design (Refused), which nothing can grant;
 	// once per class per run, after the last attempt.
 	KindRefused Kind = "refused"
+	// KindQuestionWaiting: a question for a person waits on the daemon's
+	// approvals page (Reason: until when); the front end may notify its
+	// person. Never the page's link.
+	KindQuestionWaiting Kind = "question_waiting"
 )
 
 // Event is one step of a run. Every text in it is safe to show (names

@@ -60,6 +60,8 @@ func (s *stderrEvents) Event(e session.Event) {
 		fmt.Fprintf(w, "sandboxd: timed out after %s; every process of the command was ended\n", esc(e.Reason))
 	case session.KindWarning:
 		fmt.Fprintf(w, "sandboxd: warning: %s\n", esc(e.Reason))
+	case session.KindQuestionWaiting:
+		fmt.Fprintf(w, "sandboxd: a question waits for your answer on the approvals page (%s); `sandboxd approve --page` shows its link on your terminal\n", esc(e.Reason))
 	case session.KindRefused:
 		// Not a boundary: no block, no "decided by", nothing to retry.
 		fmt.Fprintf(w, "sandboxd: refused %s: %s; nothing can grant it\n", esc(e.Refused.What), esc(e.Refused.Why))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -75,9 +76,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 		case "stderr":
 			stderr.Write(l.Data)
 		case "event":
-			if l.Event != nil {
-				ev.Event(*l.Event)
-			}
+			daemonEvent(ev, l.Event, getenv)
 		case "report":
 			rep, runErr = l.Report, l.Error
 		}
@@ -198,4 +197,36 @@ func controllingTerminal() *os.File {
 		return nil
 	}
 	return f
+}
+
+// daemonEvent renders one of the run's events the daemon sent, and
+// notifies the person of a question waiting on the approvals page.
+func daemonEvent(ev *stderrEvents, e *session.Event, getenv func(string) string) {
+	if e == nil {
+		return
+	}
+	ev.Event(*e)
+	if e.Kind == session.KindQuestionWaiting {
+		desktopNotify(getenv)
+	}
+}
+
+// desktopNotify shows the person a desktop notification that a question
+// waits on the approvals page, with notify-send where it is installed and
+// this user has a desktop session: this process is the user's, so the
+// notification goes where the user's own programs' go (the daemon, as
+// root, never reaches into a user's session). Its text is fixed.
+func desktopNotify(getenv func(string) string) {
+	if getenv("DBUS_SESSION_BUS_ADDRESS") == "" && getenv("DISPLAY") == "" && getenv("WAYLAND_DISPLAY") == "" {
+		return
+	}
+	bin, err := exec.LookPath("notify-send")
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(bin, "--app-name=sandboxd", "sandboxd", "A question waits for your answer on the approvals page.")
+	cmd.Env, cmd.Dir = os.Environ(), "/"
+	if cmd.Start() == nil {
+		go cmd.Wait()
+	}
 }
