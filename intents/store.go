@@ -202,11 +202,16 @@ func (s *Store) Revoke(ctx context.Context, session, id string, after func(Inten
 	return gone, nil
 }
 
-// live drops the expired intents and those whose text no longer hashes
-// to their binding.
+// live drops the expired intents, those whose text no longer hashes to
+// their binding, and those no Add could have written: a life over
+// MaxTTL, or made later than now. The file is the caller's own, so any
+// process of theirs can write it; what it holds is taken only within
+// the bounds a person's approval has.
 func (s *Store) live(ins []Intent) []Intent {
 	now := s.now()
-	return slices.DeleteFunc(ins, func(in Intent) bool { return !now.Before(in.ExpiresAt) || !in.Valid() })
+	return slices.DeleteFunc(ins, func(in Intent) bool {
+		return !now.Before(in.ExpiresAt) || !in.Valid() || in.Created.After(now) || in.ExpiresAt.Sub(in.Created) > MaxTTL
+	})
 }
 
 // update runs f on session's live state under the session's exclusive

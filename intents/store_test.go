@@ -2,6 +2,7 @@ package intents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"sync"
@@ -172,5 +173,29 @@ func TestRacingAdds(t *testing.T) {
 	wg.Wait()
 	if got, _ := s.List(ctx, "uid 1: a"); len(got) != 8 {
 		t.Fatalf("racing adds lost some: %d", len(got))
+	}
+}
+
+// An intent written into the file by hand, with a life no Add gives (over
+// MaxTTL, or made in the future), is not live: the file is the caller's,
+// so any process of theirs could write one.
+func TestListDropsForgedLife(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	now := c.now()
+	for name, in := range map[string]Intent{
+		"decades":   {ID: "in-1", Scope: scope, Hash: ScopeHash(scope), Created: now.Add(-time.Hour), ExpiresAt: now.AddDate(70, 0, 0)},
+		"from soon": {ID: "in-2", Scope: scope, Hash: ScopeHash(scope), Created: now.Add(time.Hour), ExpiresAt: now.Add(2 * time.Hour)},
+	} {
+		b, err := json.Marshal(state{Session: "uid 1: a", Intents: []Intent{in}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s.File("uid 1: a"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.List(ctx, "uid 1: a"); err != nil || len(got) != 0 {
+			t.Errorf("%s: a forged intent is live: %+v %v", name, got, err)
+		}
 	}
 }
