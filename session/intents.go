@@ -364,14 +364,25 @@ func intentErr(err error) error {
 	return publicerr.Wrap(err, "the session's intents cannot be read or written here")
 }
 
-// brokerIntents is the broker's view of a caller's intents.
-type brokerIntents struct{ s *intents.Store }
+// brokerIntents is the broker's view of a caller's intents; home is the
+// caller's, which a scope's "~" names.
+type brokerIntents struct {
+	s    *intents.Store
+	home string
+}
 
-// Intents returns session's live intents.
+// Intents returns session's live intents whose scope is one a person
+// could have been shown: its own normal form, of a shape ParseIntentScope
+// takes. The file is the caller's own, and its hash binds a text only to
+// itself, so a process of theirs could write any rule there ("fs write
+// ~/**", "net connect *:*"); such a scope covers nothing.
 func (b brokerIntents) Intents(ctx context.Context, session string) ([]broker.Intent, error) {
 	ins, err := b.s.List(ctx, session)
 	out := make([]broker.Intent, 0, len(ins))
 	for _, in := range ins {
+		if sc, _, perr := ParseIntentScope(in.Scope, b.home); perr != nil || sc.Text != in.Scope {
+			continue
+		}
 		out = append(out, broker.Intent{ID: in.ID, Scope: in.Scope, Hash: in.Hash, ExpiresAt: in.ExpiresAt})
 	}
 	return out, err

@@ -203,3 +203,24 @@ func TestGrantIntent(t *testing.T) {
 		t.Fatalf("after revoke %+v", ins)
 	}
 }
+
+// The broker takes only scopes a person could have been shown: one
+// written into the caller's file by hand, bound to its own hash but of a
+// shape approve refuses (a write subtree, every name), or not in its
+// normal form, covers nothing.
+func TestBrokerIntentsDropForgedShapes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := intents.New(dir)
+	const session = "uid 1: s"
+	good := "fs write /home/u/.config/app/settings.json"
+	for _, sc := range []string{good, "fs write /home/u/**", "net connect *:*", "fs  write /home/u/x", "fs write ~/.bashrc"} {
+		if _, err := st.Add(ctx, session, sc, intents.ScopeHash(sc), 0, "terminal", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := brokerIntents{s: st, home: "/home/u"}.Intents(ctx, session)
+	if err != nil || len(got) != 1 || got[0].Scope != good {
+		t.Fatalf("the broker sees %+v %v, want only %q", got, err, good)
+	}
+}

@@ -304,7 +304,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 		ov := overrides.New(c.Layout().Overrides(), overrides.WithActor(act))
 		cfg.Overrides, cfg.ModelDenials = ov, modelDenials{ov}
 		// A person's intents are for the named session too.
-		cfg.Intents = brokerIntents{intentStore(c)}
+		cfg.Intents = brokerIntents{s: intentStore(c), home: c.Home}
 	}
 	return broker.New(cfg), nil
 }
