@@ -88,6 +88,12 @@ func (p *Page) authed(h func(http.ResponseWriter, *http.Request, *session)) http
 			p.render(w, http.StatusUnauthorized, view{Tab: "signin"})
 			return
 		}
+		if uid, err := p.cfg.PeerUID(r); err != nil || uid != s.uid {
+			// The cookie came from another user's program (browsers send
+			// it to every port of loopback), or from nowhere known.
+			plain(w, http.StatusForbidden, "This page is signed in for another user than the one whose browser asks.")
+			return
+		}
 		if r.Method == http.MethodPost && !csrfOK(s, r) {
 			plain(w, http.StatusForbidden, "The form's token is not this session's: reload the page and try again.")
 			return
@@ -105,9 +111,13 @@ func (p *Page) login(w http.ResponseWriter, r *http.Request) {
 		plain(w, http.StatusForbidden, "A sign-in link opened by another site is refused.")
 		return
 	}
-	cookie, ok := p.exchange(r.URL.Query().Get("code"))
+	peer, err := p.cfg.PeerUID(r)
+	if err != nil {
+		peer = -1 // spends the link, signs nobody in
+	}
+	cookie, ok := p.exchange(r.URL.Query().Get("code"), peer)
 	if !ok {
-		p.render(w, http.StatusForbidden, view{Tab: "signin", Message: "This link was used already, or has expired. Run `sandboxd approve --page` at your terminal for a new one."})
+		p.render(w, http.StatusForbidden, view{Tab: "signin", Message: "This link was used already, has expired, or is another user's. Run `sandboxd approve --page` at your terminal for a new one."})
 		return
 	}
 	// Secure cannot be set: the page is plain http on loopback, and a

@@ -63,6 +63,12 @@ type Config struct {
 	Queue Queue
 	// Intents: nil, none are offered.
 	Intents Intents
+	// PeerUID says which uid owns the browser's end of a request's
+	// connection (nil: LoopbackPeerUID, the kernel's socket tables).
+	// Only the session's own user's browser is served: browsers send a
+	// loopback page's cookie to every port of loopback, so another user's
+	// program on another port could otherwise receive it and use it.
+	PeerUID func(r *http.Request) (int, error)
 	// LinkTTL and IdleTTL: 0, the defaults.
 	LinkTTL, IdleTTL time.Duration
 	Now              func() time.Time
@@ -111,6 +117,9 @@ func New(cfg Config) (*Page, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.PeerUID == nil {
+		cfg.PeerUID = LoopbackPeerUID
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -184,8 +193,9 @@ func (p *Page) pruneLocked(now time.Time) {
 	}
 }
 
-// exchange spends code, once, for a new session: its cookie value.
-func (p *Page) exchange(code string) (string, bool) {
+// exchange spends code, once, for a new session of the browser's user
+// peer: its cookie value. A link of another uid's is spent and refused.
+func (p *Page) exchange(code string, peer int) (string, bool) {
 	cookie, err := secret()
 	csrf, err2 := secret()
 	if err != nil || err2 != nil {
@@ -196,7 +206,7 @@ func (p *Page) exchange(code string) (string, bool) {
 	defer p.mu.Unlock()
 	l, ok := p.links[code]
 	delete(p.links, code) // used once, valid or not
-	if !ok || !now.Before(l.exp) {
+	if !ok || !now.Before(l.exp) || l.uid != peer {
 		return "", false
 	}
 	p.pruneLocked(now)

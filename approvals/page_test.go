@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,16 +28,44 @@ type fixture struct {
 	pg  *Page
 	h   http.Handler
 	clk *clock
+	// peer, when not negative, is the uid of every request's browser.
+	peer int
 }
 
 func newFixture(t *testing.T) *fixture {
 	clk := &clock{t: time.Now()}
 	qs := daemon.NewQuestions(time.Minute, 8)
-	pg, err := New(Config{Addr: addr, Queue: qs, Now: clk.now})
+	pg, err := New(Config{Addr: addr, Queue: qs, Now: clk.now, PeerUID: func(r *http.Request) (int, error) {
+		return strconv.Atoi(r.Header.Get(peerHeader))
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, qs: qs, pg: pg, h: pg.Handler(), clk: clk}
+	return &fixture{t: t, qs: qs, pg: pg, h: pg.Handler(), clk: clk, peer: -1}
+}
+
+// peerHeader carries, in a test, the uid whose browser sends a request
+// (the page asks the kernel's socket tables for it).
+const peerHeader = "X-Test-Peer-Uid"
+
+// browserUID is the uid whose browser sends a request: f.peer when set
+// (another user's program), else the user the request's cookie or
+// link is for.
+func (f *fixture) browserUID(target, cookie string) int {
+	if f.peer >= 0 {
+		return f.peer
+	}
+	f.pg.mu.Lock()
+	defer f.pg.mu.Unlock()
+	if s, ok := f.pg.sessions[cookie]; ok {
+		return s.uid
+	}
+	if u, err := url.Parse(target); err == nil {
+		if l, ok := f.pg.links[u.Query().Get("code")]; ok {
+			return l.uid
+		}
+	}
+	return 0
 }
 
 // do serves one request: host, origin and cookie as given.
@@ -58,6 +87,7 @@ func (f *fixture) do(method, target, host, origin, cookie string, form url.Value
 	if cookie != "" {
 		r.AddCookie(&http.Cookie{Name: cookieName, Value: cookie})
 	}
+	r.Header.Set(peerHeader, strconv.Itoa(f.browserUID(target, cookie)))
 	w := httptest.NewRecorder()
 	f.h.ServeHTTP(w, r)
 	return w
@@ -307,5 +337,29 @@ func TestNewAddr(t *testing.T) {
 	}
 	if _, err := New(Config{Addr: "[::1]:8080"}); err != nil {
 		t.Error(err)
+	}
+}
+
+// Another user's program on loopback that got the cookie (browsers send
+// it to every port of loopback), or a link, is refused: only the
+// session's own user's browser is served.
+func TestAnotherUsersBrowser(t *testing.T) {
+	f := newFixture(t)
+	cookie, _ := f.signIn(1000)
+	f.peer = 1001
+	if w := f.do("GET", "/", addr, "", cookie, nil); w.Code != http.StatusForbidden || strings.Contains(w.Body.String(), "Approve once") {
+		t.Fatalf("another user's program with the cookie: %d", w.Code)
+	}
+	link, _, _ := f.pg.Link(1000)
+	u, _ := url.Parse(link)
+	if w := f.do("GET", u.RequestURI(), addr, "", "", nil); w.Code != http.StatusForbidden || w.Header().Get("Set-Cookie") != "" {
+		t.Fatalf("another user's browser spent the link: %d", w.Code)
+	}
+	f.peer = 1000
+	if w := f.do("GET", u.RequestURI(), addr, "", "", nil); w.Code != http.StatusForbidden {
+		t.Fatalf("a link another user tried is still good: %d", w.Code)
+	}
+	if w := f.do("GET", "/", addr, "", cookie, nil); w.Code != http.StatusOK {
+		t.Fatalf("the user's own browser: %d", w.Code)
 	}
 }

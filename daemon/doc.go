@@ -34,5 +34,5 @@
 // caller, before it serves anyone.
 //
 // Of sandboxd's packages it imports only boundary, broker, fsid, grants,
-// layer, publicerr, review and session.
+// layer, publicerr, review, session and termfilter.
 package daemon

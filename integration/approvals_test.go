@@ -3,12 +3,13 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,16 +23,29 @@ const shotsDir = "/var/lib/sandboxd-shots"
 
 // browser is a headless Chromium of Debian's chromium package, with a
 // fresh profile: a context to run chromedp actions in.
-func browser(t *testing.T) context.Context {
+func browser(t *testing.T, id identity) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (apt-get install chromium): the approvals page is not driven in a browser")
 	}
+	// The browser runs as the person whose page it opens: the page serves
+	// only its session's own user's browser (the kernel's word on the
+	// connection's owner).
 	profile := t.TempDir()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(path),
+	exe := path
+	if id.uid != os.Getuid() {
+		os.Chmod(filepath.Dir(profile), 0o755)
+		os.Chown(profile, id.uid, id.gid)
+		exe = filepath.Join(filepath.Dir(profile), "chromium-as-"+strconv.Itoa(id.uid))
+		script := fmt.Sprintf("#!/bin/sh\nexec setpriv --reuid=%d --regid=%d --clear-groups -- %s \"$@\"\n", id.uid, id.gid, path)
+		if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), chromedp.ExecPath(exe),
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.UserDataDir(profile),
-		chromedp.Flag("window-size", "1200,900"))
+		chromedp.Flag("window-size", "1200,900"), chromedp.Env("HOME="+profile))
 	ctx, cancel := chromedp.NewContext(alloc)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
@@ -42,14 +56,29 @@ func browser(t *testing.T) context.Context {
 // daemon gives it over its socket.
 func (e *env) pageLink(socket, token string) string {
 	e.t.Helper()
-	r := e.asIdentity(nil, "curl", "-sf", "-X", "POST", "--unix-socket", socket, "-H", "Authorization: Bearer "+token, "http://sandboxd/v1/approvals/link")
-	var l struct {
-		URL string `json:"url"`
+	// A program holding the user's token, with no terminal, gets no link:
+	// it is not the person at the terminal.
+	r := e.asIdentity(nil, "curl", "-s", "-X", "POST", "--unix-socket", socket, "-H", "Authorization: Bearer "+token, "http://sandboxd/v1/approvals/link")
+	if !strings.Contains(r.stdout, "needs_a_terminal") || strings.Contains(r.stdout, "/login?code=") {
+		e.t.Fatalf("a link was issued to a program with no terminal: %s", r.stdout)
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil || l.URL == "" {
-		e.t.Fatalf("no link: %q %v", r.stdout, err)
+	// `sandboxd approve --page` at a terminal: the daemon writes the link
+	// there, and only there.
+	tm := newFramedTerminal(e.t, e)
+	out := e.sandboxdOpts(runOpts{tty: tm.slave, env: []string{"SANDBOXD_SOCKET=" + socket}, noReport: true}, "approve", "--page")
+	if out.code != 0 || strings.Contains(out.stdout+out.stderr, "/login?code=") {
+		e.t.Fatalf("approve --page:\n%s", out)
 	}
-	return l.URL
+	text := tm.settled()
+	i := strings.Index(text, "http://")
+	if i < 0 {
+		e.t.Fatalf("no link on the terminal: %q", text)
+	}
+	link := text[i:]
+	if j := strings.IndexAny(link, "\r\n "); j >= 0 {
+		link = link[:j]
+	}
+	return link
 }
 
 // text is the page's main text in ctx.
@@ -119,12 +148,12 @@ func freePort(t *testing.T) string {
 // of loopback and a foreign Host are refused; root's session sees none
 // of the user's questions; a run cannot reach the page.
 func TestApprovalsPage(t *testing.T) {
-	ctx := browser(t)
 	addr := freePort(t)
 	d := spawnDaemon(t, "--question-wait", "90s", "--approvals-addr", addr)
 	t.Cleanup(func() { d.cmd.Process.Signal(syscall.SIGTERM); <-d.exited })
 	ids := identities(t)
 	e, root := newEnv(t, ids[len(ids)-1]), newEnv(t, ids[0])
+	ctx := browser(t, e.id)
 	fm := newFakeModel(t, func(body string) (string, string, string, string) {
 		return "deny", "medium", "unknown", "the user did not ask for this <script>alert('rationale')</script>"
 	})
@@ -187,8 +216,7 @@ func TestApprovalsPage(t *testing.T) {
 
 	// Root's session sees none of the user's questions.
 	rootTok := root.daemonToken(d.socket)
-	rctx, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
-	defer cancel()
+	rctx := browser(t, root.id)
 	run(filepath.Join(out, "users-own.txt"))
 	waitCard(ctx)
 	do(t, rctx, chromedp.Navigate(root.pageLink(d.socket, rootTok)), chromedp.WaitVisible(chromedp.CSS("nav")))
@@ -199,7 +227,6 @@ func TestApprovalsPage(t *testing.T) {
 	if s := text(t, rctx); strings.Contains(s, "approved.txt") {
 		t.Fatalf("another uid's history shows the question: %s", s)
 	}
-	cancel()
 	waitCard(ctx)
 	click(t, ctx, "button.deny")
 	// Its report is not waited for: the fake model denies every write,
@@ -280,21 +307,27 @@ func testForeign(t *testing.T, ctx context.Context, e *env, socket, token, addr,
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Another origin on loopback, with a real session's cookie: the
-	// cookie goes with a same-site request, the Origin gives it away.
+	// Another user's program (this test's, root's) with the user's link:
+	// refused, as its cookie would be (browsers send it to every port of
+	// loopback), and the link is spent.
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noRedirect.Get(e.pageLink(socket, token))
-	if err != nil || len(resp.Cookies()) != 1 {
-		t.Fatalf("sign-in: %v %v", resp, err)
+	if err != nil || resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+		t.Fatalf("another user's program signed in with the user's link: %v %v", resp, err)
 	}
-	form := url.Values{"id": {id}, "action": {"allow"}}
-	post, _ := http.NewRequest("POST", "http://"+addr+"/answer", strings.NewReader(form.Encode()))
-	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	post.Header.Set("Origin", "http://127.0.0.1:1")
-	post.Header.Set("Sec-Fetch-Site", "same-site")
-	post.AddCookie(resp.Cookies()[0])
-	if resp, err := noRedirect.Do(post); err != nil || resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a cross-origin POST: %v %v", resp, err)
+	// Another origin on loopback, with a real session's cookie of the
+	// user's own: the cookie goes with a same-site request, the Origin
+	// gives it away.
+	jar := filepath.Join(e.mkdir("jar", 0o700), "cookies")
+	e.asIdentity(nil, "curl", "-s", "-o", "/dev/null", "-c", jar, e.pageLink(socket, token))
+	r := e.asIdentity(nil, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, "-H", "Origin: http://127.0.0.1:1",
+		"-H", "Sec-Fetch-Site: same-site", "--data-urlencode", "id="+id, "--data-urlencode", "action=allow", "http://"+addr+"/answer")
+	if r.stdout != "403" {
+		t.Fatalf("a cross-origin POST with the user's cookie: %q", r.stdout)
+	}
+	r = e.asIdentity(nil, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, "http://"+addr+"/")
+	if r.stdout != "200" {
+		t.Fatalf("the user's own signed-in program was refused (the test proves nothing): %q", r.stdout)
 	}
 	req, _ := http.NewRequest("GET", "http://"+addr+"/", nil)
 	req.Host = "attacker.example"

@@ -292,25 +292,21 @@ func pageLink(fs *flag.FlagSet, breakGlass bool, getenv func(string) string, std
 	if getenv("SANDBOXD") != "" {
 		return fail("approve --page works only at your own terminal, never inside a sandbox")
 	}
-	tty, err := openTerminal()
-	if err != nil {
-		return fail("approve --page writes the link to your terminal (/dev/tty), and there is none here: run it in a terminal of your own, outside any sandbox")
+	tty := controllingTerminal()
+	if tty == nil {
+		return fail("approve --page has the daemon write the link to your terminal (/dev/tty), and there is none here: run it in a terminal of your own, outside any sandbox")
 	}
-	defer tty.close()
+	defer tty.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := daemon.Connect(ctx, daemonSocket(getenv), os.Getuid())
 	if err != nil {
 		return fail(publicerr.Message(err, "the daemon cannot be reached"))
 	}
-	var link daemon.PageLink
-	if err := c.Do(ctx, "POST", "/v1/approvals/link", nil, &link); err != nil {
+	// The daemon writes the link to the terminal itself, after checking
+	// it is this process's controlling terminal: no answer carries it.
+	if _, err := c.PageLink(ctx, tty); err != nil {
 		return fail(publicerr.Message(err, "the daemon gave no link"))
-	}
-	msg := fmt.Sprintf("\r\n%sOpen this link in your browser before %s; it works once:%s\r\n  %s\r\n",
-		termfilter.FrameOn, link.ExpiresAt.Local().Format("15:04:05"), termfilter.FrameOff, esc(link.URL))
-	if _, err := unix.Write(tty.wfd, []byte(msg)); err != nil {
-		return fail("the link could not be written to your terminal")
 	}
 	fmt.Fprintln(stdout, "the link to the approvals page is on your terminal")
 	return 0
