@@ -203,10 +203,26 @@ func (p *Page) intents(w http.ResponseWriter, r *http.Request, s *session) {
 	p.render(w, http.StatusOK, view{Tab: "intents", CSRF: s.csrf, Intents: p.cfg.Intents.List(s.uid), IntentsOn: true})
 }
 
-// createIntent approves a scoped intent for a session.
+// createIntent approves a scoped intent for a session in two steps: the
+// scope as typed is shown back in its normal form with what it could
+// allow; only that text, by its hash, is then issued.
 func (p *Page) createIntent(w http.ResponseWriter, r *http.Request, s *session) {
-	if _, err := p.cfg.Intents.Create(s.uid, r.PostFormValue("session"), r.PostFormValue("scope")); err != nil {
+	fail := func(err error) {
 		p.render(w, http.StatusBadRequest, view{Tab: "intents", CSRF: s.csrf, Intents: p.cfg.Intents.List(s.uid), IntentsOn: true, Message: err.Error()})
+	}
+	session := r.PostFormValue("session")
+	if r.PostFormValue("hash") == "" {
+		pv, err := p.cfg.Intents.Preview(s.uid, r.PostFormValue("scope"))
+		if err != nil {
+			fail(err)
+			return
+		}
+		p.render(w, http.StatusOK, view{Tab: "intents", CSRF: s.csrf, Intents: p.cfg.Intents.List(s.uid), IntentsOn: true,
+			Confirm: &confirm{Session: session, IntentPreview: pv}})
+		return
+	}
+	if _, err := p.cfg.Intents.Create(s.uid, session, r.PostFormValue("shown"), r.PostFormValue("hash")); err != nil {
+		fail(err)
 		return
 	}
 	http.Redirect(w, r, "/intents", http.StatusSeeOther)
@@ -214,7 +230,7 @@ func (p *Page) createIntent(w http.ResponseWriter, r *http.Request, s *session) 
 
 // revokeIntent revokes one of the uid's intent grants.
 func (p *Page) revokeIntent(w http.ResponseWriter, r *http.Request, s *session) {
-	if err := p.cfg.Intents.Revoke(s.uid, r.PostFormValue("id")); err != nil {
+	if err := p.cfg.Intents.Revoke(s.uid, r.PostFormValue("session"), r.PostFormValue("id")); err != nil {
 		p.render(w, http.StatusBadRequest, view{Tab: "intents", CSRF: s.csrf, Intents: p.cfg.Intents.List(s.uid), IntentsOn: true, Message: err.Error()})
 		return
 	}

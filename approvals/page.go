@@ -46,13 +46,23 @@ type Intent struct {
 	ExpiresAt time.Time
 }
 
-// Intents is the session intent grants the page lists, creates and
-// revokes for a uid; nil in Config: the page offers none. Errors it
+// Intents is the session intent grants the page lists, previews,
+// creates and revokes for a uid; nil in Config: the page offers none.
+// An intent is issued only for the scope's normal form the person was
+// shown (Preview's Text and Hash), never for text as typed. Errors it
 // returns are shown as they are: they must be sentences safe to show.
 type Intents interface {
 	List(uid int) []Intent
-	Create(uid int, session, scope string) (Intent, error)
-	Revoke(uid int, id string) error
+	Preview(uid int, scope string) (IntentPreview, error)
+	Create(uid int, session, shown, hash string) (Intent, error)
+	Revoke(uid int, session, id string) error
+}
+
+// IntentPreview is a scope as the person approves it: its normal form,
+// that form's hash, and what it could allow.
+type IntentPreview struct {
+	Text, Hash string
+	Allows     []string
 }
 
 // Config is what a Page is built from.

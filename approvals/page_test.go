@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -361,5 +362,41 @@ func TestAnotherUsersBrowser(t *testing.T) {
 	}
 	if w := f.do("GET", "/", addr, "", cookie, nil); w.Code != http.StatusOK {
 		t.Fatalf("the user's own browser: %d", w.Code)
+	}
+}
+
+// fakeIntents records what the page asks of intents.
+type fakeIntents struct {
+	previewed, created []string
+}
+
+func (f *fakeIntents) List(uid int) []Intent { return nil }
+func (f *fakeIntents) Preview(uid int, scope string) (IntentPreview, error) {
+	f.previewed = append(f.previewed, scope)
+	return IntentPreview{Text: "fs write_file /x/y", Hash: "abc", Allows: []string{"write <b>y</b>"}}, nil
+}
+func (f *fakeIntents) Create(uid int, session, shown, hash string) (Intent, error) {
+	f.created = append(f.created, fmt.Sprint(uid, session, shown, hash))
+	return Intent{}, nil
+}
+func (f *fakeIntents) Revoke(uid int, session, id string) error { return nil }
+
+// An intent is created in two steps: the scope as typed is only shown
+// back in its normal form (nothing issued); the confirmation issues that
+// text by its hash, for the session's own uid.
+func TestIntentTwoSteps(t *testing.T) {
+	f := newFixture(t)
+	fi := &fakeIntents{}
+	f.pg.cfg.Intents = fi
+	f.h = f.pg.Handler()
+	cookie, csrf := f.signIn(1000)
+	w := f.do("POST", "/intents/create", addr, "http://"+addr, cookie, url.Values{"csrf": {csrf}, "session": {"s1"}, "scope": {"fs write_file /x/./y"}})
+	if w.Code != http.StatusOK || len(fi.created) != 0 || !strings.Contains(w.Body.String(), "fs write_file /x/y") ||
+		!strings.Contains(w.Body.String(), `name="hash" value="abc"`) || strings.Contains(w.Body.String(), "<b>y</b>") {
+		t.Fatalf("the preview: %d created %v\n%s", w.Code, fi.created, w.Body.String())
+	}
+	w = f.do("POST", "/intents/create", addr, "http://"+addr, cookie, url.Values{"csrf": {csrf}, "session": {"s1"}, "shown": {"fs write_file /x/y"}, "hash": {"abc"}})
+	if w.Code != http.StatusSeeOther || len(fi.created) != 1 || fi.created[0] != "1000s1fs write_file /x/yabc" {
+		t.Fatalf("the confirmation: %d %v", w.Code, fi.created)
 	}
 }

@@ -30,6 +30,14 @@ type view struct {
 	Rows      []row
 	IntentsOn bool
 	Intents   []Intent
+	// Confirm is an intent shown for approval: the scope's normal form.
+	Confirm *confirm
+}
+
+// confirm is a scope shown in its normal form, to approve for a session.
+type confirm struct {
+	Session string
+	IntentPreview
 }
 
 // card is one pending question as its card shows it.

@@ -196,6 +196,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 		return
 	}
 	defer d.release(c.UID)
+	d.seen.note(who, req.Context.Session)
 	d.mark(t0, "caller checked")
 	rc := http.NewResponseController(w)
 	rc.EnableFullDuplex()

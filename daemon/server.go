@@ -94,6 +94,8 @@ type Daemon struct {
 	questions *Questions
 	// viewing: the callers being sent a view of the audit log.
 	viewing uidLocks
+	// seen: each uid's last caller and sessions, for the page's intents.
+	seen seenCallers
 }
 
 // New returns a Daemon.

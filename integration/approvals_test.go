@@ -209,6 +209,7 @@ func TestApprovalsPage(t *testing.T) {
 	}
 	shot(t, ctx, "approvals-history.png")
 
+	testIntents(t, ctx, e, d.socket, tok, addr, out)
 	testSecondAnswer(t, ctx, addr, out, run, waitCard)
 	testRedirect(t, ctx, out, run, waitCard)
 	testScriptPath(t, ctx, e, out, run, waitCard)
@@ -361,4 +362,57 @@ func reportAndEvents(t *testing.T, lines <-chan map[string]any) (map[string]any,
 	}()
 	rep := reportOf(t, seen)
 	return rep, events.String()
+}
+
+// testIntents: on the Intents tab a scope as typed is shown back in its
+// normal form with what it could allow, and only that is issued; the
+// session's command then writes the file with no question (source
+// intent); revoked on the page, the next write is asked again.
+func testIntents(t *testing.T, ctx context.Context, e *env, socket, token, addr, out string) {
+	target := filepath.Join(out, "intent.txt")
+	exec1 := func() <-chan map[string]any {
+		return e.execStream(socket, token, map[string]any{"argv": []string{"bash", "-c", "echo written > '" + target + "'"},
+			"retries": 2, "session": "page-intent"})
+	}
+	// The daemon learns the session from a run in it (denied: no one answers).
+	exec1()
+	deadline := time.Now().Add(60 * time.Second)
+	do(t, ctx, chromedp.Navigate("http://"+addr+"/"))
+	for !strings.Contains(text(t, ctx), "Approve once") && time.Now().Before(deadline) {
+		time.Sleep(300 * time.Millisecond)
+		do(t, ctx, chromedp.Navigate("http://"+addr+"/"))
+	}
+	click(t, ctx, "button.deny")
+	do(t, ctx, chromedp.Navigate("http://"+addr+"/intents"), chromedp.WaitVisible(chromedp.CSS("input[name=scope]")),
+		chromedp.SetValue(chromedp.CSS("input[name=session]"), "page-intent"),
+		chromedp.SetValue(chromedp.CSS("input[name=scope]"), "fs make_reg "+target))
+	click(t, ctx, "form.card button")
+	if s := text(t, ctx); !strings.Contains(s, "Approve exactly this") || !strings.Contains(s, "fs make_reg "+target) {
+		t.Fatalf("the scope was not shown back for approval: %s", s)
+	}
+	shot(t, ctx, "approvals-intent.png")
+	click(t, ctx, "button.allow")
+	if s := text(t, ctx); !strings.Contains(s, "page-intent") || !strings.Contains(s, "Revoke") {
+		t.Fatalf("the intent is not listed: %s", s)
+	}
+	os.Remove(target)
+	rep := reportOf(t, exec1())
+	if b, err := os.ReadFile(target); err != nil || string(b) != "written\n" || lastBoundary(rep) != "allow intent" {
+		t.Fatalf("the intent did not allow its file: %v, %s", err, lastBoundary(rep))
+	}
+	click(t, ctx, "form[action='/intents/revoke'] button")
+	if s := text(t, ctx); strings.Contains(s, "Revoke") {
+		t.Fatalf("the intent is still listed after its revocation: %s", s)
+	}
+	os.Remove(target)
+	lines := exec1()
+	do(t, ctx, chromedp.Navigate("http://"+addr+"/"))
+	for !strings.Contains(text(t, ctx), "Approve once") && time.Now().Before(deadline.Add(60*time.Second)) {
+		time.Sleep(300 * time.Millisecond)
+		do(t, ctx, chromedp.Navigate("http://"+addr+"/"))
+	}
+	click(t, ctx, "button.deny")
+	if rep := reportOf(t, lines); lastBoundary(rep) != "deny page" {
+		t.Fatalf("after the revocation the write was not asked again: %s", lastBoundary(rep))
+	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -72,9 +73,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if fs.NArg() > 0 {
 		return usageError(stderr, withFlags(serveUsage, fs), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
-	if *socket == "" {
-		*socket = daemonSocket(getenv)
-	}
+	*socket = cmp.Or(*socket, daemonSocket(getenv))
 	log, fail := serveOutput(stderr, *verbose)
 	if status {
 		return serveStatus(ctx, *socket, stdout, fail)
@@ -119,11 +118,13 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
 	ma.wire(&sc, &dc, m.AuditWriteFailed)
-	d, err := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc, approvalsPage(ctx, pageLn, log))
+	page, intents := approvalsPage(ctx, pageLn, ma, log)
+	d, err := newDaemon(mc, fs, filepath.Dir(*socket), sc, dc, page)
 	if err != nil {
 		return fail(err)
 	}
 	attach(d)
+	intents.set(d)
 	if err := d.Serve(ctx, ln, 10*time.Second); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fail(err)
 	}
@@ -376,12 +377,16 @@ func listenApprovals(ctx context.Context, addr string, reserved []netip.AddrPort
 // approvalsPage is how newDaemon makes the approvals page over the
 // daemon's question queue and serves it on ln until ctx ends (nil when
 // ln is: the page is off).
-func approvalsPage(ctx context.Context, ln net.Listener, log *slog.Logger) func(*daemon.Questions) (daemon.Page, error) {
+func approvalsPage(ctx context.Context, ln net.Listener, ma *machineAudit, log *slog.Logger) (func(*daemon.Questions) (daemon.Page, error), *pageIntents) {
+	in := &pageIntents{}
+	if ma != nil {
+		in.log = ma
+	}
 	if ln == nil {
-		return nil
+		return nil, in
 	}
 	return func(qs *daemon.Questions) (daemon.Page, error) {
-		pg, err := approvals.New(approvals.Config{Addr: ln.Addr().String(), Queue: qs, Log: log})
+		pg, err := approvals.New(approvals.Config{Addr: ln.Addr().String(), Queue: qs, Intents: in, Log: log})
 		if err != nil {
 			return nil, err
 		}
@@ -391,5 +396,5 @@ func approvalsPage(ctx context.Context, ln net.Listener, log *slog.Logger) func(
 		context.AfterFunc(ctx, func() { srv.Close() })
 		log.Info("sandboxd serve: approvals page", "addr", ln.Addr().String())
 		return pg, nil
-	}
+	}, in
 }
