@@ -215,7 +215,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	defer context.AfterFunc(ctx, out.end)()
 	addRecovered := d.tellRecovered(c.UID, out)
 	job := req.Context.job(req.Argv, req.Command)
-	person, done := d.personFor(r, c, req, out)
+	person, done := d.personFor(r, c, who, req, out)
 	defer done()
 	job.Reviewers.Person = person
 	job.Retries, job.Timeout = req.Retries, time.Duration(req.TimeoutMS)*time.Millisecond

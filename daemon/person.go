@@ -30,8 +30,11 @@ type person struct {
 	tty *review.Human
 	// observe hears each answer (the daemon's metrics).
 	observe Observer
-	// workspace is the project the exec named, shown with each question.
-	workspace string
+	// workspace is the project the exec named, shown with each question;
+	// findWorkspace finds the one its run takes when it named none (only
+	// once a question is asked: it walks the caller's directories).
+	workspace     string
+	findWorkspace func() string
 	// page is the approvals page (nil: it is off).
 	page Page
 }
@@ -59,6 +62,9 @@ func (p *person) TakesDenials() bool {
 // Review puts req in the queue and waits for the first answer.
 func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decision, error) {
 	q := questionOf(ctx, req)
+	if p.workspace == "" && p.findWorkspace != nil {
+		p.workspace = p.findWorkspace()
+	}
 	q.Workspace = p.workspace
 	t, err := p.qs.Ask(p.uid, q)
 	if err != nil {
@@ -141,7 +147,7 @@ func decisionOf(a Answer) broker.Decision {
 // personFor is an exec's person slot: nil when nobody can be asked (the
 // client relays no questions and passed no terminal that is its own).
 // done closes the terminal once the run is over.
-func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *lineWriter) (broker.Person, func()) {
+func (d *Daemon) personFor(r *http.Request, c caller, who session.Caller, req ExecRequest, out *lineWriter) (broker.Person, func()) {
 	tty, why := passedTerminal(r.Context())
 	if why != "" {
 		// Said once; the run goes on with whoever else can answer.
@@ -157,7 +163,13 @@ func (d *Daemon) personFor(r *http.Request, c caller, req ExecRequest, out *line
 		return nil, done
 	}
 	p := &person{qs: d.questions, uid: c.UID, out: out, relay: req.Questions, observe: d.cfg.Observer,
-		workspace: req.Workspace, page: page}
+		workspace: req.Workspace, page: page, findWorkspace: func() string {
+			f, err := d.cfg.Runner.Workspace(who, req.Workspace)
+			if err != nil {
+				return ""
+			}
+			return f.Root
+		}}
 	if tty != nil {
 		p.tty = &review.Human{File: tty, Timeout: d.cfg.QuestionWait, Hold: out}
 		if page != nil {

@@ -191,6 +191,9 @@ func TestApprovalsPage(t *testing.T) {
 	target := filepath.Join(out, "approved.txt")
 	lines := run(target)
 	waitCard(ctx)
+	if s := text(t, ctx); !strings.Contains(s, "Project\n"+e.ws) && !strings.Contains(s, "Project "+e.ws) && !strings.Contains(s, e.ws+"\nDirectory") {
+		t.Errorf("the card does not name the run's project %s: %s", e.ws, s)
+	}
 	shot(t, ctx, "approvals-pending.png")
 	click(t, ctx, "button.allow")
 	t.Logf("after the click: %s", text(t, ctx))
