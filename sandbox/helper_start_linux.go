@@ -87,7 +87,12 @@ type helper struct {
 // ids inside and on the host, its groups. A helper started for one
 // launch serves only a run whose launch is equal (ReadyHelpers).
 type launch struct {
-	ns, root   bool
+	ns, root bool
+	// capture: the run captures direct connects (namespaces, and an
+	// Egress that asks for it); its helper prepares the capture before
+	// the setup, so a run that does not capture never takes a helper
+	// made for one, nor the other way round.
+	capture    bool
 	attr       *syscall.SysProcAttr
 	groups     fsid.ID
 	homeMapped bool
@@ -137,6 +142,7 @@ func spawnHelper(l launch) (*helper, error) {
 	if h.cmd.Path = helperPath(l.exe); l.exe != nil {
 		h.cmd.Args[0] = "sandboxd-helper"
 	}
+	h.cmd.Args = append(h.cmd.Args, l.prepare()...)
 	if err := h.start(); err != nil {
 		unix.Close(pair[0])
 		return nil, err
@@ -207,7 +213,7 @@ func (h *helper) attach(spec Spec, log *slog.Logger) error {
 // command's uid, with the capabilities it needs to set them up.
 func newLaunch(spec Spec, ns, root bool) launch {
 	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	l := launch{ns: ns, root: root, attr: attr, groups: spec.caller(), sudoUID: -1, exe: spec.Helper}
+	l := launch{ns: ns, root: root, capture: ns && spec.Egress.captures(), attr: attr, groups: spec.caller(), sudoUID: -1, exe: spec.Helper}
 	uid, gid := spec.UID, spec.GID
 	if !ns {
 		// The caller's ids, whoever runs sandboxd: for a process running
@@ -248,16 +254,31 @@ func newLaunch(spec Spec, ns, root bool) launch {
 func (l launch) key() string {
 	b, err := json.Marshal(struct {
 		NS, Root   bool
+		Capture    bool
 		Attr       *syscall.SysProcAttr
 		Groups     fsid.ID
 		HomeMapped bool
 		SudoUID    int
 		Exe        uintptr // which open file is the helper binary (0: sandboxd)
-	}{l.ns, l.root, l.attr, l.groups, l.homeMapped, l.sudoUID, exeFD(l.exe)})
+	}{l.ns, l.root, l.capture, l.attr, l.groups, l.homeMapped, l.sudoUID, exeFD(l.exe)})
 	if err != nil {
 		return "" // take refuses it
 	}
 	return string(b)
+}
+
+// prepare is what a helper of l prepares before its setup comes: the
+// arguments after wire.HelperArg, this build's stamp first (a helper of
+// another build prepares nothing, and its setup fails the run).
+func (l launch) prepare() []string {
+	args := []string{wire.Stamp()}
+	switch {
+	case l.capture:
+		args = append(args, wire.PrepareNet, wire.PrepareCapture)
+	case l.ns:
+		args = append(args, wire.PrepareNet)
+	}
+	return args
 }
 
 // exeFD is f's descriptor, 0 for none: the process holds the helper

@@ -92,34 +92,39 @@ func TestReadyHelpers(t *testing.T) {
 }
 
 // TestReadyHelpersIdle: a helper nobody claims is stopped after the idle
-// time.
+// time, one that prepared a capture as well.
 func TestReadyHelpersIdle(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (make test runs as root): namespaces, cgroups")
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 2, PerLaunch: 1, Idle: 300 * time.Millisecond}, log)
-	defer pool.Close()
-	e := newLeakEnv(t)
-	spec := e.spec("true")
-	spec.Ready = pool
-	if _, err := sandbox.Run(context.Background(), spec, log); err != nil {
-		t.Fatal(err)
-	}
-	if st := pool.Stats(); st.Ready != 0 {
-		t.Fatalf("the pool started a helper before Refill: %+v", st)
-	}
-	pool.Refill()
-	waitReady(t, pool, 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for pool.Stats().Ready > 0 || len(waitingHelpers(t)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the idle helper is still there: %+v, %v", pool.Stats(), waitingHelpers(t))
+	for _, capture := range []bool{false, true} {
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 2, PerLaunch: 1, Idle: 300 * time.Millisecond}, log)
+		defer pool.Close()
+		e := newLeakEnv(t)
+		spec := e.spec("true")
+		spec.Ready = pool
+		if capture {
+			spec.Egress = fakeEgress(43104, true)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if st := pool.Stats(); st.Expired != 1 || st.PrepareCPU <= 0 {
-		t.Fatalf("pool after the idle time: %+v", st)
+		if _, err := sandbox.Run(context.Background(), spec, log); err != nil {
+			t.Fatal(err)
+		}
+		if st := pool.Stats(); st.Ready != 0 {
+			t.Fatalf("capture %v: the pool started a helper before Refill: %+v", capture, st)
+		}
+		pool.Refill()
+		waitReady(t, pool, 1)
+		deadline := time.Now().Add(5 * time.Second)
+		for pool.Stats().Ready > 0 || len(waitingHelpers(t)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("capture %v: the idle helper is still there: %+v, %v", capture, pool.Stats(), waitingHelpers(t))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if st := pool.Stats(); st.Expired != 1 || st.PrepareCPU <= 0 {
+			t.Fatalf("capture %v: pool after the idle time: %+v", capture, st)
+		}
 	}
 }
 

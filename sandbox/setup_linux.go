@@ -52,7 +52,9 @@ func (r *run) sendSetup() error {
 	if e := spec.Egress; e != nil && r.wantNS {
 		setup.ProxyPort = e.Port
 		if e.captures() {
-			setup.CapturePort = e.Port + 1
+			// The helper listens at a port of its own choosing, made
+			// before the setup (a ready helper's while it waited).
+			setup.Capture = true
 			setup.Shown = nameFiles()
 		}
 		setup.SOCKS = e.SOCKS != nil

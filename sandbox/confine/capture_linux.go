@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
@@ -36,65 +37,143 @@ const loIndex = 1
 // stubPort is the stub resolver's port on 127.0.0.1.
 const stubPort = 53
 
-// capture installs the capture and hands its sockets to the supervisor:
-// the TCP listeners (IPv4, and IPv6 when the namespace has it) and the
-// stub resolver's UDP socket. When anything fails it undoes what it did
-// and says why instead: direct connects then stay unroutable.
-func (h *helper) capture(port uint16) {
-	fds, err := installCapture(port)
+// capture is the capture a helper prepared before its setup came: it
+// depends on nothing of the run's plan but whether the run captures,
+// and its port is the helper's own choice (no variable of the command
+// names it), so a ready helper installs it while it waits.
+type capture struct {
+	port uint16
+	// listeners are the transparent listeners (IPv4, then IPv6 when the
+	// namespace has it), stub the stub resolver's socket (-1: none).
+	listeners []int
+	stub      int
+	// err is why there is no capture (its descriptors are closed then).
+	err error
+}
+
+// ephemeralLow and ephemeralHigh bound the capture's port: the kernel's
+// ephemeral range in a fresh network namespace (ip_local_port_range), as
+// for the proxy's port (session's newEgressPlan): a port a command binds
+// by number is unlikely to be there, and an ephemeral bind skips a port
+// something listens on.
+const ephemeralLow, ephemeralHigh = 32768, 60999
+
+// pickPort is a random port of the ephemeral range that taken refuses
+// (nil: none is).
+func pickPort(taken func(uint16) bool) uint16 {
+	for {
+		p := uint16(ephemeralLow + rand.IntN(ephemeralHigh-ephemeralLow))
+		if taken == nil || !taken(p) {
+			return p
+		}
+	}
+}
+
+// prepareCapture installs the capture at a port of its choosing. When
+// anything fails it undoes what it did and keeps why instead: direct
+// connects then stay unroutable, and the run is told so (sendCapture).
+func prepareCapture() *capture {
+	c := &capture{stub: -1}
+	c.fail(c.install(pickPort(nil)))
+	return c
+}
+
+func (c *capture) install(port uint16) error {
+	if err := c.listen(port); err != nil {
+		return err
+	}
+	dns, err := stubSocket()
 	if err != nil {
-		wire.Send(h.sock, wire.Message{Kind: wire.Capture, Error: err.Error(),
-			Why: "the capture could not be installed in the sandbox's network namespace (" + publicerr.Reason(err) + ")"})
+		return err
+	}
+	c.stub = dns
+	v6 := len(c.listeners) == 2
+	if err := captureRules(port, v6); err != nil {
+		return err
+	}
+	if err := addLocalRoute(unix.AF_INET); err != nil {
+		removeCaptureRules()
+		return fmt.Errorf("capture: local route: %w", err)
+	}
+	if v6 {
+		if err := addLocalRoute(unix.AF_INET6); err != nil {
+			removeCaptureRules()
+			return fmt.Errorf("capture: local IPv6 route: %w", err)
+		}
+	}
+	return nil
+}
+
+// listen makes the transparent listeners at port.
+func (c *capture) listen(port uint16) error {
+	ln4, err := transparentListener(unix.AF_INET, port)
+	if err != nil {
+		return err
+	}
+	c.listeners, c.port = []int{ln4}, port
+	// IPv6 is optional: a namespace without it has no ::1 to listen on,
+	// and nothing to capture there either.
+	if ln6, err := transparentListener(unix.AF_INET6, port); err == nil {
+		c.listeners = append(c.listeners, ln6)
+	}
+	return nil
+}
+
+// fail records err (nil: nothing failed) and closes the capture's
+// sockets.
+func (c *capture) fail(err error) {
+	if err == nil {
+		return
+	}
+	c.err = err
+	for _, fd := range append(c.listeners, c.stub) {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	c.listeners, c.stub = nil, -1
+}
+
+// moveOff moves the capture's listeners and TPROXY rules to another
+// port when the run's proxy takes its port (proxy, and proxy+2 with
+// socks): the proxy's port is in the command's environment and cannot
+// move. One run in about 14,000 meets it. The stub and the routes name
+// no port and stay.
+func (c *capture) moveOff(proxy uint16, socks bool) {
+	taken := func(p uint16) bool { return proxy != 0 && (p == proxy || socks && p == proxy+2) }
+	if c.err != nil || !taken(c.port) {
+		return
+	}
+	for _, fd := range c.listeners {
+		unix.Close(fd)
+	}
+	c.listeners = nil
+	removeCaptureRules()
+	port := pickPort(taken)
+	err := c.listen(port)
+	if err == nil {
+		err = captureRules(port, len(c.listeners) == 2)
+	}
+	c.fail(err)
+}
+
+// sendCapture hands the capture's sockets to the supervisor, or says why there
+// is none.
+func (h *helper) sendCapture(c *capture) {
+	if c.err != nil {
+		wire.Send(h.sock, wire.Message{Kind: wire.Capture, Error: c.err.Error(),
+			Why: "the capture could not be installed in the sandbox's network namespace (" + publicerr.Reason(c.err) + ")"})
 		h.mark("capture failed")
 		return
 	}
+	fds := append(c.listeners, c.stub)
 	h.check(125, wire.Send(h.sock, wire.Message{Kind: wire.Capture}, fds...))
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
+	c.listeners, c.stub = nil, -1
 	h.captured = true
-	h.mark("capture")
-}
-
-func installCapture(port uint16) (fds []int, err error) {
-	defer func() {
-		if err != nil {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
-			fds = nil
-		}
-	}()
-	ln4, err := transparentListener(unix.AF_INET, port)
-	if err != nil {
-		return nil, err
-	}
-	fds = append(fds, ln4)
-	// IPv6 is optional: a namespace without it has no ::1 to listen on,
-	// and nothing to capture there either.
-	ln6, err6 := transparentListener(unix.AF_INET6, port)
-	if err6 == nil {
-		fds = append(fds, ln6)
-	}
-	dns, err := stubSocket()
-	if err != nil {
-		return fds, err
-	}
-	fds = append(fds, dns)
-	if err := captureRules(port, err6 == nil); err != nil {
-		return fds, err
-	}
-	if err := addLocalRoute(unix.AF_INET); err != nil {
-		removeCaptureRules()
-		return fds, fmt.Errorf("capture: local route: %w", err)
-	}
-	if err6 == nil {
-		if err := addLocalRoute(unix.AF_INET6); err != nil {
-			removeCaptureRules()
-			return fds, fmt.Errorf("capture: local IPv6 route: %w", err)
-		}
-	}
-	return fds, nil
+	h.mark("capture sent")
 }
 
 // transparentListener is a listening TCP socket on the loopback address

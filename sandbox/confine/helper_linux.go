@@ -36,6 +36,7 @@ func Main() {
 	// command gets 0-2 and its pipes (startCommand).
 	unix.CloseRange(wire.SocketFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	h.rcv = wire.NewReceiver(h.sock)
+	h.prepare(os.Args[2:])
 	s, cgroupFDs, trees, pipes := h.receiveSetup()
 	// Signals are forwarded from now on; the kernel drops signals to a pid
 	// namespace's init that it has no handler for.
@@ -60,7 +61,7 @@ func Main() {
 	// that restricts every thread of the helper.
 	h.check(125, setRlimits(s))
 	filter := c.Seccomp
-	if s.CapturePort != 0 && !h.captured {
+	if s.Capture && !h.captured {
 		// No netfilter rules confine UDP: the filter without it.
 		if len(c.SeccompNoUDP) == 0 {
 			h.fail(125, "sandbox: no filter for a run without capture")
@@ -104,8 +105,15 @@ type helper struct {
 	oomScore int
 	rcv      *wire.Receiver
 	phases   []wire.Phase
-	// captured: the capture of direct connects is installed (capture).
+	// captured: the capture of direct connects is installed and handed
+	// over (sendCapture).
 	captured bool
+	// What the helper prepared before its setup (prepare): net, whether
+	// it brought loopback up (loErr: why that failed); capture, the
+	// capture (nil: none asked).
+	net     bool
+	loErr   error
+	capture *capture
 }
 
 func (h *helper) mark(name string) {
@@ -189,9 +197,54 @@ func (h *helper) checkStamp(m wire.Message, fds []int) {
 	os.Exit(125)
 }
 
-// mount builds the mount namespace and brings loopback up, or, without
-// namespaces, makes the helper the subreaper of the command's orphans.
+// prepare makes, before the setup comes, what depends on no caller's
+// plan, as args (the helper's command line after HelperArg: the
+// supervisor's build stamp, then what to prepare) ask: a ready helper
+// does it while it waits, one started for a run while the supervisor
+// plans. Loopback up (PrepareNet), then the capture (PrepareCapture). A
+// failure is kept and told once the setup has come, where the run would
+// have met it. For a supervisor of another build it prepares nothing:
+// the setup's stamp fails the run (checkStamp).
+func (h *helper) prepare(args []string) {
+	if len(args) == 0 || args[0] != wire.Stamp() {
+		return
+	}
+	for _, a := range args[1:] {
+		switch a {
+		case wire.PrepareNet:
+			h.net = true
+		case wire.PrepareCapture:
+			h.capture = &capture{stub: -1, err: errors.New("capture: loopback is down")}
+		}
+	}
+	if !h.net {
+		h.capture = nil // a capture needs the namespace's own loopback
+		return
+	}
+	h.loErr = loopbackUp()
+	h.mark("loopback")
+	if h.capture != nil && h.loErr == nil {
+		h.capture = prepareCapture()
+		h.mark("capture")
+	}
+}
+
+// checkPrepared fails the run when the setup disagrees with what the
+// helper prepared: a helper made for another launch never runs it
+// (ReadyHelpers keys on both), and a run never goes on with a capture it
+// did not ask for or without one it did.
+func (h *helper) checkPrepared(s *wire.SetupMsg) {
+	if h.net != s.Namespaces || (h.capture != nil) != s.Capture {
+		h.fail(125, "helper: the setup (namespaces %v, capture %v) is not what the helper prepared (%v, %v)",
+			s.Namespaces, s.Capture, h.net, h.capture != nil)
+	}
+}
+
+// mount builds the mount namespace and hands over loopback's sockets,
+// or, without namespaces, makes the helper the subreaper of the
+// command's orphans.
 func (h *helper) mount(s *wire.SetupMsg, trees []int) {
+	h.checkPrepared(s)
 	if !s.Namespaces {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			h.fail(125, "sandbox: subreaper: %v", err)
@@ -208,17 +261,19 @@ func (h *helper) mount(s *wire.SetupMsg, trees []int) {
 	h.check(125, bindExceptions(s.ExceptionBinds))
 	h.check(125, showFiles(s.Shown))
 	h.mark("mounts")
-	h.check(125, loopbackUp())
-	h.mark("loopback")
+	h.check(125, h.loErr)
 	if fd, err := detect.OpenDiag(); err == nil {
 		h.check(125, wire.Send(h.sock, wire.Message{Kind: wire.Diag}, fd))
 		unix.Close(fd)
 	}
+	if h.capture != nil {
+		h.capture.moveOff(s.ProxyPort, s.SOCKS)
+	}
 	if s.ProxyPort != 0 {
 		h.listenProxy(s.ProxyPort, s.SOCKS)
 	}
-	if s.CapturePort != 0 {
-		h.capture(s.CapturePort)
+	if h.capture != nil {
+		h.sendCapture(h.capture)
 	}
 }
 

@@ -44,12 +44,8 @@ func ProbeMain() {
 	capture := "ok"
 	if err := loopbackUp(); err != nil {
 		capture = "the loopback cannot be brought up in a new network namespace (" + publicerr.Reason(err) + ")"
-	} else if fds, err := installCapture(40000); err != nil {
-		capture = "nf_tables TPROXY cannot be installed in a new network namespace (" + publicerr.Reason(err) + ")"
-	} else {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
+	} else if c := prepareCapture(); c.err != nil {
+		capture = "nf_tables TPROXY cannot be installed in a new network namespace (" + publicerr.Reason(c.err) + ")"
 	}
 	fmt.Println(capture)
 	var b [1]byte

@@ -16,6 +16,14 @@ import (
 const (
 	// HelperArg is os.Args[1] of the re-exec'd helper.
 	HelperArg = "__sandbox-init"
+	// PrepareNet, then PrepareCapture, may follow HelperArg and the
+	// supervisor's build stamp (Stamp): what the helper prepares while it waits for its setup, which depends on no
+	// caller's plan (ready_linux.go). PrepareNet: its network namespace
+	// is new (loopback is brought up). PrepareCapture: the run captures
+	// direct connects (the listeners at a port of the helper's choosing,
+	// the stub resolver's socket, the rules and routes; SetupMsg.Capture).
+	PrepareNet     = "net"
+	PrepareCapture = "capture"
 	// ProbeArg is os.Args[1] of doctor's namespace probe: a short-lived
 	// process in fresh namespaces that waits for its stdin to close;
 	// doctor uses its user namespace to try an id-mapped mount.
@@ -52,7 +60,7 @@ const (
 	// command listens with on its own loopback.
 	Socket Kind = "socket"
 	// Capture: helper -> supervisor, the transparent capture of direct
-	// connects (SetupMsg.CapturePort): its listening sockets (TCP, IPv4
+	// connects (SetupMsg.Capture): its listening sockets (TCP, IPv4
 	// then IPv6 if any) and the stub resolver's UDP socket, or Error
 	// when it could not be installed.
 	Capture Kind = "capture"
@@ -157,10 +165,13 @@ type SetupMsg struct {
 	// this port inside the network namespace and hand the socket over
 	// (Egress).
 	ProxyPort uint16 `json:"proxy_port,omitempty"`
-	// CapturePort, when non-zero, has the helper capture every TCP
-	// connect off loopback to listeners at this port and serve a stub
-	// resolver on 127.0.0.1:53 (Capture).
-	CapturePort uint16 `json:"capture_port,omitempty"`
+	// Capture has the helper capture every TCP connect off loopback to
+	// listeners at a port of its own choosing (never the command's to
+	// know: no variable names it) and serve a stub resolver on
+	// 127.0.0.1:53 (Capture). The helper prepared it before the setup
+	// came, told by its command line (PrepareCapture); a setup that
+	// disagrees with what the helper prepared fails the run.
+	Capture bool `json:"capture,omitempty"`
 	// SOCKS has the helper listen on ProxyPort+2 as well, for the
 	// SOCKS5 endpoint (Egress).
 	SOCKS bool `json:"socks,omitempty"`
@@ -228,7 +239,7 @@ type ConfineMsg struct {
 	ReadOnly []string `json:"read_only,omitempty"`
 	Seccomp  []byte   `json:"seccomp"`
 	// SeccompNoUDP is Seccomp without UDP sockets, when Seccomp allows
-	// them (SetupMsg.CapturePort): the helper installs it instead when
+	// them (SetupMsg.Capture): the helper installs it instead when
 	// its capture failed, so that UDP exists only beside the netfilter
 	// rules that confine it.
 	SeccompNoUDP []byte `json:"seccomp_no_udp,omitempty"`
