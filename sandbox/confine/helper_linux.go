@@ -36,13 +36,10 @@ func Main() {
 	// command gets 0-2 and its pipes (startCommand).
 	unix.CloseRange(wire.SocketFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	h.rcv = wire.NewReceiver(h.sock)
-	h.prepare(os.Args[2:])
-	s, cgroupFDs, trees, pipes := h.receiveSetup()
-	// Signals are forwarded from now on; the kernel drops signals to a pid
-	// namespace's init that it has no handler for.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
-		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM, unix.SIGPIPE)
+	h.prepare(os.Args[2:], sigs)
+	s, cgroupFDs, trees, pipes := h.receiveSetup()
+	h.takeSignals(sigs)
 	h.mount(s, trees)
 	c, rulesetFD := h.receiveConfine()
 	if s.Namespaces {
@@ -205,10 +202,21 @@ func (h *helper) checkStamp(m wire.Message, fds []int) {
 // failure is kept and told once the setup has come, where the run would
 // have met it. For a supervisor of another build it prepares nothing:
 // the setup's stamp fails the run (checkStamp).
-func (h *helper) prepare(args []string) {
+func (h *helper) prepare(args []string, sigs chan os.Signal) {
 	if len(args) == 0 || args[0] != wire.Stamp() {
 		return
 	}
+	defer func() {
+		if h.net {
+			// In its own pid namespace, whose init it is, the helper
+			// was sent nothing that counts before its setup (the kernel
+			// drops what init has no handler for, and the supervisor
+			// holds a run's signals until the command runs): the
+			// handlers (1 ms, the runtime's signal thread) are set up
+			// here, and what came before the setup is dropped then.
+			notify(sigs)
+		}
+	}()
 	for _, a := range args[1:] {
 		switch a {
 		case wire.PrepareNet:
@@ -227,6 +235,25 @@ func (h *helper) prepare(args []string) {
 		h.capture = prepareCapture()
 		h.mark("capture")
 	}
+}
+
+// takeSignals forwards signals from now on: the kernel drops signals to
+// a pid namespace's init that it has no handler for. A helper that
+// prepared its network namespace has had its handlers since (prepare):
+// what came before the setup is dropped, as the kernel would have.
+func (h *helper) takeSignals(sigs chan os.Signal) {
+	if !h.net {
+		notify(sigs)
+		return
+	}
+	for len(sigs) > 0 {
+		<-sigs
+	}
+}
+
+func notify(sigs chan os.Signal) {
+	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT,
+		unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH, unix.SIGCONT, unix.SIGALRM, unix.SIGPIPE)
 }
 
 // checkPrepared fails the run when the setup disagrees with what the
