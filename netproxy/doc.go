@@ -35,7 +35,8 @@
 // address. sandbox/confine installs, in the run's namespace, a local
 // route for every address on lo and an nf_tables TPROXY rule for TCP to
 // anything but 127/8 and ::1, which hands the SYN to one transparent
-// listener per family (the proxy's port + 1); the accepted socket's
+// listener per family (at a port the helper picks, which no variable
+// of the command names); the accepted socket's
 // local address is where the command connected. ServeCapture decides
 // it like a CONNECT to that destination (open, with ViaCapture),
 // dials through the permit and relays it as a tunnel; a refusal resets

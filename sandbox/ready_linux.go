@@ -15,15 +15,23 @@ import (
 // and the helper's runtime start leave the run's path. A daemon keeps
 // one for the runs it serves; nil keeps none.
 //
-// A ready helper has been told nothing: it waits for its setup, with
-// /dev/null as its standard streams, in namespaces of its own that hold
-// nothing yet. It is made for one launch (the caller's ids and groups,
-// how they map, namespaces or not) and serves one run of an equal
-// launch, once; everything a run reads from the caller's policy and
+// A ready helper has been told nothing of the caller's plan: it waits
+// for its setup, with /dev/null as its standard streams, in namespaces
+// of its own that hold nothing of anyone's. It is made for one launch
+// (the caller's ids and groups, how they map, namespaces or not, whether
+// the run captures direct connects) and serves one run of an equal
+// launch, once. While it waits it prepares what depends on nothing else
+// (confine's prepare): its loopback up and, for a launch that captures,
+// the capture (the transparent listeners at a port of its own choosing,
+// the stub resolver's socket, the nf_tables rules, the local routes), so
+// a run that claims it finds them in place; a helper whose capture
+// failed runs the command as a run whose capture failed always has
+// (capture off, no UDP), and a run without capture never claims a
+// capturing helper. Everything a run reads from the caller's policy and
 // files (the mounts, the rules, the filter, the workspace, the
-// environment) reaches the helper in that run's setup, as it does for a
-// helper started for the run. Idle, it holds no lock, no cgroup, no
-// cache and no state of anyone's.
+// environment, the proxy's port) reaches the helper in that run's setup,
+// as it does for a helper started for the run. Idle, it holds no lock,
+// no cgroup, no cache and no state of anyone's.
 //
 // The pool is bounded (Max helpers in all, PerLaunch for one launch)
 // and shrinks when idle: a helper nobody claimed for Idle is stopped.
@@ -44,7 +52,7 @@ type ReadyHelpers struct {
 	hits, misses, expiry uint64
 	// cpu is what making the helpers cost: the daemon's thread that
 	// started each one, and each helper's own until it was claimed or
-	// stopped.
+	// stopped (its runtime start, and what it prepared).
 	cpu time.Duration
 }
 
