@@ -1,5 +1,5 @@
 # sandboxd: two commands for a fresh Debian/Ubuntu machine with Go.
-#   make demo   builds sandboxd (and its helper) and shows a sandboxed command hitting its boundaries
+#   make demo   builds sandboxd (its front, core and helper) and shows a sandboxed command hitting its boundaries
 #   make test   runs every test (as root it also runs them as an unprivileged user),
 #               keeps go test's JSON events in bin/test.json and ends with the ten slowest
 
@@ -30,16 +30,22 @@ NPM_TOOLS  := yarn=yarn@1.22.22 pnpm=pnpm@10.34.9
 
 .PHONY: demo test build deps test-deps test-user bench clean
 
-# sandboxd and its lean helper (cmd/sandboxd-helper, which sandboxd runs
-# in each sandbox instead of itself when it lies beside it), stamped alike
-# with one fresh value per build: a helper refuses any sandboxd but its
-# own build's, so install both together.
+# Three programs, stamped alike with one fresh value per build, to be
+# installed together: sandboxd, the lean front people and agents run
+# (cmd/sandboxd-front: `sandboxd run` through the daemon itself, every
+# other command line handed to the core in its place); sandboxd-core,
+# the whole of sandboxd (cmd/sandboxd), which refuses a front of another
+# build; and the lean helper (cmd/sandboxd-helper), which the core runs
+# in each sandbox instead of itself, and which refuses any core but its
+# own build's.
+CORE     := bin/sandboxd-core
 HELPER   := bin/sandboxd-helper
 STAMP    := $(shell od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 LDFLAGS  := -X github.com/sandboxd/sandboxd/sandbox/internal/wire.stamp=$(STAMP)
 
 build: deps
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/sandboxd
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CORE) ./cmd/sandboxd
+	$(GO) build -trimpath -ldflags '$(LDFLAGS) -X main.stamp=$(STAMP)' -o $(BIN) ./cmd/sandboxd-front
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(HELPER) ./cmd/sandboxd-helper
 
 demo: build

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"net"
 	"net/http"
 	"os"
@@ -219,7 +220,7 @@ func TestDialRefusesAListenerNotRoot(t *testing.T) {
 	if l, _ := r.ReadString('\n'); l != "up\n" {
 		t.Fatalf("listener: %q", l)
 	}
-	if c, err := dialDaemon(context.Background(), sock); err == nil {
+	if c, err := client.Dial(context.Background(), sock, nil); err == nil {
 		c.Close()
 		t.Fatal("dialled a listener of uid 65534")
 	}

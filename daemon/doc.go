@@ -33,6 +33,13 @@
 // grant of the old one, and recovers each recorded commit, as its
 // caller, before it serves anyone.
 //
-// Of sandboxd's packages it imports only boundary, broker, fsid, grants,
-// layer, publicerr, review, session and termfilter.
+// The wire's types are package client's (daemon/client), the lean
+// client the front links; they are aliased here. An exec whose request
+// asks for text gets each event rendered as `sandboxd run` prints it
+// (runtext), so a client that links none of session's types prints the
+// same bytes.
+//
+// Of sandboxd's packages it imports only boundary, broker, daemon/client,
+// fsid, grants, layer, publicerr, review, runtext, session and
+// termfilter.
 package daemon

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"io"
 	"net/http"
 	"os"
@@ -17,58 +18,20 @@ import (
 
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/runtext"
 	"github.com/sandboxd/sandboxd/session"
 )
 
-// ExecRequest is one run, as `sandboxd run` describes it: the command,
-// and the caller's environment, working directory and umask (the
-// daemon checks them against the peer; its ids come from the kernel).
-// It is the first line of POST /v1/exec's body; with Stdin, the
-// command's standard input follows it, to the end of the body.
-type ExecRequest struct {
-	Argv []string `json:"argv"`
-	// Command is the exact string a grant binds to (-c's).
-	Command string `json:"command,omitempty"`
-	Context
-	// TimeoutMS ends the command after this many milliseconds (0: none).
-	TimeoutMS        int64 `json:"timeout_ms,omitempty"`
-	Retries          int   `json:"retries"`
-	NoTransaction    bool  `json:"no_transaction,omitempty"`
-	NoDetect         bool  `json:"no_detect,omitempty"`
-	RequireIsolation bool  `json:"require_isolation,omitempty"`
-	Stdin            bool  `json:"stdin,omitempty"`
-	// Retry is who retries after allowed boundaries: "daemon" (or ""),
-	// or "client": the daemon holds the attempt's layer and answers the
-	// allows' grants in the report's "retry", for an exec that presents
-	// them (Grants) or a decline (POST /v1/retries/decline).
-	Retry string `json:"retry,omitempty"`
-	// Grants are a held attempt's grants, all of them: this exec is its
-	// retry, for the same command, caller and context.
-	Grants []string `json:"grants,omitempty"`
-	// Questions: the client relays questions for a person (they come as
-	// "question" lines; answers go to /v1/questions/{id}/answer).
-	Questions bool `json:"questions,omitempty"`
-}
+// ExecRequest is one run, as `sandboxd run` describes it
+// (client.ExecRequest, whose package is the one definition of the
+// wire's types).
+type ExecRequest = client.ExecRequest
 
-// Context is who a request is for and where, as every request that
-// acts for a caller carries it: the caller's environment, working
-// directory and umask (checked against the peer, whose ids are the
-// kernel's), and the workspace, policy, session, agent, intent and
-// reviewer mode, as sandboxd run's flags give them ("" reviewer: auto).
-type Context struct {
-	Env       []string `json:"env"`
-	Cwd       string   `json:"cwd"`
-	Umask     uint32   `json:"umask"`
-	Workspace string   `json:"workspace,omitempty"`
-	Policy    string   `json:"policy,omitempty"`
-	Session   string   `json:"session,omitempty"`
-	Agent     string   `json:"agent,omitempty"`
-	Intent    string   `json:"intent,omitempty"`
-	Reviewer  string   `json:"reviewer,omitempty"`
-}
+// Context is who a request is for and where (client.Context).
+type Context = client.Context
 
-// job is the session.Job ctx describes, for argv and the exact command.
-func (ctx Context) job(argv []string, command string) session.Job {
+// jobOf is the session.Job ctx describes, for argv and the exact command.
+func jobOf(ctx Context, argv []string, command string) session.Job {
 	j := session.Job{Argv: argv, Command: command, Workspace: ctx.Workspace, Policy: ctx.Policy, Session: ctx.Session,
 		Agent: ctx.Agent, Intent: ctx.Intent, Reviewer: ctx.Reviewer}
 	if j.Reviewer == "" {
@@ -77,21 +40,9 @@ func (ctx Context) job(argv []string, command string) session.Job {
 	return j
 }
 
-// ExecLine is one line of /v1/exec's answer (NDJSON): output as it
-// comes, the run's events, and last the report (or the public sentence
-// for a run sandboxd could not do).
-type ExecLine struct {
-	// Type is "started" (first, with Exec), "stdout", "stderr", "event",
-	// "question" or "report".
-	Type string `json:"type"`
-	// Exec is the run's id, for POST /v1/execs/{id}/signal.
-	Exec     string          `json:"exec,omitempty"`
-	Question *Question       `json:"question,omitempty"`
-	Data     []byte          `json:"data,omitempty"`
-	Event    *session.Event  `json:"event,omitempty"`
-	Report   *session.Report `json:"report,omitempty"`
-	Error    string          `json:"error,omitempty"`
-}
+// ExecLine is one line of /v1/exec's answer (client.ExecLine): its
+// question, event and report are JSON.
+type ExecLine = client.ExecLine
 
 // Bounds on an exec request.
 const (
@@ -210,11 +161,14 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	defer cancel()
 	defer context.AfterFunc(d.stopping, cancel)()
 	out := &lineWriter{w: w, rc: rc, gone: cancel}
+	if req.Text {
+		out.text = runtext.New(&out.textBuf)
+	}
 	// The client learns the run started, and its id, whatever it prints.
 	out.send(ExecLine{Type: "started", Exec: id})
 	defer context.AfterFunc(ctx, out.end)()
 	addRecovered := d.tellRecovered(c.UID, out)
-	job := req.Context.job(req.Argv, req.Command)
+	job := jobOf(req.Context, req.Argv, req.Command)
 	person, done := d.personFor(r, c, who, req, out)
 	defer done()
 	job.Reviewers.Person = person
@@ -238,7 +192,7 @@ func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	d.mark(t0, "run returned")
 	addRecovered(rep)
 	d.cfg.Observer.Exec(rep, time.Since(start))
-	line := ExecLine{Type: "report", Report: rep}
+	line := ExecLine{Type: "report", Report: reportJSON(rep)}
 	if err != nil {
 		line.Error = session.Public(err)
 		d.cfg.Log.Debug("exec failed", "uid", c.UID, "err", err)
@@ -290,6 +244,11 @@ type lineWriter struct {
 	held     int
 	ended    bool
 	holdCond *sync.Cond
+	// evMu orders the events: each is rendered (text, when the client
+	// asked for it, into textBuf) and sent before the next.
+	evMu    sync.Mutex
+	text    *runtext.Events
+	textBuf bytes.Buffer
 }
 
 // send writes one line; once a write fails (the client went) the rest
@@ -310,8 +269,35 @@ func (l *lineWriter) send(line ExecLine) {
 	}
 }
 
-// Event sends one of the run's events.
-func (l *lineWriter) Event(e session.Event) { l.send(ExecLine{Type: "event", Event: &e}) }
+// Event sends one of the run's events, with its text when the client
+// asked for it.
+func (l *lineWriter) Event(e session.Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return
+	}
+	l.evMu.Lock()
+	defer l.evMu.Unlock()
+	line := ExecLine{Type: "event", Event: b}
+	if l.text != nil {
+		l.textBuf.Reset()
+		l.text.Event(e)
+		line.Text = l.textBuf.String()
+	}
+	l.send(line)
+}
+
+// reportJSON is rep as an exec line carries it (nil: none).
+func reportJSON(rep *session.Report) json.RawMessage {
+	if rep == nil {
+		return nil
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return nil
+	}
+	return b
+}
 
 // stream is a writer of one output stream.
 func (l *lineWriter) stream(name string) io.Writer {

@@ -221,29 +221,3 @@ func ttyOf(pid int) (int, error) {
 	}
 	return strconv.Atoi(fields[4])
 }
-
-// passingConn is a client's connection that passes fd with its first
-// write (the request's head), so the daemon has it before the handler
-// runs.
-type passingConn struct {
-	*net.UnixConn
-	mu   sync.Mutex
-	fd   *os.File
-	sent bool
-}
-
-func (c *passingConn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	if c.sent {
-		c.mu.Unlock()
-		return c.UnixConn.Write(p)
-	}
-	c.sent = true
-	c.mu.Unlock()
-	n, _, err := c.WriteMsgUnix(p, unix.UnixRights(int(c.fd.Fd())), nil)
-	if err == nil && n < len(p) {
-		m, err := c.UnixConn.Write(p[n:])
-		return n + m, err
-	}
-	return n, err
-}

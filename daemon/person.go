@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
@@ -75,7 +76,8 @@ func (p *person) Review(ctx context.Context, req grants.Request) (broker.Decisio
 	p.out.Hold()
 	defer p.out.Release()
 	if p.relay {
-		p.out.send(ExecLine{Type: "question", Question: &q})
+		b, _ := json.Marshal(q)
+		p.out.send(ExecLine{Type: "question", Question: b})
 	} else if p.tty == nil && p.page != nil {
 		// Nobody sees it otherwise: the client tells its person (a line,
 		// a desktop notification where it can make one as the user).

@@ -134,7 +134,7 @@ func (d *Daemon) decline(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusConflict, "not_held", session.Public(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, ExecLine{Type: "report", Report: rep})
+	writeJSON(w, http.StatusOK, ExecLine{Type: "report", Report: reportJSON(rep)})
 }
 
 // session answers POST /v1/sessions/{id}: the session named id of the
@@ -186,7 +186,7 @@ func (d *Daemon) question(w http.ResponseWriter, r *http.Request, c caller, v an
 	if rq.Command == "" {
 		argv = []string{"true"}
 	}
-	job := rq.Context.job(argv, rq.Command)
+	job := jobOf(rq.Context, argv, rq.Command)
 	q := session.Question{Surface: boundary.Surface(rq.Surface), Operation: boundary.Operation(rq.Operation),
 		Path: rq.Path, Destination: rq.Destination, Grant: rq.Grant}
 	return who, job, q, true

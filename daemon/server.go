@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"log/slog"
 	"net"
 	"net/http"
@@ -296,13 +297,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc.Encode(v)
 }
 
-// APIError is every error's body.
-type APIError struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
+// APIError is every error's body (client.APIError).
+type APIError = client.APIError
 
 // writeError answers an error.
 func writeError(w http.ResponseWriter, status int, code, msg string) {

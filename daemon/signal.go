@@ -4,21 +4,10 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"net/http"
 	"os"
-
-	"golang.org/x/sys/unix"
 )
-
-// forwardable are the signals a client may forward to its run, by the
-// names it gives them: those a person sends a command from a terminal
-// or a service manager (sandboxd run relays the same ones embedded).
-func forwardable() map[string]unix.Signal {
-	return map[string]unix.Signal{
-		"INT": unix.SIGINT, "TERM": unix.SIGTERM, "HUP": unix.SIGHUP, "QUIT": unix.SIGQUIT,
-		"USR1": unix.SIGUSR1, "USR2": unix.SIGUSR2, "WINCH": unix.SIGWINCH,
-	}
-}
 
 // liveExec is a running exec a client may signal.
 type liveExec struct {
@@ -43,11 +32,8 @@ func (d *Daemon) register(uid int) (string, chan os.Signal, func()) {
 	}
 }
 
-// SignalRequest names a signal to forward: INT, TERM, HUP, QUIT, USR1,
-// USR2 or WINCH.
-type SignalRequest struct {
-	Signal string `json:"signal"`
-}
+// SignalRequest names a signal to forward (client.SignalRequest).
+type SignalRequest = client.SignalRequest
 
 // signal answers POST /v1/execs/{id}/signal: the signal goes to the
 // run's command as a person's would (the second INT ends the whole
@@ -60,7 +46,7 @@ func (d *Daemon) signal(w http.ResponseWriter, r *http.Request, c caller) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	sig, ok := forwardable()[req.Signal]
+	sig, ok := client.Forwardable()[req.Signal]
 	if !ok {
 		writeError(w, http.StatusBadRequest, "bad_request", "signal must be one of INT, TERM, HUP, QUIT, USR1, USR2, WINCH")
 		return
@@ -78,14 +64,4 @@ func (d *Daemon) signal(w http.ResponseWriter, r *http.Request, c caller) {
 	default:
 		writeError(w, http.StatusTooManyRequests, "too_many", "signals are coming faster than the command takes them")
 	}
-}
-
-// signalName is sig's name as a SignalRequest gives it.
-func signalName(sig unix.Signal) (string, bool) {
-	for name, s := range forwardable() {
-		if s == sig {
-			return name, true
-		}
-	}
-	return "", false
 }

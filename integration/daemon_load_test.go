@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/internal/proctree"
+	"github.com/sandboxd/sandboxd/session"
 )
 
 // daemonHolds is what a daemon holds at one moment: what must come back
@@ -123,7 +125,9 @@ func TestDaemonLeaksNothing(t *testing.T) {
 		var rep string
 		err := c.Exec(ctx, daemon.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf("echo %d > f%d; cat f%d; cat ~/.ssh/id_rsa 2>/dev/null; true", i, i, i)},
 			Context: dctx, Retries: 1}, nil, func(l daemon.ExecLine) {
-			if r := l.Report; l.Type == "report" && r != nil {
+			var r *session.Report
+			json.Unmarshal(l.Report, &r)
+			if l.Type == "report" && r != nil {
 				// Under load each run still sees its one boundary, the
 				// secret it read, and loses no denial.
 				rep = fmt.Sprintf("exit %d error %q boundaries %d", r.ExitCode, l.Error, len(r.Boundaries))

@@ -151,8 +151,8 @@ func (w work) throughDaemon(c *daemon.Client, pid int) outcome {
 			code := -1
 			err := c.Exec(ctx, daemon.ExecRequest{Argv: []string{"bash", "-c", fmt.Sprintf("echo %d > f%d; cat f%d >/dev/null", i, i, i)},
 				Context: dctx, Retries: 1}, nil, func(l daemon.ExecLine) {
-				if l.Type == "report" && l.Report != nil {
-					code = l.Report.ExitCode
+				if n, ok := l.ExitCode(); l.Type == "report" && ok {
+					code = n
 				}
 			})
 			mu.Lock()

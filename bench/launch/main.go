@@ -364,8 +364,8 @@ func adapterContender(d *contender, ws string) (*contender, error) {
 	do := func() error {
 		code := -1
 		err := c.Exec(context.Background(), req, nil, func(l daemon.ExecLine) {
-			if l.Type == "report" && l.Report != nil {
-				code = l.Report.ExitCode
+			if n, ok := l.ExitCode(); l.Type == "report" && ok {
+				code = n
 			}
 		})
 		if err == nil && code != 0 {

@@ -1,8 +1,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
+	"github.com/sandboxd/sandboxd/sibling"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -76,107 +75,10 @@ func findHelper() helperChoice {
 	return helperChoice{File: f, Path: filepath.Join(filepath.Dir(self), helperName)}
 }
 
-// openHelper opens dir's sandboxd-helper when helperFault finds nothing
-// wrong with it, or says why not and whether one is there (refused).
-// owner is the uid owning sandboxd's own executable; root, whether this
-// process runs as root.
+// openHelper opens dir's sandboxd-helper when package sibling finds
+// nothing wrong with it, or says why not and whether one is there
+// (refused). owner is the uid owning sandboxd's own executable; root,
+// whether this process runs as root.
 func openHelper(dir string, owner int, root bool) (f *os.File, why string, refused bool) {
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	dfd, err := unix.Openat2(unix.AT_FDCWD, dir, &how)
-	if err != nil {
-		return nil, "its directory " + dir + " cannot be opened", false
-	}
-	defer unix.Close(dfd)
-	fd, err := unix.Openat(dfd, helperName, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, "there is no " + helperName + " beside it", false
-	}
-	if err != nil {
-		return nil, helperName + " beside it cannot be opened", true
-	}
-	f = os.NewFile(uintptr(fd), filepath.Join(dir, helperName))
-	if why = helperFault(dfd, fd, owner, root); why == "" {
-		why = ancestorFault(dir, owner, root)
-	}
-	if why != "" {
-		f.Close()
-		return nil, helperName + " beside it is not used: " + why, true
-	}
-	return f, "", false
+	return sibling.Open(dir, helperName, owner, root, "a run's helper starts as the caller's uid")
 }
-
-// helperFault says what is wrong with the helper fd in the directory dfd,
-// or "" when nothing is.
-func helperFault(dfd, fd, owner int, root bool) string {
-	var dst, st unix.Stat_t
-	if unix.Fstat(dfd, &dst) != nil || unix.Fstat(fd, &st) != nil {
-		return "it cannot be examined"
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return "it is not a regular file"
-	}
-	if why := trustedHelper(dst, owner, root); why != "" {
-		return "its directory " + why
-	}
-	if dst.Mode&0o001 == 0 {
-		return "its directory may not be passed through by everyone (a run's helper starts as the caller's uid)"
-	}
-	if why := trustedHelper(st, owner, root); why != "" {
-		return "it " + why
-	}
-	if st.Mode&0o111 != 0o111 {
-		return "it is not executable by everyone (a run's helper starts as the caller's uid)"
-	}
-	return ""
-}
-
-// ancestorFault says which directory above dir someone other than root
-// (or sandboxd's owner) could change, or "" when none: a run executes
-// the helper by its path, so whoever could rename a directory on the way
-// could put another program there.
-func ancestorFault(dir string, owner int, root bool) string {
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		var st unix.Stat_t
-		if err := unix.Lstat(d, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return "the directory " + d + " above it cannot be examined"
-		}
-		// A sticky directory (/tmp) lets nobody rename or remove what
-		// others own in it; the owner of what lies below is checked next.
-		why := trustedHelper(st, owner, root)
-		if why == writableWhy && st.Mode&unix.S_ISVTX != 0 {
-			why = ""
-		}
-		if why != "" {
-			return "the directory " + d + " above it " + why
-		}
-		if st.Mode&0o001 == 0 {
-			// A run executes the helper by this path as the caller's
-			// uid, which must be let through every directory.
-			return "the directory " + d + " above it may not be passed through by everyone (a run's helper starts as the caller's uid)"
-		}
-		if d == "/" {
-			return ""
-		}
-	}
-}
-
-// trustedHelper says why a file or directory with st may not hold
-// sandboxd's helper, or "" when it may: owned by root or by owner (the
-// owner of sandboxd's own executable, who could replace that one too),
-// by root alone when this process is root, and writable by its owner
-// alone. Anyone else who could change it would run code as every
-// caller's helper, before any of the sandbox's confinement.
-func trustedHelper(st unix.Stat_t, owner int, root bool) string {
-	switch {
-	case root && st.Uid != 0:
-		return fmt.Sprintf("is owned by uid %d, not root (sandboxd runs as root)", st.Uid)
-	case st.Uid != 0 && int(st.Uid) != owner:
-		return fmt.Sprintf("is owned by uid %d, neither root nor sandboxd's owner (uid %d)", st.Uid, owner)
-	case st.Mode&0o022 != 0:
-		return writableWhy
-	}
-	return ""
-}
-
-// writableWhy is trustedHelper's reason for a file others may write.
-const writableWhy = "may be written by its group or others"

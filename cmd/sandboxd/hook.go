@@ -89,7 +89,7 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 	if err != nil {
 		return hookBlocked(stderr, err)
 	}
-	self, err := os.Executable()
+	self, err := sandboxdPath()
 	if err != nil {
 		return hookBlocked(stderr, fmt.Errorf("cannot find sandboxd's own binary: %w", err))
 	}

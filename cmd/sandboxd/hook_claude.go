@@ -34,7 +34,7 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 		return fail(fmt.Errorf("Claude Code's shell prefix takes one script, not %d arguments", len(args)))
 	}
 	script := args[0]
-	self, err := os.Executable()
+	self, err := sandboxdPath()
 	if err != nil {
 		return fail(fmt.Errorf("cannot find sandboxd's own binary: %w", err))
 	}

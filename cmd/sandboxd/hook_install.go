@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -96,7 +95,7 @@ func installAgents(action string, args []string) ([]string, string) {
 // its own binary (links resolved, the path the agents will run), the
 // caller's sandboxd directories, and the agents' directories.
 func installEnv(getenv func(string) string) (agentinstall.Env, error) {
-	self, err := os.Executable()
+	self, err := sandboxdPath()
 	if err == nil {
 		self, err = filepath.EvalSymlinks(self)
 	}

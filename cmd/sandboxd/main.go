@@ -24,6 +24,12 @@ func main() { os.Exit(start(os.Args)) }
 // start is the process: the re-exec'd helpers first, then the CLI with
 // this process's environment, streams and signals.
 func start(args []string) int {
+	// The front's stamp is read and removed before anything could pass
+	// it on; a core run directly has none.
+	if why := fromFront(); why != "" {
+		fmt.Fprintf(os.Stderr, "sandboxd: %s\n", why)
+		return exitSandboxd
+	}
 	// The helper must run before anything else touches the process.
 	if confine.IsHelper(args) {
 		confine.Main()

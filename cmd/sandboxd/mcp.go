@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/sandboxd/sandboxd/runtext"
 	"io"
 	"log/slog"
 	"os"
@@ -86,7 +87,7 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 	if cwd, err := filepath.EvalSymlinks(caller.Cwd); err != nil || !pathtree.Within(root, cwd) {
 		cfg.Caller.Cwd = root
 	}
-	cfg.Notes = func(w io.Writer) session.Events { return &stderrEvents{w: w} }
+	cfg.Notes = func(w io.Writer) session.Events { return runtext.New(w) }
 	fmt.Fprintf(stderr, "sandboxd mcp: the bash tool runs in %s (from %s)\n", esc(root), from)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/sandboxd/sandboxd/runtext"
 	"io"
 	"log/slog"
 
@@ -42,7 +43,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 	} else {
 		for _, r := range rec {
 			fmt.Fprintf(stdout, "%s: commit %s %s (%d ops)\n", esc(r.Workspace), esc(r.RunID), esc(r.Action), r.Ops)
-			printRecoveryConflicts(stdout, r)
+			runtext.RecoveryConflicts(stdout, r)
 		}
 		if len(rec) == 0 {
 			fmt.Fprintln(stdout, "nothing to recover")

@@ -6,15 +6,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sandboxd/sandboxd/runflags"
+	"github.com/sandboxd/sandboxd/runtext"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/envlist"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
@@ -28,44 +28,6 @@ import (
 // (docs/ARCHITECTURE.md §3.1); 124, 126 and 127 come from the sandbox.
 const exitSandboxd = session.ExitSandboxd
 
-// runFlags are the flags of `sandboxd run`.
-type runFlags struct {
-	workspace        string
-	policy           string
-	report           string
-	reviewer         string
-	intent           string
-	intentFile       string
-	agent            string
-	session          string
-	timeout          time.Duration
-	retries          int
-	requireIsolation bool
-	noTransaction    bool
-	command          string
-	verbose          bool
-	detect           string
-	daemon           bool
-	noDaemon         bool
-}
-
-// durationFlag is a duration whose parse error names the fix.
-type durationFlag time.Duration
-
-func (d *durationFlag) String() string { return time.Duration(*d).String() }
-
-func (d *durationFlag) Set(s string) error {
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			return fmt.Errorf("%q needs a unit: %ss, %sm or %sh", s, s, s, s)
-		}
-		return fmt.Errorf("%q is not a duration (e.g. 90s, 5m, 1h30m)", s)
-	}
-	*d = durationFlag(v)
-	return nil
-}
-
 const runUsage = `Usage:
   sandboxd run [flags] -- COMMAND [ARG...]
   sandboxd run [flags] -c 'shell command'
@@ -78,106 +40,22 @@ its command line; 126/127 when the command is not executable / not
 found; 128+N when it was killed by signal N.
 `
 
+// runFlags are the flags of `sandboxd run` (package runflags: the lean
+// front parses them alike).
+type runFlags = runflags.Flags
+
+// durationFlag is a duration whose parse error names the fix.
+type durationFlag = runflags.Duration
+
 // parseRunFlags parses run's command line into its flags and the
 // command's argv. When -h asks for help it writes run's usage to help
 // and returns flag.ErrHelp.
 func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
-	f := &runFlags{}
-	fs := runFlagSet(f)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(help, withFlags(runUsage, fs))
-		}
-		return nil, nil, err
+	f, argv, fs, err := runflags.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(help, withFlags(runUsage, fs))
 	}
-	switch f.reviewer {
-	case session.ReviewAuto, session.ReviewOff, session.ReviewHuman, session.ReviewModel:
-	default:
-		return nil, nil, fmt.Errorf("--reviewer must be auto, model, human or off, not %q", f.reviewer)
-	}
-	if f.intent != "" && f.intentFile != "" {
-		return nil, nil, errors.New("give either --intent or --intent-file, not both")
-	}
-	if !validAgent(f.agent) {
-		return nil, nil, fmt.Errorf("--agent must be 1 to 32 lowercase letters, digits or dashes, not %q", f.agent)
-	}
-	if f.detect != "auto" && f.detect != "off" {
-		return nil, nil, fmt.Errorf("--detect must be auto or off, not %q", f.detect)
-	}
-	if f.retries < 0 {
-		return nil, nil, fmt.Errorf("--retries must not be negative")
-	}
-	if f.timeout < 0 {
-		return nil, nil, fmt.Errorf("--timeout must not be negative")
-	}
-	argv, err := commandArgv(args, fs, f.command)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, argv, nil
-}
-
-// commandArgv is the command run runs, from its parsed command line: -c's
-// shell command with bash -c, else what follows the flags. Each mistake
-// gets its own sentence.
-func commandArgv(args []string, fs *flag.FlagSet, command string) ([]string, error) {
-	rest := fs.Args()
-	c := false
-	fs.Visit(func(f *flag.Flag) { c = c || f.Name == "c" })
-	// The flag package drops the "--" that ends the flags. There was one
-	// when the arguments before rest end in "--" and parse on their own:
-	// a "--" taken as a flag's value (--intent --) leaves that flag
-	// without one.
-	n := len(args) - len(rest)
-	dashes := n > 0 && args[n-1] == "--" && runFlagSet(&runFlags{}).Parse(args[:n-1]) == nil
-	switch {
-	case !c && len(rest) > 0:
-		return rest, nil
-	case !c && dashes:
-		return nil, errors.New("no command after --: use -- COMMAND [ARG...]")
-	case !c:
-		return nil, errors.New("no command: use -c 'command' or -- COMMAND [ARG...]")
-	case command == "--":
-		return nil, errors.New(`-c takes the shell command as its value, not "--": use -c 'command' or -- COMMAND [ARG...]`)
-	case command == "":
-		return nil, errors.New("-c needs a shell command, not an empty string")
-	case len(rest) > 0 && dashes:
-		return nil, errors.New("give either -c 'command' or -- COMMAND [ARG...], not both")
-	case len(rest) > 0:
-		what := "extra argument"
-		if len(rest) > 1 {
-			what += "s"
-		}
-		return nil, fmt.Errorf("%s %s after -c 'command': -c takes the whole shell command as one argument (quote it)", what, quoted(rest))
-	}
-	return []string{"bash", "-c", command}, nil
-}
-
-// runFlagSet is run's flags, parsed into f.
-func runFlagSet(f *runFlags) *flag.FlagSet {
-	fs := flag.NewFlagSet("sandboxd run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.workspace, "workspace", "", "the writable root (default: the top level of the git repository the\n"+
-		"current directory is in, else the nearest directory at or above it\n"+
-		"holding a .sandboxd.toml, else the current directory; a root that is\n"+
-		"not yours, /, a temporary directory, your home or above is passed over)")
-	fs.StringVar(&f.policy, "policy", "", "policy file (default: ~/.config/sandboxd/policy.toml)")
-	fs.StringVar(&f.report, "report", "", "write a JSON report of the run to this file")
-	fs.StringVar(&f.reviewer, "reviewer", "auto", "who reviews boundaries: auto (the model when configured, else a person at the terminal, else off), model, human or off")
-	fs.StringVar(&f.intent, "intent", "", "the user's request, evidence for the reviewer")
-	fs.StringVar(&f.intentFile, "intent-file", "", "read the user's request from this file (at most 64 KiB), as an agent's hook leaves it")
-	fs.StringVar(&f.agent, "agent", "cli", "the agent asking, for the reviewer and the report")
-	fs.StringVar(&f.session, "session", "", "session id")
-	fs.Var((*durationFlag)(&f.timeout), "timeout", "end the command after this long: a `duration` such as 90s or 5m (exit 124)")
-	fs.IntVar(&f.retries, "retries", 2, "automatic retries after granted boundaries")
-	fs.BoolVar(&f.requireIsolation, "require-isolation", false, "fail (exit 125) instead of running without namespaces")
-	fs.BoolVar(&f.daemon, "daemon", false, "run through the daemon (sandboxd serve; its socket: $SANDBOXD_SOCKET, else "+daemon.DefaultSocket+"), and fail when it cannot be reached (without it or --no-daemon: through the daemon when its socket is there and trusted)")
-	fs.BoolVar(&f.noDaemon, "no-daemon", false, "run here, never through the daemon")
-	fs.BoolVar(&f.noTransaction, "no-transaction", false, "write straight to the workspace")
-	fs.StringVar(&f.detect, "detect", "auto", "boundary detection: auto, or off (denials are enforced but not reported or reviewed)")
-	fs.StringVar(&f.command, "c", "", "run this string with bash -c")
-	fs.BoolVar(&f.verbose, "v", false, "log what sandboxd does, and the internal cause of any failure, to stderr")
-	return fs
+	return f, argv, err
 }
 
 func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
@@ -196,11 +74,11 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error())) // a flag's name is the caller's, maybe the command's
 		return exitSandboxd
 	}
-	if f.daemon && f.noDaemon {
+	if f.Daemon && f.NoDaemon {
 		fmt.Fprintln(stderr, "sandboxd: --daemon and --no-daemon contradict each other; give one")
 		return exitSandboxd
 	}
-	if f.daemon {
+	if f.Daemon {
 		return runViaDaemon(ctx, f, argv, getenv, stdin, stdout, stderr, sigs, pipes, nil)
 	}
 	if c := daemonToUse(ctx, f, getenv, stderr, pipes); c != nil {
@@ -209,26 +87,26 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 	// stderr is the agent's too: without -v nothing internal is logged
 	// there (the public sentences are events), with -v everything is.
 	level := slog.LevelError + 4
-	if f.verbose {
+	if f.Verbose {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	sandbox.LogPhase(log, "cli", "flags parsed", time.Now())
-	if f.intentFile != "" {
-		if f.intent, err = readIntent(f.intentFile); err != nil {
+	if f.IntentFile != "" {
+		if f.Intent, err = readIntent(f.IntentFile); err != nil {
 			fmt.Fprintf(stderr, "sandboxd: %s\n", esc(err.Error()))
 			return exitSandboxd
 		}
 	}
 	job := session.Job{
-		Argv: argv, Command: f.command, Workspace: f.workspace, Policy: f.policy,
-		Session: f.session, Agent: f.agent, Intent: f.intent, Retries: f.retries, Timeout: f.timeout, Reviewer: f.reviewer,
-		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
+		Argv: argv, Command: f.Command, Workspace: f.Workspace, Policy: f.Policy,
+		Session: f.Session, Agent: f.Agent, Intent: f.Intent, Retries: f.Retries, Timeout: f.Timeout, Reviewer: f.Reviewer,
+		NoTransaction: f.NoTransaction, NoDetect: f.Detect == "off", RequireIsolation: f.RequireIsolation,
 		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs, Pipes: pipes,
 	}
 	var rep *session.Report
 	caller, err := callerOf(getenv)
-	if err == nil && f.reviewer != session.ReviewOff && (f.reviewer == session.ReviewHuman || ttyReachable()) {
+	if err == nil && f.Reviewer != session.ReviewOff && (f.Reviewer == session.ReviewHuman || ttyReachable()) {
 		// A person at the terminal: the reviewer itself (human), or the
 		// one asked when the model cannot be (auto, model).
 		var stop func()
@@ -241,69 +119,29 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		helper.log(log)
 		own := ownAuditLog(caller, log)
 		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own)}).Run(ctx, caller, job, &stderrEvents{w: stderr})
+			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own)}).Run(ctx, caller, job, runtext.New(stderr))
 		closeAudit(own, log)
-		suggestOnTerminal(rep, caller.PolicyFile(f.policy))
+		suggestOnTerminal(rep, caller.PolicyFile(f.Policy))
 	}
 	if err != nil {
 		if rep == nil {
-			rep = &session.Report{ExitCode: exitSandboxd, Boundaries: []session.Boundary{}, Session: f.session, Command: argv}
+			rep = &session.Report{ExitCode: exitSandboxd, Boundaries: []session.Boundary{}, Session: f.Session, Command: argv}
 			rep.Error = session.Public(err)
 			log.Debug("sandboxd failed", "err", publicerr.Internal(err))
 		}
 		// Errors can carry names the command chose (a path in the layer).
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(rep.Error))
-		writeReport(f.report, rep, stderr)
+		writeReport(f.Report, rep, stderr)
 		return exitSandboxd
 	}
-	if !writeReport(f.report, rep, stderr) {
+	if !writeReport(f.Report, rep, stderr) {
 		return exitSandboxd
 	}
 	return rep.ExitCode
 }
 
-// maxIntent bounds an intent file: the request is evidence for a model
-// whose prompt has a budget, and the file is read whole.
-const maxIntent = 64 << 10
-
-// readIntent is the text of an intent file, which must be a regular file
-// of at most maxIntent bytes; text that is not UTF-8 is made so.
-func readIntent(path string) (string, error) {
-	f, err := os.Open(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("the intent file %s does not exist", path)
-	case errors.Is(err, fs.ErrPermission):
-		return "", fmt.Errorf("the intent file %s may not be read", path)
-	case err != nil:
-		return "", fmt.Errorf("the intent file %s cannot be read", path)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("the intent file %s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxIntent+1))
-	switch {
-	case err != nil:
-		return "", fmt.Errorf("cannot read the intent file: %w", err)
-	case len(b) > maxIntent:
-		return "", fmt.Errorf("the intent file %s is larger than %d KiB", path, maxIntent>>10)
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
-}
-
-// validAgent: an agent's name is a short lowercase word.
-func validAgent(s string) bool {
-	if s == "" || len(s) > 32 {
-		return false
-	}
-	for _, c := range s {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
-}
+// readIntent is the text of an intent file (runflags.ReadIntent).
+func readIntent(path string) (string, error) { return runflags.ReadIntent(path) }
 
 // callerOf describes the user running sandboxd: its ids, environment,
 // working directory and umask.

@@ -2,17 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"time"
 
 	"github.com/sandboxd/sandboxd/daemon"
-	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
@@ -24,17 +23,17 @@ import (
 func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, pipes []*os.File, c *daemon.Client) int {
 	fail := func(msg string, rep *session.Report) int {
 		if rep == nil {
-			rep = &session.Report{ExitCode: exitSandboxd, Boundaries: []session.Boundary{}, Session: f.session, Command: argv}
+			rep = &session.Report{ExitCode: exitSandboxd, Boundaries: []session.Boundary{}, Session: f.Session, Command: argv}
 		}
 		rep.Error = msg
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
-		writeReport(f.report, rep, stderr)
+		writeReport(f.Report, rep, stderr)
 		return exitSandboxd
 	}
 	if len(pipes) > 0 {
 		return fail("a run with pipes (Claude Code's shell prefix) cannot go through the daemon yet", nil)
 	}
-	mark := clientPhases(f.verbose, stderr)
+	mark := clientPhases(f.Verbose, stderr)
 	req, err := execRequest(f, argv, getenv)
 	if err != nil {
 		return fail(session.Public(err), nil)
@@ -63,7 +62,6 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 	if file, ok := stdin.(*os.File); !ok || !isTerminal(file) {
 		in = stdin
 	}
-	ev := &stderrEvents{w: stderr}
 	var rep *session.Report
 	var runErr string
 	err = c.Exec(ctx, req, in, func(l daemon.ExecLine) {
@@ -76,9 +74,9 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 		case "stderr":
 			stderr.Write(l.Data)
 		case "event":
-			daemonEvent(ev, l.Event, getenv)
+			daemonEvent(stderr, l, getenv)
 		case "report":
-			rep, runErr = l.Report, l.Error
+			rep, runErr = decodeReport(l.Report), l.Error
 		}
 	})
 	mark("stream ended")
@@ -92,7 +90,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 	case runErr != "":
 		return fail(runErr, rep)
 	}
-	if !writeReport(f.report, rep, stderr) {
+	if !writeReport(f.Report, rep, stderr) {
 		return exitSandboxd
 	}
 	return rep.ExitCode
@@ -102,12 +100,20 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 // run through the daemon, as sandbox.LogPhase does (bench/launch -phases
 // reads them beside the daemon's); without -v it logs nothing.
 func clientPhases(verbose bool, stderr io.Writer) func(what string) {
-	if !verbose {
-		return func(string) {}
+	return client.Phases(verbose, stderr)
+}
+
+// decodeReport is the report an exec line carries (nil: none, or one
+// that cannot be read, which fails the run as a missing one does).
+func decodeReport(b json.RawMessage) *session.Report {
+	if len(b) == 0 {
+		return nil
 	}
-	t0 := time.Now()
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return func(what string) { sandbox.LogPhase(log, "client", what, t0) }
+	var rep *session.Report
+	if json.Unmarshal(b, &rep) != nil {
+		return nil
+	}
+	return rep
 }
 
 // execRequest is the daemon's request for a run: the flags, and this
@@ -124,18 +130,18 @@ func execRequest(f *runFlags, argv []string, getenv func(string) string) (daemon
 		}
 		return filepath.Join(caller.Cwd, p)
 	}
-	intent := f.intent
-	if f.intentFile != "" {
-		if intent, err = readIntent(f.intentFile); err != nil {
+	intent := f.Intent
+	if f.IntentFile != "" {
+		if intent, err = readIntent(f.IntentFile); err != nil {
 			return daemon.ExecRequest{}, err
 		}
 	}
 	return daemon.ExecRequest{
-		Argv: argv, Command: f.command,
-		Context: daemon.Context{Env: caller.Env, Cwd: caller.Cwd, Umask: caller.Umask, Workspace: abs(f.workspace),
-			Policy: abs(f.policy), Session: f.session, Agent: f.agent, Intent: intent, Reviewer: f.reviewer},
-		TimeoutMS: f.timeout.Milliseconds(), Retries: f.retries,
-		NoTransaction: f.noTransaction, NoDetect: f.detect == "off", RequireIsolation: f.requireIsolation,
+		Argv: argv, Command: f.Command,
+		Context: daemon.Context{Env: caller.Env, Cwd: caller.Cwd, Umask: caller.Umask, Workspace: abs(f.Workspace),
+			Policy: abs(f.Policy), Session: f.Session, Agent: f.Agent, Intent: intent, Reviewer: f.Reviewer},
+		TimeoutMS: f.Timeout.Milliseconds(), Retries: f.Retries, Text: true,
+		NoTransaction: f.NoTransaction, NoDetect: f.Detect == "off", RequireIsolation: f.RequireIsolation,
 	}, nil
 }
 
@@ -174,7 +180,7 @@ func relaySignals(ctx context.Context, c *daemon.Client, sigs <-chan os.Signal, 
 // A socket that is there but not trusted, or a daemon that refuses, is
 // said, and the run stays here.
 func daemonToUse(ctx context.Context, f *runFlags, getenv func(string) string, stderr io.Writer, pipes []*os.File) *daemon.Client {
-	if f.noDaemon || len(pipes) > 0 || (f.reviewer != session.ReviewOff && (f.reviewer == session.ReviewHuman || ttyReachable())) {
+	if f.NoDaemon || len(pipes) > 0 || (f.Reviewer != session.ReviewOff && (f.Reviewer == session.ReviewHuman || ttyReachable())) {
 		return nil
 	}
 	socket := daemonSocket(getenv)
@@ -199,14 +205,14 @@ func controllingTerminal() *os.File {
 	return f
 }
 
-// daemonEvent renders one of the run's events the daemon sent, and
-// notifies the person of a question waiting on the approvals page.
-func daemonEvent(ev *stderrEvents, e *session.Event, getenv func(string) string) {
-	if e == nil {
-		return
+// daemonEvent shows one of the run's events as the daemon rendered it
+// (runtext's sentences), and notifies the person of a question waiting
+// on the approvals page.
+func daemonEvent(stderr io.Writer, l daemon.ExecLine, getenv func(string) string) {
+	if l.Text != "" {
+		io.WriteString(stderr, l.Text)
 	}
-	ev.Event(*e)
-	if e.Kind == session.KindQuestionWaiting {
+	if l.EventKind() == client.EventQuestionWaiting {
 		desktopNotify(getenv)
 	}
 }

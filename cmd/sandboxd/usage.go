@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/sandboxd/sandboxd/termfilter"
 	"io"
 	"strings"
 )
@@ -79,3 +80,7 @@ func quoted(args []string) string {
 	}
 	return strings.Join(q, " ")
 }
+
+// esc shows a string that may come from the command (a path, a host, a
+// rationale quoting one) without letting it control the terminal.
+func esc(s string) string { return termfilter.Escape(s) }

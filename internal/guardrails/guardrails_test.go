@@ -213,6 +213,11 @@ func importRules() []importRule {
 			forbid: leanHelperForbidden,
 		},
 		{
+			name:   leanFrontRule,
+			from:   ours("cmd/sandboxd-front", "daemon/client", "runflags", "sibling"),
+			forbid: leanFrontForbidden,
+		},
+		{
 			name:   "no package of ours imports cmd/...",
 			from:   func(p string) bool { return !ours("cmd")(p) },
 			forbid: ours("cmd"),
@@ -224,6 +229,17 @@ func importRules() []importRule {
 // launch's helper that initialises nothing the sandbox's setup does not
 // use (each package's init runs again at every launch).
 const leanHelperRule = "cmd/sandboxd-helper imports the helper's side only: no supervisor, session, broker, review, daemon, metrics, policy, persist or layer, no HTTP, TLS, openai-go or Prometheus"
+
+// leanFrontRule keeps the lean front (the `sandboxd` every command of an
+// agent starts) and what it links to what a run through the daemon
+// uses: each package's init runs again at every launch.
+const leanFrontRule = "cmd/sandboxd-front, daemon/client, runflags and sibling import no session, broker, review, sandbox, daemon, metrics, policy, persist or layer, no HTTP, TLS, openai-go, nftables or Prometheus"
+
+func leanFrontForbidden(p string) bool {
+	return exactly("daemon")(p) || ours("sandbox", "session", "broker", "review", "metrics", "machine", "policy", "persist", "layer",
+		"netproxy", "adapters", "approvals", "audit", "runtext")(p) ||
+		httpClient(p) || within("crypto/tls", "github.com/prometheus", "github.com/google/nftables")(p)
+}
 
 func leanHelperForbidden(p string) bool {
 	return exactly("sandbox")(p) || ours("session", "broker", "review", "daemon", "metrics", "machine", "policy", "persist", "layer", "netproxy", "adapters")(p) ||
@@ -525,6 +541,9 @@ func TestRulesCatch(t *testing.T) {
 	add(m("cmd/internal/flags"))
 	add(m("cmd/sandboxd"), m("cmd/internal/flags"), m("session"))
 	add(m("cmd/sandboxd-helper"), m("sandbox/confine"))
+	add(m("cmd/sandboxd-front"), m("daemon/client"))
+	add(m("daemon/client"), m("publicerr"), m("daemon"))
+	add(m("daemon"), "net/http")
 	add(m("layer"), "github.com/openai/openai-go/v3/option")
 	add("github.com/openai/openai-go/v3/option")
 	add(m("policy"), "github.com/seccomp/libseccomp-golang")
@@ -564,6 +583,7 @@ func TestRulesCatch(t *testing.T) {
 		supervisorRule + `": sandbox/detect → sandbox/confine`,
 		supervisorRule + `": sandbox → sandbox/internal/wire → net/http`,
 		leanHelperRule + `": cmd/sandboxd-helper → sandbox/confine → sandbox/internal/wire → net/http`,
+		leanFrontRule + `": cmd/sandboxd-front → daemon/client → daemon`,
 		`under review/": layer → github.com/openai/openai-go/v3/option`,
 		`under review/": 2 packages import it: layer, review/openai`,
 		`may not call signal.Notify": sandbox → sandbox/internal/wire calls it at wire.go:10:2`,

@@ -1,4 +1,4 @@
-package main
+package runtext
 
 import (
 	"fmt"
@@ -16,12 +16,12 @@ import (
 	"github.com/sandboxd/sandboxd/termfilter"
 )
 
-// stderrEvents renders a run's events as the lines `sandboxd run` prints
-// on stderr: the sentences an agent reads (golden: testdata/stderr.golden).
+// Events renders a run's events as the lines `sandboxd run` prints on
+// stderr: the sentences an agent reads (golden: testdata/stderr.golden).
 // Denials are shown in full up to maxBlocks per attempt; the rest are
 // counted by operation and directory and summarised when the attempt's
 // review ends (the report keeps every one).
-type stderrEvents struct {
+type Events struct {
 	w io.Writer
 	// mu guards what follows: held connections are decided while the
 	// attempt runs, from other goroutines.
@@ -30,11 +30,14 @@ type stderrEvents struct {
 	skipped map[string]int // "operation directory" -> count
 }
 
+// New renders events onto w.
+func New(w io.Writer) *Events { return &Events{w: w} }
+
 // maxBlocks is how many denials an attempt shows in full.
 const maxBlocks = 5
 
 // Event renders one event.
-func (s *stderrEvents) Event(e session.Event) {
+func (s *Events) Event(e session.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.w
@@ -80,13 +83,13 @@ func (s *stderrEvents) Event(e session.Event) {
 		if r := e.Recovered; r.Err == "" {
 			fmt.Fprintf(w, "sandboxd: an interrupted commit to %s was %s\n", esc(r.Workspace), esc(r.Action))
 		}
-		printRecoveryConflicts(w, *e.Recovered)
+		RecoveryConflicts(w, *e.Recovered)
 	}
 }
 
 // denial shows one denied boundary, or counts it once maxBlocks were
 // shown in this attempt.
-func (s *stderrEvents) denial(b session.Boundary) {
+func (s *Events) denial(b session.Boundary) {
 	if s.shown < maxBlocks {
 		s.shown++
 		printDenial(s.w, b)
@@ -104,7 +107,7 @@ func (s *stderrEvents) denial(b session.Boundary) {
 
 // summary prints the attempt's denials that were not shown, grouped,
 // and starts the next attempt's count.
-func (s *stderrEvents) summary() {
+func (s *Events) summary() {
 	if len(s.skipped) > 0 {
 		keys := make([]string, 0, len(s.skipped))
 		total := 0
@@ -245,8 +248,8 @@ func printPersisted(w io.Writer, ws string, done []sandbox.Persisted) {
 	}
 }
 
-// printRecoveryConflicts names what a recovered commit left alone.
-func printRecoveryConflicts(w io.Writer, r layer.Recovered) {
+// RecoveryConflicts names what a recovered commit left alone.
+func RecoveryConflicts(w io.Writer, r layer.Recovered) {
 	for _, c := range r.Conflicts {
 		fmt.Fprintf(w, "  not committed: %s: %s\n", esc(filepath.Join(r.Workspace, c.Path)), esc(c.Why))
 	}

@@ -1,4 +1,4 @@
-package main
+package runtext
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 func TestStderrGolden(t *testing.T) {
 	ws := "/home/u/proj"
 	var buf bytes.Buffer
-	r := &stderrEvents{w: &buf}
+	r := New(&buf)
 	for _, e := range []session.Event{
 		{Kind: session.KindRecovered, Recovered: &layer.Recovered{Workspace: ws, RunID: "r1", Action: "rolled back",
 			Conflicts: []layer.Conflict{{Path: "a.txt", Why: "changed outside"}}}},

@@ -1,0 +1,143 @@
+// Command sandboxd-front is the program people and agents run as
+// `sandboxd` (make build installs it as bin/sandboxd): a lean front that
+// does one thing itself, `sandboxd run` through the daemon, and hands
+// every other command line to sandboxd's core (bin/sandboxd-core, built
+// from cmd/sandboxd) by executing it in its place: the same pid, argv,
+// environment, descriptors and signals, no child.
+//
+// Why: an agent's every command starts this process, and every package
+// it links initialises again at each start. The core links the model
+// client, the HTTP server and TLS, nftables and Prometheus (4 ms of
+// package initialisation, twice that in CPU); a run through the daemon
+// uses none of them. The front links only what such a run needs:
+// runflags (the same flags, parsed alike), daemon/client (the wire, the
+// socket's checks, a small HTTP/1.1 client) and termfilter.
+//
+// It takes a run itself exactly when the core would send it through the
+// daemon, and the request could be made: --daemon, or a socket that is
+// there without --no-daemon and no person to ask at a terminal; the
+// flags parse, the intent file reads, the caller is described and the
+// daemon connects. Anything else, a failure before the request included,
+// goes to the core, which decides and says it as it always has (so what
+// is printed stays the core's own). The daemon renders the run's events
+// as text for it (runtext), so its stderr is byte for byte the core's.
+//
+// The core must be the front's own build: it lies beside the front's
+// executable, owned by root or the front's owner, and nobody else may
+// write it or any directory above it (package sibling, as the helper is
+// checked); the front passes its build stamp (SANDBOXD_FRONT_STAMP),
+// which the core removes from its environment first thing, refusing a
+// front of another build. The core names the front (sandboxd beside it)
+// wherever it writes its own path for later (the agents' hooks).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/sandboxd/sandboxd/sibling"
+	"golang.org/x/sys/unix"
+)
+
+// stamp is the build's stamp (make build sets it, as it sets the core's
+// and the helper's); "" for go build.
+var stamp string
+
+// Names the core shares with the front (a test holds them equal to the
+// core's own).
+const (
+	coreName        = "sandboxd-core"
+	stampEnv        = "SANDBOXD_FRONT_STAMP"
+	unstamped       = "unstamped"
+	claudeShellName = "sandboxd-claude-code-shell"
+)
+
+func main() {
+	if code, ok := runHere(os.Args); ok {
+		os.Exit(code)
+	}
+	fmt.Fprintf(os.Stderr, "sandboxd: %s\n", execCore(os.Args))
+	os.Exit(125)
+}
+
+// runHere runs a `sandboxd run` through the daemon, when it is one this
+// process takes (ok); otherwise it has done nothing.
+func runHere(args []string) (code int, ok bool) {
+	if filepath.Base(args[0]) == claudeShellName || len(args) < 2 || args[1] != "run" {
+		return 0, false
+	}
+	r, ok := prepare(context.Background(), args[2:], os.Getenv)
+	if !ok {
+		return 0, false
+	}
+	// Only 0-2 of what sandboxd inherited reach a command it starts
+	// (notify-send); a core executed instead inherits everything.
+	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
+	defer signal.Stop(sigs)
+	return r.run(context.Background(), os.Getenv, os.Stdin, os.Stdout, os.Stderr, sigs), true
+}
+
+// execCore executes the core beside this executable in this process's
+// place, with its argv and environment (and the stamp and path the core
+// checks); it returns only with the sentence that says why it could
+// not.
+func execCore(args []string) string {
+	self, err := os.Executable()
+	if err == nil {
+		self, err = filepath.EvalSymlinks(self)
+	}
+	if err != nil {
+		return "its own executable's path cannot be read, so " + coreName + " beside it cannot be found"
+	}
+	dir := filepath.Dir(self)
+	path := filepath.Join(dir, coreName)
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &st); err != nil {
+		return "its own executable cannot be examined, so " + path + " cannot be checked"
+	}
+	f, why, refused := sibling.Open(dir, coreName, int(st.Uid), os.Geteuid() == 0, "sandboxd starts it as whoever runs sandboxd")
+	if f == nil {
+		if !refused {
+			return fmt.Sprintf("sandboxd's core %s is missing (%s); install sandboxd-core beside sandboxd (make build builds both)", path, why)
+		}
+		return fmt.Sprintf("sandboxd's core %s is refused: %s", path, why)
+	}
+	defer f.Close()
+	s := stamp
+	if s == "" {
+		s = unstamped
+	}
+	env := append(withoutStamp(os.Environ()), stampEnv+"="+s)
+	// The file checked is the one executed: through its descriptor, not
+	// its path again (close-on-exec is no matter for a binary: the
+	// kernel has it open before it closes the descriptor).
+	err = unix.Exec("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), args, env)
+	return fmt.Sprintf("sandboxd's core %s could not be started (%s)", path, kernelReason(err))
+}
+
+// withoutStamp is environ without a stamp variable of the caller's
+// (only the front's own goes to the core).
+func withoutStamp(environ []string) []string {
+	out := environ[:0:0]
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, stampEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// kernelReason is an errno's text, or "unknown" for another error.
+func kernelReason(err error) string {
+	if errno, ok := err.(unix.Errno); ok {
+		return errno.Error()
+	}
+	return "unknown"
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+)
+
+// What the lean front (cmd/sandboxd-front, installed as sandboxd) and
+// the core it executes (this program, installed beside it as
+// sandboxd-core) agree on.
+const (
+	// frontStampEnv carries the front's build stamp to the core, which
+	// removes it first thing.
+	frontStampEnv = "SANDBOXD_FRONT_STAMP"
+	// frontUnstamped is the stamp of a front go build made.
+	frontUnstamped = "unstamped"
+	coreName       = "sandboxd-core"
+	frontName      = "sandboxd"
+)
+
+// fromFront reads and removes the front's stamp from the environment,
+// before anything else can see it (a command must not inherit it), and
+// says why this core refuses to go on ("" when it does not): a front of
+// another build executed it. Without the variable, the core was run
+// directly.
+func fromFront() string {
+	got, ok := os.LookupEnv(frontStampEnv)
+	os.Unsetenv(frontStampEnv)
+	if !ok {
+		return ""
+	}
+	want := sandbox.BuildStamp()
+	if want == "" {
+		want = frontUnstamped
+	}
+	if got == want {
+		return ""
+	}
+	return "sandboxd and its core " + coreName + " are of different builds (installed apart, or one replaced); reinstall both from one build (make build builds them together)"
+}
+
+// sandboxdPath is the program to name wherever sandboxd writes its own
+// path for later (the agents' hooks and Claude Code's shell prefix):
+// the front beside this executable when this one is installed as the
+// core (make build's layout), else this executable. The helper and the
+// evidence reader are this executable's own business and keep
+// /proc/self/exe.
+func sandboxdPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if filepath.Base(self) != coreName {
+		return self, nil
+	}
+	front := filepath.Join(filepath.Dir(self), frontName)
+	if st, err := os.Lstat(front); err == nil && st.Mode().IsRegular() {
+		return front, nil
+	}
+	return self, nil
+}
