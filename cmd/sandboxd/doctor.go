@@ -37,7 +37,8 @@ func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.
 	helper := findHelper()
 	d := sandbox.Doctor(caller.UID, caller.GID, caller.Layout().State, helper.File)
 	// Which program runs as the helper, after the kernel and the caller.
-	d.Checks = slices.Insert(d.Checks, min(2, len(d.Checks)), sandbox.Check{Name: "helper", OK: !helper.Refused, Detail: helper.describe()})
+	d.Checks = slices.Insert(d.Checks, min(2, len(d.Checks)), sandbox.Check{Name: "helper", OK: !helper.Refused, Detail: helper.describe()},
+		sandbox.Check{Name: "front", OK: true, Detail: frontDetail()})
 	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")
 		fmt.Fprintln(stdout, string(b))

@@ -61,3 +61,17 @@ func sandboxdPath() (string, error) {
 	}
 	return self, nil
 }
+
+// frontDetail is doctor's sentence on which programs run as sandboxd:
+// the core (this one) and the front that names it, or this one alone.
+func frontDetail() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "its own executable's path cannot be read"
+	}
+	front, err := sandboxdPath()
+	if err != nil || front == self {
+		return self + " runs every command itself (no lean front " + frontName + " beside a core " + coreName + ")"
+	}
+	return "the lean front " + front + " takes runs through the daemon and executes this core, " + self + ", for everything else (their build stamps must match)"
+}
