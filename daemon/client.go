@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sandboxd/sandboxd/daemon/client"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"syscall"
 
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )

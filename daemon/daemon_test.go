@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/sandboxd/sandboxd/daemon/client"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"golang.org/x/sys/unix"
 )
 

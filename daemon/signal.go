@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/sandboxd/sandboxd/daemon/client"
 	"net/http"
 	"os"
+
+	"github.com/sandboxd/sandboxd/daemon/client"
 )
 
 // liveExec is a running exec a client may signal.

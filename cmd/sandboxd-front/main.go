@@ -81,7 +81,7 @@ func runHere(args []string) (code int, ok bool) {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
 	defer signal.Stop(sigs)
-	return r.run(context.Background(), os.Getenv, os.Stdin, os.Stdout, os.Stderr, sigs), true
+	return r.Do(context.Background(), os.Getenv, os.Stdin, os.Stdout, os.Stderr, sigs), true
 }
 
 // execCore executes the core beside this executable in this process's

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/overrides"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -292,7 +293,7 @@ func pageLink(fs *flag.FlagSet, breakGlass bool, getenv func(string) string, std
 	if getenv("SANDBOXD") != "" {
 		return fail("approve --page works only at your own terminal, never inside a sandbox")
 	}
-	tty := controllingTerminal()
+	tty := daemonrun.ControllingTerminal()
 	if tty == nil {
 		return fail("approve --page has the daemon write the link to your terminal (/dev/tty), and there is none here: run it in a terminal of your own, outside any sandbox")
 	}

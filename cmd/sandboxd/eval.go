@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/boundary"
+	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
@@ -305,7 +306,7 @@ func faultClass(err error) string {
 func readCorpus(path string) ([]evalCase, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, publicerr.Errorf(err, "the corpus %s cannot be read%s", path, kernelReason(err))
+		return nil, publicerr.Errorf(err, "the corpus %s cannot be read%s", path, daemonrun.KernelReason(err))
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -331,7 +332,7 @@ func readCorpus(path string) ([]evalCase, error) {
 		return nil, publicerr.Errorf(sc.Err(), "%s: a line is longer than %d bytes", path, maxCaseLine)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, publicerr.Errorf(err, "the corpus %s cannot be read%s", path, kernelReason(err))
+		return nil, publicerr.Errorf(err, "the corpus %s cannot be read%s", path, daemonrun.KernelReason(err))
 	}
 	if len(cases) == 0 {
 		return nil, publicerr.Errorf(nil, "%s: no cases", path)

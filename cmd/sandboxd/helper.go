@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/sandboxd/sandboxd/sibling"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/sibling"
 	"golang.org/x/sys/unix"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/sandboxd/sandboxd/runtext"
 	"io"
 	"log/slog"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/adapters/mcp"
 	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/runtext"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )

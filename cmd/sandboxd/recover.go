@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/sandboxd/sandboxd/runtext"
 	"io"
 	"log/slog"
 
 	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/runtext"
 	"github.com/sandboxd/sandboxd/session"
 )
 

@@ -6,22 +6,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/sandboxd/sandboxd/runflags"
-	"github.com/sandboxd/sandboxd/runtext"
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/sandboxd/sandboxd/envlist"
+	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
+	"github.com/sandboxd/sandboxd/runflags"
+	"github.com/sandboxd/sandboxd/runtext"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/termfilter"
-	"golang.org/x/sys/unix"
 )
 
 // exitSandboxd is the status when sandboxd itself fails
@@ -106,7 +104,7 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 	}
 	var rep *session.Report
 	caller, err := callerOf(getenv)
-	if err == nil && f.Reviewer != session.ReviewOff && (f.Reviewer == session.ReviewHuman || ttyReachable()) {
+	if err == nil && f.Reviewer != session.ReviewOff && (f.Reviewer == session.ReviewHuman || daemonrun.TTYReachable()) {
 		// A person at the terminal: the reviewer itself (human), or the
 		// one asked when the model cannot be (auto, model).
 		var stop func()
@@ -152,20 +150,8 @@ func callerOf(getenv func(string) string) (session.Caller, error) {
 	}
 	// getenv has the last word on what describes the caller (a variable
 	// it does not set is unset, not empty).
-	var environ []string
-	described := map[string]bool{}
-	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL"} {
-		described[k] = true
-		if v := getenv(k); v != "" {
-			environ = append(environ, k+"="+v)
-		}
-	}
-	for _, kv := range os.Environ() {
-		if !described[envlist.Key(kv)] {
-			environ = append(environ, kv)
-		}
-	}
-	c, err := session.NewCaller(os.Getuid(), os.Getgid(), environ, cwd, readUmask())
+	environ := client.CallerEnv(os.Environ(), getenv)
+	c, err := session.NewCaller(os.Getuid(), os.Getgid(), environ, cwd, daemonrun.ReadUmask())
 	if err != nil {
 		return c, err
 	}
@@ -183,7 +169,7 @@ func humanReviewer(ctx context.Context, job *session.Job, stdin io.Reader, stdou
 	hold := &termHold{}
 	job.Stdout, job.Stderr = hold.filtered(stdout), hold.filtered(stderr)
 	stop = func() {}
-	if in, ok := stdin.(*os.File); ok && isTerminal(in) {
+	if in, ok := stdin.(*os.File); ok && daemonrun.IsTerminal(in) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, publicerr.Wrap(err, "the terminal's input could not be relayed to the command (run with -v to log why)")
@@ -225,7 +211,7 @@ func (t *termHold) Release() {
 // filtered wraps a terminal in termfilter (and holds it with t); other
 // writers pass unchanged.
 func (t *termHold) filtered(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
+	if f, ok := w.(*os.File); ok && daemonrun.IsTerminal(f) {
 		fw := termfilter.New(f)
 		t.hs = append(t.hs, fw)
 		return fw
@@ -233,61 +219,9 @@ func (t *termHold) filtered(w io.Writer) io.Writer {
 	return w
 }
 
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
-}
-
+// writeReport writes rep to --report's file (path; "" writes none), as
+// a run through the daemon writes its report (daemonrun.WriteReport).
 func writeReport(path string, rep *session.Report, stderr io.Writer) bool {
-	if path == "" {
-		return true
-	}
-	b, _ := json.MarshalIndent(rep, "", "  ")
-	// Written in place, not renamed over: the report may be a pipe or
-	// /dev/fd/N the caller reads.
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		// The path is the caller's; the syscall's reason goes in
-		// parentheses, as sandboxd gives a kernel's.
-		fmt.Fprintf(stderr, "sandboxd: the report could not be written to %s%s\n", esc(path), esc(kernelReason(err)))
-		return false
-	}
-	return true
-}
-
-// readUmask is the process's umask, read without changing it (umask(2)
-// would, for every thread): /proc/self/status says it. Unknown means the
-// strictest usual one.
-func readUmask() uint32 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-				if n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-					return uint32(n) & 0o777
-				}
-			}
-		}
-	}
-	return 0o077
-}
-
-// ttyReachable reports whether sandboxd has a controlling terminal a
-// person could answer on.
-func ttyReachable() bool {
-	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	unix.Close(fd)
-	return true
-}
-
-// kernelReason is " (REASON)" for an error a syscall gave (its errno's
-// text, never the path or operation of Go's wrapping), else "".
-func kernelReason(err error) string {
-	var errno unix.Errno
-	if errors.As(err, &errno) {
-		return " (" + errno.Error() + ")"
-	}
-	return ""
+	b, _ := json.Marshal(rep)
+	return daemonrun.WriteReport(path, b, stderr)
 }

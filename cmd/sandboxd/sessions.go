@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
 	"github.com/sandboxd/sandboxd/intents"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
@@ -73,7 +74,7 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 	if getenv("SANDBOXD") != "" {
 		return fail("a lockdown is lifted from your own terminal, not from inside a sandbox")
 	}
-	if in, ok := stdin.(*os.File); !ok || !isTerminal(in) {
+	if in, ok := stdin.(*os.File); !ok || !daemonrun.IsTerminal(in) {
 		return fail("sandboxd session reset asks on a terminal; run it in one")
 	}
 	yes, no := review.Confirm(ctx, "", fmt.Sprintf("sandboxd: session %s is locked down (%s). Lift the lockdown?", name, why), 0)

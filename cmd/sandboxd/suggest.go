@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/suggest"
@@ -89,13 +90,13 @@ func suggestCommand(args []string, getenv func(string) string, stdout, stderr io
 func readReport(file string) ([]suggest.Boundary, string, error) {
 	f, err := os.Open(file)
 	if err != nil {
-		return nil, "", publicerr.Errorf(err, "the report %s cannot be read%s", file, kernelReason(err))
+		return nil, "", publicerr.Errorf(err, "the report %s cannot be read%s", file, daemonrun.KernelReason(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxReport+1))
 	switch {
 	case err != nil:
-		return nil, "", publicerr.Errorf(err, "the report %s cannot be read%s", file, kernelReason(err))
+		return nil, "", publicerr.Errorf(err, "the report %s cannot be read%s", file, daemonrun.KernelReason(err))
 	case len(b) > maxReport:
 		return nil, "", publicerr.Errorf(nil, "%s is over %d MiB: not a report of sandboxd run", file, maxReport>>20)
 	}

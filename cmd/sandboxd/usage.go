@@ -4,9 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/sandboxd/sandboxd/termfilter"
 	"io"
 	"strings"
+
+	"github.com/sandboxd/sandboxd/termfilter"
 )
 
 // exitUsage is the status of a command line sandboxd cannot make sense

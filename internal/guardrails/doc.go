@@ -46,7 +46,8 @@
 //     or adapters, nor an HTTP client, crypto/tls or Prometheus; every
 //     package it links initialises again at every launch.
 //   - cmd/sandboxd-front (the lean front, installed as sandboxd),
-//     daemon/client, runflags and sibling import no session, broker,
+//     cmd/internal/daemonrun, daemon/client, runflags and sibling
+//     import no session, broker,
 //     review, sandbox, daemon, metrics, machine, policy, persist, layer,
 //     netproxy, adapters, approvals, audit or runtext, nor an HTTP
 //     client, crypto/tls, nftables or Prometheus.

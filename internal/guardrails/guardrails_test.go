@@ -214,7 +214,7 @@ func importRules() []importRule {
 		},
 		{
 			name:   leanFrontRule,
-			from:   ours("cmd/sandboxd-front", "daemon/client", "runflags", "sibling"),
+			from:   ours("cmd/sandboxd-front", "cmd/internal/daemonrun", "daemon/client", "runflags", "sibling"),
 			forbid: leanFrontForbidden,
 		},
 		{
@@ -233,7 +233,7 @@ const leanHelperRule = "cmd/sandboxd-helper imports the helper's side only: no s
 // leanFrontRule keeps the lean front (the `sandboxd` every command of an
 // agent starts) and what it links to what a run through the daemon
 // uses: each package's init runs again at every launch.
-const leanFrontRule = "cmd/sandboxd-front, daemon/client, runflags and sibling import no session, broker, review, sandbox, daemon, metrics, policy, persist or layer, no HTTP, TLS, openai-go, nftables or Prometheus"
+const leanFrontRule = "cmd/sandboxd-front, cmd/internal/daemonrun, daemon/client, runflags and sibling import no session, broker, review, sandbox, daemon, metrics, policy, persist or layer, no HTTP, TLS, openai-go, nftables or Prometheus"
 
 func leanFrontForbidden(p string) bool {
 	return exactly("daemon")(p) || ours("sandbox", "session", "broker", "review", "metrics", "machine", "policy", "persist", "layer",
