@@ -47,6 +47,7 @@ func buildFrontOnce(t *testing.T, stamp string) string {
 		}
 		cmd := exec.Command("go", append(args, "../cmd/sandboxd-front")...)
 		cmd.Stderr = os.Stderr
+		cmd.Env = buildEnv("../cmd/sandboxd-front")
 		b.err = cmd.Run()
 	})
 	if b.err != nil {
