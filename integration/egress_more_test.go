@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -368,7 +370,7 @@ func TestEgressHostLoopbackIPv6Only(t *testing.T) {
 		ln.Close()
 	}
 	forEach(t, func(t *testing.T, e *env) {
-		o := egNewOrigin(t, "[::1]:0", false, nil)
+		o := ipv6OnlyOrigin(t)
 		pol := egPolicy(t, e, []string{"[::1]:" + o.port}, nil, nil, "")
 		r := e.sandboxd("run", "--policy", pol, "-c", fmt.Sprintf("curl -s -m 10 'http://[::1]:%s/'; echo END\n", o.port))
 		netRan(t, r)
@@ -377,6 +379,32 @@ func TestEgressHostLoopbackIPv6Only(t *testing.T) {
 		}
 		o.mustHits(t, 1, r)
 	})
+}
+
+// ipv6OnlyOrigin is an origin on [::1] whose port nothing on 127.0.0.1
+// may take while the test runs: a socket bound there, never listening,
+// refuses a connect to it. Without it, another test's origin that the
+// kernel gives the same port on 127.0.0.1 answers the proxy's dial of
+// 127.0.0.1 first (rules take ::1 and 127.0.0.1 as one loopback), and
+// this test and that one each see the other's connection.
+func ipv6OnlyOrigin(t *testing.T) *egOrigin {
+	t.Helper()
+	for range 20 {
+		o := egNewOrigin(t, "[::1]:0", false, nil)
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(o.port)
+		if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			syscall.Close(fd)
+			continue // taken on 127.0.0.1: another origin
+		}
+		t.Cleanup(func() { syscall.Close(fd) })
+		return o
+	}
+	t.Fatal("no port free on both ::1 and 127.0.0.1 in 20 tries")
+	return nil
 }
 
 // TestEgressNoHostPortOracle: with no rule for the host's loopback, the
