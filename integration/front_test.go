@@ -147,3 +147,76 @@ func TestFrontRefusesCore(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontOwnLinesPastTheFilter: on a terminal, a command that leaves
+// an escape sequence unfinished on its stderr hides none of sandboxd's
+// own lines through the daemon (the denial's sentences), as it hides
+// none in an embedded run: the command's output passes the terminal
+// filter, sandboxd's lines go past it.
+func TestFrontOwnLinesPastTheFilter(t *testing.T) {
+	t.Parallel()
+	socket := startDaemon(t)
+	front := frontLayout(t, stamp)
+	forEach(t, func(t *testing.T, e *env) {
+		for _, bin := range []string{front, binary} {
+			master, slave := openPTY(t, e)
+			var out strings.Builder
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				buf := make([]byte, 4096)
+				for {
+					n, err := master.Read(buf)
+					out.Write(buf[:max(n, 0)])
+					if err != nil {
+						return
+					}
+				}
+			}()
+			r := e.sandboxdOpts(runOpts{env: []string{"SANDBOXD_SOCKET=" + socket}, bin: bin, tty: slave, ttyStderr: true},
+				"run", "--daemon", "--reviewer", "off", "--", "sh", "-c", `printf '\033]0;' >&2; cat ~/.ssh/id_rsa; exit 3`)
+			slave.Close()
+			master.Close()
+			<-done
+			e.noCanary(t, r)
+			if r.code != 3 || !strings.Contains(out.String(), "sandboxd: denied") || strings.Contains(out.String(), e.canary) {
+				t.Fatalf("%s: the denial did not reach the terminal past the command's unfinished sequence (exit %d)\n--- terminal\n%q\n%s",
+					filepath.Base(bin), r.code, out.String(), r)
+			}
+		}
+	})
+}
+
+// TestFrontNamedInHooks: an agent's hook names the front (sandboxd)
+// when the core is installed beside it, and the core itself when the
+// front there fails the checks the front makes of the core (others may
+// write it): the hook runs for every command of the agent.
+func TestFrontNamedInHooks(t *testing.T) {
+	t.Parallel()
+	front := frontLayout(t, stamp)
+	core := filepath.Join(filepath.Dir(front), "sandboxd-core")
+	forEach(t, func(t *testing.T, e *env) {
+		settings := filepath.Join(e.home, ".claude", "settings.json")
+		for _, tc := range []struct {
+			name, mode string
+			want       string
+		}{
+			{"front checked", "0755", front},
+			{"front group-writable", "0775", core},
+		} {
+			if out, err := exec.Command("chmod", tc.mode, front).CombinedOutput(); err != nil {
+				t.Fatalf("chmod: %v %s", err, out)
+			}
+			os.Remove(settings)
+			e.sandboxdOpts(runOpts{bin: core}, "hook", "install", "claude-code").mustSucceed(t)
+			b, err := os.ReadFile(settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), `"`+tc.want+` hook`) {
+				t.Fatalf("%s: the hook does not name %s:\n%s", tc.name, tc.want, b)
+			}
+			e.sandboxdOpts(runOpts{bin: core}, "hook", "uninstall", "claude-code").mustSucceed(t)
+		}
+	})
+}

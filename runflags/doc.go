@@ -4,5 +4,5 @@
 // must agree on every run it takes to the daemon itself and pass every
 // other one on unchanged.
 //
-// Of sandboxd's packages it imports only daemon/client.
+// Of sandboxd's packages it imports only daemon/client and publicerr.
 package runflags

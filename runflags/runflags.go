@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/daemon/client"
+	"github.com/sandboxd/sandboxd/publicerr"
 )
 
 // The reviewer modes --reviewer takes (session's ReviewAuto, ReviewOff,
@@ -197,22 +198,22 @@ func ReadIntent(path string) (string, error) {
 	f, err := os.Open(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("the intent file %s does not exist", path)
+		return "", publicerr.Wrap(err, fmt.Sprintf("the intent file %s does not exist", path))
 	case errors.Is(err, fs.ErrPermission):
-		return "", fmt.Errorf("the intent file %s may not be read", path)
+		return "", publicerr.Wrap(err, fmt.Sprintf("the intent file %s may not be read", path))
 	case err != nil:
-		return "", fmt.Errorf("the intent file %s cannot be read", path)
+		return "", publicerr.Wrap(err, fmt.Sprintf("the intent file %s cannot be read", path))
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("the intent file %s is not a regular file", path)
+		return "", publicerr.New(fmt.Sprintf("the intent file %s is not a regular file", path))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxIntent+1))
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("cannot read the intent file: %w", err)
+		return "", publicerr.Wrap(err, fmt.Sprintf("the intent file %s cannot be read", path))
 	case len(b) > maxIntent:
-		return "", fmt.Errorf("the intent file %s is larger than %d KiB", path, maxIntent>>10)
+		return "", publicerr.New(fmt.Sprintf("the intent file %s is larger than %d KiB", path, maxIntent>>10))
 	}
 	return strings.ToValidUTF8(string(b), "\uFFFD"), nil
 }

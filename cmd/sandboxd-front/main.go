@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sandboxd/sandboxd/sibling"
 	"golang.org/x/sys/unix"
@@ -71,17 +72,41 @@ func runHere(args []string) (code int, ok bool) {
 	if filepath.Base(args[0]) == claudeShellName || len(args) < 2 || args[1] != "run" {
 		return 0, false
 	}
+	// The signals a person sends sandboxd go to the run from the start,
+	// as the core takes them at its start: one that comes while the run
+	// is being prepared ends it with a report (daemonrun).
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
 	r, ok := prepare(context.Background(), args[2:], os.Getenv)
 	if !ok {
+		signal.Stop(sigs)
+		endAsSignalled(sigs)
 		return 0, false
 	}
+	defer signal.Stop(sigs)
 	// Only 0-2 of what sandboxd inherited reach a command it starts
 	// (notify-send); a core executed instead inherits everything.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGWINCH)
-	defer signal.Stop(sigs)
 	return r.Do(context.Background(), os.Getenv, os.Stdin, os.Stdout, os.Stderr, sigs), true
+}
+
+// endAsSignalled ends this process as the first signal taken while the
+// front decided would have (its default action), before the core is
+// executed: a signal the front took would otherwise be lost to the
+// core, which would then run the command as if none had come. Nothing
+// has run yet, so ending here is what the signal asked for.
+func endAsSignalled(sigs <-chan os.Signal) {
+	select {
+	case s := <-sigs:
+		sig, ok := s.(unix.Signal)
+		if !ok || sig == unix.SIGWINCH {
+			return // ignored by default: nothing to end
+		}
+		signal.Reset(sig)
+		unix.Kill(os.Getpid(), sig)
+		time.Sleep(time.Second) // the default action ends the process meanwhile
+	default:
+	}
 }
 
 // execCore executes the core beside this executable in this process's

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 
 	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/sibling"
+	"golang.org/x/sys/unix"
 )
 
 // What the lean front (cmd/sandboxd-front, installed as sandboxd) and
@@ -55,11 +57,20 @@ func sandboxdPath() (string, error) {
 	if filepath.Base(self) != coreName {
 		return self, nil
 	}
-	front := filepath.Join(filepath.Dir(self), frontName)
-	if st, err := os.Lstat(front); err == nil && st.Mode().IsRegular() {
-		return front, nil
+	// The front is named only when it passes the checks the front makes
+	// of this core (package sibling): an agent's hook runs it for every
+	// command, so a front others could have put there is never written.
+	dir := filepath.Dir(self)
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/exe", &st); err != nil {
+		return self, nil
 	}
-	return self, nil
+	f, _, _ := sibling.Open(dir, frontName, int(st.Uid), os.Geteuid() == 0, "an agent's hook starts it for every command")
+	if f == nil {
+		return self, nil
+	}
+	f.Close()
+	return filepath.Join(dir, frontName), nil
 }
 
 // frontDetail is doctor's sentence on which programs run as sandboxd:

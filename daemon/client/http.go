@@ -82,7 +82,12 @@ func readResponse(br *bufio.Reader) (*response, error) {
 		if !ok || n == maxHeaders || name == "" || strings.ContainsAny(name, " \t") {
 			return nil, fmt.Errorf("%w: header line %q", errMalformed, line)
 		}
-		r.header[strings.ToLower(name)] = strings.TrimSpace(value)
+		key := strings.ToLower(name)
+		if _, twice := r.header[key]; twice && (key == "content-length" || key == "transfer-encoding") {
+			// Two framings of one body (RFC 9112 §6.3): refused.
+			return nil, fmt.Errorf("%w: %s given twice", errMalformed, key)
+		}
+		r.header[key] = strings.TrimSpace(value)
 	}
 	if err := r.setBody(br); err != nil {
 		return nil, err

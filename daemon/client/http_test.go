@@ -96,3 +96,16 @@ func FuzzReadResponse(f *testing.F) {
 		}
 	})
 }
+
+// An answer framed twice (two Content-Length or Transfer-Encoding
+// headers) is refused, not read by the last one (RFC 9112 §6.3).
+func TestResponseFramedTwice(t *testing.T) {
+	for _, head := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n",
+	} {
+		if _, err := readResponse(bufio.NewReaderSize(strings.NewReader(head), maxLine)); !errors.Is(err, errMalformed) {
+			t.Errorf("%q: err %v, want malformed", head, err)
+		}
+	}
+}

@@ -91,6 +91,12 @@ func (r *Run) Do(ctx context.Context, getenv func(string) string, stdin io.Reade
 		defer tty.Close()
 		r.Client.PassTerminal(tty)
 	}
+	// The command's output to a terminal passes a filter, so that it
+	// cannot fake or hide the daemon's questions or sandboxd's own lines
+	// there; sandboxd's lines (the events' text, a failure) go past it,
+	// as an embedded run writes them: a sequence the command left
+	// unfinished, which the filter holds back, cannot swallow them.
+	own := stderr
 	stdout, stderr = Filtered(stdout), Filtered(stderr)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -113,7 +119,7 @@ func (r *Run) Do(ctx context.Context, getenv func(string) string, stdin io.Reade
 			stderr.Write(l.Data)
 		case "event":
 			if l.Text != "" {
-				io.WriteString(stderr, l.Text)
+				io.WriteString(own, l.Text)
 			}
 			if l.EventKind() == client.EventQuestionWaiting {
 				desktopNotify(getenv)
@@ -126,15 +132,15 @@ func (r *Run) Do(ctx context.Context, getenv func(string) string, stdin io.Reade
 	code, hasCode := client.ExecLine{Report: rep}.ExitCode()
 	switch {
 	case err != nil && errors.Is(ctx.Err(), context.Canceled):
-		return Fail(r.Flags, r.Argv, "the run was interrupted; the daemon ended every process of it", rep, stderr)
+		return Fail(r.Flags, r.Argv, "the run was interrupted; the daemon ended every process of it", rep, own)
 	case err != nil:
-		return Fail(r.Flags, r.Argv, Public(err), rep, stderr)
+		return Fail(r.Flags, r.Argv, Public(err), rep, own)
 	case !hasCode:
-		return Fail(r.Flags, r.Argv, "the daemon sent no report", nil, stderr)
+		return Fail(r.Flags, r.Argv, "the daemon sent no report", nil, own)
 	case runErr != "":
-		return Fail(r.Flags, r.Argv, runErr, rep, stderr)
+		return Fail(r.Flags, r.Argv, runErr, rep, own)
 	}
-	if !WriteReport(r.Flags.Report, rep, stderr) {
+	if !WriteReport(r.Flags.Report, rep, own) {
 		return ExitSandboxd
 	}
 	return code
