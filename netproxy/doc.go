@@ -36,7 +36,8 @@
 // route for every address on lo and an nf_tables TPROXY rule for TCP to
 // anything but 127/8 and ::1, which hands the SYN to one transparent
 // listener per family (at a port the helper picks, which no variable
-// of the command names); the accepted socket's
+// of the command names, though /proc/net/tcp inside shows it: a connect
+// straight to it is refused as malformed); the accepted socket's
 // local address is where the command connected. ServeCapture decides
 // it like a CONNECT to that destination (open, with ViaCapture),
 // dials through the permit and relays it as a tunnel; a refusal resets

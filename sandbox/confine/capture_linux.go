@@ -40,7 +40,9 @@ const stubPort = 53
 // capture is the capture a helper prepared before its setup came: it
 // depends on nothing of the run's plan but whether the run captures,
 // and its port is the helper's own choice (no variable of the command
-// names it), so a ready helper installs it while it waits.
+// names it, which matters only for the plan: the port is no secret,
+// /proc/net/tcp inside shows it), so a ready helper installs it while it
+// waits.
 type capture struct {
 	port uint16
 	// listeners are the transparent listeners (IPv4, then IPv6 when the

@@ -166,8 +166,9 @@ type SetupMsg struct {
 	// (Egress).
 	ProxyPort uint16 `json:"proxy_port,omitempty"`
 	// Capture has the helper capture every TCP connect off loopback to
-	// listeners at a port of its own choosing (never the command's to
-	// know: no variable names it) and serve a stub resolver on
+	// listeners at a port of its own choosing (no variable names it; it
+	// is no secret either: the command sees it in /proc/net/tcp, and a
+	// connect to it is refused as malformed) and serve a stub resolver on
 	// 127.0.0.1:53 (Capture). The helper prepared it before the setup
 	// came, told by its command line (PrepareCapture); a setup that
 	// disagrees with what the helper prepared fails the run.
