@@ -1,10 +1,8 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -76,40 +74,11 @@ func Connect(ctx context.Context, socket string, uid int) (*Client, error) {
 }
 
 // Do sends one request with a JSON body (nil: none) and decodes the
-// JSON answer into out (nil: discarded). An error answer becomes an
-// error with the daemon's message.
+// JSON answer into out (nil: discarded); an error answer becomes an
+// error with the daemon's message (client.Client.Do: the one client of
+// such requests).
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("daemon: %w", err)
-		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://sandboxd"+path, body)
-	if err != nil {
-		return fmt.Errorf("daemon: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return publicerr.Wrap(err, "the daemon cannot be reached at "+c.socket)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return apiError(resp)
-	}
-	dec := json.NewDecoder(io.LimitReader(resp.Body, MaxRequest))
-	if out == nil {
-		return nil
-	}
-	if err := dec.Decode(out); err != nil {
-		return errors.Join(publicerr.New("the daemon's answer could not be read"), err)
-	}
-	return nil
+	return c.lean.Do(ctx, method, path, in, out)
 }
 
 // apiError is the error an answer other than 2xx carries, in the
