@@ -81,6 +81,24 @@ type helper struct {
 	sudoUID int
 	// onWatch is the spec's OnWatch in a transactional run, else nil.
 	onWatch func()
+	// group lists the processes in the run's pids group, which the
+	// command is forked into (nil: the run has none).
+	group func() []int
+}
+
+// alone reports whether the run's group holds no process but the
+// helper's: every process of the command is gone, by the kernel's
+// account. Without a group it is never known before the helper exits.
+func (h *helper) alone() bool {
+	if h.group == nil {
+		return false
+	}
+	for _, pid := range h.group() {
+		if pid != h.cmd.Process.Pid {
+			return false
+		}
+	}
+	return true
 }
 
 // launch is how a helper process is made for a run: its namespaces, its

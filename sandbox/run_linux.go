@@ -405,7 +405,16 @@ func (r *run) start() error {
 		return err
 	}
 	r.h = h
-	r.undo = append(r.undo, h.cleanup)
+	r.undo = append(r.undo, func() {
+		h.cleanup()
+		if ps := h.cmd.ProcessState; ps != nil {
+			// The helper's whole CPU time, with the command's it reaped.
+			r.log.Debug("helper cpu", "user_us", ps.UserTime().Microseconds(), "sys_us", ps.SystemTime().Microseconds())
+		}
+	})
+	if r.cg != nil {
+		h.group = r.cg.procs
+	}
 	if r.det != nil {
 		// Before the helper restricts itself (it waits for the confine
 		// message): the kernel announces its domain with this pid.
@@ -512,10 +521,6 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 	h, res := r.h, &r.res
 	code, sig, timedOut, err := h.wait(ctx, r.spec, r.log)
 	r.mark("command ended")
-	if ps := h.cmd.ProcessState; ps != nil {
-		// The helper's whole CPU time, with the command's it reaped.
-		r.log.Debug("helper cpu", "user_us", ps.UserTime().Microseconds(), "sys_us", ps.SystemTime().Microseconds())
-	}
 	r.writeBackGrants()
 	memory, writing := r.memoryHit()
 	if memory && !h.haveExit {

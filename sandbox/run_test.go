@@ -251,6 +251,42 @@ func TestRunLeavesNothingRunning(t *testing.T) {
 	}
 }
 
+// TestRunEndsBeforeTheHelper: a run with a cgroup ends once the helper
+// has said how the command ended and the group holds nothing else, not
+// when the kernel has torn the helper's namespaces down; and what the
+// command left running in the background is still gone, and its output
+// all delivered, when Run returns.
+func TestRunEndsBeforeTheHelper(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, cgroups")
+	}
+	e := newLeakEnv(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var stdout bytes.Buffer
+	sleep := fmt.Sprintf("sleep 1000.%d", time.Now().UnixNano()%1e6)
+	spec := e.spec("sh", "-c", sleep+" & echo $! > pid; echo started")
+	spec.Transaction = false
+	spec.Stdout = &stdout
+	res, err := sandbox.Run(context.Background(), spec, log)
+	if err != nil || res.ExitCode != 0 || stdout.String() != "started\n" {
+		t.Fatalf("err %v, exit %d, stdout %q", err, res.ExitCode, stdout.String())
+	}
+	if !strings.HasPrefix(res.Containment, "pids cgroup") {
+		t.Skipf("no pids cgroup here (%s): the run waits for the helper's exit", res.Containment)
+	}
+	if !strings.Contains(logs.String(), "the command has ended; the helper is exiting") {
+		t.Errorf("the run waited for the helper's exit:\n%s", logs.String())
+	}
+	b, err := os.ReadFile(filepath.Join(e.ws, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("pgrep", "-fx", sleep).Output(); err == nil {
+		t.Errorf("the background sleep (pid %s inside) outlived the run: host pids %s", strings.TrimSpace(string(b)), out)
+	}
+}
+
 // leakRun runs one case with sandboxd's own stderr captured, and checks
 // its status and output.
 func leakRun(t *testing.T, e leakEnv, log *slog.Logger, tc leakCase) (sandbox.Result, error) {

@@ -15,10 +15,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// wait follows the helper until it exits, forwarding signals and enforcing
-// the timeout, and returns the command's status. It returns only once the
-// helper has been waited for, its message reader has ended and the relays
-// have delivered everything, and it stops every timer it started.
+// wait follows the helper until the command has ended, forwarding
+// signals and enforcing the timeout, and returns the command's status.
+// The command has ended when the helper has exited, or sooner when it
+// has said how the command ended and closed its end of the socket while
+// the run's group holds no process but the helper's (the kernel's word,
+// not the helper's: see helper.alone); cleanup then waits for the
+// helper itself. wait returns only once the message reader has ended
+// and the relays have delivered everything, and it stops every timer it
+// started.
 func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, sig int, timedOut bool, err error) {
 	w := &watch{h: h, spec: spec, log: log, msgs: h.readMessages(log)}
 	defer w.stopTimers()
@@ -34,6 +39,12 @@ func (h *helper) wait(ctx context.Context, spec Spec, log *slog.Logger) (code, s
 		case m, ok := <-w.msgs:
 			if !ok {
 				w.msgs = nil
+				if w.haveExit && h.alone() {
+					// Only the helper is left, and it is exiting.
+					log.Debug("the command has ended; the helper is exiting")
+					h.endStdin()
+					return w.result()
+				}
 				continue
 			}
 			w.note(m)

@@ -451,11 +451,15 @@ func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
 	h.phases = h.phases[:0] // the Started message took the setup's
 	h.mark("command reaped")
 	killAll(s.Namespaces, unix.SIGKILL)
+	// Every process of the command is gone once reaped: none can log a
+	// denial after the end marker, and the supervisor, which sees the
+	// run's group empty but for the helper, need not wait for the
+	// kernel to tear the helper's namespaces down (see end).
+	reapAll(s.Namespaces)
 	if s.LandlockFlags != 0 {
-		// Every process of the command is gone: mark the end of its
-		// audit records (dumpable again, so that the probe reaches
-		// Landlock: see restrict; nothing is left to read the helper).
-		reapAll(s.Namespaces)
+		// Mark the end of the command's audit records (dumpable again,
+		// so that the probe reaches Landlock: see restrict; nothing is
+		// left to read the helper).
 		unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
 		probeDomain()
 	}
@@ -471,7 +475,22 @@ func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
 	exit.Limits = limitsSeen(s, status, xfsz)
 	h.mark("exiting")
 	exit.Info = &wire.StartedInfo{Phases: h.phases}
+	h.end(exit)
+}
+
+// end says how the command ended and lets go of everything the
+// supervisor waits on before it exits: its copies of the command's
+// streams (the supervisor's relays then end with the command's last
+// process, not with the helper) and, once the status is sent, its end of
+// the socket, shut down rather than closed (the control goroutine's
+// receive holds the descriptor; shutdown reaches the peer at once). The
+// supervisor then goes on while the kernel tears the helper down.
+func (h *helper) end(exit wire.Message) {
+	for fd := range 3 {
+		unix.Close(fd)
+	}
 	wire.Send(h.sock, exit)
+	unix.Shutdown(h.sock, unix.SHUT_RDWR)
 	os.Exit(exit.Code & 0xff)
 }
 

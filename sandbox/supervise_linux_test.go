@@ -1,0 +1,32 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// TestHelperAlone: a run ends before the helper has exited only when the
+// kernel's list of the run's group holds the helper alone (or nothing);
+// without a group it never does.
+func TestHelperAlone(t *testing.T) {
+	const pid = 4242
+	for _, tc := range []struct {
+		name  string
+		group func() []int
+		want  bool
+	}{
+		{"no group", nil, false},
+		{"the helper alone", func() []int { return []int{pid} }, true},
+		{"empty", func() []int { return nil }, true},
+		{"a process of the command left", func() []int { return []int{pid, pid + 1} }, false},
+		{"only another process", func() []int { return []int{pid + 1} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &helper{cmd: &exec.Cmd{Process: &os.Process{Pid: pid}}, group: tc.group}
+			if got := h.alone(); got != tc.want {
+				t.Errorf("alone() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
