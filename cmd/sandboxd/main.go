@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -40,6 +41,14 @@ func start(args []string) int {
 	if evidence.IsReader(args) {
 		// The reviewer's reader, run as a command inside a sandbox.
 		return evidence.Reader(os.Stdin, os.Stdout)
+	}
+	// A run allocates a few megabytes and keeps little of them: at the
+	// runtime's default (a collection each time the heap doubles, from
+	// 4 MB) a command run embedded pays one collection and a daemon one
+	// or two per command (measured: docs/BENCHMARKS.md). Four times the
+	// live heap instead, 16 MB at the start; GOGC, when set, stands.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 	// Only 0-2 of what sandboxd inherited reach a helper or a command.
 	if filepath.Base(args[0]) == agenthook.ClaudeShellName {
