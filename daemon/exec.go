@@ -54,7 +54,7 @@ const (
 // readExecRequest reads and checks the first line of the body.
 func readExecRequest(br *bufio.Reader) (ExecRequest, error) {
 	var req ExecRequest
-	line, err := br.ReadSlice('\n')
+	line, err := readLine(br)
 	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			return req, fmt.Errorf("the request's first line is over %d KiB", MaxRequest>>10)
@@ -130,7 +130,7 @@ func strictJSON(b []byte, v any) error {
 // it; the report still goes out when the client is there to read it.
 func (d *Daemon) exec(w http.ResponseWriter, r *http.Request, c caller) {
 	t0 := time.Now()
-	br := bufio.NewReaderSize(r.Body, MaxRequest)
+	br := newBodyReader(r.Body)
 	req, err := readExecRequest(br)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"io"
 	"strings"
 	"testing"
 )
@@ -23,13 +24,46 @@ func TestReadExecRequest(t *testing.T) {
 		{"two values", `{"argv":["true"],"cwd":"/w"}{"argv":["x"]}` + "\n", "more than one"},
 		{"empty", "", "missing"},
 		{"long string", `{"argv":["` + strings.Repeat("a", maxString+1) + `"],"cwd":"/w"}` + "\n", "over 128 KiB"},
+		{"a line of several buffers", `{"argv":["true"],"env":[` + strings.Repeat(`"A=`+strings.Repeat("b", 1000)+`",`, 100) + `"C=d"],"cwd":"/w"}` + "\n", ""},
+		{"a line over the bound", `{"argv":["true"],"env":[` + strings.Repeat(`"A=`+strings.Repeat("b", 100000)+`",`, 11) + `"C=d"],"cwd":"/w"}` + "\n", "over 1024 KiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := readExecRequest(bufio.NewReaderSize(strings.NewReader(tc.in), MaxRequest))
+			_, err := readExecRequest(newBodyReader(strings.NewReader(tc.in)))
 			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 				t.Fatalf("readExecRequest = %v, want %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestReadLine: the first line comes whole whatever its length up to
+// MaxRequest, and what follows it stays in the reader; a longer one is
+// cut at MaxRequest with bufio.ErrBufferFull.
+func TestReadLine(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		line, rest string
+		err        error
+	}{
+		{"short", "{}\n", "stdin", nil},
+		{"no newline", "{}", "", io.EOF},
+		{"empty", "", "", io.EOF},
+		{"one buffer exactly", strings.Repeat("a", 16<<10-1) + "\n", "x", nil},
+		{"several buffers", strings.Repeat("a", 300<<10) + "\n", "x", nil},
+		{"the bound exactly", strings.Repeat("a", MaxRequest-1) + "\n", "x", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			br := newBodyReader(strings.NewReader(tc.line + tc.rest))
+			line, err := readLine(br)
+			rest, _ := io.ReadAll(br)
+			if string(line) != tc.line || err != tc.err || string(rest) != tc.rest {
+				t.Errorf("line of %d bytes, err %v, rest %q; want %d bytes, %v, %q", len(line), err, rest, len(tc.line), tc.err, tc.rest)
+			}
+		})
+	}
+	line, err := readLine(newBodyReader(strings.NewReader(strings.Repeat("a", MaxRequest+10) + "\n")))
+	if len(line) != MaxRequest || err != bufio.ErrBufferFull {
+		t.Errorf("an over-long line: %d bytes, err %v; want %d bytes and bufio.ErrBufferFull", len(line), err, MaxRequest)
 	}
 }
 

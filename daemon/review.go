@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -120,7 +119,7 @@ type DeclineRequest struct {
 // caller waits on exactly these grants.
 func (d *Daemon) decline(w http.ResponseWriter, r *http.Request, c caller) {
 	var req DeclineRequest
-	line, _ := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	line, _ := readLine(newBodyReader(r.Body))
 	if err := strictJSON(line, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
@@ -141,7 +140,7 @@ func (d *Daemon) decline(w http.ResponseWriter, r *http.Request, c caller) {
 // caller the body's Context describes, read as that caller.
 func (d *Daemon) session(w http.ResponseWriter, r *http.Request, c caller) {
 	var req Context
-	line, _ := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	line, _ := readLine(newBodyReader(r.Body))
 	if err := strictJSON(line, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
@@ -168,7 +167,7 @@ func (d *Daemon) session(w http.ResponseWriter, r *http.Request, c caller) {
 // rq) and checks it describes the peer; on a bad one it answers and
 // reports false.
 func (d *Daemon) question(w http.ResponseWriter, r *http.Request, c caller, v any, rq *ReviewRequest) (session.Caller, session.Job, session.Question, bool) {
-	line, err := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	line, err := readLine(newBodyReader(r.Body))
 	if len(line) == 0 && err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", "the request is empty")
 		return session.Caller{}, session.Job{}, session.Question{}, false

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
@@ -42,7 +41,7 @@ type SignalRequest = client.SignalRequest
 // as one that is not there.
 func (d *Daemon) signal(w http.ResponseWriter, r *http.Request, c caller) {
 	var req SignalRequest
-	line, _ := bufio.NewReaderSize(r.Body, MaxRequest).ReadSlice('\n')
+	line, _ := readLine(newBodyReader(r.Body))
 	if err := strictJSON(line, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
