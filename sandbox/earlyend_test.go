@@ -1,0 +1,135 @@
+package sandbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxd/sandboxd/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// TestCacheLayerLockOutlivesItsOverlay: a cache layer's lock keeps its
+// upper and work directories to one overlay at a time (the next helper
+// even clears the volatile mark in the work directory, trusting it). A
+// run may end before its helper has exited (the run's group holds the
+// helper alone), and the lock must still be held until the helper's
+// overlay is gone: the moment the lock is released, an overlay of the
+// same directories with index=on, which the kernel refuses (EBUSY) while
+// another overlay uses them, must mount.
+func TestCacheLayerLockOutlivesItsOverlay(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, cgroups, mounts")
+	}
+	e := newLeakEnv(t)
+	host := filepath.Join(e.home, ".cache", "go-build")
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(host, "f"), []byte("host\n"), 0o644)
+	dir := filepath.Join(e.state, "cache", "go")
+	layer := filepath.Join(e.state, "cache", ".layers", "go")
+	probe := [3]string{host, filepath.Join(layer, "upper"), filepath.Join(layer, "work")}
+	run := func(argv ...string) sandbox.Result {
+		spec := e.spec(argv...)
+		spec.Transaction = false
+		spec.NoDetect = true
+		spec.CacheLayers = []sandbox.CacheLayer{{Name: "go", Dir: dir, Host: host}}
+		res, err := sandbox.Run(context.Background(), spec, slog.New(slog.DiscardHandler))
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("err %v, exit %d", err, res.ExitCode)
+		}
+		if len(res.Caches) != 1 || res.Caches[0].Lower != host || res.Caches[0].Discarded {
+			t.Skipf("no overlay on the cache here: %+v", res.Caches)
+		}
+		return res
+	}
+	run("true") // lays the layer out: its lock file exists from now on
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(layer, "lock"), &st); err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 5; round++ {
+		stop, released := make(chan struct{}), make(chan error, 1)
+		go func() { released <- atRelease(st.Ino, stop, probe) }()
+		run("true")
+		close(stop)
+		err := <-released
+		if err := probeOverlay(probe); err != nil {
+			t.Fatalf("round %d: the layer's overlay cannot be mounted after the run either: %v", round, err)
+		}
+		if errors.Is(err, unix.EBUSY) {
+			t.Fatalf("round %d: the layer's lock was released while the run's overlay still used it: %v", round, err)
+		}
+	}
+}
+
+// atRelease waits for a lock on inode ino to be taken and released, and
+// then mounts the probe overlay (probeOverlay); nil when stop comes
+// first.
+func atRelease(ino uint64, stop <-chan struct{}, probe [3]string) error {
+	held := false
+	for {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		now := lockHeld(ino)
+		if held && !now {
+			return probeOverlay(probe)
+		}
+		held = held || now
+	}
+}
+
+// lockHeld reports whether /proc/locks lists a lock on inode ino.
+func lockHeld(ino uint64) bool {
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return false
+	}
+	suffix := fmt.Sprintf(":%d", ino)
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasSuffix(f, suffix) && strings.Count(f, ":") == 2 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// probeOverlay makes (detached) and drops an overlay of d (lower,
+// upper, work) with index=on, which the kernel refuses with EBUSY while
+// another overlay uses the upper or the work directory.
+func probeOverlay(d [3]string) error {
+	// The mark a volatile overlay leaves, cleared as the next run's
+	// helper clears it.
+	os.Remove(filepath.Join(d[2], "work", "incompat", "volatile", "dirty"))
+	os.Remove(filepath.Join(d[2], "work", "incompat", "volatile"))
+	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fs)
+	for _, kv := range [][2]string{{"lowerdir", d[0]}, {"upperdir", d[1]}, {"workdir", d[2]},
+		{"index", "on"}, {"redirect_dir", "nofollow"}, {"metacopy", "off"}} {
+		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
+			return fmt.Errorf("overlay %s: %w", kv[0], err)
+		}
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return fmt.Errorf("overlay: %w", err)
+	}
+	m, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("overlay: %w", err)
+	}
+	return unix.Close(m)
+}
