@@ -178,7 +178,14 @@ func (r *run) lockLayer(layerFD int) (bool, error) {
 		}
 		return false, err
 	}
-	r.undo = append(r.undo, func() { unix.Close(fd) })
+	// Released once the helper is gone: its mount namespace holds the
+	// overlay on the layer until then, and the run may end before it
+	// (helper.wait), while this step runs before the helper's cleanup.
+	r.undo = append(r.undo, func() {
+		r.h.kill()
+		<-r.h.exited
+		unix.Close(fd)
+	})
 	return true, nil
 }
 
