@@ -418,19 +418,28 @@ func (c *cgroup) memoryKilled() bool {
 	return cgroupCount(filepath.Join(c.memDir, "memory.oom_control"), "oom_kill") > 0
 }
 
-// procs lists the processes in the run's group.
+// procs lists the processes in the run's group (none when it cannot be
+// read).
 func (c *cgroup) procs() []int {
+	pids, _ := c.list()
+	return pids
+}
+
+// list lists the processes in the run's group, or says why it cannot.
+func (c *cgroup) list() ([]int, error) {
 	b, err := os.ReadFile(filepath.Join(c.pidsDir, "cgroup.procs"))
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("cgroup: %w", err)
 	}
 	var out []int
 	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			out = append(out, pid)
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("cgroup: cgroup.procs: %w", err)
 		}
+		out = append(out, pid)
 	}
-	return out
+	return out, nil
 }
 
 // pidsHit reports whether a fork failed at pids.max.

@@ -83,17 +83,22 @@ type helper struct {
 	onWatch func()
 	// group lists the processes in the run's pids group, which the
 	// command is forked into (nil: the run has none).
-	group func() []int
+	group func() ([]int, error)
 }
 
 // alone reports whether the run's group holds no process but the
 // helper's: every process of the command is gone, by the kernel's
-// account. Without a group it is never known before the helper exits.
+// account. Without a group, or when its list cannot be read, it is
+// never known before the helper exits.
 func (h *helper) alone() bool {
 	if h.group == nil {
 		return false
 	}
-	for _, pid := range h.group() {
+	pids, err := h.group()
+	if err != nil {
+		return false
+	}
+	for _, pid := range pids {
 		if pid != h.cmd.Process.Pid {
 			return false
 		}

@@ -413,7 +413,7 @@ func (r *run) start() error {
 		}
 	})
 	if r.cg != nil {
-		h.group = r.cg.procs
+		h.group = r.cg.list
 	}
 	if r.det != nil {
 		// Before the helper restricts itself (it waits for the confine
