@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/sandbox"
 	"golang.org/x/sys/unix"
@@ -132,4 +133,54 @@ func probeOverlay(d [3]string) error {
 		return fmt.Errorf("overlay: %w", err)
 	}
 	return unix.Close(m)
+}
+
+// TestNothingWritesAfterTheRun: whatever the command leaves running
+// (ignoring every catchable signal, in a session of its own, in a nested
+// user and pid namespace, a thread that outlives its process's main
+// thread) writes nothing to the workspace once Run has returned, now
+// that a run may end before its helper has exited.
+func TestNothingWritesAfterTheRun(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, cgroups")
+	}
+	const started = `
+i=0; while [ ! -s out ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; [ -s out ]`
+	for _, tc := range []struct{ name, script string }{
+		{"ignores signals", `(trap '' TERM HUP INT QUIT USR1 USR2; while :; do echo x >> out; done) &` + started},
+		{"own session", `setsid sh -c '(while :; do echo x >> out; done) &' < /dev/null` + started},
+		{"nested namespaces", "unshare -Urpf true || exit 3\n" + `unshare -Urpf sh -c 'while :; do echo x >> out; done' &` + started},
+		{"thread outlives main", `python3 -c 'import threading, ctypes
+def w():
+    while True:
+        with open("out", "a") as f: f.write("x\n")
+threading.Thread(target=w).start()
+ctypes.CDLL(None).syscall(60, 0)' &` + started},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newLeakEnv(t)
+			spec := e.spec("sh", "-c", tc.script)
+			spec.Transaction = false
+			var stderr strings.Builder
+			spec.Stderr = &stderr
+			var logs strings.Builder
+			res, err := sandbox.Run(context.Background(), spec, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != 0 {
+				t.Skipf("the writer did not start here (exit %d): %s", res.ExitCode, stderr.String())
+			}
+			t.Logf("%s; ended before the helper: %v", res.Containment, strings.Contains(logs.String(), "the helper is exiting"))
+			out := filepath.Join(e.ws, "out")
+			before, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if after, _ := os.ReadFile(out); len(after) != len(before) {
+				t.Errorf("the workspace was written after Run returned: %d bytes, then %d", len(before), len(after))
+			}
+		})
+	}
 }
