@@ -184,3 +184,45 @@ ctypes.CDLL(None).syscall(60, 0)' &` + started},
 		})
 	}
 }
+
+// TestEveryByteDelivered: a run that ends before its helper has exited
+// still delivers everything the command and its children wrote to
+// stdout and stderr, and takes its stdin from a socket whose peer never
+// closes it (the copy is cut short once the command has ended).
+func TestEveryByteDelivered(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, cgroups")
+	}
+	e := newLeakEnv(t)
+	for i := 0; i < 10; i++ {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer, in := os.NewFile(uintptr(pair[0]), "peer"), os.NewFile(uintptr(pair[1]), "stdin")
+		peer.Write([]byte("hello\n"))
+		spec := e.spec("sh", "-c", `head -n1; head -c 3000000 /dev/zero; (head -c 2000000 /dev/zero >&2; head -c 1000000 /dev/zero) & wait`)
+		spec.Transaction = false
+		var stdout, stderr strings.Builder
+		spec.Stdin, spec.Stdout, spec.Stderr = in, &stdout, &stderr
+		done := make(chan struct{})
+		var res sandbox.Result
+		go func() {
+			defer close(done)
+			res, err = sandbox.Run(context.Background(), spec, slog.New(slog.DiscardHandler))
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return: the stdin socket's copy was never cut short")
+		}
+		peer.Close()
+		in.Close()
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("err %v, exit %d", err, res.ExitCode)
+		}
+		if !strings.HasPrefix(stdout.String(), "hello\n") || stdout.Len() != 6+4000000 || stderr.Len() != 2000000 {
+			t.Fatalf("run %d: stdout %d bytes (%q...), stderr %d bytes", i, stdout.Len(), stdout.String()[:min(6, stdout.Len())], stderr.Len())
+		}
+	}
+}
