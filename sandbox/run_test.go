@@ -261,30 +261,37 @@ func TestRunEndsBeforeTheHelper(t *testing.T) {
 		t.Skip("needs root (make test runs as root): namespaces, cgroups")
 	}
 	e := newLeakEnv(t)
+	// The helper may exit before the supervisor has taken the socket's
+	// end (the two are then ready together): a run that waited for it
+	// is no failure, but one in five must not have.
 	var logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var stdout bytes.Buffer
-	sleep := fmt.Sprintf("sleep 1000.%d", time.Now().UnixNano()%1e6)
-	spec := e.spec("sh", "-c", sleep+" & echo $! > pid; echo started")
-	spec.Transaction = false
-	spec.Stdout = &stdout
-	res, err := sandbox.Run(context.Background(), spec, log)
-	if err != nil || res.ExitCode != 0 || stdout.String() != "started\n" {
-		t.Fatalf("err %v, exit %d, stdout %q", err, res.ExitCode, stdout.String())
+	for try := 0; try < 5; try++ {
+		logs.Reset()
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		var stdout bytes.Buffer
+		sleep := fmt.Sprintf("sleep 1000.%d", time.Now().UnixNano()%1e6)
+		spec := e.spec("sh", "-c", sleep+" & echo $! > pid; echo started")
+		spec.Transaction = false
+		spec.Stdout = &stdout
+		res, err := sandbox.Run(context.Background(), spec, log)
+		if err != nil || res.ExitCode != 0 || stdout.String() != "started\n" {
+			t.Fatalf("err %v, exit %d, stdout %q", err, res.ExitCode, stdout.String())
+		}
+		if !strings.HasPrefix(res.Containment, "pids cgroup") {
+			t.Skipf("no pids cgroup here (%s): the run waits for the helper's exit", res.Containment)
+		}
+		b, err := os.ReadFile(filepath.Join(e.ws, "pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("pgrep", "-fx", sleep).Output(); err == nil {
+			t.Fatalf("the background sleep (pid %s inside) outlived the run: host pids %s", strings.TrimSpace(string(b)), out)
+		}
+		if strings.Contains(logs.String(), "the command has ended; the helper is exiting") {
+			return
+		}
 	}
-	if !strings.HasPrefix(res.Containment, "pids cgroup") {
-		t.Skipf("no pids cgroup here (%s): the run waits for the helper's exit", res.Containment)
-	}
-	if !strings.Contains(logs.String(), "the command has ended; the helper is exiting") {
-		t.Errorf("the run waited for the helper's exit:\n%s", logs.String())
-	}
-	b, err := os.ReadFile(filepath.Join(e.ws, "pid"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("pgrep", "-fx", sleep).Output(); err == nil {
-		t.Errorf("the background sleep (pid %s inside) outlived the run: host pids %s", strings.TrimSpace(string(b)), out)
-	}
+	t.Errorf("five runs waited for the helper's exit; the last:\n%s", logs.String())
 }
 
 // leakRun runs one case with sandboxd's own stderr captured, and checks
