@@ -450,13 +450,20 @@ func (h *helper) control() <-chan wire.Kind {
 func (h *helper) exit(s *wire.SetupMsg, status unix.WaitStatus, xfsz bool) {
 	h.phases = h.phases[:0] // the Started message took the setup's
 	h.mark("command reaped")
-	killAll(s.Namespaces, unix.SIGKILL)
 	// Every process of the command is gone once reaped: none can log a
 	// denial after the end marker, and the supervisor, which sees the
 	// run's group empty but for the helper, need not wait for the
-	// kernel to tear the helper's namespaces down (see end).
-	reapAll(s.Namespaces)
-	if s.LandlockFlags != 0 {
+	// kernel to tear the helper's namespaces down (see end). Without a
+	// pid namespace a command that forks faster than it is killed may
+	// outlast killAll: nothing then waits for it here (it would never
+	// end), no end marker says its records are complete, and the
+	// supervisor, which sees it in the group, waits for the helper's
+	// exit and its cgroup kills the rest.
+	gone := killAll(s.Namespaces, unix.SIGKILL)
+	if gone {
+		reapAll(s.Namespaces)
+	}
+	if s.LandlockFlags != 0 && gone {
 		// Mark the end of the command's audit records (dumpable again,
 		// so that the probe reaches Landlock: see restrict; nothing is
 		// left to read the helper).

@@ -59,24 +59,28 @@ func reapAll(ns bool) {
 	}
 }
 
-// killAll signals every process of the sandbox but the helper. In a pid
-// namespace kill(-1) reaches all of them; without one the helper is a
-// child subreaper, so every orphan is its child and is found in /proc.
-func killAll(ns bool, sig unix.Signal) {
+// killAll signals every process of the sandbox but the helper, and
+// reports whether it reached them all. In a pid namespace kill(-1)
+// reaches all of them; without one the helper is a child subreaper, so
+// every orphan is its child and is found in /proc: for SIGKILL it kills
+// and reaps until none is left, and gives up (false) after 1000 rounds
+// against a command that forks faster, leaving the rest to the run's
+// cgroup.
+func killAll(ns bool, sig unix.Signal) bool {
 	if ns {
 		unix.Kill(-1, sig)
-		return
+		return true
 	}
 	for round := 0; round < 1000; round++ {
 		kids := children()
 		if len(kids) == 0 {
-			return
+			return true
 		}
 		for _, k := range kids {
 			unix.Kill(k, sig)
 		}
 		if sig != unix.SIGKILL {
-			return
+			return true
 		}
 		for {
 			if got, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err != nil || got <= 0 {
@@ -85,6 +89,7 @@ func killAll(ns bool, sig unix.Signal) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return false
 }
 
 func children() []int {
