@@ -251,8 +251,11 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 		cfg.FS = Host{}
 	}
 	g := &HostGuard{cfg: cfg, dirs: map[string]string{}, files: map[string]string{}}
+	// One look at the tree for the whole construction: every table
+	// entry under the home spells the same few directories.
+	real := NewRealpaths()
 	for _, s := range StartupTable() {
-		for _, p := range expandStartup(s.Pattern, cfg) {
+		for _, p := range expandStartup(s.Pattern, cfg, real) {
 			g.patterns = append(g.patterns, hostPattern{strings.Split(strings.Trim(p, "/"), "/"), s.Tool + " runs or loads it " + s.When})
 		}
 	}
@@ -269,7 +272,7 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 		if !filepath.IsAbs(d) {
 			continue // "" and relative entries mean the working directory
 		}
-		for _, v := range spellings(filepath.Clean(d)) {
+		for _, v := range spellings(filepath.Clean(d), real) {
 			g.dirs[v] = onPath
 		}
 	}
@@ -279,12 +282,12 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 }
 
 // spellings are p and p with the symlinks on its way resolved (as far as
-// it exists): a location is guarded under both names.
-func spellings(p string) []string {
+// it exists): a location is guarded under both names. real resolves.
+func spellings(p string, real *Realpaths) []string {
 	out := []string{p}
 	existing, rest := p, ""
 	for existing != "/" {
-		if r, err := filepath.EvalSymlinks(existing); err == nil {
+		if r, err := real.Eval(existing); err == nil {
 			if q := filepath.Join(r, rest); q != p {
 				out = append(out, q)
 			}
@@ -301,7 +304,7 @@ func spellings(p string) []string {
 // directories both the caller's setting and the default under the home
 // (systemd and the desktop session read the default whatever a shell's
 // XDG_CONFIG_HOME says). None when the caller has no home.
-func expandStartup(p string, cfg HostConfig) []string {
+func expandStartup(p string, cfg HostConfig, real *Realpaths) []string {
 	var bases []string
 	rest := ""
 	switch {
@@ -323,7 +326,7 @@ func expandStartup(p string, cfg HostConfig) []string {
 		if b == "" || !filepath.IsAbs(b) {
 			continue
 		}
-		for _, v := range spellings(filepath.Clean(b)) {
+		for _, v := range spellings(filepath.Clean(b), real) {
 			if q := filepath.Join(v, rest); !seen[q] {
 				seen[q] = true
 				out = append(out, q)

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/sandboxd/sandboxd/credstore"
+	"github.com/sandboxd/sandboxd/persist"
 )
 
 // Bounds of [review] production: a marker is a name's glob, not a
@@ -73,7 +74,7 @@ func normProduction(s string) (string, string) {
 // caller's cloud and cluster configuration places: each at every place
 // the caller's environment puts it and at its default, and, when it
 // exists, its symlink-resolved form too.
-func resolveProduction(p Policy, d Dirs, home string) ([]string, []ProductionPlace) {
+func resolveProduction(p Policy, d Dirs, home string, real *persist.Realpaths) ([]string, []ProductionPlace) {
 	var markers orderedSet
 	markers.add(DefaultProduction()...)
 	markers.add(p.Review.Production...)
@@ -82,7 +83,7 @@ func resolveProduction(p Policy, d Dirs, home string) ([]string, []ProductionPla
 	dirs := credstore.Dirs{Home: home, Getenv: d.Getenv}
 	for _, c := range credstore.ClusterConfigs() {
 		for _, at := range c.Paths(dirs) {
-			for _, x := range []string{filepath.Clean(at), realpath(filepath.Clean(at))} {
+			for _, x := range []string{filepath.Clean(at), realpathOf(real, filepath.Clean(at))} {
 				if !seen.has(x) {
 					seen.add(x)
 					places = append(places, ProductionPlace{Path: x, Tool: c.Tool})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/pathtree"
+	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/ruletext"
 	"github.com/sandboxd/sandboxd/statedir"
 )
@@ -110,11 +111,14 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		NoTransaction: slices.Clone(p.Transaction.NoTransaction),
 		Audit:         p.Audit,
 	}
-	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home); err != nil {
+	// One look at the tree for the whole resolution: the secrets share
+	// a few directories, each read once.
+	real := persist.NewRealpaths()
+	if r.Writable, err = resolveWritable(p.Filesystem.Writable, home, real); err != nil {
 		return Resolved{}, err
 	}
 	secrets := secretSpecs(p, d, home, configDir, stateDir)
-	if r.Secrets, err = resolveSecrets(secrets, home); err != nil {
+	if r.Secrets, err = resolveSecrets(secrets, home, real); err != nil {
 		return Resolved{}, err
 	}
 	builtin := DefaultSecrets(true)
@@ -128,7 +132,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 		}
 	}
 	if p.Profile == ProfileStrict {
-		if r.HomeAllow, err = resolveHomeAllow(p.Filesystem.HomeAllow, home); err != nil {
+		if r.HomeAllow, err = resolveHomeAllow(p.Filesystem.HomeAllow, home, real); err != nil {
 			return Resolved{}, err
 		}
 	}
@@ -143,7 +147,7 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	r.EnvAllow, r.EnvDeny = envAllow.list, envDeny.list
 	r.BoundaryAllow, r.BoundaryAsk, r.BoundaryDeny = p.Boundaries.Allow, p.Boundaries.Ask, p.Boundaries.Deny
 	r.Quiet = resolveQuiet(p.Quiet.Deny, d.Home)
-	r.Production, r.ProductionPlaces = resolveProduction(p, d, home)
+	r.Production, r.ProductionPlaces = resolveProduction(p, d, home, real)
 	return r, nil
 }
 
@@ -178,14 +182,14 @@ func expandKey(key, s, home string) (string, error) {
 
 // resolveWritable expands filesystem.writable and resolves the symlinks
 // of the entries that exist.
-func resolveWritable(specs []string, home string) ([]string, error) {
+func resolveWritable(specs []string, home string, real *persist.Realpaths) ([]string, error) {
 	var writable orderedSet
 	for _, s := range specs {
 		x, err := expandKey("filesystem.writable", s, home)
 		if err != nil {
 			return nil, err
 		}
-		writable.add(realpath(x))
+		writable.add(realpathOf(real, x))
 	}
 	return writable.list, nil
 }
@@ -221,7 +225,7 @@ func secretSpecs(p Policy, d Dirs, home, configDir, stateDir string) []string {
 // resolveSecrets expands each secret and lists, after it, its
 // symlink-resolved form when different; an entry whose last element is
 // a glob keeps the glob and has only its parent directory resolved.
-func resolveSecrets(secrets []string, home string) ([]string, error) {
+func resolveSecrets(secrets []string, home string, real *persist.Realpaths) ([]string, error) {
 	var denied orderedSet
 	for _, s := range secrets {
 		x, err := expandKey("filesystem.secrets", s, home)
@@ -231,10 +235,10 @@ func resolveSecrets(secrets []string, home string) ([]string, error) {
 		denied.add(x)
 		dir, last := filepath.Split(x)
 		if hasGlob(last) {
-			if rd := realpath(filepath.Clean(dir)); rd != filepath.Clean(dir) {
+			if rd := realpathOf(real, filepath.Clean(dir)); rd != filepath.Clean(dir) {
 				denied.add(filepath.Join(rd, last))
 			}
-		} else if rx := realpath(x); rx != x {
+		} else if rx := realpathOf(real, x); rx != x {
 			denied.add(rx)
 		}
 	}
@@ -244,7 +248,7 @@ func resolveSecrets(secrets []string, home string) ([]string, error) {
 // resolveHomeAllow expands the built-in home allow list and
 // filesystem.home_allow for the strict profile; each must be strictly
 // below home.
-func resolveHomeAllow(specs []string, home string) ([]string, error) {
+func resolveHomeAllow(specs []string, home string, real *persist.Realpaths) ([]string, error) {
 	var allow orderedSet
 	for _, s := range append(DefaultHomeAllow(), specs...) {
 		x, err := expandKey("filesystem.home_allow", s, home)
@@ -254,7 +258,7 @@ func resolveHomeAllow(specs []string, home string) ([]string, error) {
 		if !pathtree.Within(home, x) || x == home {
 			return nil, &Error{Key: "filesystem.home_allow", Msg: fmt.Sprintf("%q is not below the home directory %q", s, home)}
 		}
-		allow.add(realpath(x))
+		allow.add(realpathOf(real, x))
 	}
 	return allow.list, nil
 }
@@ -295,9 +299,10 @@ func expandHome(s, home string) (string, error) {
 	return filepath.Clean(n), nil
 }
 
-// realpath returns p with symlinks resolved when it exists, else p.
-func realpath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+// realpathOf returns p with symlinks resolved (by real) when it exists,
+// else p.
+func realpathOf(real *persist.Realpaths, p string) string {
+	if r, err := real.Eval(p); err == nil {
 		return r
 	}
 	return p
