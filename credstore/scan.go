@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -62,6 +63,10 @@ type ScanConfig struct {
 	Index string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Cache keeps decoded indexes between scans (nil: none); UID is the
+	// caller the scan reads as, whose entries of Cache alone it uses.
+	Cache *IndexCache
+	UID   int
 }
 
 // Result is what Scan found.
@@ -100,7 +105,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 		}
 	}
 	s.key = s.indexKey()
-	s.old = loadIndex(cfg.Index, s.key)
+	s.old = loadIndex(cfg.Index, s.key, cfg.UID, cfg.Cache)
 	s.next = &index{Key: s.key, Dirs: map[string]*dirRec{}}
 	type root struct {
 		path      string
@@ -210,13 +215,14 @@ type scanner struct {
 	seen     map[[2]uint64]bool
 	partials []string
 	key      string
-	old      *index
-	next     *index
-	found    []Found
-	partial  string
-	entries  int
-	read     int
-	reused   int
+	// old is read only: an IndexCache may give it to other scans.
+	old     *index
+	next    *index
+	found   []Found
+	partial string
+	entries int
+	read    int
+	reused  int
 	// resniffed: a key-like file of an indexed directory was read again.
 	resniffed bool
 }
@@ -226,8 +232,13 @@ type scanner struct {
 func (s *scanner) indexKey() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%v|%v|%v|%v|%v|%v|%v|%v\n", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip, maxDepth, cacheDepth, skipHome)
-	fmt.Fprintf(h, "%v|%v|%v|%v|v2\n", s.pats, notStores, codeExts, backupSuffixes)
+	io.WriteString(h, s.cfg.Cache.rulesKey(s.pats))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// rulesText is the rules' part of an index key.
+func rulesText(pats []namePattern) string {
+	return fmt.Sprintf("%v|%v|%v|%v|v2\n", pats, notStores, codeExts, backupSuffixes)
 }
 
 // skipHome are trees below the home that package managers, toolchains
@@ -536,20 +547,16 @@ func (s *scanner) recheckSniffs(p string, rec *dirRec) *dirRec {
 
 // loadIndex reads the index at p, or returns an empty one when there is
 // none, it cannot be read, or it was made under other rules.
-func loadIndex(p, key string) *index {
+func loadIndex(p, key string, uid int, cache *IndexCache) *index {
 	empty := &index{Dirs: map[string]*dirRec{}}
 	if p == "" {
 		return empty
 	}
-	b, err := os.ReadFile(p)
-	if err != nil {
+	x, err := readIndex(p, uid, cache)
+	if err != nil || x.Key != key || x.Dirs == nil {
 		return empty
 	}
-	var x index
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&x); err != nil || x.Key != key || x.Dirs == nil {
-		return empty
-	}
-	return &x
+	return x
 }
 
 // saveIndex writes the index atomically, readable by its owner only.

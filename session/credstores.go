@@ -18,8 +18,9 @@ import (
 // already inside a secret, not on the quiet list (histories kept
 // writable by design), not allowed by the policy's allow_secrets. A
 // found symlink is listed with its target. note says what was not
-// scanned, if anything.
-func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note string, err error) {
+// scanned, if anything. The scan's index is decoded through the Runner's
+// cache, the caller's entries only.
+func (r *Runner) foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note string, err error) {
 	if c.Home == "/" {
 		// A service account's home: the whole file system is no home to
 		// scan by name (the documented stores are denied all the same).
@@ -44,6 +45,8 @@ func foundStores(ctx context.Context, c Caller, p *plan) (paths []string, note s
 		Covered:   covered,
 		Skip:      depTrees(c),
 		Index:     c.Layout().CredIndex(),
+		Cache:     r.indexes,
+		UID:       c.UID,
 	}
 	res, err := credstore.Scan(ctx, cfg)
 	if err != nil {

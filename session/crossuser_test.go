@@ -15,8 +15,11 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/evidence"
+	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 )
@@ -358,4 +361,48 @@ func TestCrossUserOwnFiles(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestCrossUserCredIndex: the Runner's cache of decoded credential scan
+// indexes gives one caller's index to no other. Bob's index, settled
+// and decoded for him, is in the cache; alice, scanning bob's home with
+// bob's index and settings, reads nothing of it: the index is opened as
+// her on every scan, and she may not open his (nor list his home), so
+// she finds none of his stores. (That an entry is the uid's that read
+// it, when both may read the file, is credstore's TestIndexCacheSettled.)
+func TestCrossUserCredIndex(t *testing.T) {
+	x := newCrossUser(t)
+	t.Parallel()
+	netrc := filepath.Join(x.bob, ".netrc")
+	if err := os.WriteFile(netrc, []byte("machine m password p\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(netrc, bobID, bobID); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{})
+	state := filepath.Join(x.bob, "state")
+	cfg := credstore.ScanConfig{Home: x.bob, Covered: []string{state}, Index: filepath.Join(state, "credstores.index"), Cache: r.indexes}
+	scanAs := func(id fsid.ID) credstore.Result {
+		t.Helper()
+		cfg.UID = id.UID
+		var res credstore.Result
+		var err error
+		if aerr := fsid.Do(id, func() error { res, err = credstore.Scan(context.Background(), cfg); return nil }); aerr != nil || err != nil {
+			t.Fatal(aerr, err)
+		}
+		return res
+	}
+	bob := fsid.ID{UID: bobID, GID: bobID, Groups: []int{bobID}, Umask: 0o022}
+	alice := fsid.ID{UID: aliceID, GID: aliceID, Groups: []int{aliceID}, Umask: 0o022}
+	// The home's directories settle, then the index written of them.
+	time.Sleep(2100 * time.Millisecond)
+	scanAs(bob)
+	time.Sleep(2100 * time.Millisecond)
+	if res := scanAs(bob); res.Reused == 0 || res.Read != 0 || len(res.Found) != 1 || res.Found[0].Path != netrc {
+		t.Fatalf("bob's settled scan: found %v, read %d, reused %d; want his .netrc from his index", res.Found, res.Read, res.Reused)
+	}
+	if res := scanAs(alice); res.Reused != 0 || len(res.Found) != 0 {
+		t.Fatalf("alice's scan of bob's home: found %v, reused %d of bob's index", res.Found, res.Reused)
+	}
 }

@@ -210,7 +210,7 @@ func (r *Runner) intentPlacesOf(ctx context.Context, c Caller) (intentPlaces, er
 	if err != nil {
 		return intentPlaces{}, policyUnusable(err)
 	}
-	found, _, err := foundStores(ctx, c, &plan{policy: res})
+	found, _, err := r.foundStores(ctx, c, &plan{policy: res})
 	if err != nil {
 		return intentPlaces{}, publicerr.Wrap(err, "the credential stores in your home could not be scanned")
 	}

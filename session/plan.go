@@ -108,7 +108,7 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 		return p, policyUnusable(err)
 	}
 	mark("policy")
-	found, note, err := foundStores(ctx, c, p)
+	found, note, err := r.foundStores(ctx, c, p)
 	if err != nil {
 		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned (run with -v to log why)")
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netproxy"
 	"github.com/sandboxd/sandboxd/policy"
@@ -163,6 +164,9 @@ type Runner struct {
 	machineModel func(uid int) (MachineModel, bool)
 	// held are the runs parked for a front end's retry (held.go).
 	held heldSet
+	// indexes keeps the callers' credential scan indexes decoded, each
+	// for the uid that read it (credstore.IndexCache).
+	indexes *credstore.IndexCache
 }
 
 // New returns a Runner.
@@ -170,7 +174,8 @@ func New(cfg Config) *Runner {
 	r := &Runner{sandbox: cfg.Sandbox, grants: cfg.Grants, auditor: cfg.Auditor, auditLog: cfg.AuditLog, log: logger(cfg.Log),
 		reserved: ownListener(cfg.Reserved), models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
-		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer}
+		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer,
+		indexes: credstore.NewIndexCache()}
 	if r.sandbox == nil {
 		hub := cfg.Audit
 		if hub == nil {

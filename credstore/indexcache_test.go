@@ -1,0 +1,185 @@
+package credstore
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// writeIndex writes an index whose key is key (keys of one length make
+// files of one size) and returns the file's mtime.
+func writeIndex(t *testing.T, p, key string) time.Time {
+	t.Helper()
+	if err := saveIndex(p, &index{Key: key, Dirs: map[string]*dirRec{"/d": {Ino: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.ModTime()
+}
+
+// rewriteInPlace writes the index again into the same inode, same size,
+// with the mtime it had: only its change time (and content) differ.
+func rewriteInPlace(t *testing.T, p, key string, mtime time.Time) {
+	t.Helper()
+	old, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeIndex(t, p+".new", key)
+	b, err := os.ReadFile(p + ".new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != len(old) {
+		t.Fatalf("the rewrite is %d bytes, the index %d: not a same-size rewrite", len(b), len(old))
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(p, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keyOf(t *testing.T, p string, uid int, c *IndexCache) (string, *index) {
+	t.Helper()
+	x, err := readIndex(p, uid, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x.Key, x
+}
+
+// kept says whether c holds an entry for uid's file p.
+func kept(c *IndexCache, uid int, p string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[indexRef{uid, p}] != nil
+}
+
+// An index that changed within settleTime of its read is never kept: a
+// same-size rewrite in the same tick, with the mtime put back, is read.
+func TestIndexCacheRacy(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "index")
+	c := NewIndexCache()
+	mtime := writeIndex(t, p, "key-1")
+	if k, _ := keyOf(t, p, 1000, c); k != "key-1" || kept(c, 1000, p) {
+		t.Fatalf("a fresh index: key %q, kept %v; want key-1, not kept", k, kept(c, 1000, p))
+	}
+	rewriteInPlace(t, p, "key-2", mtime)
+	if k, _ := keyOf(t, p, 1000, c); k != "key-2" {
+		t.Fatalf("a same-size rewrite in place, same mtime: read %q, want key-2", k)
+	}
+}
+
+// A settled index is kept for the uid that read it and no other, and
+// any change to the file (in place, same size, same mtime; replaced;
+// removed) is seen by the next read.
+func TestIndexCacheSettled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the index to settle")
+	}
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "index")
+	mtime := writeIndex(t, p, "key-1")
+	time.Sleep(settleTime + 100*time.Millisecond)
+	c := NewIndexCache()
+	k, first := keyOf(t, p, 1000, c)
+	if k != "key-1" || !kept(c, 1000, p) {
+		t.Fatalf("a settled index: key %q, kept %v; want key-1, kept", k, kept(c, 1000, p))
+	}
+	if _, again := keyOf(t, p, 1000, c); again != first {
+		t.Fatal("a settled index unchanged was decoded again")
+	}
+	// Another caller, the same file: decoded for it, never given the
+	// first caller's entry.
+	if _, other := keyOf(t, p, 1001, c); other == first {
+		t.Fatal("uid 1001 was given uid 1000's decoded index")
+	}
+	if !kept(c, 1001, p) || !kept(c, 1000, p) {
+		t.Fatal("each caller's entry is its own")
+	}
+	rewriteInPlace(t, p, "key-2", mtime)
+	for _, uid := range []int{1000, 1001} {
+		if k, _ := keyOf(t, p, uid, c); k != "key-2" {
+			t.Fatalf("uid %d after a same-size rewrite in place: read %q, want key-2", uid, k)
+		}
+	}
+	writeIndex(t, p, "key-3") // a new file in its place
+	if k, _ := keyOf(t, p, 1000, c); k != "key-3" {
+		t.Fatalf("after the index was replaced: read %q, want key-3", k)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if x := loadIndex(p, "key-3", 1000, c); len(x.Dirs) != 0 {
+		t.Fatal("a removed index was read from memory")
+	}
+}
+
+// The cache holds a bounded number of indexes, the least recently used
+// leaving first.
+func TestIndexCacheBounded(t *testing.T) {
+	c := NewIndexCache()
+	for i := 0; i < maxCachedIndexes+5; i++ {
+		c.put(indexRef{uid: i, path: "/i"}, fileStat{ino: uint64(i)}, &index{})
+		if i == 0 {
+			continue
+		}
+		c.get(indexRef{uid: 0, path: "/i"}, fileStat{ino: 0}) // uid 0's stays in use
+	}
+	if len(c.entries) != maxCachedIndexes {
+		t.Fatalf("%d entries kept, want %d", len(c.entries), maxCachedIndexes)
+	}
+	if c.get(indexRef{uid: 0, path: "/i"}, fileStat{ino: 0}) == nil || c.get(indexRef{uid: 1, path: "/i"}, fileStat{ino: 1}) != nil {
+		t.Fatal("the entry in use was evicted, or the least recent one kept")
+	}
+}
+
+// Scans through a cache see the home as it is: a store added between
+// two scans is found, one removed is no longer.
+func TestScanWithCacheSeesChanges(t *testing.T) {
+	home := t.TempDir()
+	idx := filepath.Join(t.TempDir(), "index")
+	c := NewIndexCache()
+	scan := func() []string {
+		t.Helper()
+		res, err := Scan(context.Background(), ScanConfig{Home: home, Index: idx, Cache: c, UID: os.Getuid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range res.Found {
+			out = append(out, filepath.Base(f.Path))
+		}
+		return out
+	}
+	netrc := filepath.Join(home, ".netrc")
+	for i, step := range []struct {
+		do   func() error
+		want []string
+	}{
+		{func() error { return nil }, nil},
+		{func() error { return os.WriteFile(netrc, []byte("x"), 0o600) }, []string{".netrc"}},
+		{func() error { return nil }, []string{".netrc"}},
+		{func() error { return os.Remove(netrc) }, nil},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		if got := scan(); !slices.Equal(got, step.want) {
+			t.Fatalf("step %d: found %q, want %q", i, got, step.want)
+		}
+	}
+}
