@@ -12,9 +12,11 @@ func Key(kv string) string {
 // Lookup is the value of the last entry of env that sets key (KEY=...),
 // and whether there is one.
 func Lookup(env []string, key string) (string, bool) {
+	// Not CutPrefix(env[i], key+"="): that builds the prefix once per
+	// entry, and a plan looks up hundreds of names.
 	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v, true
+		if e := env[i]; len(e) > len(key) && e[len(key)] == '=' && e[:len(key)] == key {
+			return e[len(key)+1:], true
 		}
 	}
 	return "", false
