@@ -394,8 +394,9 @@ func PackageTrees() []string {
 	return []string{"node_modules", "bower_components", "vendor", "site-packages", "dist-packages"}
 }
 
-// Matcher finds names in paths. Build it once (NewMatcher) per run:
-// matching is on every path a commit writes.
+// Matcher finds names in paths. Build it once (NewMatcher) per run, or
+// per process for a fixed list (Builtin): matching is on every path a
+// commit writes. It is read only once made, so safe for concurrent use.
 type Matcher struct {
 	names   []Name
 	byFirst map[string][]int // names whose first element is literal

@@ -88,7 +88,7 @@ func (r *Runner) Unconfined(ctx context.Context, c Caller, job Job, q Question) 
 		return nil
 	})
 	if !q.Operation.Reads() {
-		names := persist.NewMatcher(persist.Builtin())
+		names := r.builtinNames
 		for _, path := range []string{req.Path, req.ResolvedPath} {
 			if rel, ok := pathtree.Below(p.ws, path); ok {
 				if why, refused := persist.FileToolRefuses(names, rel); refused {

@@ -218,7 +218,7 @@ func (r *Runner) intentPlacesOf(ctx context.Context, c Caller) (intentPlaces, er
 		own:  append(append(c.Layout().Own(), filepath.Join(c.Home, ".local", "share", "sandboxd")), r.hidden...),
 		path: filepath.SplitList(c.Getenv("PATH")), caches: intentCaches(c)}
 	pl.startup = persist.NewHostGuard(persist.HostConfig{Home: c.Home, ConfigHome: c.ConfigHome, DataHome: c.DataHome,
-		Path: pl.path, GitConfigs: c.GitConfigs, Names: persist.NewMatcher(persist.Builtin())})
+		Path: pl.path, GitConfigs: c.GitConfigs, Names: r.builtinNames})
 	return pl, nil
 }
 

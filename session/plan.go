@@ -273,7 +273,7 @@ func (r *Runner) newBroker(c Caller, j Job, p *plan) (*broker.Broker, error) {
 			Startup: persist.NewHostGuard(persist.HostConfig{
 				Home: c.Home, ConfigHome: c.ConfigHome, DataHome: c.DataHome, Workspace: p.ws,
 				Path: filepath.SplitList(c.Getenv("PATH")), GitConfigs: c.GitConfigs,
-				Names: persist.NewMatcher(persist.Builtin()),
+				Names: r.builtinNames,
 			}),
 		},
 		// Network grants live as long as the run, which revokes them when

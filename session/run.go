@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/netproxy"
+	"github.com/sandboxd/sandboxd/persist"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/sandbox"
@@ -167,6 +168,9 @@ type Runner struct {
 	// indexes keeps the callers' credential scan indexes decoded, each
 	// for the uid that read it (credstore.IndexCache).
 	indexes *credstore.IndexCache
+	// builtinNames matches the built-in persistence names (a fixed
+	// list, indexed once; read only).
+	builtinNames *persist.Matcher
 }
 
 // New returns a Runner.
@@ -175,7 +179,7 @@ func New(cfg Config) *Runner {
 		reserved: ownListener(cfg.Reserved), models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer,
-		indexes: credstore.NewIndexCache()}
+		indexes: credstore.NewIndexCache(), builtinNames: persist.NewMatcher(persist.Builtin())}
 	if r.sandbox == nil {
 		hub := cfg.Audit
 		if hub == nil {
