@@ -2,6 +2,9 @@ package credstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,6 +183,26 @@ func TestScanWithCacheSeesChanges(t *testing.T) {
 		}
 		if got := scan(); !slices.Equal(got, step.want) {
 			t.Fatalf("step %d: found %q, want %q", i, got, step.want)
+		}
+	}
+}
+
+// The index key is made of the same bytes as before the rules' part was
+// formatted once per cache: an index an older build made still holds.
+func TestIndexKeyUnchanged(t *testing.T) {
+	cfg := ScanConfig{Home: "/home/u", StateDirs: []string{"/home/u/.config"}, CacheDirs: []string{"/home/u/.cache"},
+		Covered: []string{"/home/u/.netrc"}, Skip: []string{"/x"}}
+	h := sha256.New()
+	fmt.Fprintf(h, "%v|%v|%v|%v|%v|%v|%v|%v\n", cfg.Home, cfg.StateDirs, cfg.CacheDirs, cfg.Covered, cfg.Skip, maxDepth, cacheDepth, skipHome)
+	fmt.Fprintf(h, "%v|%v|%v|%v|v2\n", namePatterns(), notStores, codeExts, backupSuffixes)
+	want := hex.EncodeToString(h.Sum(nil))
+	for _, c := range []*IndexCache{nil, NewIndexCache()} {
+		cfg.Cache = c
+		s := &scanner{cfg: cfg, pats: namePatterns()}
+		for i := 0; i < 2; i++ {
+			if got := s.indexKey(); got != want {
+				t.Fatalf("cache %v, key %d: %s, want %s", c != nil, i, got, want)
+			}
 		}
 	}
 }

@@ -231,15 +231,18 @@ type scanner struct {
 // made under other ones is not trusted.
 func (s *scanner) indexKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%v|%v|%v|%v|%v\n", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip)
+	fmt.Fprintf(h, "%v|%v|%v|%v|%v|", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip)
 	io.WriteString(h, s.cfg.Cache.rulesKey(s.pats))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // rulesText is the rules' part of an index key: the package's own,
-// the same for every scan.
+// the same for every scan. The key's bytes are those of the builds
+// before (an index they made is reused, and a build before and this one
+// taking turns on one home do not make each other's index void).
 func rulesText(pats []namePattern) string {
-	return fmt.Sprintf("%v|%v|%v|%v|%v|%v|%v|v3\n", maxDepth, cacheDepth, skipHome, pats, notStores, codeExts, backupSuffixes)
+	return fmt.Sprintf("%v|%v|%v\n", maxDepth, cacheDepth, skipHome) +
+		fmt.Sprintf("%v|%v|%v|%v|v2\n", pats, notStores, codeExts, backupSuffixes)
 }
 
 // skipHome are trees below the home that package managers, toolchains
