@@ -121,7 +121,10 @@ func (p Policy) Resolve(d Dirs) (Resolved, error) {
 	if r.Secrets, err = resolveSecrets(secrets, home, real); err != nil {
 		return Resolved{}, err
 	}
-	builtin := DefaultSecrets(true)
+	var builtin []string
+	if len(p.Filesystem.AllowSecrets) > 0 {
+		builtin = DefaultSecrets(true) // a list of hundreds, made only when needed
+	}
 	for _, a := range p.Filesystem.AllowSecrets {
 		if !slices.Contains(builtin, a) {
 			x, err := expandKey("filesystem.allow_secrets", a, home)
