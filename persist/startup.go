@@ -253,9 +253,9 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 	g := &HostGuard{cfg: cfg, dirs: map[string]string{}, files: map[string]string{}}
 	// One look at the tree for the whole construction: every table
 	// entry under the home spells the same few directories.
-	real := NewRealpaths()
+	spell := &spellings{real: NewRealpaths(), memo: map[string][]string{}}
 	for _, s := range StartupTable() {
-		for _, p := range expandStartup(s.Pattern, cfg, real) {
+		for _, p := range expandStartup(s.Pattern, cfg, spell) {
 			g.patterns = append(g.patterns, hostPattern{strings.Split(strings.Trim(p, "/"), "/"), s.Tool + " runs or loads it " + s.When})
 		}
 	}
@@ -272,7 +272,7 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 		if !filepath.IsAbs(d) {
 			continue // "" and relative entries mean the working directory
 		}
-		for _, v := range spellings(filepath.Clean(d), real) {
+		for _, v := range spell.of(filepath.Clean(d)) {
 			g.dirs[v] = onPath
 		}
 	}
@@ -281,13 +281,24 @@ func NewHostGuard(cfg HostConfig) *HostGuard {
 	return g
 }
 
-// spellings are p and p with the symlinks on its way resolved (as far as
-// it exists): a location is guarded under both names. real resolves.
-func spellings(p string, real *Realpaths) []string {
+// spellings answers of, for one look at the tree (Realpaths), each
+// path's once.
+type spellings struct {
+	real *Realpaths
+	memo map[string][]string
+}
+
+// of are p and p with the symlinks on its way resolved (as far as it
+// exists): a location is guarded under both names. The slice is shared:
+// read only.
+func (s *spellings) of(p string) []string {
+	if out, ok := s.memo[p]; ok {
+		return out
+	}
 	out := []string{p}
 	existing, rest := p, ""
 	for existing != "/" {
-		if r, err := real.Eval(existing); err == nil {
+		if r, err := s.real.Eval(existing); err == nil {
 			if q := filepath.Join(r, rest); q != p {
 				out = append(out, q)
 			}
@@ -296,6 +307,7 @@ func spellings(p string, real *Realpaths) []string {
 		rest = filepath.Join(filepath.Base(existing), rest)
 		existing = filepath.Dir(existing)
 	}
+	s.memo[p] = out
 	return out
 }
 
@@ -304,7 +316,7 @@ func spellings(p string, real *Realpaths) []string {
 // directories both the caller's setting and the default under the home
 // (systemd and the desktop session read the default whatever a shell's
 // XDG_CONFIG_HOME says). None when the caller has no home.
-func expandStartup(p string, cfg HostConfig, real *Realpaths) []string {
+func expandStartup(p string, cfg HostConfig, spell *spellings) []string {
 	var bases []string
 	rest := ""
 	switch {
@@ -326,7 +338,7 @@ func expandStartup(p string, cfg HostConfig, real *Realpaths) []string {
 		if b == "" || !filepath.IsAbs(b) {
 			continue
 		}
-		for _, v := range spellings(filepath.Clean(b), real) {
+		for _, v := range spell.of(filepath.Clean(b)) {
 			if q := filepath.Join(v, rest); !seen[q] {
 				seen[q] = true
 				out = append(out, q)
