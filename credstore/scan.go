@@ -95,7 +95,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 		now = cfg.Now
 	}
 	s := &scanner{ctx: ctx, cfg: cfg, started: now(), pats: namePatterns(), roots: map[string]bool{},
-		covered: map[string]bool{}, skip: map[string]bool{}, seen: map[[2]uint64]bool{}}
+		covered: map[string]bool{}, skip: map[string]bool{}}
 	for _, c := range cfg.Covered {
 		s.covered[filepath.Clean(c)] = true
 	}
@@ -106,7 +106,9 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 	}
 	s.key = s.indexKey()
 	s.old = loadIndex(cfg.Index, s.key, cfg.UID, cfg.Cache)
-	s.next = &index{Key: s.key, Dirs: map[string]*dirRec{}}
+	// Sized as the last scan left them: most homes change little.
+	s.next = &index{Key: s.key, Dirs: make(map[string]*dirRec, len(s.old.Dirs))}
+	s.seen = make(map[[2]uint64]bool, len(s.old.Dirs))
 	type root struct {
 		path      string
 		toolState bool
