@@ -13,10 +13,11 @@ import (
 )
 
 // Index cache bounds: how many decoded indexes an IndexCache keeps, and
-// the largest index file it keeps decoded.
+// how many bytes of index files, all told (a decoded index takes a few
+// times its file's size).
 const (
-	maxCachedIndexes  = 32
-	maxCachedIndexLen = 8 << 20
+	maxCachedIndexes = 32
+	maxCachedBytes   = 16 << 20
 )
 
 // settleTime is how long before a read a file must have last changed for
@@ -35,11 +36,13 @@ const settleTime = 2 * time.Second
 //
 // It is safe for concurrent use; a kept index is read only.
 type IndexCache struct {
-	mu sync.Mutex // guards entries and tick
+	mu sync.Mutex // guards entries, tick and bytes
 	// entries are the decoded indexes by reader and path.
 	entries map[indexRef]*cachedIndex
 	// tick orders uses, for evicting the least recent.
 	tick uint64
+	// bytes is the sum of the kept indexes' file sizes.
+	bytes int64
 	// rules is the part of every index's key that depends on the
 	// package's rules alone (made once: formatting them is most of
 	// making a key).
@@ -87,11 +90,16 @@ func (c *IndexCache) get(ref indexRef, st fileStat) *index {
 }
 
 // put keeps x, decoded from the file ref as st describes it, evicting the
-// least recently used entry when full.
+// least recently used entries while the bounds would be passed. A file
+// larger than the whole byte bound is not kept.
 func (c *IndexCache) put(ref indexRef, st fileStat, x *index) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[ref]; !ok && len(c.entries) >= maxCachedIndexes {
+	c.forgetLocked(ref)
+	if st.size > maxCachedBytes {
+		return
+	}
+	for len(c.entries) > 0 && (len(c.entries) >= maxCachedIndexes || c.bytes+st.size > maxCachedBytes) {
 		var oldest indexRef
 		first := true
 		for r, e := range c.entries {
@@ -99,17 +107,26 @@ func (c *IndexCache) put(ref indexRef, st fileStat, x *index) {
 				oldest, first = r, false
 			}
 		}
-		delete(c.entries, oldest)
+		c.forgetLocked(oldest)
 	}
 	c.tick++
 	c.entries[ref] = &cachedIndex{stat: st, x: x, used: c.tick}
+	c.bytes += st.size
 }
 
 // forget drops what is kept for ref.
 func (c *IndexCache) forget(ref indexRef) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.entries, ref)
+	c.forgetLocked(ref)
+}
+
+// forgetLocked is forget with c.mu held.
+func (c *IndexCache) forgetLocked(ref indexRef) {
+	if e := c.entries[ref]; e != nil {
+		c.bytes -= e.stat.size
+		delete(c.entries, ref)
+	}
 }
 
 // readIndex returns the index in the file p, through cache when it is
@@ -146,7 +163,7 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 		return nil, err
 	}
 	if cache != nil {
-		if int64(len(b)) == fst.size && len(b) <= maxCachedIndexLen && time.Now().UnixNano()-fst.ctime > int64(settleTime) {
+		if int64(len(b)) == fst.size && time.Now().UnixNano()-fst.ctime > int64(settleTime) {
 			cache.put(ref, fst, &x)
 		} else {
 			cache.forget(ref)

@@ -131,8 +131,8 @@ func TestIndexCacheSettled(t *testing.T) {
 	}
 }
 
-// The cache holds a bounded number of indexes, the least recently used
-// leaving first.
+// The cache holds a bounded number of indexes and of bytes, the least
+// recently used leaving first.
 func TestIndexCacheBounded(t *testing.T) {
 	c := NewIndexCache()
 	for i := 0; i < maxCachedIndexes+5; i++ {
@@ -147,6 +147,24 @@ func TestIndexCacheBounded(t *testing.T) {
 	}
 	if c.get(indexRef{uid: 0, path: "/i"}, fileStat{ino: 0}) == nil || c.get(indexRef{uid: 1, path: "/i"}, fileStat{ino: 1}) != nil {
 		t.Fatal("the entry in use was evicted, or the least recent one kept")
+	}
+	// Bytes: two files of 40 % of the bound each fit, a third evicts
+	// the least recent; a file larger than the bound is never kept.
+	c = NewIndexCache()
+	big := int64(maxCachedBytes) * 2 / 5
+	for i := 0; i < 3; i++ {
+		c.put(indexRef{uid: i, path: "/big"}, fileStat{size: big}, &index{})
+	}
+	if len(c.entries) != 2 || c.bytes != 2*big || c.get(indexRef{uid: 0, path: "/big"}, fileStat{size: big}) != nil {
+		t.Fatalf("after three files of %d bytes: %d kept, %d bytes", big, len(c.entries), c.bytes)
+	}
+	c.put(indexRef{uid: 9, path: "/huge"}, fileStat{size: maxCachedBytes + 1}, &index{})
+	if c.get(indexRef{uid: 9, path: "/huge"}, fileStat{size: maxCachedBytes + 1}) != nil || len(c.entries) != 2 {
+		t.Fatal("a file larger than the bound was kept, or evicted others")
+	}
+	c.forget(indexRef{uid: 1, path: "/big"})
+	if c.bytes != big {
+		t.Fatalf("after a forget: %d bytes counted, want %d", c.bytes, big)
 	}
 }
 
