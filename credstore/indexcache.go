@@ -135,7 +135,9 @@ func (c *IndexCache) forgetLocked(ref indexRef) {
 // is kept only when it last changed settleTime before it was read, by
 // the real clock (never a test's).
 func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
-	f, err := os.Open(p)
+	// O_NONBLOCK: a fifo put in the index's place is refused below,
+	// not waited on.
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // writeIndex writes an index whose key is key (keys of one length make
@@ -222,5 +224,24 @@ func TestIndexKeyUnchanged(t *testing.T) {
 				t.Fatalf("cache %v, key %d: %s, want %s", c != nil, i, got, want)
 			}
 		}
+	}
+}
+
+// A fifo in the index's place is no index, and the scan does not wait
+// on it.
+func TestIndexFifo(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "index")
+	if err := unix.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *index, 1)
+	go func() { done <- loadIndex(p, "k", os.Getuid(), NewIndexCache()) }()
+	select {
+	case x := <-done:
+		if len(x.Dirs) != 0 {
+			t.Fatal("a fifo read as an index")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loading the index waited on a fifo")
 	}
 }
