@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -25,6 +26,9 @@ func TestReadExecRequest(t *testing.T) {
 		{"empty", "", "missing"},
 		{"long string", `{"argv":["` + strings.Repeat("a", maxString+1) + `"],"cwd":"/w"}` + "\n", "over 128 KiB"},
 		{"a line of several buffers", `{"argv":["true"],"env":[` + strings.Repeat(`"A=`+strings.Repeat("b", 1000)+`",`, 100) + `"C=d"],"cwd":"/w"}` + "\n", ""},
+		{"line at the bound", requestLine(MaxRequest) + "stdin", ""},
+		{"line over the bound", requestLine(MaxRequest + 1), "over 1024 KiB"},
+		{"no newline, over the bound", strings.TrimSuffix(requestLine(MaxRequest+2), "\n"), "over 1024 KiB"},
 		{"a line over the bound", `{"argv":["true"],"env":[` + strings.Repeat(`"A=`+strings.Repeat("b", 100000)+`",`, 11) + `"C=d"],"cwd":"/w"}` + "\n", "over 1024 KiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,6 +38,32 @@ func TestReadExecRequest(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requestLine is a request's first line of n bytes, its newline
+// included: variables of at most 64 KiB each fill it.
+func requestLine(n int) string {
+	head, tail := `{"argv":["true"],"cwd":"/w","env":[`, `]}`+"\n"
+	var env []string
+	for left := n - len(head) - len(tail); left > 0; {
+		v := min(left, 64<<10)
+		if left-v > 0 && left-v < 4 {
+			v -= 4 // leaves room for the next one's `,"x"`
+		}
+		if len(env) > 0 {
+			v-- // its comma
+		}
+		env = append(env, `"`+strings.Repeat("x", v-2)+`"`)
+		left -= len(env[len(env)-1])
+		if len(env) > 1 {
+			left--
+		}
+	}
+	line := head + strings.Join(env, ",") + tail
+	if len(line) != n {
+		panic(fmt.Sprintf("requestLine: %d bytes, want %d", len(line), n))
+	}
+	return line
 }
 
 // TestReadLine: the first line comes whole whatever its length up to
