@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sandboxd/sandboxd/daemon/client"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ func Listen(socket string, euid int) (*net.UnixListener, *Tokens, error) {
 		}
 		os.Remove(socket)
 	}
-	tokens, err := NewTokens(filepath.Join(dir, "tokens"))
+	tokens, err := NewTokens(filepath.Join(dir, client.TokenDir))
 	if err != nil {
 		return nil, nil, publicerr.Wrap(err, "the token directory cannot be made")
 	}
@@ -75,7 +76,7 @@ func Inherited(f *os.File, socket string, euid int) (*net.UnixListener, *Tokens,
 	if st, err := os.Lstat(socket); err != nil || st.Mode()&os.ModeSocket == 0 || owner(st) != 0 {
 		return nil, nil, publicerr.New("the socket passed by the service manager is not at " + socket + " as a socket of root's")
 	}
-	tokens, err := NewTokens(filepath.Join(dir, "tokens"))
+	tokens, err := NewTokens(filepath.Join(dir, client.TokenDir))
 	if err != nil {
 		return nil, nil, publicerr.Wrap(err, "the token directory cannot be made")
 	}

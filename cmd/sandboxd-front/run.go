@@ -32,14 +32,16 @@ func prepare(ctx context.Context, args []string, getenv func(string) string) (*d
 		}
 	}
 	mark := client.Phases(f.Verbose, os.Stderr)
-	req, err := daemonrun.Request(f, argv, getenv)
-	if err != nil {
-		return nil, false
-	}
+	// Connected first: the daemon takes the connection's peer while
+	// this process describes its caller.
 	c, err := client.Connect(ctx, socket, os.Getuid())
 	if err != nil {
 		return nil, false
 	}
 	mark("connected")
+	req, err := daemonrun.Request(f, argv, getenv)
+	if err != nil {
+		return nil, false
+	}
 	return &daemonrun.Run{Flags: f, Argv: argv, Request: req, Client: c, Mark: mark}, true
 }

@@ -226,27 +226,34 @@ func (c *chunkedReader) crlf() error {
 	return nil
 }
 
-// chunkedWriter writes a chunked body; Close writes its last chunk.
+// chunkedWriter writes a chunked body, each chunk in one write; Close
+// writes its last chunk.
 type chunkedWriter struct{ w io.Writer }
 
 func (c chunkedWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil // a zero-size chunk would end the body
 	}
-	if _, err := fmt.Fprintf(c.w, "%x\r\n", len(p)); err != nil {
+	if _, err := c.w.Write(appendChunk(nil, p)); err != nil {
 		return 0, err
 	}
-	n, err := c.w.Write(p)
-	if err != nil {
-		return n, err
-	}
-	_, err = io.WriteString(c.w, "\r\n")
-	return n, err
+	return len(p), nil
 }
 
 func (c chunkedWriter) Close() error {
-	_, err := io.WriteString(c.w, "0\r\n\r\n")
+	_, err := io.WriteString(c.w, lastChunk)
 	return err
+}
+
+// lastChunk ends a chunked body (no trailers).
+const lastChunk = "0\r\n\r\n"
+
+// appendChunk appends p (not empty) to b as one chunk.
+func appendChunk(b, p []byte) []byte {
+	b = strconv.AppendInt(b, int64(len(p)), 16)
+	b = append(b, "\r\n"...)
+	b = append(b, p...)
+	return append(b, "\r\n"...)
 }
 
 // requestHead is a request's line and headers; the body follows, of
