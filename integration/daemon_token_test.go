@@ -18,30 +18,22 @@ func TestDaemonStaleTokenFile(t *testing.T) {
 	t.Parallel()
 	front := frontLayout(t, stamp)
 	forEach(t, func(t *testing.T, e *env) {
+		// Each daemon stops here (SIGTERM); one a failed test left is
+		// killed by spawnDaemonAt's cleanup.
 		d := spawnDaemon(t)
-		running := true
-		t.Cleanup(func() {
-			if running {
-				d.stop(t)
+		socket := d.socket
+		vars := []string{"SANDBOXD_SOCKET=" + socket}
+		old := daemonToken(t, e, socket)
+		tokenFile := filepath.Join(filepath.Dir(socket), "tokens", fmt.Sprint(e.id.uid))
+		for i, bin := range []string{binary, front} {
+			d.stop(t)
+			d = spawnDaemonAt(t, socket, nil)
+			if _, err := os.Lstat(tokenFile); err == nil {
+				t.Fatal("the restarted daemon left the earlier daemon's token file")
 			}
-		})
-		vars := []string{"SANDBOXD_SOCKET=" + d.socket}
-		old := daemonToken(t, e, d.socket)
-		d.stop(t)
-		running = false
-		restartDaemon(t, d.socket)
-		tokenFile := filepath.Join(filepath.Dir(d.socket), "tokens", fmt.Sprint(e.id.uid))
-		if _, err := os.Lstat(tokenFile); err == nil {
-			t.Fatal("the restarted daemon left the earlier daemon's token file")
-		}
-		for _, bin := range []string{binary, front} {
 			// What a client that read the file before the restart holds.
-			os.Remove(tokenFile)
 			e.writeFile(tokenFile, old+"\n", 0o400)
-			if err := os.Chown(tokenFile, e.id.uid, e.id.gid); err != nil {
-				t.Fatal(err)
-			}
-			ran := filepath.Join(e.ws, "ran-"+filepath.Base(bin))
+			ran := filepath.Join(e.ws, fmt.Sprint("ran-", i))
 			r := e.sandboxdOpts(runOpts{env: vars, bin: bin, stdin: "line one\nline two\n"}, "run", "--daemon", "--", "sh", "-c", "cat; echo ran >> "+ran)
 			r.mustSucceed(t)
 			if r.stdout != "line one\nline two\n" {
@@ -54,6 +46,7 @@ func TestDaemonStaleTokenFile(t *testing.T) {
 				t.Errorf("%s: the token file was not written anew: %q", bin, now)
 			}
 		}
+		d.stop(t)
 	})
 }
 
