@@ -294,11 +294,7 @@ func readAPIError(r *response) (code string, err error) {
 // end the run: the daemon ends it with the connection).
 func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, line func(ExecLine)) error {
 	req.Stdin = stdin != nil
-	first, err := json.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("client: %w", err)
-	}
-	first = append(first, '\n')
+	first := append(appendExecRequest(nil, req), '\n')
 	cl, err := c.send(ctx, func(token string) []byte {
 		b := appendChunk(requestHead("POST", "/v1/exec", token, "application/x-ndjson", -1), first)
 		if stdin == nil {
