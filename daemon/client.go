@@ -61,9 +61,10 @@ func (c *Client) execHTTP() *http.Client {
 		}}}
 }
 
-// Connect checks socket (TrustedSocket), has the daemon write this
-// user's token file and reads it (client.Connect): the client then
-// sends both factors. uid is the user this process runs as.
+// Connect checks socket (TrustedSocket), connects and reads this user's
+// token file, which the daemon writes when there is none
+// (client.Connect): the client then sends both factors. uid is the user
+// this process runs as.
 func Connect(ctx context.Context, socket string, uid int) (*Client, error) {
 	lean, err := client.Connect(ctx, socket, uid)
 	if err != nil {
