@@ -1,8 +1,8 @@
 package integration
 
 import (
-	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -112,20 +112,15 @@ func pairDir(t *testing.T, sandboxd, helper string) string {
 
 func copyExecutable(t *testing.T, from, to string) {
 	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
+	// By cp, not by a descriptor of this process's: a file open for
+	// writing here is inherited by whatever another test forks at that
+	// moment until that child's exec, and an exec of the copy meanwhile
+	// fails with ETXTBSY (seen in CI under load).
+	if _, err := os.Lstat(to); err == nil {
+		t.Fatalf("copy to %s: it exists", to)
 	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command("cp", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v\n%s", from, to, err, out)
 	}
 	os.Chmod(to, 0o755)
 }
