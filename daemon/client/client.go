@@ -119,9 +119,11 @@ func (c *Client) Token() string {
 func (c *Client) PassTerminal(tty *os.File) { c.tty = tty }
 
 // readToken reads a token file that must be uid's own, a regular file
-// no one else may read.
+// no one else may read. O_NONBLOCK: a fifo in its place is refused by
+// the checks below, not waited on (open(2) of a fifo waits for a
+// writer, before anything of the file is checked).
 func readToken(path string, uid int) (string, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", publicerr.Wrap(err, "your daemon token file cannot be read")
 	}

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // fakeDaemon answers each connection on a unix socket with the next of
@@ -180,5 +183,38 @@ func TestExecRefusedReadsNoStdin(t *testing.T) {
 				t.Fatalf("Exec = %v, stdin read %v, %d connections", err, stdin.early.Load(), served())
 			}
 		})
+	}
+}
+
+// A token file that is not a regular file is refused, not waited on: a
+// fifo in its place (where the daemon names it, or beside the socket)
+// would hold the client for ever before its checks, as open(2) of a
+// fifo waits for a writer.
+func TestTokenFifoRefused(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "token")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	socket, _ := fakeDaemon(t, func(br *bufio.Reader, conn net.Conn) {
+		readHead(t, br)
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{\"path\":%q}", fifo)
+	})
+	c := &Client{socket: socket, uid: os.Getuid()}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.askToken(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a private file of yours") {
+			t.Fatalf("askToken of a fifo = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the open so that the test ends.
+		f, _ := os.OpenFile(fifo, os.O_WRONLY, 0)
+		f.Close()
+		<-done
+		t.Fatal("the client waited on a fifo in place of its token file")
 	}
 }
