@@ -31,9 +31,13 @@ type realpath struct {
 func NewRealpaths() *Realpaths { return &Realpaths{memo: map[string]realpath{}} }
 
 // Eval returns what filepath.EvalSymlinks(p) returns, nil error or not
-// (the error itself may differ in wording). A p that is not absolute
-// and clean is EvalSymlinks' alone ("a/f/.." and "f/" are looked at
-// before they are cleaned).
+// (the error itself may differ in wording), with one exception: a path
+// whose links number more than EvalSymlinks' bound (255) all told, but
+// no more at any one element, is resolved where EvalSymlinks gives up
+// (each element's links are counted apart). Never the other way: a
+// path EvalSymlinks resolves, Eval resolves alike. A p that is not
+// absolute and clean is EvalSymlinks' alone ("a/f/.." and "f/" are
+// looked at before they are cleaned).
 func (r *Realpaths) Eval(p string) (string, error) {
 	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 		return filepath.EvalSymlinks(p)
