@@ -183,17 +183,36 @@ func (c *Client) exchange(ctx context.Context, head []byte, tty *os.File) (*call
 	return &call{r: r, w: w, close: close}, nil
 }
 
-// takeReady is Connect's connection while it is fresh, once.
+// takeReady is Connect's connection while it is fresh and open, once.
 func (c *Client) takeReady() *net.UnixConn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	conn := c.ready
 	c.ready = nil
-	if conn != nil && time.Since(c.readyAt) > readyFor {
+	if conn != nil && (time.Since(c.readyAt) > readyFor || !unanswered(conn)) {
 		conn.Close()
 		return nil
 	}
 	return conn
+}
+
+// unanswered reports whether the daemon has neither closed conn nor
+// written to it: a daemon that stopped since Connect (restarted: another
+// now listens at the socket) closed it, and a request on it would fail
+// where one on a new connection reaches the daemon there now. Nothing of
+// the request has been written yet, so nothing is sent twice.
+func unanswered(conn *net.UnixConn) bool {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	open := false
+	raw.Control(func(fd uintptr) {
+		var b [1]byte
+		_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+		open = errors.Is(err, unix.EAGAIN)
+	})
+	return open
 }
 
 // send is exchange with the request's head made for the client's token.

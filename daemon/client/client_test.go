@@ -218,3 +218,29 @@ func TestTokenFifoRefused(t *testing.T) {
 		t.Fatal("the client waited on a fifo in place of its token file")
 	}
 }
+
+// Connect's connection, closed by the daemon since (a daemon stopped;
+// another listens at the socket now), is not used: the request goes on
+// a new connection, to the daemon there, and is sent once.
+func TestReadyClosedRedials(t *testing.T) {
+	closed := make(chan struct{})
+	socket, served := fakeDaemon(t,
+		func(br *bufio.Reader, conn net.Conn) { close(closed) },
+		func(br *bufio.Reader, conn net.Conn) {
+			if line, tok := readHead(t, br); line != "GET /v1/health HTTP/1.1" || tok != "t" {
+				t.Errorf("request %q with token %q", line, tok)
+			}
+			fmt.Fprint(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}")
+		})
+	conn, err := dial(context.Background(), socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{socket: socket, uid: os.Getuid(), token: "t", ready: conn, readyAt: time.Now()}
+	<-closed
+	time.Sleep(50 * time.Millisecond) // the fake's close reaches the client
+	var h struct{ Status string }
+	if err := c.Do(context.Background(), "GET", "/v1/health", nil, &h); err != nil || h.Status != "ok" || served() != 2 {
+		t.Fatalf("Do = %v, status %q, %d connections; want ok on a second connection", err, h.Status, served())
+	}
+}
