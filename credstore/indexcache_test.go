@@ -1,13 +1,17 @@
 package credstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/gob"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -243,5 +247,81 @@ func TestIndexFifo(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("loading the index waited on a fifo")
+	}
+}
+
+// A kept index is read only: scans through the cache, at once, of a
+// home changed since it was made (a sniffed key rewritten in place, a
+// store added, a directory made), leave its bytes as they were
+// decoded, and find what is there now.
+func TestIndexCacheNotMutated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the home and its index to settle")
+	}
+	t.Parallel()
+	home, idx := t.TempDir(), filepath.Join(t.TempDir(), "index")
+	key := filepath.Join(home, "a", "b", "id_rsa")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nx\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := NewIndexCache()
+	cfg := ScanConfig{Home: home, Index: idx, Cache: c, UID: os.Getuid()}
+	scan := func() int {
+		res, err := Scan(context.Background(), cfg)
+		if err != nil {
+			t.Error(err)
+		}
+		return len(res.Found)
+	}
+	time.Sleep(settleTime + 100*time.Millisecond)
+	scan() // the home settled: its index is written
+	time.Sleep(settleTime + 100*time.Millisecond)
+	scan() // the index settled: kept
+	c.mu.Lock()
+	e := c.entries[indexRef{cfg.UID, idx}]
+	c.mu.Unlock()
+	if e == nil {
+		t.Fatal("the settled index was not kept")
+	}
+	var before bytes.Buffer
+	if err := gob.NewEncoder(&before).Encode(e.x); err != nil {
+		t.Fatal(err)
+	}
+	// All at once, before scans that each start from the kept index
+	// (the first of them to end writes the next one).
+	for _, change := range []func() error{
+		func() error { return os.WriteFile(key, []byte("-----BEGIN OPENSSH PRIVATE KEY----- no more\n"), 0o600) },
+		func() error {
+			return os.WriteFile(filepath.Join(home, ".netrc"), []byte("machine m password p\n"), 0o600)
+		},
+		func() error { return os.MkdirAll(filepath.Join(home, "a", "c"), 0o700) },
+	} {
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); scan() }()
+	}
+	wg.Wait()
+	var after bytes.Buffer
+	if err := gob.NewEncoder(&after).Encode(e.x); err != nil {
+		t.Fatal(err)
+	}
+	// Compared decoded: gob writes a map in no fixed order.
+	var was, is index
+	if gob.NewDecoder(&before).Decode(&was) != nil || gob.NewDecoder(&after).Decode(&is) != nil {
+		t.Fatal("the kept index does not decode")
+	}
+	if !reflect.DeepEqual(was, is) {
+		t.Fatal("scans through the cache changed the index it keeps")
+	}
+	if n := scan(); n != 2 {
+		t.Fatalf("found %d stores, want 2 (.netrc, and id_rsa by its name)", n)
 	}
 }
