@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -19,6 +20,10 @@ const (
 	maxCachedIndexes = 32
 	maxCachedBytes   = 16 << 20
 )
+
+// maxIndexBytes bounds an index file that is read: one of the scan's
+// bounds (maxEntries directories) takes well under it.
+const maxIndexBytes = 256 << 20
 
 // settleTime is how long before a read a file must have last changed for
 // what was read to be trusted by its change time: a change within the
@@ -149,6 +154,12 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, errors.New("credstore: the index is not a regular file")
 	}
+	if st.Size > maxIndexBytes {
+		// The file is the caller's to write: a daemon must not read
+		// whatever size the caller made it. The scan starts afresh and
+		// writes an index of its own bounds in its place.
+		return nil, fmt.Errorf("credstore: the index is over %d MiB", maxIndexBytes>>20)
+	}
 	fst := fileStat{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	ref := indexRef{uid: uid, path: p}
 	if cache != nil {
@@ -156,9 +167,12 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 			return x, nil
 		}
 	}
-	b, err := io.ReadAll(f)
+	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(b) > maxIndexBytes {
+		return nil, fmt.Errorf("credstore: the index is over %d MiB", maxIndexBytes>>20)
 	}
 	var x index
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&x); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,6 +248,27 @@ func TestIndexFifo(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("loading the index waited on a fifo")
+	}
+}
+
+// An index file over maxIndexBytes (the caller's to make as large as it
+// likes) is not read: the scan starts afresh. The file is sparse, so a
+// read of it whole would show as the test's time and memory.
+func TestIndexTooLarge(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "index")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxIndexBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := readIndex(p, os.Getuid(), NewIndexCache()); err == nil || !strings.Contains(err.Error(), "over 256 MiB") {
+		t.Fatalf("readIndex of a file over the bound: %v", err)
+	}
+	if x := loadIndex(p, "k", os.Getuid(), nil); len(x.Dirs) != 0 {
+		t.Fatal("an index over the bound was read")
 	}
 }
 
