@@ -25,6 +25,9 @@ const (
 // bounds (maxEntries directories) takes well under it.
 const maxIndexBytes = 256 << 20
 
+// errIndexTooLarge refuses an index file over maxIndexBytes.
+var errIndexTooLarge = fmt.Errorf("credstore: the index is over %d MiB", maxIndexBytes>>20)
+
 // settleTime is how long before a read a file must have last changed for
 // what was read to be trusted by its change time: a change within the
 // same tick of the file system's clock can leave size, mtime and ctime
@@ -158,7 +161,7 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 		// The file is the caller's to write: a daemon must not read
 		// whatever size the caller made it. The scan starts afresh and
 		// writes an index of its own bounds in its place.
-		return nil, fmt.Errorf("credstore: the index is over %d MiB", maxIndexBytes>>20)
+		return nil, errIndexTooLarge
 	}
 	fst := fileStat{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	ref := indexRef{uid: uid, path: p}
@@ -172,7 +175,7 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 		return nil, err
 	}
 	if len(b) > maxIndexBytes {
-		return nil, fmt.Errorf("credstore: the index is over %d MiB", maxIndexBytes>>20)
+		return nil, errIndexTooLarge
 	}
 	var x index
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&x); err != nil {
