@@ -111,6 +111,10 @@ type helper struct {
 	net     bool
 	loErr   error
 	capture *capture
+	// execLocked: lockExec ran on the main thread while the helper
+	// prepared (execErr: why it failed, told once the setup has come).
+	execLocked bool
+	execErr    error
 }
 
 func (h *helper) mark(name string) {
@@ -229,6 +233,11 @@ func (h *helper) prepare(args []string, sigs chan os.Signal) {
 		h.capture = nil // a capture needs the namespace's own loopback
 		return
 	}
+	// In namespaces the helper holds CAP_SETPCAP (dropCapabilities'
+	// canDrop), and a run's setup must ask for namespaces
+	// (checkPrepared).
+	h.execErr, h.execLocked = lockExec(), true
+	h.mark("exec locked")
 	h.loErr = loopbackUp()
 	h.mark("loopback")
 	if h.capture != nil && h.loErr == nil {
@@ -325,7 +334,10 @@ func (h *helper) restrict(s *wire.SetupMsg, rulesetFD int) {
 	if err := requireNoNewPrivs(); err != nil {
 		h.fail(125, "%v", err)
 	}
-	if err := dropCapabilities(s.Namespaces || os.Geteuid() == 0); err != nil {
+	if h.execErr != nil {
+		h.fail(125, "%v", h.execErr)
+	}
+	if err := dropCapabilities(s.Namespaces || os.Geteuid() == 0, h.execLocked); err != nil {
 		h.fail(125, "%v", err)
 	}
 	h.check(125, landlock.Restrict(rs.FD(), s.LandlockFlags))
