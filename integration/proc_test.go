@@ -477,6 +477,58 @@ echo owned > owned-file`
 	})
 }
 
+// TestProcHelperThreads: every thread of the helper, which stays beside
+// the command as its pid 1, is confined as the command is: no
+// capabilities in its permitted, effective, inheritable or ambient sets,
+// no_new_privs and the seccomp filter; and the thread that forked the
+// command (the helper's main thread, whose credentials an exec would
+// start from) has an empty bounding set. (The other threads keep theirs:
+// they never exec, and without permitted capabilities it grants
+// nothing. Landlock leaves no mark in /proc: the command's own denials
+// are tested by the escape suite.)
+func TestProcHelperThreads(t *testing.T) {
+	t.Parallel()
+	forEach(t, func(t *testing.T, e *env) {
+		script := `for f in /proc/$PPID/task/*/status; do
+  grep -E '^(Pid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' "$f" | tr '\t\n' '= '; echo
+done; echo "helper=$PPID"`
+		r := e.sandboxd("run", "-c", script)
+		wantCode(t, r, 0)
+		helper := ""
+		var tasks []string
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if h, ok := strings.CutPrefix(line, "helper="); ok {
+				helper = h
+				continue
+			}
+			tasks = append(tasks, line)
+		}
+		// The runtime's own, the control socket's, the signals' and the
+		// spare ones the helper reserves before the limits apply.
+		if helper == "" || len(tasks) < 2 {
+			t.Fatalf("the helper's threads were not listed\n%s", r)
+		}
+		main := false
+		for _, task := range tasks {
+			for _, want := range []string{"CapInh:=0000000000000000 ", "CapPrm:=0000000000000000 ",
+				"CapEff:=0000000000000000 ", "CapAmb:=0000000000000000 ", "NoNewPrivs:=1 ", "Seccomp:=2 "} {
+				if !strings.Contains(task, want) {
+					t.Errorf("a thread of the helper lacks %q: %s", want, task)
+				}
+			}
+			if strings.HasPrefix(task, "Pid:="+helper+" ") {
+				main = true
+				if !strings.Contains(task, "CapBnd:=0000000000000000 ") {
+					t.Errorf("the helper's main thread keeps a bounding set: %s", task)
+				}
+			}
+		}
+		if !main {
+			t.Errorf("the helper's main thread (%s) was not among its threads\n%s", helper, r)
+		}
+	})
+}
+
 // TestProcPositiveControls: ordinary development work succeeds inside.
 func TestProcPositiveControls(t *testing.T) {
 	t.Parallel()
