@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,6 +52,8 @@ type limitWatch struct {
 	// marked is closed once the usage mark is set, or could not be.
 	// mu guards stop and near.
 	marked chan struct{}
+	// heard is signalled each time the watch has noted a kill.
+	heard chan struct{}
 }
 
 // watchMemory starts the memory watch (cgroup v1 with a memory limit).
@@ -58,7 +61,7 @@ func (r *run) watchMemory() {
 	if r.cg == nil || !r.cg.memory || r.cg.v2 {
 		return
 	}
-	w := &limitWatch{near: map[string]map[int]bool{}}
+	w := &limitWatch{near: map[string]map[int]bool{}, heard: make(chan struct{}, 1)}
 	stop, err := r.cg.watchOOM(func() {
 		open := openForWriting(r.cg.procs())
 		w.mu.Lock()
@@ -71,6 +74,10 @@ func (r *run) watchMemory() {
 		w.hit = true
 		w.open = mergeSorted(w.open, open)
 		w.mu.Unlock()
+		select {
+		case w.heard <- struct{}{}:
+		default:
+		}
 		r.log.Debug("memory limit reached", "writing", open)
 	})
 	if err != nil {
@@ -106,17 +113,39 @@ func (r *run) leaveFD() int {
 	return fd
 }
 
-// memoryHit stops the watch and reports whether the memory limit was
-// reached, with the files open for writing then.
+// memoryHit reports whether the memory limit was reached, with the
+// files open for writing then. The group's kill count is the kernel's
+// word on a kill, and when it counts one the watch is given up to a
+// second to have noted what was open (its event may still be on its
+// way); the watch runs on until cleanup stops it, so the denials are
+// collected while the mark's registration may still be under way.
 func (r *run) memoryHit() (bool, []string) {
 	hit := r.cg != nil && r.cg.memoryKilled()
 	if r.mem == nil {
 		return hit, nil
 	}
-	r.mem.stopAll()
+	if hit {
+		r.mem.awaitHeard(time.Second)
+	}
 	r.mem.mu.Lock()
 	defer r.mem.mu.Unlock()
-	return hit || r.mem.hit, r.mem.open
+	return hit || r.mem.hit, slices.Clone(r.mem.open)
+}
+
+// awaitHeard waits, at most wait, until the watch has noted a kill.
+func (w *limitWatch) awaitHeard(wait time.Duration) {
+	w.mu.Lock()
+	noted := w.hit
+	w.mu.Unlock()
+	if noted {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-w.heard:
+	case <-t.C:
+	}
 }
 
 // watchMark listens to the usage crossing mark, noting the writers
