@@ -120,3 +120,37 @@ func daemonHoldsAudit(pid int) bool {
 	}
 	return false
 }
+
+// TestEmbeddedPreparedHelper: sandboxd run without a daemon starts its
+// helper while its plan finishes, and the run claims it, with the
+// default policy (direct connects captured), without capture, in
+// landlock-only isolation (no namespaces: a helper without them), and
+// for a command that needs stdin; as root and as the unprivileged user
+// alike. A helper the run did not claim would leave the command run by
+// one started after the plan, which this test tells apart.
+func TestEmbeddedPreparedHelper(t *testing.T) {
+	forEach(t, func(t *testing.T, e *env) {
+		noCapture := writePolicy(t, e, "nocapture.toml", "[network]\ncapture = false\n")
+		landlockOnly := writePolicy(t, e, "landlock.toml", "isolation = \"landlock-only\"\n")
+		for _, c := range []struct {
+			name string
+			args []string
+		}{
+			{"default", nil},
+			{"no capture", []string{"--policy", noCapture}},
+			{"landlock-only", []string{"--policy", landlockOnly}},
+		} {
+			if c.name == "landlock-only" && e.id.root() {
+				continue // root runs need namespaces (a root command without them is refused)
+			}
+			args := append(append([]string{"run", "-v"}, c.args...), "--", "sh", "-c", "cat; echo ran")
+			r := e.sandboxdOpts(runOpts{stdin: "in "}, args...)
+			if r.code != 0 || r.stdout != "in ran\n" {
+				t.Fatalf("%s: exit %d, stdout %q\n%s", c.name, r.code, r.stdout, r)
+			}
+			if !strings.Contains(r.stderr, `msg="sandbox helper" ready=true`) {
+				t.Errorf("%s: the run did not claim the helper started during its plan\n%s", c.name, r)
+			}
+		}
+	})
+}

@@ -129,6 +129,7 @@ type launch struct {
 func startHelper(spec Spec, ns, root bool, log *slog.Logger) (*helper, error) {
 	l := newLaunch(spec, ns, root)
 	h := spec.Ready.take(l)
+	log.Debug("sandbox helper", "ready", h != nil)
 	if h == nil {
 		var err error
 		if h, err = spawnHelper(l); err != nil {

@@ -46,6 +46,10 @@ type ReadyHelpers struct {
 	ready                map[string][]*readyHelper
 	pending              map[string]launch // ended since the last Refill
 	starting             map[string]int
+	// spawned is broadcast (on mu) whenever a spawn ends: a run waits
+	// for a helper being started for its launch rather than start a
+	// second.
+	spawned *sync.Cond
 	n                    int // ready and starting
 	closed               bool
 	spawning             sync.WaitGroup // the spawns under way
@@ -83,8 +87,29 @@ func NewReadyHelpers(o ReadyOptions, log *slog.Logger) *ReadyHelpers {
 	if o.Idle <= 0 {
 		o.Idle = 30 * time.Second
 	}
-	return &ReadyHelpers{log: log, max: o.Max, perLaunch: min(o.PerLaunch, o.Max), idle: o.Idle,
+	p := &ReadyHelpers{log: log, max: o.Max, perLaunch: min(o.PerLaunch, o.Max), idle: o.Idle,
 		ready: map[string][]*readyHelper{}, starting: map[string]int{}, pending: map[string]launch{}}
+	p.spawned = sync.NewCond(&p.mu)
+	return p
+}
+
+// Prepare starts, in the background, a helper for the launch a run of
+// spec will ask for, if the pool has room for it: what a process that
+// serves one run (sandboxd run without a daemon) calls once its plan
+// knows the caller and the policy, so that the helper's start, its
+// namespaces and what it prepares overlap the rest of the plan. capture
+// says whether the run will capture direct connects (its Egress's
+// Capture and DNS, set after the plan). The run claims the helper only
+// if its launch is the same after all (namespaces refused, say, are a
+// miss); an unclaimed helper is stopped by Close.
+func (p *ReadyHelpers) Prepare(spec Spec, capture bool) {
+	if p == nil {
+		return
+	}
+	ns := spec.Isolation != string(LandlockOnly)
+	l := newLaunch(spec.withHostDefaults(), ns, spec.UID == 0)
+	l.capture = ns && capture
+	p.refill(l)
 }
 
 // ReadyStats are a pool's figures.
@@ -139,10 +164,14 @@ func (p *ReadyHelpers) take(l launch) *helper {
 	}
 }
 
-// pop takes the oldest helper ready for key out of the pool (nil: none).
+// pop takes the oldest helper ready for key out of the pool, waiting
+// for one being started for key (nil: none).
 func (p *ReadyHelpers) pop(key string) *readyHelper {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for key != "" && len(p.ready[key]) == 0 && p.starting[key] > 0 {
+		p.spawned.Wait()
+	}
 	hs := p.ready[key]
 	if key == "" || len(hs) == 0 {
 		return nil
@@ -228,6 +257,7 @@ func (p *ReadyHelpers) spawn(key string, l launch) {
 	h, err := spawnHelper(l)
 	p.mu.Lock()
 	p.starting[key]--
+	p.spawned.Broadcast()
 	if err != nil || p.closed {
 		p.n--
 		p.mu.Unlock()

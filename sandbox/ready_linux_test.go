@@ -176,3 +176,64 @@ func otherCaller(t *testing.T) (leakEnv, int) {
 	filepath.Walk(e.base, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
 	return e, uid
 }
+
+// TestReadyHelpersPrepare: a helper prepared for a run's launch before
+// the run asks (sandboxd run without a daemon, while its plan finishes)
+// serves that run, even one that asks while it is still starting; one
+// prepared for another launch (capture where the run
+// has none, another caller) is not taken, and Close stops it.
+func TestReadyHelpersPrepare(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (make test runs as root): namespaces, cgroups")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e := newLeakEnv(t)
+	run := func(pool *sandbox.ReadyHelpers) {
+		t.Helper()
+		spec := e.spec("true")
+		spec.Ready = pool
+		res, err := sandbox.Run(context.Background(), spec, log)
+		if res.Layer != nil {
+			res.Layer.Close()
+		}
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run: %v, exit %d", err, res.ExitCode)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		prepare func(sandbox.Spec) sandbox.Spec
+		capture bool
+		hit     bool
+	}{
+		{"same launch", func(s sandbox.Spec) sandbox.Spec { return s }, false, true},
+		{"capture the run does not make", func(s sandbox.Spec) sandbox.Spec { return s }, true, false},
+		{"another caller", func(s sandbox.Spec) sandbox.Spec { s.UID, s.GID = 4242, 4242; return s }, false, false},
+		{"another umask", func(s sandbox.Spec) sandbox.Spec { s.Umask = 0o077; return s }, false, false},
+		{"landlock-only", func(s sandbox.Spec) sandbox.Spec { s.Isolation = string(sandbox.LandlockOnly); return s }, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 1, PerLaunch: 1, Idle: time.Hour}, log)
+			defer pool.Close()
+			// Asked for at once: the run waits for the helper being
+			// started for its launch rather than start a second.
+			pool.Prepare(c.prepare(e.spec("true")), c.capture)
+			run(pool)
+			st := pool.Stats()
+			if c.hit && (st.Hits != 1 || st.Misses != 0) || !c.hit && (st.Hits != 0 || st.Misses != 1) {
+				t.Fatalf("pool: %+v, want a hit: %v", st, c.hit)
+			}
+			want := 0
+			if !c.hit {
+				want = 1 // the prepared one, unclaimed
+			}
+			if n := len(waitingHelpers(t)); n != want || st.Ready != want {
+				t.Fatalf("%d helpers wait after the run (the pool: %+v), want %d", n, st, want)
+			}
+			pool.Close()
+			if left := waitingHelpers(t); len(left) > 0 {
+				t.Fatalf("helpers left after Close: %v", left)
+			}
+		})
+	}
+}

@@ -30,6 +30,15 @@ var ErrNoIsolation = errors.New("sandbox: namespaces are unavailable")
 // defaultHostID is the host uid and gid a root caller's command runs as.
 const defaultHostID = 100000
 
+// withHostDefaults is s with the host ids a root caller's command runs
+// as when s names none.
+func (s Spec) withHostDefaults() Spec {
+	if s.HostUID == 0 {
+		s.HostUID, s.HostGID = defaultHostID, defaultHostID
+	}
+	return s
+}
+
 // Run runs spec.Argv in a new sandbox and waits for it and every process
 // it started. An error means sandboxd itself failed (exit status 125);
 // the command's own failures are in Result.
@@ -154,9 +163,7 @@ func (r *run) plan() error {
 	r.res.LandlockABI = sup.ABI
 	spec := &r.spec
 	r.root = spec.UID == 0
-	if spec.HostUID == 0 {
-		spec.HostUID, spec.HostGID = defaultHostID, defaultHostID
-	}
+	*spec = spec.withHostDefaults()
 	if spec.KillGrace == 0 {
 		spec.KillGrace = 2 * time.Second
 	}

@@ -108,15 +108,6 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 		return p, policyUnusable(err)
 	}
 	mark("policy")
-	found, note, err := r.foundStores(ctx, c, p)
-	if err != nil {
-		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned (run with -v to log why)")
-	}
-	mark("credential stores")
-	p.policy.Secrets, p.storesNote = append(p.policy.Secrets, found...), note
-	if err := checkWritable(p.policy.Writable, userPolicy, c.UID); err != nil {
-		return p, err
-	}
 	if j.RequireIsolation {
 		if p.policy.Isolation == string(sandbox.LandlockOnly) {
 			return p, publicerr.New(`--require-isolation conflicts with the policy's isolation = "landlock-only"`)
@@ -125,6 +116,20 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	}
 	if p.policy.Isolation != string(sandbox.LandlockOnly) {
 		p.egress = newEgressPlan()
+	}
+	if r.prepare != nil {
+		// What the helper's launch depends on is known now: the rest of
+		// the plan runs while it starts.
+		r.prepare(launchSpec(c, p), p.egress.port != 0 && p.policy.Network.Capture)
+	}
+	found, note, err := r.foundStores(ctx, c, p)
+	if err != nil {
+		return p, publicerr.Wrap(err, "the credential stores in your home could not be scanned (run with -v to log why)")
+	}
+	mark("credential stores")
+	p.policy.Secrets, p.storesNote = append(p.policy.Secrets, found...), note
+	if err := checkWritable(p.policy.Writable, userPolicy, c.UID); err != nil {
+		return p, err
 	}
 	p.directBy = matchCommand(p.policy.NoTransaction, p.command)
 	if p.spec, err = buildSpec(j, c, p); err != nil {
@@ -153,6 +158,14 @@ func scopedSession(c Caller, name string) string {
 		name = "run-" + newID()
 	}
 	return fmt.Sprintf("uid %d: %s", c.UID, name)
+}
+
+// launchSpec is the part of a run's spec its helper's launch depends
+// on (who the command runs as, where, and in which isolation), which
+// buildSpec starts from.
+func launchSpec(c Caller, p *plan) sandbox.Spec {
+	return sandbox.Spec{Workspace: p.ws, Home: c.Home, UID: c.UID, GID: c.GID, Groups: c.Groups, Umask: c.Umask,
+		Isolation: p.policy.Isolation}
 }
 
 // buildSpec turns the resolved policy into a sandbox.Spec.
@@ -187,23 +200,21 @@ func buildSpec(j Job, c Caller, p *plan) (sandbox.Spec, error) {
 	if p.egress.port != 0 {
 		egress = &sandbox.Egress{Port: p.egress.port, Env: p.egress.envFor(environ)}
 	}
-	return sandbox.Spec{
-		Egress: egress,
-		Copies: sanitizedCopies(res.Secrets, c),
-		Argv:   j.Argv, Env: environ, Dir: p.cwd, Workspace: p.ws,
-		Writable: res.Writable, Caches: []string{cache}, CacheLayers: layers, HostCaches: hostCacheRules(c, p), Read: read, Deny: deny,
-		ListCarved: res.Profile != "strict", Protected: res.Protected,
-		GitConfigs: c.GitConfigs, Umask: c.Umask, Home: c.Home, StateDir: c.Layout().State,
-		UID: c.UID, GID: c.GID, Groups: c.Groups,
-		Isolation: res.Isolation,
-		Limits: sandbox.Limits{
-			Pids: res.Limits.Pids, Memory: int64(res.Limits.Memory),
-			FileSize: int64(res.Limits.FileSize), TmpSize: int64(res.Limits.TmpSize),
-		},
-		Timeout: j.Timeout, NoDetect: j.NoDetect, Transaction: !j.NoTransaction && p.directBy == "",
-		LayerSize: int64(res.Limits.LayerSize), RuntimeDir: c.RuntimeDir, Signals: j.Signals,
-		Stdin: j.Stdin, Stdout: j.Stdout, Stderr: j.Stderr, Pipes: j.Pipes,
-	}, nil
+	s := launchSpec(c, p)
+	s.Egress = egress
+	s.Copies = sanitizedCopies(res.Secrets, c)
+	s.Argv, s.Env, s.Dir = j.Argv, environ, p.cwd
+	s.Writable, s.Caches, s.CacheLayers, s.HostCaches, s.Read, s.Deny = res.Writable, []string{cache}, layers, hostCacheRules(c, p), read, deny
+	s.ListCarved, s.Protected = res.Profile != "strict", res.Protected
+	s.GitConfigs, s.StateDir = c.GitConfigs, c.Layout().State
+	s.Limits = sandbox.Limits{
+		Pids: res.Limits.Pids, Memory: int64(res.Limits.Memory),
+		FileSize: int64(res.Limits.FileSize), TmpSize: int64(res.Limits.TmpSize),
+	}
+	s.Timeout, s.NoDetect, s.Transaction = j.Timeout, j.NoDetect, !j.NoTransaction && p.directBy == ""
+	s.LayerSize, s.RuntimeDir, s.Signals = int64(res.Limits.LayerSize), c.RuntimeDir, j.Signals
+	s.Stdin, s.Stdout, s.Stderr, s.Pipes = j.Stdin, j.Stdout, j.Stderr, j.Pipes
+	return s, nil
 }
 
 // reviewKeyEnv names the variable holding the model reviewer's key.

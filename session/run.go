@@ -139,6 +139,13 @@ type Config struct {
 	// Audit is the reader of kernel audit Real runs share (nil: one of
 	// the Runner's own).
 	Audit *sandbox.AuditHub
+	// PrepareHelper has Real start each run's helper (in Ready, which
+	// must be set) as soon as its plan knows the caller and the policy,
+	// so that the helper's start overlaps the rest of the plan: for a
+	// process that serves one run (sandboxd run without a daemon), whose
+	// pool is never refilled. A daemon's pool is filled after its runs
+	// instead.
+	PrepareHelper bool
 	// Filters keeps the compiled seccomp programs Real runs share (nil:
 	// sandbox.NewFilters, which may take a program from the caller's own
 	// cache: right for a process that serves one caller; a daemon passes
@@ -171,6 +178,10 @@ type Runner struct {
 	// builtinNames matches the built-in persistence names (a fixed
 	// list, indexed once; read only).
 	builtinNames *persist.Matcher
+	// prepare starts a run's helper early (Config.PrepareHelper; nil:
+	// the run starts its own): the launch's spec, and whether the run
+	// captures direct connects.
+	prepare func(spec sandbox.Spec, capture bool)
 }
 
 // New returns a Runner.
@@ -190,6 +201,12 @@ func New(cfg Config) *Runner {
 			filters = sandbox.NewFilters()
 		}
 		r.sandbox = Real{Audit: hub, Ready: cfg.Ready, Filters: filters, Helper: cfg.Helper}
+		if cfg.PrepareHelper && cfg.Ready != nil {
+			r.prepare = func(spec sandbox.Spec, capture bool) {
+				spec.Helper = cfg.Helper
+				cfg.Ready.Prepare(spec, capture)
+			}
+		}
 	}
 	if r.grants == nil {
 		r.grants = grants.NewStore()

@@ -116,8 +116,14 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		helper := findHelper()
 		helper.log(log)
 		own := ownAuditLog(caller, log)
+		// One helper, started while the plan is finished (never refilled:
+		// this process serves one run); the one a run did not claim is
+		// stopped with the pool.
+		ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 1, PerLaunch: 1}, log)
 		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own)}).Run(ctx, caller, job, runtext.New(stderr))
+			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own),
+			Ready: ready, PrepareHelper: true}).Run(ctx, caller, job, runtext.New(stderr))
+		ready.Close()
 		closeAudit(own, log)
 		suggestOnTerminal(rep, caller.PolicyFile(f.Policy))
 	}
