@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,8 +40,12 @@ func TestRealpathsAsEvalSymlinks(t *testing.T) {
 	link("up/../../a", "real/a/b/upthrough")  // a link, then .. from its target
 	link("f", "real/a/tofile")                // to a file
 	link(filepath.Join(d, "abs"), "real/abs") // absolute, to a link
+	up := strings.Repeat("../", strings.Count(d, "/"))
+	link(up+"etc", "toroot")       // .. up to / and down again
+	link(up+"../etc", "aboveroot") // .. above /
+	link(up+"..", "onlyup")        // nothing but ..
 	var paths []string
-	for _, base := range []string{"real", "abs", "rel", "chain", "dangling", "loop1", "real/a/up", "real/a/b/twoup",
+	for _, base := range []string{"real", "abs", "rel", "chain", "dangling", "loop1", "real/a/up", "real/a/b/twoup", "toroot", "aboveroot", "onlyup",
 		"real/a/b/upthrough", "real/a/tofile", "real/abs", "other/c", "missing"} {
 		for _, rest := range []string{"", "a", "a/b", "b", "f", "f/x", "x/y", "c", "up", "up/..", "a/up/x", "tofile/x", "a/f/../b"} {
 			paths = append(paths, filepath.Join(d, base, rest), filepath.Join(d, base)+"/"+rest)

@@ -455,7 +455,11 @@ func matchPrefix(pat, parts []string) bool {
 }
 
 // readLinks finds what the symlinks in PATH directories point at: a
-// program run by that name.
+// program run by that name. One look at the tree (Realpaths): a
+// directory that is another's spelling (/bin and /usr/bin) is read once,
+// under its first name, and the directories the links point into
+// (/etc/alternatives, /usr/lib/...) are looked at once, not once per link
+// into them.
 func (g *HostGuard) readLinks() {
 	g.links = map[string]string{}
 	dirs := make([]string, 0, len(g.dirs))
@@ -463,8 +467,17 @@ func (g *HostGuard) readLinks() {
 		dirs = append(dirs, d)
 	}
 	sort.Strings(dirs)
+	real := NewRealpaths()
+	read := map[string]bool{}
 	for _, d := range dirs {
-		ents, err := os.ReadDir(d)
+		rd, err := real.Eval(d)
+		if err != nil {
+			rd = d // read as it is named: os.ReadDir decides
+		} else if read[rd] {
+			continue // the same entries, their targets taken already
+		}
+		read[rd] = true
+		ents, err := os.ReadDir(rd)
 		if err != nil {
 			continue
 		}
@@ -472,7 +485,7 @@ func (g *HostGuard) readLinks() {
 			if e.Type()&os.ModeSymlink == 0 {
 				continue
 			}
-			t, err := filepath.EvalSymlinks(filepath.Join(d, e.Name()))
+			t, err := real.Eval(filepath.Join(rd, e.Name()))
 			if err != nil {
 				continue
 			}

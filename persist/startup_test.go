@@ -1,8 +1,11 @@
 package persist
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 )
 
@@ -154,6 +157,90 @@ func TestHostGuardSpellings(t *testing.T) {
 	} {
 		if why, got := g.Startup(tc.p); got != tc.want {
 			t.Errorf("Startup(%s) = %v (%s), want %v", tc.p, got, why, tc.want)
+		}
+	}
+}
+
+// oldLinks is readLinks as it was, every directory read under each of
+// its names and every link resolved whole by EvalSymlinks: the answer
+// readLinks must still give.
+func oldLinks(dirs map[string]string) map[string]string {
+	links := map[string]string{}
+	names := make([]string, 0, len(dirs))
+	for d := range dirs {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			t, err := filepath.EvalSymlinks(filepath.Join(d, e.Name()))
+			if err != nil {
+				continue
+			}
+			if _, ok := links[t]; !ok {
+				links[t] = filepath.Join(d, e.Name()) + " on your PATH runs it"
+			}
+		}
+	}
+	return links
+}
+
+// What PATH's links point at is found as EvalSymlinks finds it, with the
+// same reason, when a directory has two names (/bin and /usr/bin), links
+// go through an alternatives directory, up with "..", to links of links,
+// to nothing and round in a loop; and on this machine's own PATH.
+func TestHostGuardLinks(t *testing.T) {
+	root := t.TempDir()
+	tree(t, root, map[string]string{"usr/bin/real": "x", "usr/lib/tool/tool.py": "x", "opt/x/bin/prog": "x", "usr/bin/.hidden": "x"})
+	for _, l := range [][2]string{
+		{"usr/bin", "bin"}, // a second name for the directory
+		{"/etc/alternatives/editor", "usr/bin/editor"},
+		{"../lib/tool/tool.py", "usr/bin/tool"},  // up with ..
+		{"real", "usr/bin/same"},                 // beside it
+		{"same", "usr/bin/chain"},                // a link of a link
+		{root + "/alt/ed", "usr/bin/ed"},         // through an alternatives directory...
+		{root + "/usr/bin/real", "alt/ed"},       // ...to the program
+		{"./real", "usr/bin/dot"},                // a "." element
+		{"../../opt/x/bin/prog", "usr/bin/prog"}, // .. twice
+		{"missing", "usr/bin/dangling"},
+		{"loop2", "usr/bin/loop1"},
+		{"loop1", "usr/bin/loop2"},
+		{root + "/bin/../usr/bin/real", "usr/bin/via"}, // .. after a link
+	} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(l[1])), 0o755)
+		if err := os.Symlink(l[0], filepath.Join(root, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := strings.Split(os.Getenv("PATH"), string(os.PathListSeparator))
+	for name, path := range map[string][]string{
+		"tree": {filepath.Join(root, "bin"), filepath.Join(root, "usr/bin"), filepath.Join(root, "nowhere")},
+		"host": append(host, "/bin", "/sbin", "/usr/bin", "/usr/sbin"),
+	} {
+		g := NewHostGuard(HostConfig{Path: path, Names: NewMatcher(Builtin())})
+		g.readLinks()
+		want := oldLinks(g.dirs)
+		if name == "tree" && len(want) < 3 {
+			t.Fatalf("the tree's links: %v", want)
+		}
+		if !maps.Equal(g.links, want) {
+			for k, v := range want {
+				if g.links[k] != v {
+					t.Errorf("%s: %s: %q, want %q", name, k, g.links[k], v)
+				}
+			}
+			for k, v := range g.links {
+				if _, ok := want[k]; !ok {
+					t.Errorf("%s: %s: %q, not a target", name, k, v)
+				}
+			}
 		}
 	}
 }
