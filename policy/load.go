@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+	"time"
 )
 
 // maxFileSize bounds the size of a policy file.
@@ -35,17 +36,28 @@ func Load(userPath string, userExplicit bool, wsPaths ...string) (Policy, error)
 // user policy is merged under it (UnderMachine) before the workspace
 // policies tighten the result.
 func LoadUnder(m *Machine, userPath string, userExplicit bool, wsPaths ...string) (Policy, error) {
+	return loader{schema: newSchema()}.load(m, userPath, userExplicit, wsPaths)
+}
+
+// loader reads and parses policy files for one load: through cache, for
+// uid, when cache is not nil.
+type loader struct {
+	cache  *Cache
+	uid    int
+	schema *schema
+}
+
+// load is LoadUnder.
+func (l loader) load(m *Machine, userPath string, userExplicit bool, wsPaths []string) (Policy, error) {
 	user, userSet := Default(), KeySet{}
-	data, err := readUserFile(userPath)
+	f, err := l.userFile(userPath)
 	switch {
 	case err == nil:
-		if user, userSet, err = ParseWithKeys(userPath, data, user); err != nil {
-			return Policy{}, err
-		}
+		user, userSet = f.apply(user), f.keys
 	case errors.Is(err, fs.ErrNotExist) && !userExplicit:
 		// No user policy: defaults.
 	default:
-		return Policy{}, fileError(userPath, err)
+		return Policy{}, err
 	}
 	if m != nil {
 		if user, err = UnderMachine(*m, user, userPath, userSet); err != nil {
@@ -57,7 +69,7 @@ func LoadUnder(m *Machine, userPath string, userExplicit bool, wsPaths ...string
 		if wsPath == "" {
 			continue
 		}
-		if user, err = tightenWith(user, wsPath); err != nil {
+		if user, err = l.tightenWith(user, wsPath); err != nil {
 			return Policy{}, err
 		}
 	}
@@ -65,19 +77,15 @@ func LoadUnder(m *Machine, userPath string, userExplicit bool, wsPaths ...string
 }
 
 // tightenWith tightens p with the workspace policy at wsPath, if any.
-func tightenWith(p Policy, wsPath string) (Policy, error) {
-	data, err := readWorkspaceFile(wsPath)
+func (l loader) tightenWith(p Policy, wsPath string) (Policy, error) {
+	f, err := l.workspaceFile(wsPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return p, nil
 	case err != nil:
-		return Policy{}, fileError(wsPath, err)
-	}
-	ws, keys, err := ParseWithKeys(wsPath, data, p)
-	if err != nil {
 		return Policy{}, err
 	}
-	return Tighten(p, ws, wsPath, keys)
+	return Tighten(p, f.apply(p), wsPath, f.keys)
 }
 
 // fileError wraps an error reading a whole file.
@@ -91,56 +99,74 @@ func fileError(name string, err error) *Error {
 	return &Error{File: name, Msg: "cannot read policy file: " + sanitize(err.Error()), cause: err}
 }
 
-// readUserFile reads the user policy (symbolic links are followed).
-func readUserFile(name string) ([]byte, error) {
+// userFile reads and parses the user policy (symbolic links are
+// followed). Every error is an *Error; one of a file that does not
+// exist wraps fs.ErrNotExist.
+func (l loader) userFile(name string) (*parsedFile, error) {
 	if name == "" {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+		return nil, fileError(name, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist})
 	}
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, fileError(name, err)
 	}
 	defer f.Close()
-	return readRegular(f)
+	return l.parse(name, f, false)
 }
 
-// readWorkspaceFile reads the workspace policy without following a symbolic
-// link in the last component and refuses files with several hard links, so
-// that the file cannot stand in for another file of the user's.
-func readWorkspaceFile(name string) ([]byte, error) {
+// workspaceFile reads and parses the workspace policy without following
+// a symbolic link in the last component and refuses files with several
+// hard links, so that the file cannot stand in for another file of the
+// user's. Errors are as userFile's.
+func (l loader) workspaceFile(name string) (*parsedFile, error) {
 	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, errors.New("is a symbolic link; a workspace policy must be a regular file")
+			err = errors.New("is a symbolic link; a workspace policy must be a regular file")
 		}
-		return nil, err
+		return nil, fileError(name, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && st.Mode().IsRegular() && sys.Nlink > 1 {
-		return nil, fmt.Errorf("has %d hard links; a workspace policy must have exactly one", sys.Nlink)
-	}
-	return readRegular(f)
+	return l.parse(name, f, true)
 }
 
-// readRegular reads an open regular file of at most maxFileSize bytes.
-func readRegular(f *os.File) ([]byte, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+// parse describes the open policy file f and returns what it sets: kept
+// in l.cache when the file is as it was when kept, else read (a regular
+// file of at most maxFileSize bytes; for a workspace policy, of a single
+// hard link) and parsed, and kept when it had settled before this read.
+func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, error) {
+	start := time.Now()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fileError(name, &fs.PathError{Op: "stat", Path: name, Err: err})
 	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
+	regular := st.Mode&syscall.S_IFMT == syscall.S_IFREG
+	if workspace && regular && st.Nlink > 1 {
+		return nil, fileError(name, fmt.Errorf("has %d hard links; a workspace policy must have exactly one", st.Nlink))
+	}
+	if !regular {
+		return nil, fileError(name, errors.New("not a regular file"))
+	}
+	fst, ref := statOf(&st), fileRef{uid: l.uid, path: name}
+	if l.cache != nil {
+		if p := l.cache.get(ref, fst); p != nil {
+			return p, nil
+		}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
-		return nil, err
+		return nil, fileError(name, err)
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("larger than %d bytes", maxFileSize)
+		return nil, fileError(name, fmt.Errorf("larger than %d bytes", maxFileSize))
 	}
-	return data, nil
+	p, err := decodeDoc(l.schema, name, data, "")
+	if l.cache != nil {
+		if err == nil && int64(len(data)) == fst.size && fst.settled(start) {
+			l.cache.put(ref, fst, p)
+		} else {
+			l.cache.forget(ref)
+		}
+	}
+	return p, err
 }

@@ -46,30 +46,73 @@ func ParseTable(name string, data []byte, table string) (Policy, KeySet, error) 
 // parseDoc is ParseWithKeys of a document that is a policy (table "")
 // or holds one in its top-level table named table.
 func parseDoc(name string, data []byte, base Policy, table string) (Policy, KeySet, error) {
+	f, err := decodeDoc(newSchema(), name, data, table)
+	if err != nil {
+		return Policy{}, KeySet{}, err
+	}
+	return f.apply(base), f.keys, nil
+}
+
+// schema is what parsing a policy file takes from Policy's type alone:
+// the same for every file, so a Cache makes it once.
+type schema struct {
+	pt, mirror reflect.Type
+	leaves     []leaf
+	rules      map[string]validator
+}
+
+// newSchema makes the schema of Policy.
+func newSchema() *schema {
 	pt := policyType()
-	root, mroot := pt, mirrorType(pt)
+	return &schema{pt: pt, mirror: mirrorType(pt), leaves: leaves(pt), rules: validators()}
+}
+
+// parsedFile is what a policy file sets, decoded and validated: a pure
+// function of the file's name and bytes, applied on top of a base
+// policy by apply. It is read only once made (a Cache shares it).
+type parsedFile struct {
+	// vals holds, at each index of set, the file's value (validated and
+	// normalized); its other fields are zero.
+	vals Policy
+	set  [][]int
+	keys KeySet
+}
+
+// apply returns base with the keys f sets taken from f; the result
+// shares no slice with base or f.
+func (f *parsedFile) apply(base Policy) Policy {
+	out := base.clone()
+	outV, valsV := reflect.ValueOf(&out).Elem(), reflect.ValueOf(&f.vals).Elem()
+	for _, index := range f.set {
+		outV.FieldByIndex(index).Set(cloneValue(valsV.FieldByIndex(index)))
+	}
+	return out
+}
+
+// decodeDoc decodes and validates a document that is a policy (table
+// "") or holds one in its top-level table named table.
+func decodeDoc(s *schema, name string, data []byte, table string) (*parsedFile, error) {
+	root, mroot := s.pt, s.mirror
 	if table != "" {
 		root, mroot = embedded(data, table, root), embedded(data, table, mroot)
 	}
 	mirror := reflect.New(mroot)
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(mirror.Interface()); err != nil {
-		return Policy{}, KeySet{}, decodeError(name, data, err, root)
+		return nil, decodeError(name, data, err, root)
 	}
 	idx := buildIndex(data)
 	if e := checkKeyCase(name, idx, root); e != nil {
-		return Policy{}, KeySet{}, e
+		return nil, e
 	}
 	src := mirror.Elem()
 	if table != "" {
 		src = src.Field(0)
 	}
-	out := base.clone()
-	outV := reflect.ValueOf(&out).Elem()
-	keys := KeySet{m: map[string]keyPos{}}
+	f := &parsedFile{keys: KeySet{m: map[string]keyPos{}}}
+	valsV := reflect.ValueOf(&f.vals).Elem()
 	var errs []*Error
-	rules := validators()
-	for _, lf := range leaves(pt) {
+	for _, lf := range s.leaves {
 		leafSrc := src.FieldByIndex(lf.index)
 		if leafSrc.IsNil() {
 			continue // absent from the file
@@ -79,21 +122,23 @@ func parseDoc(name string, data []byte, base Policy, table string) (Policy, KeyS
 			full = joinKey([]string{table}) + "." + lf.path
 		}
 		pos := idx.lookup(full)
-		keys.m[lf.path] = pos
-		dst := outV.FieldByIndex(lf.index)
+		f.keys.m[lf.path] = pos
+		dst := valsV.FieldByIndex(lf.index)
 		if msg := assignLeaf(dst, leafSrc.Elem()); msg != "" {
 			errs = append(errs, &Error{File: name, Line: pos.line, Key: full, Msg: msg})
 			continue
 		}
-		if elem, msg := validateLeaf(rules, lf.path, dst); msg != "" {
+		if elem, msg := validateLeaf(s.rules, lf.path, dst); msg != "" {
 			errs = append(errs, &Error{File: name, Line: pos.elemLine(elem), Key: full, Msg: msg})
+			continue
 		}
+		f.set = append(f.set, lf.index)
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
-		return Policy{}, KeySet{}, errs[0]
+		return nil, errs[0]
 	}
-	return out, keys, nil
+	return f, nil
 }
 
 // embedded is the type of a document whose top-level table named table
