@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/sandboxd/sandboxd/evidence"
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/layer"
+	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 )
 
@@ -404,5 +406,57 @@ func TestCrossUserCredIndex(t *testing.T) {
 	}
 	if res := scanAs(alice); res.Reused != 0 || len(res.Found) != 0 {
 		t.Fatalf("alice's scan of bob's home: found %v, reused %d of bob's index", res.Found, res.Reused)
+	}
+}
+
+// TestCrossUserPolicyCache: the daemon's parsed policy files are each
+// for the caller that read them. Bob's private policy, kept for him, is
+// refused to alice; a policy both may read is read by each; one alice
+// may no longer read is refused her though she read it before.
+func TestCrossUserPolicyCache(t *testing.T) {
+	x := newCrossUser(t)
+	t.Parallel()
+	shared := filepath.Join(x.bob, "pub", "policy.toml")
+	if err := os.WriteFile(shared, []byte("[limits]\npids = 1234\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(shared, bobID, bobID); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{})
+	load := func(uid int, path string) (policy.Policy, error) {
+		t.Helper()
+		id := fsid.ID{UID: uid, GID: uid, Groups: []int{uid}, Umask: 0o022}
+		var p policy.Policy
+		var err error
+		if aerr := fsid.Do(id, func() error { p, err = r.policies.Load(uid, nil, path, true); return nil }); aerr != nil {
+			t.Fatal(aerr)
+		}
+		return p, err
+	}
+	private := filepath.Join(x.bob, "policy.toml")
+	// The files settle: what bob reads next is kept.
+	time.Sleep(2100 * time.Millisecond)
+	for range 2 {
+		if p, err := load(bobID, private); err != nil || len(p.Filesystem.Writable) != 1 {
+			t.Fatalf("bob's own policy: %+v, %v", p.Filesystem, err)
+		}
+	}
+	if p, err := load(aliceID, private); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("alice loaded bob's private policy: %+v, %v", p.Filesystem, err)
+	}
+	for _, uid := range []int{bobID, aliceID, aliceID} {
+		if p, err := load(uid, shared); err != nil || p.Limits.Pids != 1234 {
+			t.Fatalf("uid %d: the shared policy: %d, %v", uid, p.Limits.Pids, err)
+		}
+	}
+	if err := os.Chmod(shared, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := load(aliceID, shared); !errors.Is(err, fs.ErrPermission) {
+		t.Fatalf("alice loaded a policy she may no longer read: %v", err)
+	}
+	if p, err := load(bobID, shared); err != nil || p.Limits.Pids != 1234 {
+		t.Fatalf("bob's shared policy after the chmod: %d, %v", p.Limits.Pids, err)
 	}
 }

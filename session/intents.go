@@ -202,7 +202,7 @@ type intentPlaces struct {
 // the secrets (the policy's and the credential stores found in the
 // home), sandboxd's own state, the caches, PATH, the start-up locations.
 func (r *Runner) intentPlacesOf(ctx context.Context, c Caller) (intentPlaces, error) {
-	pol, err := policy.LoadUnder(r.machine, c.Layout().Policy(), false)
+	pol, err := r.policies.Load(c.UID, r.machine, c.Layout().Policy(), false)
 	if err != nil {
 		return intentPlaces{}, policyUnusable(err)
 	}

@@ -99,7 +99,7 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	if !explicit {
 		userPolicy = c.Layout().Policy()
 	}
-	pol, err := policy.LoadUnder(r.machine, userPolicy, explicit, w.policies()...)
+	pol, err := r.policies.Load(c.UID, r.machine, userPolicy, explicit, w.policies()...)
 	if err != nil {
 		return p, policyUnusable(err)
 	}

@@ -175,6 +175,9 @@ type Runner struct {
 	// indexes keeps the callers' credential scan indexes decoded, each
 	// for the uid that read it (credstore.IndexCache).
 	indexes *credstore.IndexCache
+	// policies keeps the callers' policy files parsed, each for the uid
+	// that read it (policy.Cache).
+	policies *policy.Cache
 	// builtinNames matches the built-in persistence names (a fixed
 	// list, indexed once; read only).
 	builtinNames *persist.Matcher
@@ -190,7 +193,7 @@ func New(cfg Config) *Runner {
 		reserved: ownListener(cfg.Reserved), models: cfg.Models,
 		reader: slices.Clone(cfg.EvidenceReader), crashAt: cfg.CrashAt, hidden: slices.Clone(cfg.Hidden),
 		commits: cfg.Commits, machine: cfg.MachinePolicy, machineModel: cfg.MachineReviewer,
-		indexes: credstore.NewIndexCache(), builtinNames: persist.NewMatcher(persist.Builtin())}
+		indexes: credstore.NewIndexCache(), policies: policy.NewCache(), builtinNames: persist.NewMatcher(persist.Builtin())}
 	if r.sandbox == nil {
 		hub := cfg.Audit
 		if hub == nil {
