@@ -52,7 +52,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("key %s without a line", k)
 			}
 		}
-		if key, msg := validatePolicy(&p); msg != "" {
+		if key, msg := validatePolicy(ruleSchema(), &p); msg != "" {
 			t.Fatalf("Parse accepted an invalid policy: %s: %s", key, msg)
 		}
 		if _, err := Tighten(Default(), p, "fuzz.toml", keys); err != nil {

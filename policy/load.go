@@ -60,7 +60,7 @@ func (l loader) load(m *Machine, userPath string, userExplicit bool, wsPaths []s
 		return Policy{}, err
 	}
 	if m != nil {
-		if user, err = UnderMachine(*m, user, userPath, userSet); err != nil {
+		if user, err = mergeUnderMachine(l.schema, *m, user, userPath, userSet); err != nil {
 			return Policy{}, err
 		}
 	}
@@ -85,7 +85,7 @@ func (l loader) tightenWith(p Policy, wsPath string) (Policy, error) {
 	case err != nil:
 		return Policy{}, err
 	}
-	return Tighten(p, f.apply(p), wsPath, f.keys)
+	return tighten(l.schema, p, f.apply(p), wsPath, f.keys)
 }
 
 // fileError wraps an error reading a whole file.

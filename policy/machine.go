@@ -34,12 +34,17 @@ type Machine struct {
 // learns which of their settings the machine refuses instead of
 // running under rules other than those their file says.
 func UnderMachine(m Machine, user Policy, userName string, userSet KeySet) (Policy, error) {
-	if err := checkTightenTags(policyType()); err != nil {
-		return Policy{}, &Error{File: m.File, Msg: "sandboxd cannot apply the machine's policy because of an internal error (run with -v to log why)", cause: err}
+	return mergeUnderMachine(ruleSchema(), m, user, userName, userSet)
+}
+
+// mergeUnderMachine is UnderMachine with the schema s.
+func mergeUnderMachine(s *schema, m Machine, user Policy, userName string, userSet KeySet) (Policy, error) {
+	if s.tagErr != nil {
+		return Policy{}, &Error{File: m.File, Msg: "sandboxd cannot apply the machine's policy because of an internal error (run with -v to log why)", cause: s.tagErr}
 	}
 	out := user.clone()
 	o, mv, uv := reflect.ValueOf(&out).Elem(), reflect.ValueOf(m.Policy), reflect.ValueOf(user)
-	for _, lf := range leaves(policyType()) {
+	for _, lf := range s.leaves {
 		if !m.Set.Has(lf.path) {
 			continue
 		}

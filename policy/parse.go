@@ -59,12 +59,22 @@ type schema struct {
 	pt, mirror reflect.Type
 	leaves     []leaf
 	rules      map[string]validator
+	// tagErr is checkTightenTags's answer about pt.
+	tagErr error
 }
 
 // newSchema makes the schema of Policy.
 func newSchema() *schema {
+	s := ruleSchema()
+	s.mirror = mirrorType(s.pt)
+	return s
+}
+
+// ruleSchema is the schema of Policy without its mirror type: enough
+// to validate, tighten and merge, not to parse.
+func ruleSchema() *schema {
 	pt := policyType()
-	return &schema{pt: pt, mirror: mirrorType(pt), leaves: leaves(pt), rules: validators()}
+	return &schema{pt: pt, leaves: leaves(pt), rules: validators(), tagErr: checkTightenTags(pt)}
 }
 
 // parsedFile is what a policy file sets, decoded and validated: a pure

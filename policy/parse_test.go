@@ -256,7 +256,7 @@ func TestDefaults(t *testing.T) {
 		d.Limits != (Limits{Pids: 4096, Memory: 8 * GiB, FileSize: 16 * GiB, TmpSize: GiB, LayerSize: 4 * GiB, CacheSize: 20 * GiB}) {
 		t.Errorf("Default() = %+v", d)
 	}
-	if key, msg := validatePolicy(&d); msg != "" {
+	if key, msg := validatePolicy(ruleSchema(), &d); msg != "" {
 		t.Errorf("Default() invalid: %s: %s", key, msg)
 	}
 	// The user's hourly ceiling is what every session shared before the

@@ -93,8 +93,18 @@ type Dirs struct {
 // Resolve validates p and makes every path absolute for one run. "~" alone
 // and "~/..." expand with d.Home; "~user" is an error.
 func (p Policy) Resolve(d Dirs) (Resolved, error) {
+	return p.resolve(ruleSchema(), d)
+}
+
+// Resolve is p.Resolve(d) with the schema c made once.
+func (c *Cache) Resolve(p Policy, d Dirs) (Resolved, error) {
+	return p.resolve(c.schema, d)
+}
+
+// resolve is Resolve with the schema s.
+func (p Policy) resolve(s *schema, d Dirs) (Resolved, error) {
 	p = p.clone()
-	if key, msg := validatePolicy(&p); msg != "" {
+	if key, msg := validatePolicy(s, &p); msg != "" {
 		return Resolved{}, &Error{Key: key, Msg: msg}
 	}
 	home, configDir, stateDir, err := d.resolve()

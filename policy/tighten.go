@@ -100,22 +100,26 @@ func checkTightenTags(t reflect.Type) error {
 // return an *Error naming wsName, the line and the key. A schema key
 // without a known rule is an error whether or not the workspace sets it.
 func Tighten(user Policy, ws Policy, wsName string, wsSet KeySet) (Policy, error) {
+	return tighten(ruleSchema(), user, ws, wsName, wsSet)
+}
+
+// tighten is Tighten with the schema s.
+func tighten(s *schema, user Policy, ws Policy, wsName string, wsSet KeySet) (Policy, error) {
 	out := user.clone()
-	err := tightenInto(reflect.ValueOf(&out).Elem(), reflect.ValueOf(user), reflect.ValueOf(ws), wsName, wsSet)
+	err := tightenInto(s, reflect.ValueOf(&out).Elem(), reflect.ValueOf(user), reflect.ValueOf(ws), wsName, wsSet)
 	if err != nil {
 		return Policy{}, err
 	}
 	return out, nil
 }
 
-// tightenInto implements Tighten for any schema struct: out starts as a copy
-// of user and receives the merged values.
-func tightenInto(out, user, ws reflect.Value, wsName string, wsSet KeySet) error {
-	t := out.Type()
-	if err := checkTightenTags(t); err != nil {
-		return &Error{File: wsName, Msg: "sandboxd cannot apply a workspace policy because of an internal error (run with -v to log why)", cause: err}
+// tightenInto implements Tighten: out starts as a copy of user and
+// receives the merged values.
+func tightenInto(s *schema, out, user, ws reflect.Value, wsName string, wsSet KeySet) error {
+	if s.tagErr != nil {
+		return &Error{File: wsName, Msg: "sandboxd cannot apply a workspace policy because of an internal error (run with -v to log why)", cause: s.tagErr}
 	}
-	for _, lf := range leaves(t) {
+	for _, lf := range s.leaves {
 		if !wsSet.Has(lf.path) {
 			continue
 		}

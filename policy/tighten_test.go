@@ -210,7 +210,8 @@ func TestTightenFailsClosed(t *testing.T) {
 	for _, v := range []any{noTag{}, unknownTag{}, wrongType{}} {
 		rv := reflect.ValueOf(v)
 		out := reflect.New(rv.Type()).Elem()
-		err := tightenInto(out, rv, rv, "ws.toml", KeySet{})
+		s := &schema{pt: rv.Type(), leaves: leaves(rv.Type()), tagErr: checkTightenTags(rv.Type())}
+		err := tightenInto(s, out, rv, rv, "ws.toml", KeySet{})
 		var pe *Error
 		if !errors.As(err, &pe) || !strings.Contains(pe.Msg, "internal error") {
 			t.Errorf("%T: got %v, want a fail-closed error", v, err)

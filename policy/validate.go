@@ -96,11 +96,10 @@ func validateLeaf(rules map[string]validator, path string, v reflect.Value) (int
 
 // validatePolicy checks every key of p (normalizing p in place) and returns
 // the first problem as (key, message).
-func validatePolicy(p *Policy) (string, string) {
-	rules := validators()
+func validatePolicy(s *schema, p *Policy) (string, string) {
 	v := reflect.ValueOf(p).Elem()
-	for _, lf := range leaves(policyType()) {
-		if elem, msg := validateLeaf(rules, lf.path, v.FieldByIndex(lf.index)); msg != "" {
+	for _, lf := range s.leaves {
+		if elem, msg := validateLeaf(s.rules, lf.path, v.FieldByIndex(lf.index)); msg != "" {
 			if elem >= 0 {
 				msg = fmt.Sprintf("entry %d: %s", elem+1, msg)
 			}

@@ -111,7 +111,7 @@ func TestValidateGolden(t *testing.T) {
 	p.Limits.Pids = 1
 	p.Filesystem.Writable = []string{"/ok", "rel"}
 	for range 4 {
-		key, msg := validatePolicy(&p)
+		key, msg := validatePolicy(ruleSchema(), &p)
 		fmt.Fprintf(&b, "# validatePolicy\n%s: %s\n", key, msg)
 		// Fix the problem reported, to see the next one.
 		switch key {

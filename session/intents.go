@@ -206,7 +206,7 @@ func (r *Runner) intentPlacesOf(ctx context.Context, c Caller) (intentPlaces, er
 	if err != nil {
 		return intentPlaces{}, policyUnusable(err)
 	}
-	res, err := pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
+	res, err := r.policies.Resolve(pol, policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
 	if err != nil {
 		return intentPlaces{}, policyUnusable(err)
 	}

@@ -103,7 +103,7 @@ func (r *Runner) newPlanAsCaller(ctx context.Context, c Caller, j Job) (*plan, e
 	if err != nil {
 		return p, policyUnusable(err)
 	}
-	p.policy, err = pol.Resolve(policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
+	p.policy, err = r.policies.Resolve(pol, policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
 	if err != nil {
 		return p, policyUnusable(err)
 	}
