@@ -239,7 +239,9 @@ func secretSpecs(p Policy, d Dirs, home, configDir, stateDir string) []string {
 // symlink-resolved form when different; an entry whose last element is
 // a glob keeps the glob and has only its parent directory resolved.
 func resolveSecrets(secrets []string, home string, real *persist.Realpaths) ([]string, error) {
-	var denied orderedSet
+	// Each secret and, for some, its resolved form: sized once, not
+	// grown a few hundred entries at a time.
+	denied := newOrderedSet(2 * len(secrets))
 	for _, s := range secrets {
 		x, err := expandKey("filesystem.secrets", s, home)
 		if err != nil {
@@ -279,8 +281,9 @@ func resolveHomeAllow(specs []string, home string, real *persist.Realpaths) ([]s
 // resolveProtected normalises the built-in persistence paths and
 // filesystem.protected, relative to the workspace.
 func resolveProtected(specs []string) ([]string, error) {
-	var protected orderedSet
-	for _, s := range append(DefaultProtected(), specs...) {
+	all := append(DefaultProtected(), specs...)
+	protected := newOrderedSet(len(all))
+	for _, s := range all {
 		c, msg := normProtected(s)
 		if msg != "" {
 			return nil, &Error{Key: "filesystem.protected", Msg: msg}
@@ -325,6 +328,11 @@ func realpathOf(real *persist.Realpaths, p string) string {
 type orderedSet struct {
 	list []string
 	seen map[string]struct{}
+}
+
+// newOrderedSet is an empty set with room for n strings.
+func newOrderedSet(n int) orderedSet {
+	return orderedSet{list: make([]string, 0, n), seen: make(map[string]struct{}, n)}
 }
 
 // add appends the items not already in the set.
