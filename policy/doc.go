@@ -17,6 +17,11 @@
 // (LoadUnder). Decode gives other configuration files (the machine
 // configuration's other tables) the same error form.
 //
+// A Cache keeps the parsed form of policy files for a process that
+// loads them again and again (the daemon's Runner): per caller uid and
+// path, trusted only while the file, opened and stat'ed as the caller on
+// every load, is as it was parsed and had settled before that read.
+//
 // Errors about a file are *Error values formatted as FILE:LINE: KEY: MESSAGE.
 //
 // This package is pure data and parsing. Of sandboxd's packages it imports
