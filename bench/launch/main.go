@@ -4,7 +4,7 @@
 // the same command under bare bash and under bubblewrap, interleaved in
 // one run so that all see the same machine. It prints a Markdown table for docs/BENCHMARKS.md.
 //
-//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases] [-home-files 100000] [-daemon]
+//	go run ./bench/launch -n 200 [-sandboxd bin/sandboxd] [-baseline OLD-BINARY] [-phases] [-home-files 100000] [-daemon] [-ws-policy FILE]
 //
 // Each command's CPU time (user+sys, with the children it waited for)
 // is printed beside its wall time; a run through a daemon adds the
@@ -28,6 +28,8 @@
 // and to a home of that many files (the credential scan walks it): with
 // the scan's index as the previous run left it, and with the index
 // removed before each run (the first launch after an upgrade).
+// With -ws-policy, FILE is every run's workspace policy (copied into
+// the scratch workspace as .sandboxd.toml before the warm-up runs).
 // With -baseline, the same sandboxd commands run under an older build
 // too, interleaved with the rest, so a change's cost is measured side by
 // side.
@@ -115,10 +117,11 @@ func main() {
 	baseline := flag.String("baseline", "", "an older sandboxd binary to run side by side")
 	homeFiles := flag.Int("home-files", 0, "also run with an empty home and a home of this many files")
 	viaDaemon := flag.Bool("daemon", false, "also run through a daemon of the benchmark's own (sandboxd serve; root only)")
+	wsPolicy := flag.String("ws-policy", "", "a workspace policy (.sandboxd.toml) for every run")
 	flag.Parse()
-	err := run(*n, *bin, *baseline, *homeFiles, *viaDaemon)
+	err := run(*n, *bin, *baseline, *homeFiles, *viaDaemon, *wsPolicy)
 	if err == nil && *phases {
-		err = phaseTable(*n, *bin, *viaDaemon)
+		err = phaseTable(*n, *bin, *viaDaemon, *wsPolicy)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "launch:", err)
@@ -126,7 +129,7 @@ func main() {
 	}
 }
 
-func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
+func run(n int, bin, baseline string, homeFiles int, viaDaemon bool, wsPolicy string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -141,6 +144,9 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool) error {
 		return err
 	}
 	defer cleanup()
+	if err := scratch.Policy(ws, wsPolicy); err != nil {
+		return err
+	}
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
 		return fmt.Errorf("bubblewrap is needed for the baseline: %w", err)

@@ -83,7 +83,7 @@ func timed(cmd *exec.Cmd) (phaseRun, []byte, error) {
 // from the plan's start, daemon phases from the exec handler's start,
 // client phases from the client's request; "from launch" counts every
 // phase from the benchmark's start of the client process.
-func phaseTable(n int, bin string, viaDaemon bool) error {
+func phaseTable(n int, bin string, viaDaemon bool, wsPolicy string) error {
 	bin, err := filepath.Abs(bin)
 	if err != nil {
 		return err
@@ -93,6 +93,9 @@ func phaseTable(n int, bin string, viaDaemon bool) error {
 		return err
 	}
 	defer cleanup()
+	if err := scratch.Policy(ws, wsPolicy); err != nil {
+		return err
+	}
 	var runs []phaseRun
 	for i := -5; i < n; i++ { // 5 warm-up runs
 		r, out, err := timed(exec.Command(bin, "run", "-v", "--workspace", ws, "--", "true"))

@@ -20,3 +20,16 @@ func Workspace() (string, func(), error) {
 	}
 	return abs, func() { os.RemoveAll(abs) }, nil
 }
+
+// Policy copies the policy file src into the workspace ws as its
+// .sandboxd.toml; nothing when src is "".
+func Policy(ws, src string) error {
+	if src == "" {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(ws, ".sandboxd.toml"), b, 0o644)
+}
