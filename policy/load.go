@@ -136,9 +136,13 @@ func (l loader) workspaceFile(name string) (*parsedFile, error) {
 // hard link) and parsed, and kept when it had settled before this read.
 func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, error) {
 	start := time.Now()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return nil, fileError(name, &fs.PathError{Op: "stat", Path: name, Err: err})
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fileError(name, err)
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fileError(name, errors.New("no file status"))
 	}
 	regular := st.Mode&syscall.S_IFMT == syscall.S_IFREG
 	if workspace && regular && st.Nlink > 1 {
@@ -147,7 +151,7 @@ func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, err
 	if !regular {
 		return nil, fileError(name, errors.New("not a regular file"))
 	}
-	fst, ref := statOf(&st), fileRef{uid: l.uid, path: name}
+	fst, ref := statOf(st), fileRef{uid: l.uid, path: name}
 	if l.cache != nil {
 		if p := l.cache.get(ref, fst); p != nil {
 			return p, nil
