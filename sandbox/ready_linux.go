@@ -39,17 +39,17 @@ import (
 // when its owner says the run's request is done (Refill): not while a run
 // is being set up or committed.
 type ReadyHelpers struct {
-	log                  *slog.Logger
-	max, perLaunch       int
-	idle                 time.Duration
-	mu                   sync.Mutex
-	ready                map[string][]*readyHelper
-	pending              map[string]launch // ended since the last Refill
-	starting             map[string]int
+	log            *slog.Logger
+	max, perLaunch int
+	idle           time.Duration
+	mu             sync.Mutex
+	ready          map[string][]*readyHelper
+	pending        map[string]launch // ended since the last Refill
+	starting       map[string]int
 	// spawned is broadcast (on mu) whenever a spawn ends: a run waits
 	// for a helper being started for its launch rather than start a
 	// second.
-	spawned *sync.Cond
+	spawned              *sync.Cond
 	n                    int // ready and starting
 	closed               bool
 	spawning             sync.WaitGroup // the spawns under way
