@@ -17,6 +17,6 @@
 // It decides nothing and enforces nothing: policy turns the stores into
 // secret entries and session adds what the scan finds; the sandbox
 // carves them out of what the command may read. Of sandboxd's packages
-// it imports only atomicfile, pathtree and publicerr. It must never import policy,
+// it imports only atomicfile, filecache, pathtree and publicerr. It must never import policy,
 // session, broker or sandbox.
 package credstore

@@ -13,9 +13,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sandboxd/sandboxd/filecache"
 	"golang.org/x/sys/unix"
 )
 
@@ -72,13 +74,9 @@ func keyOf(t *testing.T, p string, uid int, c *IndexCache) (string, *index) {
 }
 
 // kept says whether c holds an entry for uid's file p.
-func kept(c *IndexCache, uid int, p string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries[indexRef{uid, p}] != nil
-}
+func kept(c *IndexCache, uid int, p string) bool { return c.files.Kept(uid, p) }
 
-// An index that changed within settleTime of its read is never kept: a
+// An index that changed within filecache.SettleTime of its read is never kept: a
 // same-size rewrite in the same tick, with the mtime put back, is read.
 func TestIndexCacheRacy(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "index")
@@ -103,7 +101,7 @@ func TestIndexCacheSettled(t *testing.T) {
 	t.Parallel()
 	p := filepath.Join(t.TempDir(), "index")
 	mtime := writeIndex(t, p, "key-1")
-	time.Sleep(settleTime + 100*time.Millisecond)
+	time.Sleep(filecache.SettleTime + 100*time.Millisecond)
 	c := NewIndexCache()
 	k, first := keyOf(t, p, 1000, c)
 	if k != "key-1" || !kept(c, 1000, p) {
@@ -135,43 +133,6 @@ func TestIndexCacheSettled(t *testing.T) {
 	}
 	if x := loadIndex(p, "key-3", 1000, c); len(x.Dirs) != 0 {
 		t.Fatal("a removed index was read from memory")
-	}
-}
-
-// The cache holds a bounded number of indexes and of bytes, the least
-// recently used leaving first.
-func TestIndexCacheBounded(t *testing.T) {
-	c := NewIndexCache()
-	for i := 0; i < maxCachedIndexes+5; i++ {
-		c.put(indexRef{uid: i, path: "/i"}, fileStat{ino: uint64(i)}, &index{})
-		if i == 0 {
-			continue
-		}
-		c.get(indexRef{uid: 0, path: "/i"}, fileStat{ino: 0}) // uid 0's stays in use
-	}
-	if len(c.entries) != maxCachedIndexes {
-		t.Fatalf("%d entries kept, want %d", len(c.entries), maxCachedIndexes)
-	}
-	if c.get(indexRef{uid: 0, path: "/i"}, fileStat{ino: 0}) == nil || c.get(indexRef{uid: 1, path: "/i"}, fileStat{ino: 1}) != nil {
-		t.Fatal("the entry in use was evicted, or the least recent one kept")
-	}
-	// Bytes: two files of 40 % of the bound each fit, a third evicts
-	// the least recent; a file larger than the bound is never kept.
-	c = NewIndexCache()
-	big := int64(maxCachedBytes) * 2 / 5
-	for i := 0; i < 3; i++ {
-		c.put(indexRef{uid: i, path: "/big"}, fileStat{size: big}, &index{})
-	}
-	if len(c.entries) != 2 || c.bytes != 2*big || c.get(indexRef{uid: 0, path: "/big"}, fileStat{size: big}) != nil {
-		t.Fatalf("after three files of %d bytes: %d kept, %d bytes", big, len(c.entries), c.bytes)
-	}
-	c.put(indexRef{uid: 9, path: "/huge"}, fileStat{size: maxCachedBytes + 1}, &index{})
-	if c.get(indexRef{uid: 9, path: "/huge"}, fileStat{size: maxCachedBytes + 1}) != nil || len(c.entries) != 2 {
-		t.Fatal("a file larger than the bound was kept, or evicted others")
-	}
-	c.forget(indexRef{uid: 1, path: "/big"})
-	if c.bytes != big {
-		t.Fatalf("after a forget: %d bytes counted, want %d", c.bytes, big)
 	}
 }
 
@@ -298,18 +259,20 @@ func TestIndexCacheNotMutated(t *testing.T) {
 		}
 		return len(res.Found)
 	}
-	time.Sleep(settleTime + 100*time.Millisecond)
+	time.Sleep(filecache.SettleTime + 100*time.Millisecond)
 	scan() // the home settled: its index is written
-	time.Sleep(settleTime + 100*time.Millisecond)
+	time.Sleep(filecache.SettleTime + 100*time.Millisecond)
 	scan() // the index settled: kept
-	c.mu.Lock()
-	e := c.entries[indexRef{cfg.UID, idx}]
-	c.mu.Unlock()
-	if e == nil {
+	var st syscall.Stat_t
+	if err := syscall.Stat(idx, &st); err != nil {
+		t.Fatal(err)
+	}
+	kept, ok := c.files.Get(cfg.UID, idx, filecache.StatOf(&st))
+	if !ok {
 		t.Fatal("the settled index was not kept")
 	}
 	var before bytes.Buffer
-	if err := gob.NewEncoder(&before).Encode(e.x); err != nil {
+	if err := gob.NewEncoder(&before).Encode(kept); err != nil {
 		t.Fatal(err)
 	}
 	// All at once, before scans that each start from the kept index
@@ -332,7 +295,7 @@ func TestIndexCacheNotMutated(t *testing.T) {
 	}
 	wg.Wait()
 	var after bytes.Buffer
-	if err := gob.NewEncoder(&after).Encode(e.x); err != nil {
+	if err := gob.NewEncoder(&after).Encode(kept); err != nil {
 		t.Fatal(err)
 	}
 	// Compared decoded: gob writes a map in no fixed order.

@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxd/sandboxd/filecache"
 )
 
 // pidsPolicy is a policy file setting limits.pids to n: the same size
@@ -27,10 +30,10 @@ func loadPids(t *testing.T, c *Cache, uid int, user string, ws ...string) int64 
 	return p.Limits.Pids
 }
 
-// settle waits until files written now have settled (settleTime).
-func settle() { time.Sleep(settleTime + 100*time.Millisecond) }
+// settle waits until files written now have settled (filecache.SettleTime).
+func settle() { time.Sleep(filecache.SettleTime + 100*time.Millisecond) }
 
-// TestCacheRacy: a file that changed within settleTime of its read is
+// TestCacheRacy: a file that changed within filecache.SettleTime of its read is
 // never kept, so an edit of the same size in the same second (its mtime
 // put back) is seen; a settled file is kept, and still seen when edited.
 func TestCacheRacy(t *testing.T) {
@@ -44,7 +47,7 @@ func TestCacheRacy(t *testing.T) {
 	if got := loadPids(t, c, 0, user); got != 1001 {
 		t.Fatalf("pids %d, want 1001", got)
 	}
-	if n, _ := c.len(); n != 0 {
+	if n, _ := c.files.Len(); n != 0 {
 		t.Fatalf("a file written just now was kept (%d entries)", n)
 	}
 	writeFile(t, user, pidsPolicy(1002))
@@ -57,7 +60,7 @@ func TestCacheRacy(t *testing.T) {
 
 	settle()
 	loadPids(t, c, 0, user)
-	if n, _ := c.len(); n != 1 {
+	if n, _ := c.files.Len(); n != 1 {
 		t.Fatalf("a settled file was not kept (%d entries)", n)
 	}
 	if got := loadPids(t, c, 0, user); got != 1002 {
@@ -71,7 +74,7 @@ func TestCacheRacy(t *testing.T) {
 	if got := loadPids(t, c, 0, user); got != 1003 {
 		t.Fatalf("a kept file edited in place (same size, mtime put back): pids %d, want 1003", got)
 	}
-	if n, _ := c.len(); n != 0 {
+	if n, _ := c.files.Len(); n != 0 {
 		t.Fatalf("the edit just made was kept (%d entries)", n)
 	}
 }
@@ -88,7 +91,7 @@ func TestCacheReplacedRemoved(t *testing.T) {
 	if got := loadPids(t, c, 0, user, ws); got != 900 {
 		t.Fatalf("pids %d, want 900", got)
 	}
-	if n, _ := c.len(); n != 2 {
+	if n, _ := c.files.Len(); n != 2 {
 		t.Fatalf("%d entries, want the user's and the workspace's", n)
 	}
 
@@ -143,20 +146,24 @@ func TestCacheCallers(t *testing.T) {
 	user := writeFile(t, filepath.Join(t.TempDir(), "user.toml"), pidsPolicy(1001))
 	settle()
 	loadPids(t, c, 1000, user)
-	ref := fileRef{uid: 1000, path: user}
-	if c.entries[ref] == nil {
+	if !c.files.Kept(1000, user) {
 		t.Fatal("not kept for uid 1000")
 	}
 	// What uid 1000 has kept is not what uid 1001 gets: plant a
 	// different parse under uid 1000's entry and load as 1001.
-	c.entries[ref].f = &parsedFile{vals: Policy{Limits: Limits{Pids: 7}}, set: [][]int{pidsIndex(t)}}
+	var st syscall.Stat_t
+	if err := syscall.Stat(user, &st); err != nil {
+		t.Fatal(err)
+	}
+	planted := &parsedFile{vals: Policy{Limits: Limits{Pids: 7}}, set: [][]int{pidsIndex(t)}}
+	c.files.Keep(1000, user, filecache.StatOf(&st), time.Now(), st.Size, planted)
 	if got := loadPids(t, c, 1000, user); got != 7 {
 		t.Fatalf("uid 1000's own entry: pids %d, want the planted 7", got)
 	}
 	if got := loadPids(t, c, 1001, user); got != 1001 {
 		t.Fatalf("uid 1001 got uid 1000's entry: pids %d", got)
 	}
-	if n, _ := c.len(); n != 2 {
+	if n, _ := c.files.Len(); n != 2 {
 		t.Fatalf("%d entries, want one per uid", n)
 	}
 }
@@ -172,36 +179,21 @@ func pidsIndex(t *testing.T) []int {
 	return nil
 }
 
-// TestCacheBounds: the entries and their bytes stay within the bounds,
-// the least recently used going first; a file larger than the byte
-// bound is not kept.
+// TestCacheBounds: a Cache keeps at most its bounds (filecache keeps
+// them; see its tests for the eviction order).
 func TestCacheBounds(t *testing.T) {
 	c := NewCache()
-	f := &parsedFile{}
+	dir := t.TempDir()
+	var st syscall.Stat_t
 	for i := range maxCachedFiles + 10 {
-		c.put(fileRef{uid: i % 3, path: fmt.Sprint("/p/", i)}, fileStat{ino: uint64(i), size: 100}, f)
+		p := writeFile(t, filepath.Join(dir, fmt.Sprint(i, ".toml")), pidsPolicy(1000+i))
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		c.files.Keep(0, p, filecache.StatOf(&st), time.Now().Add(time.Hour), st.Size, &parsedFile{})
 	}
-	if n, b := c.len(); n != maxCachedFiles || b != int64(maxCachedFiles)*100 {
-		t.Fatalf("%d entries of %d bytes, want %d", n, b, maxCachedFiles)
-	}
-	if c.get(fileRef{uid: 0, path: "/p/0"}, fileStat{ino: 0, size: 100}) != nil {
-		t.Fatal("the oldest entry was kept")
-	}
-	recent := fileRef{uid: 1, path: fmt.Sprint("/p/", 10)}
-	c.get(recent, fileStat{ino: 10, size: 100})
-	big := int64(maxCachedBytes-2000) / 3 // room left for 20 small entries
-	for i := range 3 {
-		c.put(fileRef{uid: 9, path: fmt.Sprint("/big/", i)}, fileStat{ino: uint64(i), size: big}, f)
-	}
-	if n, b := c.len(); b > maxCachedBytes || n > maxCachedFiles {
-		t.Fatalf("%d entries of %d bytes, bound %d", n, b, maxCachedBytes)
-	}
-	if c.get(recent, fileStat{ino: 10, size: 100}) == nil {
-		t.Fatal("the most recently used small entry went before older ones")
-	}
-	c.put(fileRef{uid: 9, path: "/huge"}, fileStat{size: maxCachedBytes + 1}, f)
-	if c.get(fileRef{uid: 9, path: "/huge"}, fileStat{size: maxCachedBytes + 1}) != nil {
-		t.Fatal("a file over the byte bound was kept")
+	if n, b := c.files.Len(); n != maxCachedFiles || b > maxCachedBytes {
+		t.Fatalf("%d entries of %d bytes, bounds %d and %d", n, b, maxCachedFiles, maxCachedBytes)
 	}
 }
 
@@ -235,7 +227,7 @@ func TestCacheSameAsLoad(t *testing.T) {
 			settle()
 		}
 	}
-	if n, _ := c.len(); n != 2 {
+	if n, _ := c.files.Len(); n != 2 {
 		t.Fatalf("%d entries, want the two good files", n)
 	}
 }

@@ -25,7 +25,7 @@
 // Errors about a file are *Error values formatted as FILE:LINE: KEY: MESSAGE.
 //
 // This package is pure data and parsing. Of sandboxd's packages it imports
-// only boundary, credstore, envlist, netdest, pathtree, persist,
+// only boundary, credstore, envlist, filecache, netdest, pathtree, persist,
 // ruletext and statedir. It must never
 // import broker, review/..., netproxy, landlock, seccomp, go-landlock,
 // libseccomp-golang or openai-go. It keeps no package-level mutable state

@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/sandboxd/sandboxd/filecache"
 )
 
 // maxFileSize bounds the size of a policy file.
@@ -151,9 +153,9 @@ func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, err
 	if !regular {
 		return nil, fileError(name, errors.New("not a regular file"))
 	}
-	fst, ref := statOf(st), fileRef{uid: l.uid, path: name}
+	fst := filecache.StatOf(st)
 	if l.cache != nil {
-		if p := l.cache.get(ref, fst); p != nil {
+		if p, ok := l.cache.files.Get(l.uid, name, fst); ok {
 			return p, nil
 		}
 	}
@@ -165,12 +167,12 @@ func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, err
 		return nil, fileError(name, fmt.Errorf("larger than %d bytes", maxFileSize))
 	}
 	p, err := decodeDoc(l.schema, name, data, "")
-	if l.cache != nil {
-		if err == nil && int64(len(data)) == fst.size && fst.settled(start) {
-			l.cache.put(ref, fst, p)
-		} else {
-			l.cache.forget(ref)
-		}
+	switch {
+	case l.cache == nil:
+	case err != nil:
+		l.cache.files.Forget(l.uid, name)
+	default:
+		l.cache.files.Keep(l.uid, name, fst, start, int64(len(data)), p)
 	}
 	return p, err
 }
