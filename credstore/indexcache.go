@@ -31,7 +31,7 @@ var errIndexTooLarge = fmt.Errorf("credstore: the index is over %d MiB", maxInde
 
 // IndexCache keeps the indexes that Scan read, decoded, for a process
 // that scans again and again (the daemon): an index file whose identity
-// and stat are as when it was decoded is not decoded again. Each entry
+// stat and bytes are as when it was decoded is not decoded again. Each entry
 // belongs to the uid that read it (ScanConfig.UID) and is given to no
 // other; the file is still opened, as the caller, on every scan (what the
 // caller may no longer read is not read from memory), and a file that
@@ -53,8 +53,8 @@ func NewIndexCache() *IndexCache {
 }
 
 // readIndex returns the index in the file p, through cache when it is
-// not nil: the file is opened (as whoever calls, for uid) and described,
-// and decoded only when cache holds nothing for it as it is now. A file
+// not nil: the file is opened (as whoever calls, for uid), described and
+// read, and decoded only when cache holds nothing for it as it is now. A file
 // is kept only when it last changed (its mtime and its ctime) more than
 // filecache.SettleTime before it was described, by the real clock (never
 // a test's).
@@ -80,18 +80,18 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 		// writes an index of its own bounds in its place.
 		return nil, errIndexTooLarge
 	}
-	fst := filecache.StatOf(&st)
-	if cache != nil {
-		if x, ok := cache.files.Get(uid, p, fst); ok {
-			return x, nil
-		}
-	}
 	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(b) > maxIndexBytes {
 		return nil, errIndexTooLarge
+	}
+	fst := filecache.StatOf(&st)
+	if cache != nil {
+		if x, ok := cache.files.Get(uid, p, fst, b); ok {
+			return x, nil
+		}
 	}
 	var x index
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&x); err != nil {
@@ -101,7 +101,7 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 		return nil, err
 	}
 	if cache != nil {
-		cache.files.Keep(uid, p, fst, start, int64(len(b)), &x)
+		cache.files.Keep(uid, p, fst, start, b, &x)
 	}
 	return &x, nil
 }

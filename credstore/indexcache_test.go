@@ -267,7 +267,11 @@ func TestIndexCacheNotMutated(t *testing.T) {
 	if err := syscall.Stat(idx, &st); err != nil {
 		t.Fatal(err)
 	}
-	kept, ok := c.files.Get(cfg.UID, idx, filecache.StatOf(&st))
+	data, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, ok := c.files.Get(cfg.UID, idx, filecache.StatOf(&st), data)
 	if !ok {
 		t.Fatal("the settled index was not kept")
 	}

@@ -1,6 +1,7 @@
 package filecache
 
 import (
+	"bytes"
 	"sync"
 	"syscall"
 	"time"
@@ -60,9 +61,13 @@ type ref struct {
 	path string
 }
 
-// entry is a value and the file as it was when the value was made.
+// entry is a value and the file as it was when the value was made: its
+// stat and its bytes (a write through a shared mapping changes no time
+// the stat holds: on tmpfs never, elsewhere not while the page stays
+// dirty).
 type entry[V any] struct {
 	stat Stat
+	data []byte
 	v    V
 	used uint64
 }
@@ -73,12 +78,13 @@ func New[V any](maxEntries int, maxBytes int64) *Cache[V] {
 	return &Cache[V]{maxEntries: maxEntries, maxBytes: maxBytes, entries: map[ref]*entry[V]{}}
 }
 
-// Get returns the value kept for uid's file path as st describes it now.
-func (c *Cache[V]) Get(uid int, path string, st Stat) (V, bool) {
+// Get returns the value kept for uid's file path as st describes it now
+// and data, the whole file read now, holds it.
+func (c *Cache[V]) Get(uid int, path string, st Stat, data []byte) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[ref{uid, path}]
-	if e == nil || e.stat != st {
+	if e == nil || e.stat != st || !bytes.Equal(e.data, data) {
 		var zero V
 		return zero, false
 	}
@@ -87,21 +93,22 @@ func (c *Cache[V]) Get(uid int, path string, st Stat) (V, bool) {
 	return e.v, true
 }
 
-// Keep keeps v, made of read bytes of uid's file path as st (taken after
-// start) describes it, when that is the whole file and the file had
-// settled before start; otherwise it forgets what was kept for the file.
-// Only a value made without error may be given.
-func (c *Cache[V]) Keep(uid int, path string, st Stat, start time.Time, read int64, v V) {
-	if read != st.size || !st.settled(start) {
+// Keep keeps v, made of data, what was read of uid's file path as st
+// (taken after start) describes it, when that is the whole file and the
+// file had settled before start; otherwise it forgets what was kept for
+// the file. Only a value made without error may be given, and data must
+// not change after.
+func (c *Cache[V]) Keep(uid int, path string, st Stat, start time.Time, data []byte, v V) {
+	if int64(len(data)) != st.size || !st.settled(start) {
 		c.Forget(uid, path)
 		return
 	}
-	c.put(ref{uid, path}, st, v)
+	c.put(ref{uid, path}, st, data, v)
 }
 
 // put keeps v for r, evicting the least recently used entries while the
 // bounds would be passed; a file larger than the byte bound is not kept.
-func (c *Cache[V]) put(r ref, st Stat, v V) {
+func (c *Cache[V]) put(r ref, st Stat, data []byte, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgetLocked(r)
@@ -119,7 +126,7 @@ func (c *Cache[V]) put(r ref, st Stat, v V) {
 		c.forgetLocked(oldest)
 	}
 	c.tick++
-	c.entries[r] = &entry[V]{stat: st, v: v, used: c.tick}
+	c.entries[r] = &entry[V]{stat: st, data: data, v: v, used: c.tick}
 	c.bytes += st.size
 }
 

@@ -1,6 +1,7 @@
 package filecache
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,15 +15,23 @@ var old = time.Unix(1_000_000_000, 0).UnixNano()
 
 func stat(ino uint64, size int64) Stat { return Stat{ino: ino, size: size, mtime: old, ctime: old} }
 
+// bytesOf is n bytes of b.
+func bytesOf(b byte, n int) []byte { return bytes.Repeat([]byte{b}, n) }
+
 // TestKeep: a value is kept only when it was made of the whole file and
 // the file had settled before the read; keeping anything else forgets
 // what was kept; a changed Stat is a miss; each reader has its own.
 func TestKeep(t *testing.T) {
 	now := time.Now()
 	c := New[string](8, 1<<20)
-	c.Keep(1000, "/p", stat(1, 10), now, 10, "a")
-	if v, ok := c.Get(1000, "/p", stat(1, 10)); !ok || v != "a" {
+	c.Keep(1000, "/p", stat(1, 10), now, bytesOf('a', 10), "a")
+	if v, ok := c.Get(1000, "/p", stat(1, 10), bytesOf('a', 10)); !ok || v != "a" {
 		t.Fatalf("settled, whole: %q, %v", v, ok)
+	}
+	// A write the stat does not show (through a shared mapping): the
+	// bytes differ.
+	if _, ok := c.Get(1000, "/p", stat(1, 10), bytesOf('b', 10)); ok {
+		t.Fatal("the value was given for other bytes")
 	}
 	for name, s := range map[string]Stat{
 		"another inode": stat(2, 10), "another size": stat(1, 11),
@@ -30,25 +39,25 @@ func TestKeep(t *testing.T) {
 		"another ctime": {ino: 1, size: 10, mtime: old, ctime: old + 1},
 		"another dev":   {dev: 1, ino: 1, size: 10, mtime: old, ctime: old},
 	} {
-		if _, ok := c.Get(1000, "/p", s); ok {
+		if _, ok := c.Get(1000, "/p", s, bytesOf('a', 10)); ok {
 			t.Errorf("%s: the kept value was given", name)
 		}
 	}
-	if _, ok := c.Get(1001, "/p", stat(1, 10)); ok {
+	if _, ok := c.Get(1001, "/p", stat(1, 10), bytesOf('a', 10)); ok {
 		t.Fatal("uid 1001 was given uid 1000's value")
 	}
 	recent := Stat{ino: 1, size: 10, mtime: old, ctime: now.Add(-SettleTime / 2).UnixNano()}
-	c.Keep(1000, "/p", recent, now, 10, "b")
+	c.Keep(1000, "/p", recent, now, bytesOf('b', 10), "b")
 	if c.Kept(1000, "/p") {
 		t.Fatal("a file changed within SettleTime of its read was kept (or the old value stayed)")
 	}
-	c.Keep(1000, "/p", stat(1, 10), now, 10, "a")
-	c.Keep(1000, "/p", stat(1, 10), now, 9, "short")
+	c.Keep(1000, "/p", stat(1, 10), now, bytesOf('a', 10), "a")
+	c.Keep(1000, "/p", stat(1, 10), now, bytesOf('a', 9), "short")
 	if c.Kept(1000, "/p") {
 		t.Fatal("a value made of part of the file was kept (or the old value stayed)")
 	}
 	recentM := Stat{ino: 1, size: 10, mtime: now.UnixNano(), ctime: old}
-	if c.Keep(1000, "/p", recentM, now, 10, "m"); c.Kept(1000, "/p") {
+	if c.Keep(1000, "/p", recentM, now, bytesOf('m', 10), "m"); c.Kept(1000, "/p") {
 		t.Fatal("a file whose mtime is recent was kept")
 	}
 }
@@ -88,9 +97,9 @@ func TestBounds(t *testing.T) {
 	now := time.Now()
 	c := New[int](4, 1000)
 	for i := range 6 {
-		c.Keep(i%3, fmt.Sprint("/p/", i), stat(uint64(i), 100), now, 100, i)
+		c.Keep(i%3, fmt.Sprint("/p/", i), stat(uint64(i), 100), now, bytesOf('p', 100), i)
 		if i > 0 {
-			c.Get(0, "/p/0", stat(0, 100)) // stays in use
+			c.Get(0, "/p/0", stat(0, 100), bytesOf('p', 100)) // stays in use
 		}
 	}
 	if n, b := c.Len(); n != 4 || b != 400 {
@@ -99,11 +108,11 @@ func TestBounds(t *testing.T) {
 	if !c.Kept(0, "/p/0") || c.Kept(1, "/p/1") {
 		t.Fatal("the entry in use was evicted, or the least recent kept")
 	}
-	c.Keep(9, "/big", stat(9, 700), now, 700, 9)
+	c.Keep(9, "/big", stat(9, 700), now, bytesOf('b', 700), 9)
 	if n, b := c.Len(); b > 1000 || n > 4 || !c.Kept(9, "/big") {
 		t.Fatalf("%d entries of %d bytes after a big one", n, b)
 	}
-	c.Keep(9, "/huge", stat(10, 1001), now, 1001, 10)
+	c.Keep(9, "/huge", stat(10, 1001), now, bytesOf('h', 1001), 10)
 	if c.Kept(9, "/huge") || !c.Kept(9, "/big") {
 		t.Fatal("a file over the byte bound was kept, or evicted another")
 	}

@@ -11,8 +11,9 @@ const (
 )
 
 // Cache keeps policy files parsed, for a process that loads policies
-// again and again (the daemon): a file whose identity and stat are as
-// when it was parsed is not read or parsed again. What is kept is a
+// again and again (the daemon): a file whose identity, stat and bytes
+// are as when it was parsed is not parsed again (it is read on every
+// load: a write through a shared mapping changes no time). What is kept is a
 // pure function of the file's name and bytes (the keys it sets, decoded
 // and validated); merging, tightening and resolving are done anew on
 // every load.

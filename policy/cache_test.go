@@ -156,7 +156,11 @@ func TestCacheCallers(t *testing.T) {
 		t.Fatal(err)
 	}
 	planted := &parsedFile{vals: Policy{Limits: Limits{Pids: 7}}, set: [][]int{pidsIndex(t)}}
-	c.files.Keep(1000, user, filecache.StatOf(&st), time.Now(), st.Size, planted)
+	data, err := os.ReadFile(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.files.Keep(1000, user, filecache.StatOf(&st), time.Now(), data, planted)
 	if got := loadPids(t, c, 1000, user); got != 7 {
 		t.Fatalf("uid 1000's own entry: pids %d, want the planted 7", got)
 	}
@@ -190,7 +194,7 @@ func TestCacheBounds(t *testing.T) {
 		if err := syscall.Stat(p, &st); err != nil {
 			t.Fatal(err)
 		}
-		c.files.Keep(0, p, filecache.StatOf(&st), time.Now().Add(time.Hour), st.Size, &parsedFile{})
+		c.files.Keep(0, p, filecache.StatOf(&st), time.Now().Add(time.Hour), []byte(pidsPolicy(1000+i)), &parsedFile{})
 	}
 	if n, b := c.files.Len(); n != maxCachedFiles || b > maxCachedBytes {
 		t.Fatalf("%d entries of %d bytes, bounds %d and %d", n, b, maxCachedFiles, maxCachedBytes)

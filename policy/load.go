@@ -153,12 +153,6 @@ func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, err
 	if !regular {
 		return nil, fileError(name, errors.New("not a regular file"))
 	}
-	fst := filecache.StatOf(st)
-	if l.cache != nil {
-		if p, ok := l.cache.files.Get(l.uid, name, fst); ok {
-			return p, nil
-		}
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, fileError(name, err)
@@ -166,13 +160,19 @@ func (l loader) parse(name string, f *os.File, workspace bool) (*parsedFile, err
 	if len(data) > maxFileSize {
 		return nil, fileError(name, fmt.Errorf("larger than %d bytes", maxFileSize))
 	}
+	fst := filecache.StatOf(st)
+	if l.cache != nil {
+		if p, ok := l.cache.files.Get(l.uid, name, fst, data); ok {
+			return p, nil
+		}
+	}
 	p, err := decodeDoc(l.schema, name, data, "")
 	switch {
 	case l.cache == nil:
 	case err != nil:
 		l.cache.files.Forget(l.uid, name)
 	default:
-		l.cache.files.Keep(l.uid, name, fst, start, int64(len(data)), p)
+		l.cache.files.Keep(l.uid, name, fst, start, data, p)
 	}
 	return p, err
 }
