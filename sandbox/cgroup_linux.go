@@ -406,6 +406,22 @@ func (c *cgroup) openLeave() (int, error) {
 	return fd, nil
 }
 
+// usage is the v1 memory group's usage in bytes now.
+func (c *cgroup) usage() (int64, error) {
+	if c.v2 || c.memDir == "" {
+		return 0, errors.New("cgroup: no v1 memory group")
+	}
+	b, err := os.ReadFile(filepath.Join(c.memDir, "memory.usage_in_bytes"))
+	if err != nil {
+		return 0, fmt.Errorf("cgroup: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cgroup: memory.usage_in_bytes: %w", err)
+	}
+	return n, nil
+}
+
 // memoryKilled reports whether the kernel's killer ran in the group at
 // its memory limit.
 func (c *cgroup) memoryKilled() bool {

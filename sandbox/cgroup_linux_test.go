@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,5 +87,54 @@ func TestRemoveStaleGroups(t *testing.T) {
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("a live run's group was removed: %v", err)
+	}
+}
+
+// A usage mark set after the group's usage passed it (a fast writer, a
+// busy machine: the kernel registers a mark an RCU grace period after it
+// is asked) notes the writers at once: the kernel signals a crossing
+// only, and none will come.
+func TestMarkPassedBeforeSet(t *testing.T) {
+	cg, err := newCgroup(probeCgroups(), groupName("marktest"+strconv.Itoa(os.Getpid())), Limits{Memory: 256 << 20})
+	if err != nil || cg.v2 || !cg.memory {
+		t.Skipf("no v1 memory group to watch (%v)", err)
+	}
+	defer cg.remove()
+	dir := t.TempDir()
+	shm, err := os.MkdirTemp("/dev/shm", "marktest-")
+	if err != nil {
+		t.Skip("no /dev/shm: ", err)
+	}
+	defer os.RemoveAll(shm)
+	writing := filepath.Join(dir, "being-written")
+	// It waits on stdin until it is in the group, then fills tmpfs
+	// pages the group is charged for, a file open for writing meanwhile.
+	cmd := exec.Command("/bin/sh", "-c", `read go; exec 3>"$1"; head -c 48000000 /dev/zero > "$2/fill"; echo filled; exec sleep 30`,
+		"sh", writing, shm)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for _, g := range []string{cg.memDir, cg.pidsDir} {
+		if err := os.WriteFile(filepath.Join(g, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	io.WriteString(stdin, "go\n")
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "filled\n" {
+		t.Fatalf("the writer did not fill: %q, %v", line, err)
+	}
+	if u, err := cg.usage(); err != nil || u < 32<<20 {
+		t.Fatalf("usage %d (%v), want over the mark", u, err)
+	}
+	w := &limitWatch{near: map[string]map[int]bool{}, marked: make(chan struct{})}
+	w.watchMark(cg, 32<<20)
+	defer w.stopAll()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.near[writing]) == 0 {
+		t.Fatalf("the writers when the mark was set: %v, want %s", w.near, writing)
 	}
 }

@@ -149,10 +149,13 @@ func (w *limitWatch) awaitHeard(wait time.Duration) {
 }
 
 // watchMark listens to the usage crossing mark, noting the writers
-// then, until the watch stops.
+// then, until the watch stops. The kernel signals a crossing only, and
+// registers the mark an RCU grace period after it is asked to: a command
+// that passed the mark meanwhile (a fast writer, a busy machine) has its
+// writers noted as soon as the mark is set.
 func (w *limitWatch) watchMark(cg *cgroup, mark int64) {
 	defer close(w.marked)
-	stop, err := cg.watchUsage(mark, func() {
+	note := func() {
 		by := writersOf(cg.procs())
 		w.mu.Lock()
 		defer w.mu.Unlock()
@@ -162,9 +165,13 @@ func (w *limitWatch) watchMark(cg *cgroup, mark int64) {
 			}
 			maps.Copy(w.near[p], pids)
 		}
-	})
+	}
+	stop, err := cg.watchUsage(mark, note)
 	if err != nil {
 		return
+	}
+	if u, err := cg.usage(); err == nil && u >= mark {
+		note()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
