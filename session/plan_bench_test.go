@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sandboxd/sandboxd/policy"
 )
 
 // benchUserPolicy is a user policy of the README's kinds of keys.
@@ -81,5 +83,36 @@ func BenchmarkPlan(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkFoundStores is the plan's credential scan alone, for the
+// process's own user with its own home and the default policy, as the
+// daemon's plan runs it (one Runner, so one index cache, kept across
+// the scans).
+func BenchmarkFoundStores(b *testing.B) {
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := NewCaller(os.Getuid(), os.Getgid(), os.Environ(), wd, 0o022)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := New(Config{Sandbox: &fakeSandbox{}})
+	pol, err := r.policies.Load(c.UID, r.machine, c.Layout().Policy(), false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := r.policies.Resolve(pol, policy.Dirs{Home: c.Home, ConfigDir: c.ConfigHome, StateDir: c.StateHome, Root: c.UID == 0, Getenv: c.Getenv})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &plan{ws: wd, cwd: wd, policy: res}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := r.foundStores(context.Background(), c, p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
