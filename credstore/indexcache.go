@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -42,9 +43,29 @@ type IndexCache struct {
 	files *filecache.Cache[*index]
 	// rules is the part of every index's key that depends on the
 	// package's rules alone (made once: formatting them is most of
-	// making a key).
+	// making a key), and pats the name class they were made of (made
+	// once too; read only).
 	rulesOnce sync.Once
 	rules     string
+	pats      []namePattern
+
+	mu sync.Mutex // guards keys
+	// keys are the index keys of the last scans' configurations, most
+	// recent last (maxCachedKeys at most): a key is a hash of the
+	// configuration's text, the same for the same configuration.
+	keys []cachedKey
+}
+
+// maxCachedKeys bounds IndexCache.keys: a few configurations per caller
+// (the environment moves the XDG directories) for a few callers.
+const maxCachedKeys = 16
+
+// cachedKey is one configuration's index key.
+type cachedKey struct {
+	home                          string
+	stateDirs, cacheDirs, covered []string
+	skip                          []string
+	key                           string
 }
 
 // NewIndexCache returns an empty IndexCache.
@@ -80,10 +101,13 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 		// writes an index of its own bounds in its place.
 		return nil, errIndexTooLarge
 	}
-	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
-	if err != nil {
+	// Room for the whole file as described and ReadFrom's last read,
+	// which sees the end: the file is read into one allocation.
+	buf := bytes.NewBuffer(make([]byte, 0, st.Size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxIndexBytes+1)); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if len(b) > maxIndexBytes {
 		return nil, errIndexTooLarge
 	}
@@ -106,11 +130,49 @@ func readIndex(p string, uid int, cache *IndexCache) (*index, error) {
 	return &x, nil
 }
 
-// rulesKey is the rules' part of an index key, made once per cache.
-func (c *IndexCache) rulesKey(pats []namePattern) string {
+// patterns returns the name class and the rules' part of an index key:
+// made once per cache, for every scan without one.
+func (c *IndexCache) patterns() ([]namePattern, string) {
 	if c == nil {
-		return rulesText(pats)
+		pats := namePatterns()
+		return pats, rulesText(pats)
 	}
-	c.rulesOnce.Do(func() { c.rules = rulesText(pats) })
-	return c.rules
+	c.rulesOnce.Do(func() {
+		c.pats = namePatterns()
+		c.rules = rulesText(c.pats)
+	})
+	return c.pats, c.rules
+}
+
+// key returns the index key of cfg's configuration, made by mk when no
+// scan through c made it before for a configuration equal to cfg's in
+// every field the key is made of.
+func (c *IndexCache) key(cfg *ScanConfig, mk func() string) string {
+	if c == nil {
+		return mk()
+	}
+	same := func(k *cachedKey) bool {
+		return k.home == cfg.Home && slices.Equal(k.stateDirs, cfg.StateDirs) && slices.Equal(k.cacheDirs, cfg.CacheDirs) &&
+			slices.Equal(k.covered, cfg.Covered) && slices.Equal(k.skip, cfg.Skip)
+	}
+	c.mu.Lock()
+	for i := len(c.keys) - 1; i >= 0; i-- {
+		if same(&c.keys[i]) {
+			k := c.keys[i].key
+			c.mu.Unlock()
+			return k
+		}
+	}
+	c.mu.Unlock()
+	key := mk()
+	// Copies: the caller may reuse its slices.
+	k := cachedKey{home: cfg.Home, stateDirs: slices.Clone(cfg.StateDirs), cacheDirs: slices.Clone(cfg.CacheDirs),
+		covered: slices.Clone(cfg.Covered), skip: slices.Clone(cfg.Skip), key: key}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.keys) >= maxCachedKeys {
+		c.keys = slices.Delete(c.keys, 0, 1)
+	}
+	c.keys = append(c.keys, k)
+	return key
 }

@@ -94,8 +94,9 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 	if cfg.Now != nil {
 		now = cfg.Now
 	}
-	s := &scanner{ctx: ctx, cfg: cfg, started: now(), pats: namePatterns(), roots: map[string]bool{},
-		covered: map[string]bool{}, skip: map[string]bool{}}
+	s := &scanner{ctx: ctx, cfg: cfg, started: now(), roots: map[string]bool{},
+		covered: make(map[string]bool, len(cfg.Covered)), skip: map[string]bool{}}
+	s.pats, s.rules = cfg.Cache.patterns()
 	for _, c := range cfg.Covered {
 		s.covered[filepath.Clean(c)] = true
 	}
@@ -104,7 +105,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 			s.skip[filepath.Clean(c)] = true
 		}
 	}
-	s.key = s.indexKey()
+	s.key = cfg.Cache.key(&s.cfg, s.indexKey)
 	s.old = loadIndex(cfg.Index, s.key, cfg.UID, cfg.Cache)
 	// Sized as the last scan left them: most homes change little.
 	s.next = &index{Key: s.key, Dirs: make(map[string]*dirRec, len(s.old.Dirs))}
@@ -209,6 +210,8 @@ type scanner struct {
 	cfg     ScanConfig
 	started time.Time
 	pats    []namePattern
+	// rules is the rules' part of the index key (rulesText of pats).
+	rules   string
 	roots   map[string]bool
 	covered map[string]bool
 	skip    map[string]bool
@@ -234,7 +237,11 @@ type scanner struct {
 func (s *scanner) indexKey() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%v|%v|%v|%v|%v|", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip)
-	io.WriteString(h, s.cfg.Cache.rulesKey(s.pats))
+	rules := s.rules
+	if rules == "" {
+		_, rules = s.cfg.Cache.patterns()
+	}
+	io.WriteString(h, rules)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -354,11 +361,11 @@ func (s *scanner) walk(p string, w where) error {
 	s.next.Dirs[p] = rec
 	s.entries += rec.Entries + 1
 	for _, h := range rec.Hits {
-		s.found = append(s.found, Found{Path: filepath.Join(p, h.Name), Class: h.Class})
+		s.found = append(s.found, Found{Path: childPath(p, h.Name), Class: h.Class})
 	}
 	for _, sn := range rec.Sniffs {
 		if sn.PrivateKey {
-			s.found = append(s.found, Found{Path: filepath.Join(p, sn.Name), Class: sn.Class})
+			s.found = append(s.found, Found{Path: childPath(p, sn.Name), Class: sn.Class})
 		}
 	}
 	if rec.Skip {
@@ -373,7 +380,7 @@ func (s *scanner) walk(p string, w where) error {
 	in := w
 	in.InRepo = w.InRepo || rec.Repo
 	for _, name := range rec.Subdirs {
-		c := filepath.Join(p, name)
+		c := childPath(p, name)
 		if s.roots[c] || s.covered[c] {
 			continue // walked as a root of its own, or a store whole already
 		}
@@ -382,7 +389,7 @@ func (s *scanner) walk(p string, w where) error {
 		}
 	}
 	for _, name := range rec.Links {
-		c := filepath.Join(p, name)
+		c := childPath(p, name)
 		if s.roots[c] || s.covered[c] {
 			continue
 		}
@@ -492,6 +499,16 @@ func joinName(dir, name string) string {
 	return dir + "/" + name
 }
 
+// childPath is filepath.Join(dir, name) for a clean absolute directory:
+// joinName for a plain name (what a directory lists), Join for anything
+// else (a name read from an index is the caller's file's).
+func childPath(dir, name string) string {
+	if name == "" || name == "." || name == ".." || strings.IndexByte(name, '/') >= 0 {
+		return filepath.Join(dir, name)
+	}
+	return joinName(dir, name)
+}
+
 // versioned says whether entries are a version-controlled work tree or
 // repository (not an environment).
 func versioned(names map[string]bool) bool {
@@ -531,7 +548,10 @@ func (s *scanner) sniff(p, name string, class Class) sniffRec {
 
 // recheckSniffs rereads the key-like files of an indexed directory
 // that changed since (a file rewritten in place leaves its directory's
-// change time alone).
+// change time alone), and every one that was no key: a write through a
+// shared mapping changes no time the record holds (on tmpfs never,
+// elsewhere not while the page stays dirty), so only a key, which stays
+// found, is taken from the record.
 func (s *scanner) recheckSniffs(p string, rec *dirRec) *dirRec {
 	if len(rec.Sniffs) == 0 {
 		return rec
@@ -540,13 +560,14 @@ func (s *scanner) recheckSniffs(p string, rec *dirRec) *dirRec {
 	out.Sniffs = make([]sniffRec, len(rec.Sniffs))
 	for i, sn := range rec.Sniffs {
 		var st unix.Stat_t
-		full := filepath.Join(p, sn.Name)
-		if err := unix.Stat(full, &st); err == nil && sn.Ctime != 0 && st.Ino == sn.Ino && st.Ctim.Nano() == sn.Ctime && st.Size == sn.Size {
+		full := childPath(p, sn.Name)
+		if err := unix.Stat(full, &st); err == nil && sn.PrivateKey && sn.Ctime != 0 && st.Ino == sn.Ino && st.Ctim.Nano() == sn.Ctime && st.Size == sn.Size {
 			out.Sniffs[i] = sn
 			continue
 		}
 		out.Sniffs[i] = s.sniff(full, sn.Name, sn.Class)
-		s.resniffed = true
+		// The index is rewritten only when what it holds changed.
+		s.resniffed = s.resniffed || out.Sniffs[i] != sn
 	}
 	return &out
 }
