@@ -9,6 +9,7 @@ import (
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/credstore"
 	"github.com/sandboxd/sandboxd/grants"
+	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/policy"
 )
 
@@ -62,18 +63,14 @@ func (r *Runner) foundStores(ctx context.Context, c Caller, p *plan) (paths []st
 		}
 		quiet = append(quiet, broker.Rule{Surface: boundary.Filesystem, Operation: "*", Target: target})
 	}
-	inside := func(f string, list []string) bool {
-		for _, s := range list {
-			if broker.Within(f, s) {
-				return true
-			}
-		}
-		return false
+	var secrets, allowed pathList
+	if len(res.Found) > 0 {
+		secrets, allowed = newPathList(p.policy.Secrets), newPathList(p.policy.AllowSecrets)
 	}
 	for _, f := range res.Found {
 		req := grants.Request{Surface: boundary.Filesystem, Operation: boundary.OpWriteFile, Path: f.Path}
 		switch {
-		case broker.Within(f.Path, p.ws), inside(f.Path, p.policy.Secrets), inside(f.Path, p.policy.AllowSecrets):
+		case broker.Within(f.Path, p.ws), secrets.has(f.Path), allowed.has(f.Path):
 			continue
 		case matchesAny(quiet, req):
 			continue
@@ -84,6 +81,40 @@ func (r *Runner) foundStores(ctx context.Context, c Caller, p *plan) (paths []st
 		}
 	}
 	return paths, res.Partial, nil
+}
+
+// pathList is a list of paths whose last element may be a glob, made
+// ready for has: each plain path cleaned once (a policy has a few
+// hundred secrets; each found store is looked up in them).
+type pathList struct {
+	plain []string // cleaned
+	globs []string // as given
+}
+
+func newPathList(list []string) pathList {
+	var l pathList
+	for _, s := range list {
+		if c := filepath.Clean(s); strings.ContainsAny(filepath.Base(c), "*?[") {
+			l.globs = append(l.globs, s)
+		} else {
+			l.plain = append(l.plain, c)
+		}
+	}
+	return l
+}
+
+// has reports whether f is within one of the list's paths, as
+// broker.Within(f, s) says for some s of the list.
+func (l pathList) has(f string) bool {
+	if pathtree.WithinAny(filepath.Clean(f), l.plain) {
+		return true
+	}
+	for _, g := range l.globs {
+		if broker.Within(f, g) {
+			return true
+		}
+	}
+	return false
 }
 
 // depTrees are where the caller's variables put package managers' and
