@@ -1,11 +1,19 @@
 package session
 
 import (
+	"context"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxd/sandboxd/broker"
+	"github.com/sandboxd/sandboxd/credstore"
+	"github.com/sandboxd/sandboxd/fsid"
+	"golang.org/x/sys/unix"
 )
 
 // pathList.has answers as broker.Within against each path of the list
@@ -41,5 +49,77 @@ func TestPathListAsWithin(t *testing.T) {
 		if got := newPathList(list).has(f); got != want {
 			t.Fatalf("has(%q) in %q = %v, broker.Within says %v", f, list, got, want)
 		}
+	}
+}
+
+// TestCrossUserCredScanChanges: an unprivileged caller's scans through
+// the Runner's index cache, each as the caller, see what changed since
+// the index held: a directory of hers made root's and unreadable to her
+// (its store no longer found: the command cannot read it either), and a
+// key written through a mapping whose page was written before the scans
+// (no time changes). Each is compared with a scan without an index.
+func TestCrossUserCredScanChanges(t *testing.T) {
+	x := newCrossUser(t)
+	t.Parallel()
+	private := []byte("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+	app, key := filepath.Join(x.alice, ".config", "app"), filepath.Join(x.alice, ".ssh", "id_work")
+	state := filepath.Join(x.base, "alice-state")
+	for _, d := range []string{filepath.Dir(app), app, filepath.Dir(key), state} {
+		if err := os.Mkdir(d, 0o755); err != nil || os.Chown(d, aliceID, aliceID) != nil {
+			t.Fatal(d, err)
+		}
+	}
+	for p, s := range map[string]string{filepath.Join(app, "token"): "t", key: strings.Repeat("n", len(private))} {
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil || os.Chown(p, aliceID, aliceID) != nil {
+			t.Fatal(p, err)
+		}
+	}
+	f, err := os.OpenFile(key, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, len(private), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	m[0] = 'N'
+	r := New(Config{})
+	alice := fsid.ID{UID: aliceID, GID: aliceID, Groups: []int{aliceID}, Umask: 0o022}
+	cfg := credstore.ScanConfig{Home: x.alice, StateDirs: []string{filepath.Dir(app)}, Index: filepath.Join(state, "credstores.index"),
+		Cache: r.indexes, UID: aliceID, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	scan := func(cfg credstore.ScanConfig) []string {
+		t.Helper()
+		var res credstore.Result
+		if aerr := fsid.Do(alice, func() error { res, err = credstore.Scan(context.Background(), cfg); return nil }); aerr != nil || err != nil {
+			t.Fatal(aerr, err)
+		}
+		var out []string
+		for _, f := range res.Found {
+			out = append(out, strings.TrimPrefix(f.Path, x.alice))
+		}
+		return out
+	}
+	scan(cfg)
+	if got := scan(cfg); !slices.Equal(got, []string{"/.config/app/token"}) {
+		t.Fatalf("before the changes: found %q", got)
+	}
+	oracle := cfg
+	oracle.Index, oracle.Cache = "", nil
+	for _, change := range []func() error{
+		func() error { return os.Chown(app, 0, 0) },
+		func() error { return os.Chmod(app, 0o700) },
+		func() error { copy(m, private); return nil },
+	} {
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scan(cfg), scan(oracle); !slices.Equal(got, want) {
+			t.Fatalf("found %q, a scan without the index finds %q", got, want)
+		}
+	}
+	if got := scan(cfg); !slices.Equal(got, []string{"/.ssh/id_work"}) {
+		t.Fatalf("after the changes: found %q, want her key only", got)
 	}
 }
