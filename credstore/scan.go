@@ -186,6 +186,19 @@ type dirRec struct {
 	Subdirs []string
 	Hits    []hit
 	Sniffs  []sniffRec
+	// Symlinks are the directory's symlinks and whether each led to a
+	// directory: what a link is (a store by a file's name, a store by a
+	// directory's, a tree followed) is its target's type, which the
+	// directory's change time does not follow. LinkTypes says the
+	// record has them (an older build's has not, and is read again).
+	LinkTypes bool
+	Symlinks  []linkRec
+}
+
+// linkRec is a symlink as the directory's read found it.
+type linkRec struct {
+	Name string
+	Dir  bool
 }
 
 // hit is a name that matched.
@@ -352,7 +365,7 @@ func (s *scanner) walk(p string, w where) error {
 	}
 	ctime := stx.Ctime.Sec*1e9 + int64(stx.Ctime.Nsec)
 	rec := s.old.Dirs[p]
-	if rec != nil && rec.Settled && rec.Ino == stx.Ino && rec.Ctime == ctime && rec.Where == w {
+	if rec != nil && rec.Settled && rec.Ino == stx.Ino && rec.Ctime == ctime && rec.Where == w && s.linksHold(p, rec) {
 		s.reused++
 		rec = s.recheckSniffs(p, rec)
 	} else {
@@ -414,7 +427,8 @@ func (s *scanner) note(why string) {
 // read again next time.
 func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	s.read++
-	rec := &dirRec{Ino: ino, Ctime: ctime, Where: w, Settled: time.Duration(s.started.UnixNano()-ctime) > 2*time.Second}
+	rec := &dirRec{Ino: ino, Ctime: ctime, Where: w, Settled: time.Duration(s.started.UnixNano()-ctime) > 2*time.Second,
+		LinkTypes: true}
 	entries, err := os.ReadDir(p)
 	if err != nil {
 		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
@@ -447,9 +461,10 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 		full := joinName(p, name)
 		typ := e.Type()
 		if typ&fs.ModeSymlink != 0 {
-			if st, err := os.Stat(full); err == nil && st.IsDir() {
+			if targetIsDir(full) {
 				typ = fs.ModeDir | fs.ModeSymlink
 			}
+			rec.Symlinks = append(rec.Symlinks, linkRec{name, typ.IsDir()})
 		}
 		isDir := typ.IsDir()
 		if s.backupOfCovered(p, name) {
@@ -497,6 +512,26 @@ func joinName(dir, name string) string {
 		return "/" + name
 	}
 	return dir + "/" + name
+}
+
+// targetIsDir says whether the symlink p leads to a directory.
+func targetIsDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// linksHold says whether every symlink of an indexed directory still
+// leads to what it led to (a directory or not) when it was read.
+func (s *scanner) linksHold(p string, rec *dirRec) bool {
+	if !rec.LinkTypes {
+		return false
+	}
+	for _, l := range rec.Symlinks {
+		if targetIsDir(childPath(p, l.Name)) != l.Dir {
+			return false
+		}
+	}
+	return true
 }
 
 // childPath is filepath.Join(dir, name) for a clean absolute directory:

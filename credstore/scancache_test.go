@@ -2,6 +2,7 @@ package credstore
 
 import (
 	"context"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -260,5 +261,79 @@ func checkSameSecond(t *testing.T, h, idx string, change func()) {
 	}
 	if time.Since(start) > time.Second {
 		t.Logf("the change and the scans took %v", time.Since(start))
+	}
+}
+
+// TestScanRandomChanges: random homes changed at random between scans
+// through an IndexCache (the clock saying every directory settled, so
+// the index holds wherever times allow): each scan finds what a scan
+// without an index finds.
+func TestScanRandomChanges(t *testing.T) {
+	private, _ := keyPEMs(t)
+	key := private["pkcs8 pem"]
+	dirs := []string{"", ".config", ".config/app", ".ssh", "Documents", "Documents/old", ".local/share/x", "src/p", ".cache/t"}
+	names := []string{"token", ".netrc", "id_x", "notes.txt", "auth.json", "server.key", "a.pem", ".git", "HEAD", "passwords.txt"}
+	rng := rand.New(rand.NewPCG(24, 33))
+	for round := 0; round < 8; round++ {
+		base := t.TempDir()
+		h := filepath.Join(base, "home")
+		cfg := scanCfg(h, filepath.Join(base, "index"))
+		cfg.Cache, cfg.UID = NewIndexCache(), os.Getuid()
+		oracle := cfg
+		oracle.Index, oracle.Cache = "", nil
+		var maps [][]byte
+		for step := 0; step < 25; step++ {
+			randomChange(t, rng, h, dirs, names, key, &maps)
+			got, err := Scan(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := Scan(context.Background(), oracle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(foundPaths(h, got), foundPaths(h, want)) {
+				t.Fatalf("round %d, step %d: found %q, a scan without the index finds %q", round, step, foundPaths(h, got), foundPaths(h, want))
+			}
+		}
+	}
+}
+
+// randomChange makes one random change below h: a file written or
+// removed, a directory made, removed, renamed or linked, a key written
+// in place or through a mapping kept open (maps).
+func randomChange(t *testing.T, rng *rand.Rand, h string, dirs, names []string, key []byte, maps *[][]byte) {
+	t.Helper()
+	d := filepath.Join(h, dirs[rng.IntN(len(dirs))])
+	p := filepath.Join(d, names[rng.IntN(len(names))])
+	os.MkdirAll(d, 0o755)
+	switch rng.IntN(7) {
+	case 0, 1:
+		body := strings.Repeat("n", len(key))
+		if rng.IntN(3) == 0 {
+			body = string(key)
+		}
+		os.RemoveAll(p)
+		os.WriteFile(p, []byte(body), 0o600)
+	case 2:
+		os.RemoveAll(p)
+	case 3:
+		os.RemoveAll(p)
+		os.MkdirAll(p, 0o755)
+	case 4:
+		os.Rename(d, filepath.Join(h, dirs[rng.IntN(len(dirs))]+"-moved"))
+	case 5:
+		os.RemoveAll(p)
+		os.Symlink(filepath.Join(h, dirs[rng.IntN(len(dirs))]), p)
+	case 6:
+		if st, err := os.Lstat(p); err == nil && st.Mode().IsRegular() && st.Size() >= int64(len(key)) {
+			if len(*maps) > 0 && rng.IntN(2) == 0 {
+				copy((*maps)[rng.IntN(len(*maps))], key)
+			} else {
+				m := mapShared(t, p, len(key))
+				m[0] = 'N'
+				*maps = append(*maps, m)
+			}
+		}
 	}
 }
