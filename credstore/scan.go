@@ -516,8 +516,8 @@ func joinName(dir, name string) string {
 
 // targetIsDir says whether the symlink p leads to a directory.
 func targetIsDir(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.IsDir()
+	var st unix.Stat_t
+	return unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // linksHold says whether every symlink of an indexed directory still
