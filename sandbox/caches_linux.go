@@ -171,7 +171,16 @@ func (r *run) lockLayer(layerFD int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	key, err := keyOf(fd)
+	if err != nil {
+		unix.Close(fd)
+		return false, err
+	}
+	waited, err := r.spec.Releases.lock(fd, key)
+	if waited {
+		r.log.Debug("cache layer: waited for a previous run's release")
+	}
+	if err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return false, nil
@@ -181,10 +190,11 @@ func (r *run) lockLayer(layerFD int) (bool, error) {
 	// Released once the helper is gone: its mount namespace holds the
 	// overlay on the layer until then, and the run may end before it
 	// (helper.wait), while this step runs before the helper's cleanup.
+	r.locks = append(r.locks, key)
 	r.undo = append(r.undo, func() {
 		r.h.kill()
 		<-r.h.exited
-		unix.Close(fd)
+		r.spec.Releases.unlock(key, fd)
 	})
 	return true, nil
 }

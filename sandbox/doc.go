@@ -15,7 +15,8 @@
 // caller's identity around it are the sandbox's). Doctor probes the same
 // things without running a command. Files are named for their part of the
 // run: run_linux.go (Run and its steps), helper_start_linux.go,
-// setup_linux.go, ruleset_linux.go, supervise_linux.go, denials_linux.go.
+// setup_linux.go, ruleset_linux.go, supervise_linux.go, denials_linux.go,
+// release_linux.go.
 //
 // Everything Run starts (the helper and the goroutine waiting for it,
 // the stream relays, the message reader, the observer, the audit reader,
@@ -23,7 +24,11 @@
 // waited for before it returns, on every path; run_test.go checks it.
 // A shared audit reader (Spec.Audit) is the exception by design: Run
 // gives back its share, and the reader stops with the last run of the
-// process that needs it.
+// process that needs it. So is a process's Releases (Spec.Releases): a
+// run whose command has ended, every process of it gone, releases its
+// kernel objects (the helper's exit, the cache layers' locks, the
+// cgroup) after Run has returned, and Releases.Close waits for them
+// (release_linux.go).
 //
 // The package never calls signal.Notify (the caller decides which
 // signals reach the command, through Spec.Signals; the helper is the

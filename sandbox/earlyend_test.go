@@ -36,10 +36,14 @@ func TestCacheLayerLockOutlivesItsOverlay(t *testing.T) {
 	dir := filepath.Join(e.state, "cache", "go")
 	layer := filepath.Join(e.state, "cache", ".layers", "go")
 	probe := [3]string{host, filepath.Join(layer, "upper"), filepath.Join(layer, "work")}
+	// Every other round as a daemon runs it: the lock released after
+	// Run has returned (Spec.Releases; Close waits for it).
+	var rel *sandbox.Releases
 	run := func(argv ...string) sandbox.Result {
 		spec := e.spec(argv...)
 		spec.Transaction = false
 		spec.NoDetect = true
+		spec.Releases = rel
 		spec.CacheLayers = []sandbox.CacheLayer{{Name: "go", Dir: dir, Host: host}}
 		res, err := sandbox.Run(context.Background(), spec, slog.New(slog.DiscardHandler))
 		if err != nil || res.ExitCode != 0 {
@@ -55,10 +59,15 @@ func TestCacheLayerLockOutlivesItsOverlay(t *testing.T) {
 	if err := unix.Stat(filepath.Join(layer, "lock"), &st); err != nil {
 		t.Fatal(err)
 	}
-	for round := 0; round < 5; round++ {
+	for round := 0; round < 6; round++ {
+		rel = nil
+		if round%2 == 1 {
+			rel = sandbox.NewReleases()
+		}
 		stop, released := make(chan struct{}), make(chan error, 1)
 		go func() { released <- atRelease(st.Ino, stop, probe) }()
 		run("true")
+		rel.Close()
 		close(stop)
 		err := <-released
 		if err := probeOverlay(probe); err != nil {
@@ -158,30 +167,44 @@ threading.Thread(target=w).start()
 ctypes.CDLL(None).syscall(60, 0)' &` + started},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newLeakEnv(t)
-			spec := e.spec("sh", "-c", tc.script)
-			spec.Transaction = false
-			var stderr strings.Builder
-			spec.Stderr = &stderr
-			var logs strings.Builder
-			res, err := sandbox.Run(context.Background(), spec, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.ExitCode != 0 {
-				t.Skipf("the writer did not start here (exit %d): %s", res.ExitCode, stderr.String())
-			}
-			t.Logf("%s; ended before the helper: %v", res.Containment, strings.Contains(logs.String(), "the helper is exiting"))
-			out := filepath.Join(e.ws, "out")
-			before, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(200 * time.Millisecond)
-			if after, _ := os.ReadFile(out); len(after) != len(before) {
-				t.Errorf("the workspace was written after Run returned: %d bytes, then %d", len(before), len(after))
-			}
+			nothingWritesAfter(t, tc.script, nil)
 		})
+		// As a daemon runs it: released after Run has returned.
+		t.Run(tc.name+", released after Run", func(t *testing.T) {
+			rel := sandbox.NewReleases()
+			defer rel.Close()
+			nothingWritesAfter(t, tc.script, rel)
+		})
+	}
+}
+
+// nothingWritesAfter runs script, which starts a writer to the file out
+// that outlives it, and checks that out no longer grows once Run has
+// returned.
+func nothingWritesAfter(t *testing.T, script string, rel *sandbox.Releases) {
+	e := newLeakEnv(t)
+	spec := e.spec("sh", "-c", script)
+	spec.Releases = rel
+	spec.Transaction = false
+	var stderr strings.Builder
+	spec.Stderr = &stderr
+	var logs strings.Builder
+	res, err := sandbox.Run(context.Background(), spec, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Skipf("the writer did not start here (exit %d): %s", res.ExitCode, stderr.String())
+	}
+	t.Logf("%s; ended before the helper: %v", res.Containment, strings.Contains(logs.String(), "the helper is exiting"))
+	out := filepath.Join(e.ws, "out")
+	before, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if after, _ := os.ReadFile(out); len(after) != len(before) {
+		t.Errorf("the workspace was written after Run returned: %d bytes, then %d", len(before), len(after))
 	}
 }
 

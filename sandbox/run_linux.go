@@ -43,12 +43,19 @@ func (s Spec) withHostDefaults() Spec {
 // it started. An error means sandboxd itself failed (exit status 125);
 // the command's own failures are in Result.
 //
-// Everything Run starts (the helper, its goroutines and timers, the
-// detectors, the preparation beside the helper's start) is stopped and
-// waited for before it returns, on every path.
+// When Run returns, every process of the command is gone, what it wrote
+// to granted files is written back, its denials are collected, and
+// nothing can still write the workspace's layer (Result.Layer) or the
+// caches. Everything Run starts (the helper, its goroutines and timers,
+// the detectors, the preparation beside the helper's start) is stopped
+// and waited for before it returns, on every path; except that, with
+// Spec.Releases, a run whose command ended releases its kernel objects
+// after Run has returned (the helper's exit and its namespaces, the
+// cache layers' locks, the cgroup: see Releases), and Releases.Close
+// waits for that.
 func Run(ctx context.Context, spec Spec, log *slog.Logger) (Result, error) {
 	r := &run{spec: spec, log: log, t0: time.Now()}
-	defer r.cleanup()
+	defer r.release()
 	if err := r.plan(); err != nil {
 		return r.res, err
 	}
@@ -117,6 +124,11 @@ type run struct {
 	// undo are the steps that release what the run holds, in the order
 	// they were taken; cleanup runs them last first.
 	undo []func()
+	// locks are the cache layers' locks the run holds (lockLayer).
+	locks []fileKey
+	// ended: finish returned the command's status, with nothing left to
+	// do on the caller's behalf (release may be deferred).
+	ended bool
 }
 
 func (r *run) mark(what string) { LogPhase(r.log, "supervisor", what, r.t0) }
@@ -143,11 +155,6 @@ func (r *run) cleanup() {
 		r.undo[i]()
 	}
 	r.mark("cleaned up")
-	if r.h != nil {
-		// The next run of this launch finds a helper ready (started
-		// when the pool's owner calls Refill).
-		r.spec.Ready.used(r.h.launch)
-	}
 }
 
 // plan checks the kernel and the spec, and takes what the run needs
@@ -543,7 +550,7 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 		r.log.Debug("limit reached", "limit", l.Limit, "value", l.Value)
 	}
 	if h.layer != nil {
-		res.Layer = &Layer{Root: h.layer, Started: time.Unix(r.started.Unix()),
+		res.Layer = &Layer{Root: h.layer, Started: time.Unix(r.started.Unix()), releases: r.spec.Releases,
 			HostUID: r.spec.UID, HostGID: r.spec.GID, UID: r.spec.UID, GID: r.spec.GID}
 		if r.root {
 			res.Layer.HostUID, res.Layer.HostGID = r.spec.HostUID, r.spec.HostGID
@@ -585,6 +592,7 @@ func (r *run) finish(ctx context.Context) (Result, error) {
 		}
 		r.mark("persistence swept")
 	}
+	r.ended = true
 	return *res, nil
 }
 

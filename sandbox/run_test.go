@@ -224,31 +224,65 @@ func TestRunLeavesNothingRunning(t *testing.T) {
 	if _, err := leakRun(t, e, log, leakCases()[0]); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range leakCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			goroutines, fds := runtime.NumGoroutine(), countFDs()
-			res, err := leakRun(t, e, log, tc)
-			// Run waits for what it started: nothing of it may still
-			// be blocked, whatever the scheduler has yet to finish.
-			if left := blockedInSandbox(); left != "" {
-				t.Errorf("goroutines of the sandbox still blocked after Run returned:\n%s", left)
+	// Each case runs as a one-run process runs it, and as a daemon does
+	// (Spec.Releases: the release after Run, then Close waits for it).
+	for _, deferred := range []bool{false, true} {
+		for _, tc := range leakCases() {
+			name := tc.name
+			if deferred {
+				name = "released after Run: " + name
 			}
-			if res.Layer != nil {
-				res.Layer.Close()
-			}
-			switch {
-			case tc.wantErr == errAny && err == nil, tc.wantErr != nil && tc.wantErr != errAny && !errors.Is(err, tc.wantErr):
-				t.Errorf("err = %v, want %v", err, tc.wantErr)
-			case tc.wantErr == nil && err != nil:
-				t.Errorf("err = %v", err)
-			}
-			if g, f := settle(goroutines, fds, 5*time.Second); g > goroutines || f > fds {
-				buf := make([]byte, 1<<20)
-				t.Errorf("after the run: %d goroutines (before %d), %d descriptors (before %d)\n%s\n%s",
-					g, goroutines, f, fds, openFDs(), buf[:runtime.Stack(buf, true)])
-			}
-		})
+			t.Run(name, func(t *testing.T) { leakCheck(t, e, log, tc, deferred) })
+		}
 	}
+}
+
+// leakCheck runs one case (with Spec.Releases, closed after Run, when
+// deferred) and checks that nothing of it is left: no goroutine of the
+// sandbox blocked, no descriptor, no process.
+func leakCheck(t *testing.T, e leakEnv, log *slog.Logger, tc leakCase, deferred bool) {
+	goroutines, fds := runtime.NumGoroutine(), countFDs()
+	var rel *sandbox.Releases
+	if deferred {
+		rel = sandbox.NewReleases()
+		spec := tc.spec
+		tc.spec = func(e leakEnv) sandbox.Spec { s := spec(e); s.Releases = rel; return s }
+	}
+	res, err := leakRun(t, e, log, tc)
+	if res.Layer != nil {
+		res.Layer.Close()
+	}
+	rel.Close()
+	// Run (or Close) waits for what it started: nothing of it may still
+	// be blocked, whatever the scheduler has yet to finish.
+	if left := blockedInSandbox(); left != "" {
+		t.Errorf("goroutines of the sandbox still blocked after Run returned:\n%s", left)
+	}
+	if kids := childPIDs(); len(kids) > 0 {
+		t.Errorf("processes left after the run: %v", kids)
+	}
+	switch {
+	case tc.wantErr == errAny && err == nil, tc.wantErr != nil && tc.wantErr != errAny && !errors.Is(err, tc.wantErr):
+		t.Errorf("err = %v, want %v", err, tc.wantErr)
+	case tc.wantErr == nil && err != nil:
+		t.Errorf("err = %v", err)
+	}
+	if g, f := settle(goroutines, fds, 5*time.Second); g > goroutines || f > fds {
+		buf := make([]byte, 1<<20)
+		t.Errorf("after the run: %d goroutines (before %d), %d descriptors (before %d)\n%s\n%s",
+			g, goroutines, f, fds, openFDs(), buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// childPIDs are this process's children, on all of its threads.
+func childPIDs() []string {
+	var out []string
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, task := range tasks {
+		b, _ := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "children"))
+		out = append(out, strings.Fields(string(b))...)
+	}
+	return out
 }
 
 // TestRunEndsBeforeTheHelper: a run with a cgroup ends once the helper

@@ -160,6 +160,10 @@ type Spec struct {
 	// Ready, if set, holds helpers started in advance (a daemon's);
 	// nil: the run starts its own.
 	Ready *ReadyHelpers
+	// Releases, if set, takes over the release of a run's kernel objects
+	// once its command has ended (a daemon's: Run returns sooner, see
+	// Run); nil: Run releases everything before it returns.
+	Releases *Releases
 	// Filters, if set, keeps the compiled seccomp programs the runs share
 	// (a daemon's); nil: the run reads the caller's cache.
 	Filters *Filters
@@ -358,11 +362,19 @@ type Layer struct {
 	// Files the command created are owned in the layer by HostUID and
 	// HostGID; in the workspace they belong to UID and GID.
 	HostUID, HostGID, UID, GID int
+	// releases, if set, discards the layer after Close returns (its
+	// file system is private: nothing sees it go).
+	releases *Releases
 }
 
-// Close discards the layer.
+// Close discards the layer: now, or with Spec.Releases in the
+// background (the unmount waits for the kernel's teardown of the run's
+// namespaces, still under way).
 func (l *Layer) Close() error {
 	if l == nil || l.Root == nil {
+		return nil
+	}
+	if root := l.Root; l.releases.later(func() { root.Close() }) {
 		return nil
 	}
 	return l.Root.Close()
