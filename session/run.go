@@ -57,6 +57,9 @@ type Real struct {
 	// Helper is the separate helper binary every run executes
 	// (sandbox.Spec.Helper; nil: the process's own executable).
 	Helper *os.File
+	// Releases takes over each run's release once its command has ended
+	// (sandbox.Spec.Releases; nil: each run releases before it returns).
+	Releases *sandbox.Releases
 }
 
 // Run runs spec with sandbox.Run, with the shared audit reader and the
@@ -73,6 +76,9 @@ func (r Real) Run(ctx context.Context, spec sandbox.Spec, _ During, log *slog.Lo
 	}
 	if spec.Helper == nil {
 		spec.Helper = r.Helper
+	}
+	if spec.Releases == nil {
+		spec.Releases = r.Releases
 	}
 	return sandbox.Run(ctx, spec, log)
 }
@@ -151,6 +157,11 @@ type Config struct {
 	// cache: right for a process that serves one caller; a daemon passes
 	// sandbox.NewSharedFilters).
 	Filters *sandbox.Filters
+	// Releases takes over the release of Real runs' kernel objects
+	// once their command has ended, after the attempt returned (a
+	// process that serves many runs: its owner closes it, which waits
+	// for them; nil: each attempt releases before it returns).
+	Releases *sandbox.Releases
 }
 
 // Runner runs jobs. It is safe for concurrent use.
@@ -203,7 +214,7 @@ func New(cfg Config) *Runner {
 		if filters == nil {
 			filters = sandbox.NewFilters()
 		}
-		r.sandbox = Real{Audit: hub, Ready: cfg.Ready, Filters: filters, Helper: cfg.Helper}
+		r.sandbox = Real{Audit: hub, Ready: cfg.Ready, Filters: filters, Helper: cfg.Helper, Releases: cfg.Releases}
 		if cfg.PrepareHelper && cfg.Ready != nil {
 			r.prepare = func(spec sandbox.Spec, capture bool) {
 				spec.Helper = cfg.Helper

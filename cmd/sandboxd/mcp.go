@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/runtext"
+	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
@@ -76,8 +77,10 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 	helper.log(log)
 	own := ownAuditLog(caller, log)
 	defer closeAudit(own, log)
+	releases := sandbox.NewReleases() // closed (waited for) before the process exits
+	defer releases.Close()
 	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-		Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own)})
+		Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own), Releases: releases})
 	found, err := cfg.Runner.Workspace(caller, *workspace)
 	if err != nil {
 		return fail(err)

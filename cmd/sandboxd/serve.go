@@ -85,7 +85,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	// Before the socket exists: what every run shares (the helper found
 	// and logged, the audit log open) is in place before anyone can
 	// connect.
-	ready, hub, helper, stopShared := runShared(*readyN, *keepAudit, log)
+	ready, hub, helper, releases, stopShared := runShared(*readyN, *keepAudit, log)
 	defer stopShared()
 	ma, err := openMachineAudit(ctx, auditFlags, version(), log)
 	if err != nil {
@@ -114,7 +114,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
 		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub,
-		Filters: sandbox.NewSharedFilters()}
+		Filters: sandbox.NewSharedFilters(), Releases: releases}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
 	ma.wire(&sc, &dc, m.AuditWriteFailed)
@@ -244,10 +244,12 @@ func daemonSocket(getenv func(string) string) string {
 }
 
 // runShared makes what the daemon's runs share: the pool of helpers
-// started in advance, the separate helper binary, and the reader of
-// kernel audit, which keeps audit on from now until stop when keepAudit
-// says so (otherwise only while a run needs it).
-func runShared(readyN int, keepAudit bool, log *slog.Logger) (*sandbox.ReadyHelpers, *sandbox.AuditHub, helperChoice, func()) {
+// started in advance, the separate helper binary, the reader of kernel
+// audit, which keeps audit on from now until stop when keepAudit says so
+// (otherwise only while a run needs it), and the runs' releases after
+// their reports (the helpers' exits, the caches' locks, the cgroups),
+// which stop waits for before it stops the pool and the reader.
+func runShared(readyN int, keepAudit bool, log *slog.Logger) (*sandbox.ReadyHelpers, *sandbox.AuditHub, helperChoice, *sandbox.Releases, func()) {
 	ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: max(readyN, 0)}, log)
 	helper := findHelper()
 	log.Info("sandboxd serve: sandbox helper", "helper", helper.describe())
@@ -261,7 +263,8 @@ func runShared(readyN int, keepAudit bool, log *slog.Logger) (*sandbox.ReadyHelp
 			release = held.Stop
 		}
 	}
-	return ready, hub, helper, func() { ready.Close(); release() }
+	releases := sandbox.NewReleases()
+	return ready, hub, helper, releases, func() { releases.Close(); ready.Close(); release() }
 }
 
 // cancelOnStop cancels at the first SIGTERM or SIGINT.
