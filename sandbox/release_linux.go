@@ -149,22 +149,27 @@ func (r *run) release() {
 // Run has returned, when nothing the caller can observe depends on them:
 // the run ended normally (finish set ended: the command's status, the
 // granted files written back, the denials collected, the memory watch's
-// finding read), the run's pids group holds no process but the helper's
-// (helper.alone: every process of the command is gone, by the kernel's
-// account, and none can appear, since only a member forks into it), the
-// helper is killed and runs no code of its own any more (helper.stopped:
-// nothing can still write the workspace's layer or the caches), the
+// finding read), the helper is killed and runs no code of its own any
+// more (helper.stopped: nothing can still write the workspace's layer or
+// the caches), the run's pids group then holds no process but the
+// helper's (helper.alone: every process of the command is gone, by the
+// kernel's account, and none can appear, since only a member forks into
+// it, and the helper no longer can), the
 // attempt's proxy has stopped (no decision is asked for after Run) and
 // the audit detector's share is given back (kernel audit is on only
 // while commands run). It reports false, and the caller releases now,
 // otherwise.
 func (r *run) deferRelease() bool {
 	p := r.spec.Releases
-	if p == nil || !r.ended || r.h == nil || !r.h.alone() {
+	if p == nil || !r.ended || r.h == nil || r.h.group == nil {
 		return false
 	}
 	r.h.kill()
 	r.h.stopped()
+	// Read once the helper can start nothing more.
+	if !r.h.alone() {
+		return false
+	}
 	if r.h.egress != nil {
 		r.h.egress.stop()
 	}
