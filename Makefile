@@ -40,6 +40,7 @@ NPM_TOOLS  := yarn=yarn@1.22.22 pnpm=pnpm@10.34.9
 # own build's.
 CORE     := bin/sandboxd-core
 HELPER   := bin/sandboxd-helper
+RUN      := bin/sandboxd-run
 STAMP    := $(shell od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 LDFLAGS  := -X github.com/sandboxd/sandboxd/sandbox/internal/wire.stamp=$(STAMP)
 
@@ -51,6 +52,7 @@ LDFLAGS  := -X github.com/sandboxd/sandboxd/sandbox/internal/wire.stamp=$(STAMP)
 # AllThreadsSyscall instead of its cgo wrapper.
 build: deps
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(CORE) ./cmd/sandboxd
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(RUN) ./cmd/sandboxd-run
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS) -X main.stamp=$(STAMP)' -o $(BIN) ./cmd/sandboxd-front
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(HELPER) ./cmd/sandboxd-helper
 

@@ -1,9 +1,11 @@
 // Command sandboxd-front is the program people and agents run as
 // `sandboxd` (make build installs it as bin/sandboxd): a lean front that
 // does one thing itself, `sandboxd run` through the daemon, and hands
-// every other command line to sandboxd's core (bin/sandboxd-core, built
-// from cmd/sandboxd) by executing it in its place: the same pid, argv,
-// environment, descriptors and signals, no child.
+// every other command line on by executing, in its place (the same pid,
+// argv, environment, descriptors and signals, no child), the lean
+// embedded run for a run (bin/sandboxd-run, cmd/sandboxd-run, when it is
+// installed) and sandboxd's core for the rest (bin/sandboxd-core, built
+// from cmd/sandboxd).
 //
 // Why: an agent's every command starts this process, and every package
 // it links initialises again at each start. The core links the model
@@ -18,16 +20,16 @@
 // there without --no-daemon and no person to ask at a terminal; the
 // flags parse, the intent file reads, the caller is described and the
 // daemon connects. Anything else, a failure before the request included,
-// goes to the core, which decides and says it as it always has (so what
-// is printed stays the core's own). The daemon renders the run's events
+// goes to sandboxd-run (or the core), which decides and says it as the
+// core always has (so what is printed stays the core's own). The daemon renders the run's events
 // as text for it (runtext), so its stderr is byte for byte the core's.
 //
-// The core must be the front's own build: it lies beside the front's
+// Each must be the front's own build: it lies beside the front's
 // executable, owned by root or the front's owner, and nobody else may
 // write it or any directory above it (package sibling, as the helper is
 // checked); the front passes its build stamp (SANDBOXD_FRONT_STAMP),
-// which the core removes from its environment first thing, refusing a
-// front of another build. The core names the front (sandboxd beside it)
+// which each removes from its environment first thing, refusing a front
+// of another build. The core names the front (sandboxd beside it)
 // wherever it writes its own path for later (the agents' hooks).
 package main
 
@@ -53,6 +55,7 @@ var stamp string
 // core's own).
 const (
 	coreName        = "sandboxd-core"
+	runName         = "sandboxd-run"
 	stampEnv        = "SANDBOXD_FRONT_STAMP"
 	unstamped       = "unstamped"
 	claudeShellName = "sandboxd-claude-code-shell"
@@ -62,8 +65,23 @@ func main() {
 	if code, ok := runHere(os.Args); ok {
 		os.Exit(code)
 	}
-	fmt.Fprintf(os.Stderr, "sandboxd: %s\n", execCore(os.Args))
+	fmt.Fprintf(os.Stderr, "sandboxd: %s\n", execNext(os.Args))
 	os.Exit(125)
+}
+
+// execNext executes, in this process's place, the program that takes a
+// command line the front does not: sandboxd-run for a run (embedded, or
+// through the daemon when the front could not make the request), the
+// core for the rest, and for a run when sandboxd-run is not installed.
+// It returns only with the sentence that says why it could not.
+func execNext(args []string) string {
+	if filepath.Base(args[0]) != claudeShellName && len(args) >= 2 && args[1] == "run" {
+		if why, missing := execSibling(args, runName); !missing {
+			return why
+		}
+	}
+	why, _ := execSibling(args, coreName)
+	return why
 }
 
 // runHere runs a `sandboxd run` through the daemon, when it is one this
@@ -112,30 +130,30 @@ func endAsSignalled(sigs <-chan os.Signal) {
 	}
 }
 
-// execCore executes the core beside this executable in this process's
-// place, with its argv and environment (and the stamp and path the core
-// checks); it returns only with the sentence that says why it could
-// not.
-func execCore(args []string) string {
+// execSibling executes name (the core, or sandboxd-run) beside this
+// executable in this process's place, with its argv and environment
+// (and the stamp it checks); it returns only with the sentence that says
+// why it could not, and whether that is because there is no such file.
+func execSibling(args []string, name string) (why string, missing bool) {
 	self, err := os.Executable()
 	if err == nil {
 		self, err = filepath.EvalSymlinks(self)
 	}
 	if err != nil {
-		return "its own executable's path cannot be read, so " + coreName + " beside it cannot be found"
+		return "its own executable's path cannot be read, so " + name + " beside it cannot be found", false
 	}
 	dir := filepath.Dir(self)
-	path := filepath.Join(dir, coreName)
+	path := filepath.Join(dir, name)
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/exe", &st); err != nil {
-		return "its own executable cannot be examined, so " + path + " cannot be checked"
+		return "its own executable cannot be examined, so " + path + " cannot be checked", false
 	}
-	f, why, refused := sibling.Open(dir, coreName, int(st.Uid), os.Geteuid() == 0, "sandboxd starts it as whoever runs sandboxd")
+	f, why, refused := sibling.Open(dir, name, int(st.Uid), os.Geteuid() == 0, "sandboxd starts it as whoever runs sandboxd")
 	if f == nil {
 		if !refused {
-			return fmt.Sprintf("sandboxd's core %s is missing (%s); install sandboxd-core beside sandboxd (make build builds both)", path, why)
+			return fmt.Sprintf("sandboxd's %s %s is missing (%s); install %s beside sandboxd (make build builds them)", what(name), path, why, name), true
 		}
-		return fmt.Sprintf("sandboxd's core %s is refused: %s", path, why)
+		return fmt.Sprintf("sandboxd's %s %s is refused: %s", what(name), path, why), false
 	}
 	defer f.Close()
 	s := stamp
@@ -147,7 +165,15 @@ func execCore(args []string) string {
 	// its path again (close-on-exec is no matter for a binary: the
 	// kernel has it open before it closes the descriptor).
 	err = unix.Exec("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), args, env)
-	return fmt.Sprintf("sandboxd's core %s could not be started (%s)", path, kernelReason(err))
+	return fmt.Sprintf("sandboxd's %s %s could not be started (%s)", what(name), path, kernelReason(err)), false
+}
+
+// what is what the sentences call the program name.
+func what(name string) string {
+	if name == coreName {
+		return "core"
+	}
+	return "embedded run"
 }
 
 // withoutStamp is environ without a stamp variable of the caller's

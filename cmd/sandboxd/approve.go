@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/overrides"
 	"github.com/sandboxd/sandboxd/publicerr"
@@ -97,7 +98,7 @@ func overrideCommand(breakGlass bool, args []string, getenv func(string) string,
 		return fail(name + " asks on your terminal (/dev/tty), and there is none here: run it in a terminal of your own, outside any sandbox")
 	}
 	defer tty.close()
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(session.Public(err))
 	}
@@ -119,8 +120,8 @@ func overrideCommand(breakGlass bool, args []string, getenv func(string) string,
 	// The override is recorded in the caller's audit log before it
 	// exists: one the log cannot take is not issued.
 	quiet := slog.New(slog.DiscardHandler)
-	own := ownAuditLog(caller, quiet)
-	defer closeAudit(own, quiet)
+	own := runcmd.OwnAuditLog(caller, quiet)
+	defer runcmd.CloseAudit(own, quiet)
 	record := overrideRecord(own, caller, id, d, breakGlass)
 	var o overrides.Override
 	if breakGlass {
@@ -300,7 +301,7 @@ func pageLink(fs *flag.FlagSet, breakGlass bool, getenv func(string) string, std
 	defer tty.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := daemon.Connect(ctx, daemonSocket(getenv), os.Getuid())
+	c, err := daemon.Connect(ctx, runcmd.DaemonSocket(getenv), os.Getuid())
 	if err != nil {
 		return fail(publicerr.Message(err, "the daemon cannot be reached"))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/audit"
 	"github.com/sandboxd/sandboxd/audit/report"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
@@ -137,7 +138,7 @@ func auditLogs(ctx context.Context, files []string, f auditFlags, getenv func(st
 	}
 	var logs []auditLog
 	if !f.daemon {
-		caller, err := callerOf(getenv)
+		caller, err := runcmd.CallerOf(getenv)
 		if err != nil {
 			return nil, none, err
 		}
@@ -192,7 +193,7 @@ func readOwnAuditLog(dir string) (auditLog, bool, error) {
 // root's: a view checked with a key the daemon sent would prove nothing.
 func daemonAuditLog(ctx context.Context, getenv func(string) string, required bool) (auditLog, func(), bool, error) {
 	none := func() {}
-	socket := daemonSocket(getenv)
+	socket := runcmd.DaemonSocket(getenv)
 	if _, err := os.Lstat(socket); err != nil && !required {
 		return auditLog{}, none, false, nil
 	}
@@ -326,7 +327,7 @@ func auditExport(ctx context.Context, logs []auditLog, f auditFlags, stdout io.W
 
 // auditReport reports on the caller's records.
 func auditReport(ctx context.Context, logs []auditLog, f auditFlags, getenv func(string) string, stdout io.Writer, fail func(error) int) int {
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(err)
 	}

@@ -38,31 +38,6 @@ func recorders(to audit.Appender) session.AuditFactory {
 	}
 }
 
-// ownRecorders is recorders on the caller's own log, which rotates and
-// keeps what the caller's policy says ([audit]).
-func ownRecorders(o *audit.Opener) session.AuditFactory {
-	return func(uid int, secrets []string, keep policy.Audit) session.AuditRecorder {
-		o.Retain(int64(keep.RotateSize), time.Duration(keep.RetainAge), int64(keep.RetainSize))
-		return record.Recorder{To: o, UID: uid, Redact: review.NewRedactor(secrets).Redact}
-	}
-}
-
-// ownAuditLog is the caller's own audit log, which an embedded run
-// writes (opened at its first record: most runs write none); close it
-// when the process is done.
-func ownAuditLog(caller session.Caller, log *slog.Logger) *audit.Opener {
-	l := caller.Layout()
-	return audit.NewOpener(audit.Config{Dir: l.Audit(), KeyFile: l.AuditKey(), Log: log})
-}
-
-// closeAudit closes a log, saying on log why it could not sign its last
-// checkpoint (the records are written; the next writer signs them).
-func closeAudit(o *audit.Opener, log *slog.Logger) {
-	if err := o.Close(context.Background()); err != nil {
-		log.Debug("audit log", "err", err)
-	}
-}
-
 // auditServeFlags are serve's flags for the machine's audit log.
 type auditServeFlags struct {
 	dir, key           string

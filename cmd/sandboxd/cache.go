@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/cachedir"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
@@ -64,7 +65,7 @@ func cacheCommand(args []string, getenv func(string) string, stdout, stderr io.W
 		}
 		limit = int64(s)
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/sandbox"
 	"github.com/sandboxd/sandboxd/session"
 )
@@ -29,15 +30,15 @@ func doctorCommand(args []string, getenv func(string) string, stdout, stderr io.
 	if msg := extraArgs("doctor", fs.Args()); msg != "" {
 		return usageError(stderr, withFlags(doctorUsage, fs), msg)
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd
 	}
-	helper := findHelper()
+	helper := runcmd.FindHelper()
 	d := sandbox.Doctor(caller.UID, caller.GID, caller.Layout().State, helper.File)
 	// Which program runs as the helper, after the kernel and the caller.
-	d.Checks = slices.Insert(d.Checks, min(2, len(d.Checks)), sandbox.Check{Name: "helper", OK: !helper.Refused, Detail: helper.describe()},
+	d.Checks = slices.Insert(d.Checks, min(2, len(d.Checks)), sandbox.Check{Name: "helper", OK: !helper.Refused, Detail: helper.Describe()},
 		sandbox.Check{Name: "front", OK: true, Detail: frontDetail()})
 	if *asJSON {
 		b, _ := json.MarshalIndent(d, "", "  ")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/grants"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
@@ -149,7 +150,7 @@ func evalCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return fail(publicerr.Message(err, "the corpus cannot be read"))
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(session.Public(err))
 	}

@@ -4,44 +4,16 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/sandboxd/sandboxd/sandbox"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/sibling"
 	"golang.org/x/sys/unix"
 )
 
-// What the lean front (cmd/sandboxd-front, installed as sandboxd) and
-// the core it executes (this program, installed beside it as
-// sandboxd-core) agree on.
+// The names make build installs sandboxd's programs under (runcmd).
 const (
-	// frontStampEnv carries the front's build stamp to the core, which
-	// removes it first thing.
-	frontStampEnv = "SANDBOXD_FRONT_STAMP"
-	// frontUnstamped is the stamp of a front go build made.
-	frontUnstamped = "unstamped"
-	coreName       = "sandboxd-core"
-	frontName      = "sandboxd"
+	coreName  = runcmd.CoreName
+	frontName = runcmd.FrontName
 )
-
-// fromFront reads and removes the front's stamp from the environment,
-// before anything else can see it (a command must not inherit it), and
-// says why this core refuses to go on ("" when it does not): a front of
-// another build executed it. Without the variable, the core was run
-// directly.
-func fromFront() string {
-	got, ok := os.LookupEnv(frontStampEnv)
-	os.Unsetenv(frontStampEnv)
-	if !ok {
-		return ""
-	}
-	want := sandbox.BuildStamp()
-	if want == "" {
-		want = frontUnstamped
-	}
-	if got == want {
-		return ""
-	}
-	return "sandboxd and its core " + coreName + " are of different builds (installed apart, or one replaced); reinstall both from one build (make build builds them together)"
-}
 
 // sandboxdPath is the program to name wherever sandboxd writes its own
 // path for later (the agents' hooks and Claude Code's shell prefix):

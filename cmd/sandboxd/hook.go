@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/adapters/agenthook"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 )
 
 const hookUsage = `Usage:
@@ -85,7 +86,7 @@ func hookCall(agent string, getenv func(string) string, stdin io.Reader, stdout,
 	if err != nil {
 		return hookBlocked(stderr, err)
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return hookBlocked(stderr, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/sandboxd/sandboxd/adapters/agenthook"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 )
 
 // claudeShell is Claude Code's shell prefix: Claude Code, having matched
@@ -42,7 +43,7 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 		err := syscall.Exec("/bin/sh", []string{"sh", "-c", script}, os.Environ())
 		return fail(fmt.Errorf("cannot run the hook: %w", err))
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(err)
 	}
@@ -60,7 +61,7 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 	if !split {
 		// Not the form sandboxd knows: run it whole, in the sandbox. The
 		// directory it ends in does not carry over.
-		return runWithPipes(ctx, run.Args(script), getenv, stdin, stdout, stderr, sigs, nil)
+		return runcmd.Command(ctx, run.Args(script), getenv, stdin, stdout, stderr, sigs, runOptions(nil))
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -68,7 +69,7 @@ func claudeShell(ctx context.Context, args []string, getenv func(string) string,
 	}
 	last := make(chan string, 1)
 	go func() { last <- lastLine(r); r.Close() }()
-	code := runWithPipes(ctx, run.Args(agenthook.ClaudeScript(head)), getenv, stdin, stdout, stderr, sigs, []*os.File{w})
+	code := runcmd.Command(ctx, run.Args(agenthook.ClaudeScript(head)), getenv, stdin, stdout, stderr, sigs, runOptions([]*os.File{w}))
 	w.Close()
 	if d := <-last; code == 0 && d != "" {
 		writeClaudeCwd(cwdFile, d)

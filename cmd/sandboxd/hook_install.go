@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/adapters/agentinstall"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/publicerr"
 )
 
@@ -102,7 +103,7 @@ func installEnv(getenv func(string) string) (agentinstall.Env, error) {
 	if err != nil {
 		return agentinstall.Env{}, publicerr.Wrap(err, "sandboxd cannot find its own binary, which the agents must run")
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return agentinstall.Env{}, err
 	}

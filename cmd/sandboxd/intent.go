@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/intents"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
@@ -52,15 +53,15 @@ func intentCommand(a intentArgs, fs *flag.FlagSet, getenv func(string) string, s
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
 		return exitSandboxd
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(session.Public(err))
 	}
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	runner := session.New(session.Config{Log: quiet})
-	own := ownAuditLog(caller, quiet)
-	defer closeAudit(own, quiet)
+	own := runcmd.OwnAuditLog(caller, quiet)
+	defer runcmd.CloseAudit(own, quiet)
 	id := session.Scoped(caller, a.session)
 	if a.revoke != "" {
 		in, err := runner.RevokeIntent(ctx, caller, a.session, a.revoke, intentRecord(own, caller.UID, id, "revoked (sandboxd approve --revoke)"))

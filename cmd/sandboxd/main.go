@@ -15,8 +15,11 @@ import (
 	"strings"
 
 	"github.com/sandboxd/sandboxd/adapters/agenthook"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/evidence"
+	"github.com/sandboxd/sandboxd/runflags"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
+	"github.com/sandboxd/sandboxd/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +30,7 @@ func main() { os.Exit(start(os.Args)) }
 func start(args []string) int {
 	// The front's stamp is read and removed before anything could pass
 	// it on; a core run directly has none.
-	if why := fromFront(); why != "" {
+	if why := runcmd.FromFront("core " + coreName); why != "" {
 		fmt.Fprintf(os.Stderr, "sandboxd: %s\n", why)
 		return exitSandboxd
 	}
@@ -41,6 +44,11 @@ func start(args []string) int {
 	if evidence.IsReader(args) {
 		// The reviewer's reader, run as a command inside a sandbox.
 		return evidence.Reader(os.Stdin, os.Stdout)
+	}
+	if len(args) == 2 && args[1] == runcmd.ModelArg {
+		// One prompt for the model, from sandboxd-run (which links no
+		// model client).
+		return runcmd.ServeModel(os.Stdin, os.Stdout, completeCall)
 	}
 	// A run allocates a few megabytes and keeps little of them: at the
 	// runtime's default (a collection each time the heap doubles, from
@@ -96,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	switch args[0] {
 	case "run":
-		return runCommand(ctx, args[1:], getenv, stdin, stdout, stderr, sigs)
+		return runcmd.Command(ctx, args[1:], getenv, stdin, stdout, stderr, sigs, runOptions(nil))
 	case "serve":
 		return serveCommand(ctx, args[1:], getenv, stdout, stderr, sigs)
 	case "mcp":
@@ -153,3 +161,10 @@ func helpWords(words []string, stdout, stderr io.Writer) (cmd []string, code int
 	}
 	return append(slices.Clone(words), "-h"), 0, true
 }
+
+// exitSandboxd is the status when sandboxd itself fails
+// (docs/ARCHITECTURE.md §3.1); 124, 126 and 127 come from the sandbox.
+const exitSandboxd = session.ExitSandboxd
+
+// durationFlag is a duration whose parse error names the fix.
+type durationFlag = runflags.Duration

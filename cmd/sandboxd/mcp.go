@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sandboxd/sandboxd/adapters/mcp"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/pathtree"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/runtext"
@@ -68,19 +69,19 @@ func mcpCommand(ctx context.Context, args []string, getenv func(string) string, 
 		log.Debug("sandboxd mcp failed", "err", publicerr.Internal(err))
 		return exitSandboxd
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(err)
 	}
 	cfg.Log, cfg.Version, cfg.Caller = log, version(), caller
-	helper := findHelper()
-	helper.log(log)
-	own := ownAuditLog(caller, log)
-	defer closeAudit(own, log)
+	helper := runcmd.FindHelper()
+	helper.Log(log)
+	own := runcmd.OwnAuditLog(caller, log)
+	defer runcmd.CloseAudit(own, log)
 	releases := sandbox.NewReleases() // closed (waited for) before the process exits
 	defer releases.Close()
-	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-		Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own), Releases: releases})
+	cfg.Runner = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: runcmd.EvidenceReader(),
+		Hidden: runcmd.HiddenPaths(getenv), Helper: helper.File, AuditLog: runcmd.OwnRecorders(own), Releases: releases})
 	found, err := cfg.Runner.Workspace(caller, *workspace)
 	if err != nil {
 		return fail(err)

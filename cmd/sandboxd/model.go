@@ -6,16 +6,23 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
-	"time"
+	"os"
 
 	"github.com/sandboxd/sandboxd/broker"
-	"github.com/sandboxd/sandboxd/evidence"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/review/openai"
 	"github.com/sandboxd/sandboxd/session"
 )
+
+// runOptions are the core's for a run it takes (runcmd.Command): the
+// model's client in this process, and pipes to the command (Claude
+// Code's shell prefix).
+func runOptions(pipes []*os.File) runcmd.Options {
+	return runcmd.Options{Models: func(log *slog.Logger) session.ModelFactory { return modelFactory(log, nil) },
+		EvidenceReader: runcmd.EvidenceReader(), Pipes: pipes}
+}
 
 // modelFactory builds the model reviewer a run's policy configures: the
 // openai-go client behind review.Model. observe, if set, hears each
@@ -32,33 +39,37 @@ func modelFactory(log *slog.Logger, observe func(review.Observation)) session.Mo
 		if err != nil {
 			return nil, publicerr.Wrap(err, "the model reviewer's configuration is invalid (check [review] in your policy; run with -v to log why)")
 		}
-		return &review.Model{
-			Client: completer{c}, Timeout: time.Duration(r.Timeout), MaxInputTokens: int(r.MaxInputTokens),
-			Redactor: review.NewRedactor(cfg.Secrets),
-			Meter: &review.Meter{Dir: cfg.StateDir, Act: cfg.Act, Caps: review.Caps{
-				CallsPerSession: r.MaxCallsPerSession, CallsPerHour: r.MaxCallsPerHour,
-				TokensPerSession: r.MaxTokensPerSession, TokensPerHour: r.MaxTokensPerHour,
-				UserCallsPerHour: r.MaxUserCallsPerHour, UserTokensPerHour: r.MaxUserTokensPerHour}},
-			Denied:   func(p string) bool { return under(p, cfg.Denied) },
-			OpenView: openView(cfg.OpenView),
-			Earlier:  cfg.Earlier, Recent: cfg.Recent, Stated: cfg.Stated, Log: log, Observe: observe,
-		}, nil
+		return runcmd.ReviewModel(cfg, completer{c}, log, observe), nil
 	}
 }
 
-// openView adapts the session's view opener to the reviewer's (nil
-// stays nil: no script is read).
-func openView(open func(context.Context) (*evidence.Client, error)) func(context.Context) (review.View, error) {
-	if open == nil {
-		return nil
-	}
-	return func(ctx context.Context) (review.View, error) {
-		c, err := open(ctx)
+// completeCall asks the model one prompt for sandboxd-run
+// (runcmd.ModelArg), as the reviewer in this process would: the same
+// client and configuration, validated with the verdict's parser, which
+// is what review.Model validates with. It connects as this process,
+// which sandboxd-run started as the caller; the proxy is the one the
+// caller's environment names for the endpoint, as sandboxd-run read it.
+func completeCall(ctx context.Context, call runcmd.ModelCall) (review.Completion, error) {
+	var proxy func(*http.Request) (*url.URL, error)
+	if call.Proxy != "" {
+		u, err := url.Parse(call.Proxy)
 		if err != nil {
-			return nil, err
+			return review.Completion{}, publicerr.Wrap(err, "the proxy your environment names for the model reviewer is invalid (HTTPS_PROXY, HTTP_PROXY)")
 		}
-		return c, nil
+		proxy = http.ProxyURL(u)
 	}
+	c, err := openai.New(openai.Config{
+		BaseURL: call.BaseURL, Model: call.Model, APIKey: call.Key,
+		MaxOutputTokens: call.MaxOutputTokens, ReasoningEffort: call.ReasoningEffort,
+		StructuredOutput: call.StructuredOutput, Schema: review.VerdictSchema(), Proxy: proxy,
+	})
+	if err != nil {
+		return review.Completion{}, publicerr.Wrap(err, "the model reviewer's configuration is invalid (check [review] in your policy; run with -v to log why)")
+	}
+	return completer{c}.Complete(ctx, call.System, call.User, func(content string) error {
+		_, err := review.ParseVerdict(content)
+		return err
+	})
 }
 
 // requestProxy adapts the caller's proxy rule to net/http's (nil stays
@@ -83,16 +94,3 @@ func (a completer) Complete(ctx context.Context, system, user string, validate f
 	}
 	return out, err
 }
-
-// under reports whether p is one of dirs or below one, as a secrets
-// entry covers it (the last element may be a glob).
-func under(p string, dirs []string) bool {
-	return slices.ContainsFunc(dirs, func(d string) bool { return broker.Within(p, d) })
-}
-
-// evidenceReader is the command that runs the reviewer's evidence
-// reader inside a run's sandbox: this very binary, through the helper's
-// own executable link (a path of it may be masked inside), as the
-// command's uid, which needs it to be executable by that uid, and under
-// Landlock's read rules; where it is not, no script is read.
-func evidenceReader() []string { return []string{"/proc/self/exe", evidence.ReaderArg} }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/layer"
 	"github.com/sandboxd/sandboxd/runtext"
 	"github.com/sandboxd/sandboxd/session"
@@ -28,7 +29,7 @@ func recoverCommand(args []string, getenv func(string) string, stdout, stderr io
 	if msg := extraArgs("recover", fs.Args()); msg != "" {
 		return usageError(stderr, withFlags(recoverUsage, fs), msg)
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(session.Public(err)))
 		return exitSandboxd

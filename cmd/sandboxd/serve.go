@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxd/sandboxd/approvals"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/daemon"
 	"github.com/sandboxd/sandboxd/kernelaudit"
 	"github.com/sandboxd/sandboxd/landlock"
@@ -73,7 +74,7 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if fs.NArg() > 0 {
 		return usageError(stderr, withFlags(serveUsage, fs), fmt.Sprintf("unexpected argument %q", fs.Arg(0)))
 	}
-	*socket = cmp.Or(*socket, daemonSocket(getenv))
+	*socket = cmp.Or(*socket, runcmd.DaemonSocket(getenv))
 	log, fail := serveOutput(stderr, *verbose)
 	if status {
 		return serveStatus(ctx, *socket, stdout, fail)
@@ -111,9 +112,9 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fail(err)
 	}
-	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: evidenceReader(),
+	sc := session.Config{Log: log, Models: modelFactory(log, m.Review), EvidenceReader: runcmd.EvidenceReader(),
 		Hidden: []string{filepath.Dir(*socket)}, Auditor: m.Auditor(), Reserved: reserved,
-		Commits: commits, CrashAt: crashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub,
+		Commits: commits, CrashAt: runcmd.CrashAt(getenv), Ready: ready, Helper: helper.File, Audit: hub,
 		Filters: sandbox.NewSharedFilters(), Releases: releases}
 	dc := daemon.Config{Tokens: tokens, Commits: commits, Version: version(), Log: log, MaxExecs: *maxExecs,
 		QuestionWait: *questionWait, Observer: m, AfterExec: ready.Refill}
@@ -234,25 +235,16 @@ func serveStatus(ctx context.Context, socket string, stdout io.Writer, fail func
 	return 0
 }
 
-// daemonSocket is the daemon's socket a client uses: $SANDBOXD_SOCKET,
-// else the default.
-func daemonSocket(getenv func(string) string) string {
-	if s := getenv("SANDBOXD_SOCKET"); filepath.IsAbs(s) {
-		return filepath.Clean(s)
-	}
-	return daemon.DefaultSocket
-}
-
 // runShared makes what the daemon's runs share: the pool of helpers
 // started in advance, the separate helper binary, the reader of kernel
 // audit, which keeps audit on from now until stop when keepAudit says so
 // (otherwise only while a run needs it), and the runs' releases after
 // their reports (the helpers' exits, the caches' locks, the cgroups),
 // which stop waits for before it stops the pool and the reader.
-func runShared(readyN int, keepAudit bool, log *slog.Logger) (*sandbox.ReadyHelpers, *sandbox.AuditHub, helperChoice, *sandbox.Releases, func()) {
+func runShared(readyN int, keepAudit bool, log *slog.Logger) (*sandbox.ReadyHelpers, *sandbox.AuditHub, runcmd.HelperChoice, *sandbox.Releases, func()) {
 	ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: max(readyN, 0)}, log)
-	helper := findHelper()
-	log.Info("sandboxd serve: sandbox helper", "helper", helper.describe())
+	helper := runcmd.FindHelper()
+	log.Info("sandboxd serve: sandbox helper", "helper", helper.Describe())
 	hub := sandbox.NewAuditHub(log)
 	release := func() {}
 	if keepAudit {
@@ -275,12 +267,6 @@ func cancelOnStop(sigs <-chan os.Signal, cancel func()) {
 			return
 		}
 	}
-}
-
-// hiddenPaths are sandboxd's paths no run may read: the daemon's socket
-// directory, where every caller's token is (session.Config.Hidden).
-func hiddenPaths(getenv func(string) string) []string {
-	return []string{filepath.Dir(daemonSocket(getenv))}
 }
 
 // newMetrics builds the daemon's metrics and serves them at addr (see

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/intents"
 	"github.com/sandboxd/sandboxd/review"
 	"github.com/sandboxd/sandboxd/session"
@@ -50,7 +51,7 @@ func sessionCommand(ctx context.Context, args []string, getenv func(string) stri
 		fmt.Fprintf(stderr, "sandboxd: %s\n", esc(msg))
 		return exitSandboxd
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(session.Public(err))
 	}

@@ -10,15 +10,12 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/sandboxd/sandboxd/cmd/internal/daemonrun"
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/session"
 	"github.com/sandboxd/sandboxd/suggest"
-	"github.com/sandboxd/sandboxd/termfilter"
-	"golang.org/x/sys/unix"
 )
 
 const suggestUsage = `Usage: sandboxd suggest --report FILE [--policy FILE]
@@ -63,7 +60,7 @@ func suggestCommand(args []string, getenv func(string) string, stdout, stderr io
 	if err != nil {
 		return fail(publicerr.Message(err, "the report cannot be read"))
 	}
-	caller, err := callerOf(getenv)
+	caller, err := runcmd.CallerOf(getenv)
 	if err != nil {
 		return fail(session.Public(err))
 	}
@@ -115,38 +112,4 @@ func readReport(file string) ([]suggest.Boundary, string, error) {
 		return nil, "", publicerr.Errorf(nil, "%s is not a report of sandboxd run: it has no boundaries", file)
 	}
 	return *rep.Boundaries, rep.Workspace, nil
-}
-
-// suggestOnTerminal shows the person at sandboxd's terminal, once the
-// run is over, the rules that would allow what was denied: on /dev/tty,
-// never on stderr, which the agent reads and could copy into the policy
-// with its own tools. Without a terminal it shows nothing.
-func suggestOnTerminal(rep *session.Report, policyFile string) {
-	text := suggestionText(rep, policyFile)
-	if text == "" {
-		return
-	}
-	t, err := openTerminal()
-	if err != nil {
-		return
-	}
-	defer t.close()
-	unix.Write(t.wfd, []byte(text))
-}
-
-// suggestionText is the report's suggested rules as one TOML block for
-// policyFile, framed as sandboxd's own and with the terminal's line
-// ends; "" when no rule is suggested.
-func suggestionText(rep *session.Report, policyFile string) string {
-	var rules []string
-	for _, b := range rep.Boundaries {
-		if s := b.Suggestion; s != nil && s.Rule != "" && !slices.Contains(rules, s.Rule) {
-			rules = append(rules, s.Rule)
-		}
-	}
-	if len(rules) == 0 {
-		return ""
-	}
-	return "\r\n" + termfilter.FrameOn + "---- sandboxd: rules that would allow what was denied, next time ----" + termfilter.FrameOff + "\r\n" +
-		strings.ReplaceAll(suggest.TOML(policyFile, rules), "\n", "\r\n")
 }

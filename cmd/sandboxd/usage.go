@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
 	"github.com/sandboxd/sandboxd/termfilter"
 )
 
@@ -52,17 +53,9 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io
 	return usageError(stderr, withFlags(usage, fs), err.Error()), false
 }
 
-// withFlags is usage followed by fs's flags, when it has any.
-func withFlags(usage string, fs *flag.FlagSet) string {
-	var b strings.Builder
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-	if b.Len() == 0 {
-		return usage
-	}
-	return usage + "\nFlags:\n" + b.String()
-}
+// withFlags is usage followed by fs's flags, when it has any
+// (runcmd.WithFlags: run's usage is shown alike).
+func withFlags(usage string, fs *flag.FlagSet) string { return runcmd.WithFlags(usage, fs) }
 
 // extraArgs is the message for arguments a subcommand does not take,
 // naming them; "" when there are none.

@@ -51,6 +51,10 @@
 //     review, sandbox, daemon, metrics, machine, policy, persist, layer,
 //     netproxy, adapters, approvals, audit or runtext, nor an HTTP
 //     client, crypto/tls, nftables or Prometheus.
+//   - cmd/sandboxd-run (the lean embedded run) and cmd/internal/runcmd
+//     import no review/openai, daemon, metrics, machine, approvals,
+//     adapters or sandbox/confine, nor openai-go, Prometheus, protobuf,
+//     the MCP SDK, jsonschema, html/template or nftables.
 //   - no package of ours outside cmd/ imports one under cmd/.
 //
 // The rules on the source:

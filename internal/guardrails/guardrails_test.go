@@ -218,6 +218,11 @@ func importRules() []importRule {
 			forbid: leanFrontForbidden,
 		},
 		{
+			name:   leanRunRule,
+			from:   ours("cmd/sandboxd-run", "cmd/internal/runcmd"),
+			forbid: leanRunForbidden,
+		},
+		{
 			name:   "no package of ours imports cmd/...",
 			from:   func(p string) bool { return !ours("cmd")(p) },
 			forbid: ours("cmd"),
@@ -234,6 +239,17 @@ const leanHelperRule = "cmd/sandboxd-helper imports the helper's side only: no s
 // agent starts) and what it links to what a run through the daemon
 // uses: each package's init runs again at every launch.
 const leanFrontRule = "cmd/sandboxd-front, cmd/internal/daemonrun, daemon/client, runflags and sibling import no session, broker, review, sandbox, daemon, metrics, policy, persist or layer, no HTTP, TLS, openai-go, nftables or Prometheus"
+
+// leanRunRule keeps the lean embedded run (sandboxd-run, the
+// supervisor of every embedded launch) to what a run uses: the model's
+// client is the core's, asked through a pipe.
+const leanRunRule = "cmd/sandboxd-run and cmd/internal/runcmd import no review/openai, daemon, metrics, machine, approvals, adapters or sandbox/confine, no openai-go, Prometheus, protobuf, MCP SDK, JSON schema, html/template or nftables"
+
+func leanRunForbidden(p string) bool {
+	return openai(p) || exactly("daemon")(p) || ours("review/openai", "metrics", "machine", "approvals", "adapters", "sandbox/confine")(p) ||
+		within("github.com/prometheus", "google.golang.org/protobuf", "github.com/modelcontextprotocol", "github.com/google/jsonschema-go",
+			"html/template", "github.com/google/nftables")(p)
+}
 
 func leanFrontForbidden(p string) bool {
 	return exactly("daemon")(p) || ours("sandbox", "session", "broker", "review", "metrics", "machine", "policy", "persist", "layer",
@@ -542,6 +558,9 @@ func TestRulesCatch(t *testing.T) {
 	add(m("cmd/sandboxd"), m("cmd/internal/flags"), m("session"))
 	add(m("cmd/sandboxd-helper"), m("sandbox/confine"))
 	add(m("cmd/sandboxd-front"), m("daemon/client"))
+	add(m("cmd/sandboxd-run"), m("cmd/internal/runcmd"))
+	add(m("cmd/internal/runcmd"), m("daemon/client"), "html/template")
+	add("html/template")
 	add(m("daemon/client"), m("publicerr"), m("daemon"))
 	add(m("daemon"), "net/http")
 	add(m("layer"), "github.com/openai/openai-go/v3/option")
@@ -584,6 +603,8 @@ func TestRulesCatch(t *testing.T) {
 		supervisorRule + `": sandbox → sandbox/internal/wire → net/http`,
 		leanHelperRule + `": cmd/sandboxd-helper → sandbox/confine → sandbox/internal/wire → net/http`,
 		leanFrontRule + `": cmd/sandboxd-front → daemon/client → daemon`,
+		leanRunRule + `": cmd/sandboxd-run → cmd/internal/runcmd → daemon/client → daemon`,
+		leanRunRule + `": cmd/internal/runcmd → html/template`,
 		`under review/": layer → github.com/openai/openai-go/v3/option`,
 		`under review/": 2 packages import it: layer, review/openai`,
 		`may not call signal.Notify": sandbox → sandbox/internal/wire calls it at wire.go:10:2`,

@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"log/slog"
@@ -14,8 +14,8 @@ import (
 // executable (cmd/sandboxd-helper; `make build` builds both).
 const helperName = "sandboxd-helper"
 
-// helperChoice is which program a run starts as its helper.
-type helperChoice struct {
+// HelperChoice is which program a run starts as its helper.
+type HelperChoice struct {
 	// File is the separate helper, open (O_PATH) and checked; nil:
 	// sandboxd itself (/proc/self/exe).
 	File *os.File
@@ -28,32 +28,32 @@ type helperChoice struct {
 	Refused bool
 }
 
-// describe is doctor's and -v's sentence for the choice.
-func (c helperChoice) describe() string {
+// Describe is doctor's and -v's sentence for the choice.
+func (c HelperChoice) Describe() string {
 	if c.File != nil {
 		return "the lean helper binary " + c.Path + " (its build stamp must be sandboxd's: checked at every run)"
 	}
 	return "sandboxd itself (" + c.Path + "): " + c.Why
 }
 
-// log says which helper the runs start, at -v.
-func (c helperChoice) log(log *slog.Logger) {
+// Log says which helper the runs start, at -v.
+func (c HelperChoice) Log(log *slog.Logger) {
 	log.Debug("sandbox helper", "path", c.Path, "separate", c.File != nil, "why", c.Why)
 }
 
-// findHelper finds the separate helper beside this executable and opens
+// FindHelper finds the separate helper beside this executable and opens
 // it once, for every run of the process. A stamped build only (an
 // unstamped one has nothing a helper could prove it shares), and only a
 // helper nobody but its owner can change (trustedHelper); otherwise, or
 // when there is none, sandboxd runs itself as its helper, as before the
 // split. The runs execute the open file (sandbox.Spec.Helper), never the
 // path again.
-func findHelper() helperChoice {
+func FindHelper() HelperChoice {
 	self, _ := os.Executable()
 	if real, err := filepath.EvalSymlinks(self); err == nil {
 		self = real
 	}
-	c := helperChoice{Path: self}
+	c := HelperChoice{Path: self}
 	if sandbox.BuildStamp() == "" {
 		c.Why = "an unstamped build (go build or go run rather than make build) never runs a separate helper"
 		return c
@@ -72,7 +72,7 @@ func findHelper() helperChoice {
 		c.Why, c.Refused = why, refused
 		return c
 	}
-	return helperChoice{File: f, Path: filepath.Join(filepath.Dir(self), helperName)}
+	return HelperChoice{File: f, Path: filepath.Join(filepath.Dir(self), helperName)}
 }
 
 // openHelper opens dir's sandboxd-helper when package sibling finds

@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -22,9 +22,16 @@ import (
 	"github.com/sandboxd/sandboxd/termfilter"
 )
 
-// exitSandboxd is the status when sandboxd itself fails
+// ExitSandboxd is the status when sandboxd itself fails
 // (docs/ARCHITECTURE.md §3.1); 124, 126 and 127 come from the sandbox.
-const exitSandboxd = session.ExitSandboxd
+const ExitSandboxd = session.ExitSandboxd
+
+// exitSandboxd is ExitSandboxd, as the rest of this package names it.
+const exitSandboxd = ExitSandboxd
+
+// esc shows a string that may come from the command (a path, a host, a
+// rationale quoting one) without letting it control the terminal.
+func esc(s string) string { return termfilter.Escape(s) }
 
 const runUsage = `Usage:
   sandboxd run [flags] -- COMMAND [ARG...]
@@ -42,28 +49,39 @@ found; 128+N when it was killed by signal N.
 // front parses them alike).
 type runFlags = runflags.Flags
 
-// durationFlag is a duration whose parse error names the fix.
-type durationFlag = runflags.Duration
-
 // parseRunFlags parses run's command line into its flags and the
 // command's argv. When -h asks for help it writes run's usage to help
 // and returns flag.ErrHelp.
 func parseRunFlags(args []string, help io.Writer) (*runFlags, []string, error) {
 	f, argv, fs, err := runflags.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(help, withFlags(runUsage, fs))
+		fmt.Fprint(help, WithFlags(runUsage, fs))
 	}
 	return f, argv, err
 }
 
-func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
-	return runWithPipes(ctx, args, getenv, stdin, stdout, stderr, sigs, nil)
+// Options are what the program taking a run supplies: what differs
+// between the core (cmd/sandboxd) and the lean sandboxd-run.
+type Options struct {
+	// Models builds the model reviewer a run's policy configures, logging
+	// on log: the core's own client in the core, the core reached
+	// through a pipe in sandboxd-run (CoreModels).
+	Models func(log *slog.Logger) session.ModelFactory
+	// EvidenceReader is the command that runs the reviewer's evidence
+	// reader inside a run's sandbox (session.Config.EvidenceReader).
+	EvidenceReader []string
+	// Helper is the helper an embedded run starts (nil: FindHelper's).
+	Helper *HelperChoice
+	// Pipes are given to the command as descriptors 3, 4, ...
+	// (session.Job.Pipes): the way a front end in this process learns
+	// what only the command knows. A run with pipes stays here.
+	Pipes []*os.File
 }
 
-// runWithPipes is sandboxd run, whose command also gets pipes as
-// descriptors 3, 4, ... (session.Job.Pipes): the way a front end in this
-// process learns what only the command knows.
-func runWithPipes(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, pipes []*os.File) int {
+// Command is sandboxd run (args: its command line, after "run"): through
+// the daemon when it is asked for or there, else here, embedded.
+func Command(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, o Options) int {
+	pipes := o.Pipes
 	f, argv, err := parseRunFlags(args, stdout)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,6 +100,12 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 	if c := daemonToUse(ctx, f, getenv, stderr, pipes); c != nil {
 		return runViaDaemon(ctx, f, argv, getenv, stdin, stdout, stderr, sigs, pipes, c)
 	}
+	return embedded(ctx, f, argv, getenv, stdin, stdout, stderr, sigs, o)
+}
+
+// embedded is a run done by this process: the session's supervisor.
+func embedded(ctx context.Context, f *runFlags, argv []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer, sigs <-chan os.Signal, o Options) int {
+	var err error
 	// stderr is the agent's too: without -v nothing internal is logged
 	// there (the public sentences are events), with -v everything is.
 	level := slog.LevelError + 4
@@ -100,10 +124,10 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		Argv: argv, Command: f.Command, Workspace: f.Workspace, Policy: f.Policy,
 		Session: f.Session, Agent: f.Agent, Intent: f.Intent, Retries: f.Retries, Timeout: f.Timeout, Reviewer: f.Reviewer,
 		NoTransaction: f.NoTransaction, NoDetect: f.Detect == "off", RequireIsolation: f.RequireIsolation,
-		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs, Pipes: pipes,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr, Signals: sigs, Pipes: o.Pipes,
 	}
 	var rep *session.Report
-	caller, err := callerOf(getenv)
+	caller, err := CallerOf(getenv)
 	if err == nil && f.Reviewer != session.ReviewOff && (f.Reviewer == session.ReviewHuman || daemonrun.TTYReachable()) {
 		// A person at the terminal: the reviewer itself (human), or the
 		// one asked when the model cannot be (auto, model).
@@ -113,18 +137,22 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 		}
 	}
 	if err == nil {
-		helper := findHelper()
-		helper.log(log)
-		own := ownAuditLog(caller, log)
+		helper := o.Helper
+		if helper == nil {
+			h := FindHelper()
+			helper = &h
+		}
+		helper.Log(log)
+		own := OwnAuditLog(caller, log)
 		// One helper, started while the plan is finished (never refilled:
 		// this process serves one run); the one a run did not claim is
 		// stopped with the pool.
 		ready := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 1, PerLaunch: 1}, log)
-		rep, err = session.New(session.Config{Log: log, Models: modelFactory(log, nil), EvidenceReader: evidenceReader(),
-			CrashAt: crashAt(getenv), Hidden: hiddenPaths(getenv), Helper: helper.File, AuditLog: ownRecorders(own),
+		rep, err = session.New(session.Config{Log: log, Models: o.Models(log), EvidenceReader: o.EvidenceReader,
+			CrashAt: CrashAt(getenv), Hidden: HiddenPaths(getenv), Helper: helper.File, AuditLog: OwnRecorders(own),
 			Ready: ready, PrepareHelper: true}).Run(ctx, caller, job, runtext.New(stderr))
 		ready.Close()
-		closeAudit(own, log)
+		CloseAudit(own, log)
 		suggestOnTerminal(rep, caller.PolicyFile(f.Policy))
 	}
 	if err != nil {
@@ -147,9 +175,9 @@ func runWithPipes(ctx context.Context, args []string, getenv func(string) string
 // readIntent is the text of an intent file (runflags.ReadIntent).
 func readIntent(path string) (string, error) { return runflags.ReadIntent(path) }
 
-// callerOf describes the user running sandboxd: its ids, environment,
+// CallerOf describes the user running sandboxd: its ids, environment,
 // working directory and umask.
-func callerOf(getenv func(string) string) (session.Caller, error) {
+func CallerOf(getenv func(string) string) (session.Caller, error) {
 	cwd, err := os.Getwd()
 	if err != nil {
 		return session.Caller{}, publicerr.Wrap(err, "the current directory is gone or cannot be read; change to one that exists and run it again")

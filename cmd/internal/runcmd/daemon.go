@@ -1,4 +1,4 @@
-package main
+package runcmd
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func runViaDaemon(ctx context.Context, f *runFlags, argv []string, getenv func(s
 		return daemonrun.Fail(f, argv, session.Public(err), nil, stderr)
 	}
 	if c == nil {
-		if c, err = client.Connect(ctx, daemonSocket(getenv), os.Getuid()); err != nil {
+		if c, err = client.Connect(ctx, DaemonSocket(getenv), os.Getuid()); err != nil {
 			return daemonrun.Fail(f, argv, session.Public(err), nil, stderr)
 		}
 	}
@@ -46,7 +46,7 @@ func daemonToUse(ctx context.Context, f *runFlags, getenv func(string) string, s
 	if f.NoDaemon || len(pipes) > 0 || (f.Reviewer != session.ReviewOff && (f.Reviewer == session.ReviewHuman || daemonrun.TTYReachable())) {
 		return nil
 	}
-	socket := daemonSocket(getenv)
+	socket := DaemonSocket(getenv)
 	if _, err := os.Lstat(socket); err != nil {
 		return nil // no daemon here (or, inside a sandbox, none to see)
 	}

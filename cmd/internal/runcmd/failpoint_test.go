@@ -1,6 +1,6 @@
 //go:build !failpoints
 
-package main
+package runcmd
 
 import "testing"
 
@@ -13,7 +13,7 @@ func TestNoFailpointWithoutTag(t *testing.T) {
 		}
 		return ""
 	}
-	if got := crashAt(getenv); got != "" {
-		t.Fatalf("crashAt = %q in a build without the failpoints tag", got)
+	if got := CrashAt(getenv); got != "" {
+		t.Fatalf("CrashAt = %q in a build without the failpoints tag", got)
 	}
 }
