@@ -31,7 +31,14 @@ var (
 	// helperBinary is the lean helper built beside binary with the same
 	// build stamp, as make build builds them: binary's runs start it.
 	helperBinary string
-	stamp        string
+	// frontBinary and runBinary are the lean front and the lean embedded
+	// run, built beside binary with the same stamp, with binary linked
+	// there as sandboxd-core: make build's layout. A test's `sandboxd
+	// run` starts the front, as an installed sandboxd's does (the front,
+	// then sandboxd-run or the daemon); every other command line, and a
+	// run whose test names its binary, starts binary.
+	frontBinary, runBinary string
+	stamp                  string
 )
 
 func TestMain(m *testing.M) {
@@ -63,15 +70,33 @@ func testMain(m *testing.M) int {
 	baseDir = run
 	defer os.RemoveAll(run)
 	binary, helperBinary, stamp = filepath.Join(run, "sandboxd"), filepath.Join(run, "sandboxd-helper"), randHex(16)
+	frontBinary, runBinary = filepath.Join(run, "sandboxd-front"), filepath.Join(run, "sandboxd-run")
 	// The failpoints tag lets the crash tests name a commit failpoint
 	// (SANDBOXD_TEST_CRASH_AT); a release build has none.
-	for out, pkg := range map[string]string{binary: "../cmd/sandboxd", helperBinary: "../cmd/sandboxd-helper"} {
-		if err := buildStamped(out, pkg, stamp); err != nil {
-			fmt.Fprintln(os.Stderr, "integration: build:", err)
-			return 1
-		}
+	if err := buildAll(map[string]string{binary: "../cmd/sandboxd", helperBinary: "../cmd/sandboxd-helper",
+		runBinary: "../cmd/sandboxd-run", frontBinary: "../cmd/sandboxd-front"}); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: build:", err)
+		return 1
+	}
+	if err := os.Link(binary, filepath.Join(run, "sandboxd-core")); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		return 1
 	}
 	return m.Run()
+}
+
+// buildAll builds each package into its output, side by side, stamped
+// with the suite's stamp.
+func buildAll(pkgs map[string]string) error {
+	errs := make(chan error, len(pkgs))
+	for out, pkg := range pkgs {
+		go func() { errs <- buildStamped(out, pkg, stamp) }()
+	}
+	var err error
+	for range pkgs {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
 
 // buildStamped builds pkg into out with the build stamp stamp ("": none),
@@ -79,7 +104,11 @@ func testMain(m *testing.M) int {
 func buildStamped(out, pkg, stamp string) error {
 	args := []string{"build", "-buildvcs=false", "-tags", "failpoints", "-o", out}
 	if stamp != "" {
-		args = append(args, "-ldflags", "-X github.com/sandboxd/sandboxd/sandbox/internal/wire.stamp="+stamp)
+		ld := "-X github.com/sandboxd/sandboxd/sandbox/internal/wire.stamp=" + stamp
+		if filepath.Base(pkg) == "sandboxd-front" {
+			ld += " -X main.stamp=" + stamp // the front links no wire
+		}
+		args = append(args, "-ldflags", ld)
 	}
 	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Stderr = os.Stderr
@@ -287,7 +316,8 @@ type runOpts struct {
 	// started, if set, is called with sandboxd's process once it runs
 	// (to signal it), on a goroutine of its own.
 	started func(p *os.Process)
-	// bin is the sandboxd binary to run (default binary).
+	// bin is the sandboxd binary to run (default: frontBinary for a run,
+	// else binary).
 	bin string
 }
 
@@ -317,6 +347,9 @@ func (e *env) sandboxdOpts(o runOpts, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	bin := binary
+	if len(args) > 0 && args[0] == "run" {
+		bin = frontBinary
+	}
 	if o.bin != "" {
 		bin = o.bin
 	}

@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// leanRunLayout is make build's layout in a directory of the test's
+// own: the front, sandboxd-run and the helper of this suite's build, and
+// as sandboxd-core the file core ("": none). It returns the front's
+// path.
+func leanRunLayout(t *testing.T, core string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(baseDir, "leanrun-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	// Linked, not copied: nothing is open for writing (see copyExecutable).
+	for from, to := range map[string]string{frontBinary: "sandboxd", runBinary: "sandboxd-run", helperBinary: "sandboxd-helper", core: "sandboxd-core"} {
+		if from == "" {
+			continue
+		}
+		if err := os.Link(from, filepath.Join(dir, to)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "sandboxd")
+}
+
+// TestLeanRunInitialisesNoModelClient: the process an embedded `sandboxd
+// run` executes (the front, then sandboxd-run) initialises none of the
+// model's client, Prometheus and what it drags, the MCP SDK, JSON
+// schemas, html/template, the daemon's server, its approvals page,
+// metrics or the nftables library; the supervisor's own packages are
+// initialised (so the trace is the supervisor's).
+func TestLeanRunInitialisesNoModelClient(t *testing.T) {
+	t.Parallel()
+	forbidden := []string{"github.com/openai/openai-go", "github.com/prometheus/", "google.golang.org/protobuf",
+		"github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go", "html/template",
+		"github.com/google/nftables", "github.com/sandboxd/sandboxd/approvals",
+		"github.com/sandboxd/sandboxd/metrics", "github.com/sandboxd/sandboxd/machine", "github.com/sandboxd/sandboxd/daemon "}
+	initLine := regexp.MustCompile(`(?m)^init (\S+) @`)
+	forEach(t, func(t *testing.T, e *env) {
+		r := e.sandboxdOpts(runOpts{env: []string{"GODEBUG=inittrace=1"}}, "run", "--no-daemon", "--reviewer", "off", "--", "true")
+		r.mustSucceed(t)
+		var inits []string
+		for _, m := range initLine.FindAllStringSubmatch(r.stderr, -1) {
+			inits = append(inits, m[1]+" ")
+		}
+		all := strings.Join(inits, "\n")
+		if !strings.Contains(all, "github.com/sandboxd/sandboxd/session ") && !strings.Contains(all, "github.com/sandboxd/sandboxd/persist ") {
+			t.Fatalf("no supervisor's package in the trace: the run was not embedded here\n%s", r)
+		}
+		for _, f := range forbidden {
+			for _, p := range inits {
+				if strings.HasPrefix(p, f) {
+					t.Errorf("an embedded run initialises %s", p)
+				}
+			}
+		}
+	})
+}
+
+// TestLeanRunModelThroughCore: sandboxd-run asks the model through the
+// core beside it: an allow issues the grant and the retry writes the
+// file. Without the core, or with a core that answers garbage or
+// fails, the reviewer has failed: the write is denied (source error),
+// the file is absent, and stderr says so in a sentence of sandboxd's.
+func TestLeanRunModelThroughCore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, core string
+		allowed    bool
+	}{
+		{"core", binary, true},
+		{"no core", "", false},
+		{"garbage", "/bin/echo", false},
+		{"crash", "/bin/false", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			front := leanRunLayout(t, tc.core)
+			forEach(t, func(t *testing.T, e *env) {
+				m := newFakeModel(t, func(string) (string, string, string, string) {
+					return "allow", "low", "medium", "a file the task writes"
+				})
+				target := filepath.Join(e.mkdir("out", 0o755), "through-core.txt")
+				pol := modelPolicy(t, e, m, "")
+				r := e.sandboxdOpts(runOpts{bin: front, env: []string{"FAKE_REVIEW_KEY=fake-review-key"}},
+					"run", "--no-daemon", "--policy", pol, "--reviewer", "model", "--intent", "write the output file", "-c", "echo written > "+target)
+				_, err := os.Lstat(target)
+				var b map[string]any
+				for _, x := range boundaries(r) {
+					if x["path"] == target {
+						b = x
+					}
+				}
+				if tc.allowed {
+					if err != nil || r.code != 0 || b["decision"] != "allow" || b["source"] != "reviewer" || len(m.requests()) == 0 {
+						t.Fatalf("the model's allow through the core did not land (%v, boundary %v)\n%s", err, b, r)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("the write landed with no model to ask\n%s", r)
+				}
+				if b["decision"] != "deny" || b["source"] != "error" || len(m.requests()) != 0 {
+					t.Fatalf("want a deny with source error and no request to the model: boundary %v, %d requests\n%s", b, len(m.requests()), r)
+				}
+				if !strings.Contains(r.stderr, "sandboxd's core, which holds the model's client, did not answer") {
+					t.Fatalf("stderr does not say why\n%s", r)
+				}
+				if strings.Contains(r.stderr, "fake-review-key") || strings.Contains(fmt.Sprint(r.report), "fake-review-key") {
+					t.Fatalf("the key was shown\n%s", r)
+				}
+			})
+		})
+	}
+}
