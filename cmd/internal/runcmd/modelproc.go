@@ -58,6 +58,8 @@ type ModelAnswer struct {
 type coreCompleter struct {
 	call ModelCall
 	log  *slog.Logger
+	// open opens the core to execute (nil: OpenCore), or says why not.
+	open func() (*os.File, string)
 }
 
 func (c *coreCompleter) Complete(ctx context.Context, system, user string, validate func(string) error) (review.Completion, error) {
@@ -88,7 +90,14 @@ func (c *coreCompleter) Complete(ctx context.Context, system, user string, valid
 // ask runs the core with call on its stdin and reads its answer; the
 // core is killed when ctx ends.
 func (c *coreCompleter) ask(ctx context.Context, call ModelCall) (ModelAnswer, error) {
-	f, _, why := OpenCore("sandboxd-run starts it for the model reviewer as whoever runs sandboxd")
+	open := c.open
+	if open == nil {
+		open = func() (*os.File, string) {
+			f, _, why := OpenCore("sandboxd-run starts it for the model reviewer as whoever runs sandboxd")
+			return f, why
+		}
+	}
+	f, why := open()
 	if f == nil {
 		return ModelAnswer{}, errors.New(why)
 	}
