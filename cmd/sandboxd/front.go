@@ -56,5 +56,14 @@ func frontDetail() string {
 	if err != nil || front == self {
 		return self + " runs every command itself (no lean front " + frontName + " beside a core " + coreName + ")"
 	}
-	return "the lean front " + front + " takes runs through the daemon and executes this core, " + self + ", for everything else (their build stamps must match)"
+	run := "no lean " + runcmd.RunName + " beside it, so this core takes embedded runs too"
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/exe", &st) != nil {
+		return "its own executable cannot be examined"
+	}
+	if f, _, _ := sibling.Open(filepath.Dir(self), runcmd.RunName, int(st.Uid), os.Geteuid() == 0, "the front starts it for every embedded run"); f != nil {
+		f.Close()
+		run = "the lean " + runcmd.RunName + " beside it takes embedded runs, asking this core only for the model reviewer's prompts"
+	}
+	return "the lean front " + front + " takes runs through the daemon and executes this core, " + self + ", for everything else; " + run + " (their build stamps must match)"
 }
