@@ -1,5 +1,5 @@
 # sandboxd: two commands for a fresh Debian/Ubuntu machine with Go.
-#   make demo   builds sandboxd (its front, core and helper) and shows a sandboxed command hitting its boundaries
+#   make demo   builds sandboxd (its front, embedded run, core and helper) and shows a sandboxed command hitting its boundaries
 #   make test   runs every test (as root it also runs them as an unprivileged user),
 #               keeps go test's JSON events in bin/test.json and ends with the ten slowest
 
@@ -30,11 +30,14 @@ NPM_TOOLS  := yarn=yarn@1.22.22 pnpm=pnpm@10.34.9
 
 .PHONY: demo test build deps test-deps test-user bench clean
 
-# Three programs, stamped alike with one fresh value per build, to be
+# Four programs, stamped alike with one fresh value per build, to be
 # installed together: sandboxd, the lean front people and agents run
-# (cmd/sandboxd-front: `sandboxd run` through the daemon itself, every
-# other command line handed to the core in its place); sandboxd-core,
-# the whole of sandboxd (cmd/sandboxd), which refuses a front of another
+# (cmd/sandboxd-front: `sandboxd run` through the daemon itself, another
+# run handed to sandboxd-run and every other command line to the core, in
+# its place); sandboxd-run, the lean embedded run (cmd/sandboxd-run: no
+# model client, Prometheus, MCP or daemon linked; it asks the core for
+# the model reviewer's prompts); sandboxd-core, the whole of sandboxd
+# (cmd/sandboxd), which, as sandboxd-run, refuses a front of another
 # build; and the lean helper (cmd/sandboxd-helper), which the core runs
 # in each sandbox instead of itself, and which refuses any core but its
 # own build's.
