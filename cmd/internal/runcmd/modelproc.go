@@ -112,7 +112,7 @@ func (c *coreCompleter) ask(ctx context.Context, call ModelCall) (ModelAnswer, e
 	cmd.Env = coreEnv()
 	cmd.Stdin = bytes.NewReader(in)
 	cmd.Stdout = &limited{w: &out, n: maxAnswer}
-	cmd.Stderr = &limited{w: &errOut, n: 4096}
+	cmd.Stderr = &firstBytes{b: &errOut, n: 4096}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		return ModelAnswer{}, fmt.Errorf("%s: %w (stderr %q)", CoreName, err, errOut.String())
@@ -142,6 +142,20 @@ func (l *limited) Write(p []byte) (int, error) {
 	}
 	l.n -= len(p)
 	return l.w.Write(p)
+}
+
+// firstBytes keeps the first n bytes written, for the log, and drops
+// the rest: what the core says on stderr is no answer either way.
+type firstBytes struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (f *firstBytes) Write(p []byte) (int, error) {
+	if room := f.n - f.b.Len(); room > 0 {
+		f.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 // ServeModel is the core's side of ModelArg: read one ModelCall from

@@ -47,6 +47,9 @@ func fakeCore(mode string) int {
 		fmt.Print(`{"Completion":{"Content":"` + strings.Repeat("a", maxAnswer) + `"}}`)
 		return 0
 	}
+	// Whatever the core says on stderr (GODEBUG's traces, say) is no
+	// matter.
+	fmt.Fprint(os.Stderr, strings.Repeat("chatter\n", 4096))
 	return ServeModel(os.Stdin, os.Stdout, func(ctx context.Context, call ModelCall) (review.Completion, error) {
 		seen := strings.Contains(strings.Join(append(os.Args, os.Environ()...), "\n"), call.Key)
 		switch {
