@@ -15,6 +15,13 @@ import (
 // path.
 func leanRunLayout(t *testing.T, core string) string {
 	t.Helper()
+	return layoutOf(t, map[string]string{frontBinary: "sandboxd", runBinary: "sandboxd-run", helperBinary: "sandboxd-helper", core: "sandboxd-core"})
+}
+
+// layoutOf links each file (a key; "" is skipped) into a directory of
+// the test's own under its name, and returns the path of sandboxd there.
+func layoutOf(t *testing.T, files map[string]string) string {
+	t.Helper()
 	dir, err := os.MkdirTemp(baseDir, "leanrun-")
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +29,7 @@ func leanRunLayout(t *testing.T, core string) string {
 	os.Chmod(dir, 0o755)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	// Linked, not copied: nothing is open for writing (see copyExecutable).
-	for from, to := range map[string]string{frontBinary: "sandboxd", runBinary: "sandboxd-run", helperBinary: "sandboxd-helper", core: "sandboxd-core"} {
+	for from, to := range files {
 		if from == "" {
 			continue
 		}
@@ -122,4 +129,30 @@ func TestLeanRunModelThroughCore(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestLeanRunHandsOver: sandboxd-run takes a run only with the separate
+// helper beside it, else the core takes it (and runs itself as the
+// helper); a front of another build is refused by sandboxd-run as by
+// the core, and nothing runs.
+func TestLeanRunHandsOver(t *testing.T) {
+	t.Parallel()
+	noHelper := layoutOf(t, map[string]string{frontBinary: "sandboxd", runBinary: "sandboxd-run", binary: "sandboxd-core"})
+	other := layoutOf(t, map[string]string{buildFrontOnce(t, "0123456789abcdef0123456789abcdef"): "sandboxd", runBinary: "sandboxd-run",
+		helperBinary: "sandboxd-helper", binary: "sandboxd-core"})
+	forEach(t, func(t *testing.T, e *env) {
+		r := e.sandboxdOpts(runOpts{bin: noHelper}, "run", "--no-daemon", "-v", "--", "sh", "-c", "echo ran")
+		r.mustSucceed(t)
+		if !strings.Contains(r.stdout, "ran") || !strings.Contains(r.stderr, `msg="sandbox helper" path=`+filepath.Join(filepath.Dir(noHelper), "sandboxd-core")+" separate=false") {
+			t.Fatalf("without the helper the core does not take the run\n%s", r)
+		}
+		marker := filepath.Join(e.ws, "marker")
+		r = e.sandboxdOpts(runOpts{bin: other, noReport: true}, "run", "--no-daemon", "--", "sh", "-c", "echo ran > "+marker)
+		if r.code != 125 || !strings.Contains(r.stderr, "are of different builds") {
+			t.Fatalf("a front of another build: want 125 and why\n%s", r)
+		}
+		if _, err := os.Lstat(marker); err == nil {
+			t.Fatalf("the command ran under a front of another build")
+		}
+	})
 }
