@@ -48,7 +48,7 @@ func start(args []string) int {
 	if len(args) == 2 && args[1] == runcmd.ModelArg {
 		// One prompt for the model, from sandboxd-run (which links no
 		// model client).
-		return runcmd.ServeModel(os.Stdin, os.Stdout, completeCall)
+		return runcmd.ServeModel(os.Stdin, os.Stdout, os.Stderr, completeCall)
 	}
 	// A run allocates a few megabytes and keeps little of them: at the
 	// runtime's default (a collection each time the heap doubles, from

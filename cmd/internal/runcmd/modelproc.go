@@ -159,14 +159,15 @@ func (f *firstBytes) Write(p []byte) (int, error) {
 }
 
 // ServeModel is the core's side of ModelArg: read one ModelCall from
-// stdin, ask complete, write its ModelAnswer to stdout. complete is
-// the core's client (review/openai, which this package does not link).
-func ServeModel(stdin io.Reader, stdout io.Writer, complete func(ctx context.Context, call ModelCall) (review.Completion, error)) int {
+// stdin, ask complete, write its ModelAnswer to stdout (a call it cannot
+// read is said on stderr). complete is the core's client (review/openai,
+// which this package does not link).
+func ServeModel(stdin io.Reader, stdout, stderr io.Writer, complete func(ctx context.Context, call ModelCall) (review.Completion, error)) int {
 	var call ModelCall
 	dec := json.NewDecoder(io.LimitReader(stdin, maxAnswer))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&call); err != nil {
-		fmt.Fprintf(os.Stderr, "sandboxd: %s takes a model call on its stdin: %v\n", ModelArg, err)
+		fmt.Fprintf(stderr, "sandboxd: %s takes a model call on its stdin (sandboxd-run starts it): %v\n", ModelArg, err)
 		return exitSandboxd
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(call.Timeout, 0))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -50,7 +51,7 @@ func fakeCore(mode string) int {
 	// Whatever the core says on stderr (GODEBUG's traces, say) is no
 	// matter.
 	fmt.Fprint(os.Stderr, strings.Repeat("chatter\n", 4096))
-	return ServeModel(os.Stdin, os.Stdout, func(ctx context.Context, call ModelCall) (review.Completion, error) {
+	return ServeModel(os.Stdin, os.Stdout, os.Stderr, func(ctx context.Context, call ModelCall) (review.Completion, error) {
 		seen := strings.Contains(strings.Join(append(os.Args, os.Environ()...), "\n"), call.Key)
 		switch {
 		case mode == "fault":
@@ -137,7 +138,7 @@ func TestCoreCompleterFailsClosed(t *testing.T) {
 func TestServeModelRefusesGarbage(t *testing.T) {
 	var out strings.Builder
 	called := false
-	code := ServeModel(strings.NewReader(`{"Model":"m","Extra":1}`), &out, func(context.Context, ModelCall) (review.Completion, error) {
+	code := ServeModel(strings.NewReader(`{"Model":"m","Extra":1}`), &out, io.Discard, func(context.Context, ModelCall) (review.Completion, error) {
 		called = true
 		return review.Completion{}, nil
 	})
@@ -145,7 +146,7 @@ func TestServeModelRefusesGarbage(t *testing.T) {
 		t.Fatalf("code %d, called %v, out %q", code, called, out.String())
 	}
 	b, _ := json.Marshal(ModelCall{Model: "m", Timeout: time.Second})
-	code = ServeModel(strings.NewReader(string(b)), &out, func(context.Context, ModelCall) (review.Completion, error) {
+	code = ServeModel(strings.NewReader(string(b)), &out, io.Discard, func(context.Context, ModelCall) (review.Completion, error) {
 		return review.Completion{Content: "c"}, nil
 	})
 	var a ModelAnswer
