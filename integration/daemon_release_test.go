@@ -77,3 +77,49 @@ echo started`, out)
 		t.Logf("no run's release was deferred (no pids cgroup here?)")
 	}
 }
+
+// TestDaemonStopWithReleasesPending: a daemon told to stop (SIGTERM)
+// right after it sent reports whose runs' releases may still be under
+// way waits for them: once it has exited, no group it made is left in
+// any cgroup hierarchy, no process is left in one, and no process of
+// the machine still has a mount of the runs' cache layers.
+func TestDaemonStopWithReleasesPending(t *testing.T) {
+	d := spawnDaemon(t)
+	vars := []string{"SANDBOXD_SOCKET=" + d.socket}
+	var layers []string
+	forEach(t, func(t *testing.T, e *env) {
+		e.writeFile(filepath.Join(e.home, ".cache", "pip", "host.txt"), "from host\n", 0o644)
+		script := `sleep 1000 & echo x > "$PIP_CACHE_DIR/run.txt"; echo started`
+		r := e.sandboxdOpts(runOpts{env: vars}, "run", "--daemon", "-c", script).mustSucceed(t)
+		if r.stdout != "started\n" {
+			t.Fatalf("unexpected output\n%s", r)
+		}
+		layers = append(layers, filepath.Join(e.privateCache(), ".layers"))
+	})
+	d.stop(t)
+	if !strings.Contains(d.log.String(), "release deferred") {
+		t.Logf("no run's release was deferred (no pids cgroup here?)")
+	}
+	prefix := fmt.Sprintf("-%d-", d.cmd.Process.Pid)
+	for _, root := range []string{"/sys/fs/cgroup"} {
+		filepath.WalkDir(root, func(p string, de os.DirEntry, err error) error {
+			if err != nil || !de.IsDir() {
+				return nil
+			}
+			if n := de.Name(); strings.HasPrefix(n, "sandboxd-") && strings.Contains(n, prefix) {
+				procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+				t.Errorf("the stopped daemon left its run's group %s (processes: %q)", p, procs)
+			}
+			return nil
+		})
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/mountinfo")
+	for _, m := range procs {
+		b, _ := os.ReadFile(m)
+		for _, l := range layers {
+			if strings.Contains(string(b), l) {
+				t.Errorf("%s still has a mount of %s after the daemon stopped", m, l)
+			}
+		}
+	}
+}
