@@ -173,13 +173,15 @@ func TestScanWithCacheSeesChanges(t *testing.T) {
 	}
 }
 
-// The index key is made of the same bytes as before the rules' part was
-// formatted once per cache: an index an older build made still holds.
+// The index key is made of the same bytes whether the rules' part is
+// formatted once per cache or per scan. (Its roots are quoted since
+// TestIndexKeyListsUnambiguous: an index an older build made is read
+// again once.)
 func TestIndexKeyUnchanged(t *testing.T) {
 	cfg := ScanConfig{Home: "/home/u", StateDirs: []string{"/home/u/.config"}, CacheDirs: []string{"/home/u/.cache"},
 		Covered: []string{"/home/u/.netrc"}, Skip: []string{"/x"}}
 	h := sha256.New()
-	fmt.Fprintf(h, "%v|%v|%v|%v|%v|%v|%v|%v\n", cfg.Home, cfg.StateDirs, cfg.CacheDirs, cfg.Covered, cfg.Skip, maxDepth, cacheDepth, skipHome)
+	fmt.Fprintf(h, "%q|%q|%q|%q|%q|%v|%v|%v\n", cfg.Home, cfg.StateDirs, cfg.CacheDirs, cfg.Covered, cfg.Skip, maxDepth, cacheDepth, skipHome)
 	fmt.Fprintf(h, "%v|%v|%v|%v|v2\n", namePatterns(), notStores, codeExts, backupSuffixes)
 	want := hex.EncodeToString(h.Sum(nil))
 	for _, c := range []*IndexCache{nil, NewIndexCache()} {

@@ -246,10 +246,11 @@ type scanner struct {
 }
 
 // indexKey changes whenever the rules or the roots do, so an index
-// made under other ones is not trusted.
+// made under other ones is not trusted. Each path is quoted: printed
+// bare, one path with a space and two paths made one key.
 func (s *scanner) indexKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%v|%v|%v|%v|%v|", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip)
+	fmt.Fprintf(h, "%q|%q|%q|%q|%q|", s.cfg.Home, s.cfg.StateDirs, s.cfg.CacheDirs, s.cfg.Covered, s.cfg.Skip)
 	rules := s.rules
 	if rules == "" {
 		_, rules = s.cfg.Cache.patterns()
