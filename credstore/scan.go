@@ -434,9 +434,12 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	if err != nil {
 		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
 			s.note(fmt.Sprintf("not scanned: %s (%s)", p, publicerr.Reason(err)))
-			rec.Settled = false
 		}
-		return rec // nothing the caller, and so the command, can list
+		// Nothing the caller, and so the command, can list; read again
+		// next time all the same: whether she may list it is also her
+		// groups', which the directory's change time does not follow.
+		rec.Settled = false
+		return rec
 	}
 	rec.Entries = len(entries)
 	names := make(map[string]bool, len(entries))

@@ -123,3 +123,56 @@ func TestCrossUserCredScanChanges(t *testing.T) {
 		t.Fatalf("after the changes: found %q, want her key only", got)
 	}
 }
+
+// TestCrossUserCredScanGroupGained: a directory of the caller's home
+// that she could not list at one scan and can at the next, because she
+// is now in its group (no change to the directory, so none to its change
+// time), is read at the next: its store is found, as a scan without the
+// index finds it. (Her groups are the daemon's word on her, not in the
+// index's key.)
+func TestCrossUserCredScanGroupGained(t *testing.T) {
+	x := newCrossUser(t)
+	t.Parallel()
+	const team = 4242 // no group of hers
+	app, state := filepath.Join(x.alice, ".config", "app"), filepath.Join(x.base, "alice-state")
+	for _, d := range []string{filepath.Dir(app), app, state} {
+		if err := os.Mkdir(d, 0o755); err != nil || os.Chown(d, aliceID, aliceID) != nil {
+			t.Fatal(d, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(app, "token"), []byte("t"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(app, 0, team); err != nil || os.Chmod(app, 0o750) != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{})
+	cfg := credstore.ScanConfig{Home: x.alice, StateDirs: []string{filepath.Dir(app)}, Index: filepath.Join(state, "credstores.index"),
+		Cache: r.indexes, UID: aliceID, Now: func() time.Time { return time.Now().Add(time.Hour) }}
+	oracle := cfg
+	oracle.Index, oracle.Cache = "", nil
+	scan := func(cfg credstore.ScanConfig, groups ...int) []string {
+		t.Helper()
+		var res credstore.Result
+		var err error
+		who := fsid.ID{UID: aliceID, GID: aliceID, Groups: append([]int{aliceID}, groups...), Umask: 0o022}
+		if aerr := fsid.Do(who, func() error { res, err = credstore.Scan(context.Background(), cfg); return nil }); aerr != nil || err != nil {
+			t.Fatal(aerr, err)
+		}
+		var out []string
+		for _, f := range res.Found {
+			out = append(out, strings.TrimPrefix(f.Path, x.alice))
+		}
+		return out
+	}
+	if got := scan(cfg); len(got) != 0 {
+		t.Fatalf("outside the group: found %q", got)
+	}
+	got, want := scan(cfg, team), scan(oracle, team)
+	if !slices.Equal(want, []string{"/.config/app/token"}) {
+		t.Fatalf("in the group, a scan without the index found %q", want)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("in the group: found %q, a scan without the index finds %q", got, want)
+	}
+}
