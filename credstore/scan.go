@@ -424,8 +424,10 @@ func (s *scanner) note(why string) {
 }
 
 // readDir reads the directory p and matches its entries. A directory
-// that cannot be read for another reason than permission is noted and
-// read again next time.
+// that cannot be read is read again next time (noted when the reason is
+// not permission): nothing the caller, and so the command, can list
+// now, but whether she may list it is also her groups', which the
+// directory's change time does not follow.
 func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 	s.read++
 	rec := &dirRec{Ino: ino, Ctime: ctime, Where: w, Settled: time.Duration(s.started.UnixNano()-ctime) > 2*time.Second,
@@ -435,10 +437,7 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
 			s.note(fmt.Sprintf("not scanned: %s (%s)", p, publicerr.Reason(err)))
 		}
-		// Nothing the caller, and so the command, can list; read again
-		// next time all the same: whether she may list it is also her
-		// groups', which the directory's change time does not follow.
-		rec.Settled = false
+		rec.Settled = false // her groups may let her list it next time
 		return rec
 	}
 	rec.Entries = len(entries)
