@@ -146,7 +146,7 @@ func Scan(ctx context.Context, cfg ScanConfig) (Result, error) {
 	if len(s.partials) > 0 {
 		s.partial = strings.Join(s.partials, "; ")
 	}
-	if cfg.Index != "" && (s.read > 0 || s.resniffed || len(s.next.Dirs) != len(s.old.Dirs) || s.old.Key != s.key) {
+	if cfg.Index != "" && (s.read > s.unlisted || s.resniffed || len(s.next.Dirs) != len(s.old.Dirs) || s.old.Key != s.key) {
 		// Best effort: a scan that cannot keep its index does it all
 		// again next time. An index that still holds is not rewritten.
 		_ = saveIndex(cfg.Index, s.next)
@@ -193,6 +193,8 @@ type dirRec struct {
 	// record has them (an older build's has not, and is read again).
 	LinkTypes bool
 	Symlinks  []linkRec
+	// Unlisted: the caller could not list it (read again every scan).
+	Unlisted bool
 }
 
 // linkRec is a symlink as the directory's read found it.
@@ -240,7 +242,10 @@ type scanner struct {
 	partial string
 	entries int
 	read    int
-	reused  int
+	// unlisted counts the reads of directories still not listable, as
+	// the index had them (no reason to rewrite it).
+	unlisted int
+	reused   int
 	// resniffed: a key-like file of an indexed directory was read again.
 	resniffed bool
 }
@@ -365,13 +370,7 @@ func (s *scanner) walk(p string, w where) error {
 		return nil
 	}
 	ctime := stx.Ctime.Sec*1e9 + int64(stx.Ctime.Nsec)
-	rec := s.old.Dirs[p]
-	if rec != nil && rec.Settled && rec.Ino == stx.Ino && rec.Ctime == ctime && rec.Where == w && s.linksHold(p, rec) {
-		s.reused++
-		rec = s.recheckSniffs(p, rec)
-	} else {
-		rec = s.readDir(p, stx.Ino, ctime, w)
-	}
+	rec := s.record(p, stx.Ino, ctime, w)
 	s.next.Dirs[p] = rec
 	s.entries += rec.Entries + 1
 	for _, h := range rec.Hits {
@@ -416,6 +415,21 @@ func (s *scanner) walk(p string, w where) error {
 	return nil
 }
 
+// record is the directory p's record: the index's, when it still holds,
+// else p read again.
+func (s *scanner) record(p string, ino uint64, ctime int64, w where) *dirRec {
+	old := s.old.Dirs[p]
+	if old != nil && old.Settled && old.Ino == ino && old.Ctime == ctime && old.Where == w && s.linksHold(p, old) {
+		s.reused++
+		return s.recheckSniffs(p, old)
+	}
+	rec := s.readDir(p, ino, ctime, w)
+	if old != nil && old.Unlisted && rec.Unlisted && old.Ino == ino && old.Ctime == ctime && old.Where == w {
+		s.unlisted++ // still not listable: nothing to write anew
+	}
+	return rec
+}
+
 // note records a part of the home the scan left out.
 func (s *scanner) note(why string) {
 	if len(s.partials) < 5 && !slices.Contains(s.partials, why) {
@@ -437,7 +451,7 @@ func (s *scanner) readDir(p string, ino uint64, ctime int64, w where) *dirRec {
 		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, fs.ErrNotExist) {
 			s.note(fmt.Sprintf("not scanned: %s (%s)", p, publicerr.Reason(err)))
 		}
-		rec.Settled = false // her groups may let her list it next time
+		rec.Settled, rec.Unlisted = false, errors.Is(err, fs.ErrPermission)
 		return rec
 	}
 	rec.Entries = len(entries)

@@ -168,6 +168,17 @@ func TestCrossUserCredScanGroupGained(t *testing.T) {
 	if got := scan(cfg); len(got) != 0 {
 		t.Fatalf("outside the group: found %q", got)
 	}
+	// Read again, still not listable: the index is not written anew.
+	before, err := os.Stat(cfg.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scan(cfg); len(got) != 0 {
+		t.Fatalf("outside the group, again: found %q", got)
+	}
+	if after, err := os.Stat(cfg.Index); err != nil || !os.SameFile(before, after) {
+		t.Errorf("a scan that found the directory still not listable wrote the index anew (%v)", err)
+	}
 	got, want := scan(cfg, team), scan(oracle, team)
 	if !slices.Equal(want, []string{"/.config/app/token"}) {
 		t.Fatalf("in the group, a scan without the index found %q", want)
