@@ -25,6 +25,7 @@ thread='import threading, time, ctypes
 def w():
     time.sleep(0.4); open("thread", "w").write("x")
 threading.Thread(target=w).start()
+open("started-thread", "w").close()
 ctypes.CDLL(None).pthread_exit(None)'
 mapper='import mmap, os, sys, time
 f = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644); os.ftruncate(f, 4096)
@@ -40,7 +41,10 @@ for d in "$ws" "$CACHE"; do
 	python3 -c "$mapper" "$d/mapped" &
 	(exec 3>>"$d/appended"; while :; do echo x >&3; sleep 0.005; done) &
 done
-sleep 0.2
+# Every writer has begun (python starts slowly on a loaded machine).
+for f in "$ws/started-thread" "$ws/mapped" "$ws/appended" "$CACHE/mapped" "$CACHE/appended"; do
+	until [ -e "$f" ]; do sleep 0.01; done
+done
 echo started`
 
 // TestStragglersOfEveryKindStopWriting: with Spec.Releases, what the
@@ -87,6 +91,7 @@ func TestStragglersOfEveryKindStopWriting(t *testing.T) {
 					os.Remove(filepath.Join(d, "mapped"))
 					os.Remove(filepath.Join(d, "appended"))
 				}
+				os.Remove(filepath.Join(e.ws, "started-thread"))
 			}
 			if !deferred {
 				t.Error("five runs released before Run returned")
