@@ -178,7 +178,7 @@ func (r *run) lockLayer(layerFD int) (bool, error) {
 	}
 	waited, err := r.spec.Releases.lock(fd, key)
 	if waited {
-		r.log.Debug("cache layer: waited for a previous run's release")
+		r.log.Debug("cache layer: waited for a previous run's release", "taken", err == nil)
 	}
 	if err != nil {
 		unix.Close(fd)

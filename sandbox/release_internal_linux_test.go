@@ -72,3 +72,42 @@ func TestReleasesLockHandoff(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReleasesLockWaitBounded: a pending release that never lets its
+// lock go does not hang the next run of the cache: after the bound it
+// is told the lock is taken (an ephemeral layer), as beside a live run.
+func TestReleasesLockWaitBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	var fds [2]int
+	for i := range fds {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fds[i] = fd
+	}
+	defer unix.Close(fds[1]) // fds[0] is closed by unlock
+	key, err := keyOf(fds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewReleases()
+	p.wait = 100 * time.Millisecond
+	if _, err := p.lock(fds[0], key); err != nil {
+		t.Fatal(err)
+	}
+	if !p.add([]fileKey{key}) {
+		t.Fatal("an open Releases took nothing over")
+	}
+	start := time.Now()
+	waited, err := p.lock(fds[1], key)
+	if !errors.Is(err, unix.EWOULDBLOCK) || !waited {
+		t.Fatalf("a lock a stalled release holds: waited %v, err %v; want waited, EWOULDBLOCK", waited, err)
+	}
+	if d := time.Since(start); d < p.wait {
+		t.Fatalf("gave up after %v, before the bound %v", d, p.wait)
+	}
+	p.unlock(key, fds[0])
+	p.pending.Done()
+	p.Close()
+}

@@ -29,14 +29,24 @@ type Releases struct {
 	// Guarded by mu.
 	closed  bool
 	pending sync.WaitGroup
+	// wait bounds how long a run waits for a pending release's lock
+	// (maxReleaseWait; a test shortens it).
+	wait time.Duration
 }
+
+// maxReleaseWait is how long a run waits for a cache layer's lock that
+// a pending release holds: a release takes milliseconds, and one that
+// stalls (a helper that never exits) must not hang every later run of
+// that cache, which then runs on an ephemeral layer, as beside another
+// live run.
+const maxReleaseWait = 5 * time.Second
 
 // fileKey names a file by its device and inode.
 type fileKey struct{ dev, ino uint64 }
 
 // NewReleases returns an empty set.
 func NewReleases() *Releases {
-	return &Releases{held: map[fileKey]chan struct{}{}}
+	return &Releases{held: map[fileKey]chan struct{}{}, wait: maxReleaseWait}
 }
 
 // Close waits for every pending release; the runs that end after it
@@ -97,10 +107,12 @@ func (p *Releases) unlock(k fileKey, fd int) {
 
 // lock takes the cache layer's lock open at fd, waiting while a pending
 // release holds it (the layer is then this process's to use, not
-// another run's); EWOULDBLOCK means another run holds it. waited says
-// whether it waited for a release.
+// another run's); EWOULDBLOCK means another run holds it, or a release
+// did not let it go within p.wait. waited says whether it waited for a
+// release.
 func (p *Releases) lock(fd int, k fileKey) (waited bool, err error) {
 	take := func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) }
+	var deadline <-chan time.Time
 	for {
 		err := take()
 		if p == nil || !errors.Is(err, unix.EWOULDBLOCK) {
@@ -117,8 +129,17 @@ func (p *Releases) lock(fd int, k fileKey) (waited bool, err error) {
 			return waited, err
 		}
 		p.mu.Unlock()
-		<-c
-		waited = true
+		if deadline == nil {
+			t := time.NewTimer(p.wait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case <-c:
+			waited = true
+		case <-deadline:
+			return true, unix.EWOULDBLOCK
+		}
 	}
 }
 
