@@ -113,7 +113,8 @@ func TestReadyCapture(t *testing.T) {
 		t.Skip("needs root (make test runs as root): namespaces, cgroups")
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 4, Idle: time.Hour}, log)
+	// One per launch: each Refill below then starts exactly one.
+	pool := sandbox.NewReadyHelpers(sandbox.ReadyOptions{Max: 4, PerLaunch: 1, Idle: time.Hour}, log)
 	defer pool.Close()
 	e := newLeakEnv(t)
 	eg := fakeEgress(43101, true)

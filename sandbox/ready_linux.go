@@ -35,9 +35,9 @@ import (
 //
 // The pool is bounded (Max helpers in all, PerLaunch for one launch)
 // and shrinks when idle: a helper nobody claimed for Idle is stopped.
-// After a run it serves or misses, the pool starts one for that launch
-// when its owner says the run's request is done (Refill): not while a run
-// is being set up or committed.
+// After a run it serves or misses, the pool tops that launch up to
+// PerLaunch when its owner says the run's request is done (Refill): not
+// while a run is being set up or committed.
 type ReadyHelpers struct {
 	log            *slog.Logger
 	max, perLaunch int
@@ -73,7 +73,9 @@ type ReadyOptions struct {
 	Max int
 	// PerLaunch is how many for one launch (0: 2, which keeps a helper
 	// ready for commands run back to back: one is claimed while the one
-	// started after the last run is still starting).
+	// started after the last run is still starting). Refill tops a
+	// launch up to it: one started per run would keep the pool at one,
+	// and a run that follows the last at once would wait for it.
 	PerLaunch int
 	// Idle is how long a helper may wait unclaimed (0: 30 s).
 	Idle time.Duration
@@ -214,8 +216,8 @@ func (p *ReadyHelpers) used(l launch) {
 	}
 }
 
-// Refill starts, in the background, a helper for each launch whose run
-// ended since the last Refill, within the pool's bounds. Its owner calls
+// Refill starts, in the background, helpers for each launch whose run
+// ended since the last Refill, up to the pool's bounds. Its owner calls
 // it once a request's work is done (a daemon: once the report is sent),
 // so that starting helpers never competes with a run being set up or
 // committed.
@@ -232,23 +234,21 @@ func (p *ReadyHelpers) Refill() {
 	}
 }
 
-// refill starts a helper for l in the background unless the pool holds
-// as many as it may, for l or in all.
+// refill starts helpers for l in the background until the pool holds as
+// many as it may, for l or in all.
 func (p *ReadyHelpers) refill(l launch) {
 	if p == nil || p.max <= 0 {
 		return
 	}
 	key := l.key()
 	p.mu.Lock()
-	if p.closed || key == "" || p.n >= p.max || len(p.ready[key])+p.starting[key] >= p.perLaunch {
-		p.mu.Unlock()
-		return
+	defer p.mu.Unlock()
+	for !p.closed && key != "" && p.n < p.max && len(p.ready[key])+p.starting[key] < p.perLaunch {
+		p.n++
+		p.starting[key]++
+		p.spawning.Add(1)
+		go p.spawn(key, l)
 	}
-	p.n++
-	p.starting[key]++
-	p.spawning.Add(1)
-	p.mu.Unlock()
-	go p.spawn(key, l)
 }
 
 // spawn starts one helper for l and puts it in the pool.

@@ -56,18 +56,18 @@ func TestReadyHelpers(t *testing.T) {
 		}
 	}
 	// In turns: each caller's first run misses, and the pool then holds
-	// a helper for it; the next runs take their own caller's, never the
-	// other's, and the pool starts another after each.
+	// two helpers for it (PerLaunch); the next runs take their own
+	// caller's, never the other's, and the pool tops it up after each.
 	steps := []struct {
 		e            leakEnv
 		uid          int
 		ready        int
 		hits, misses uint64
 	}{
-		{root, 0, 1, 0, 1},
-		{other, uid, 2, 0, 2},
-		{root, 0, 2, 1, 2},
-		{other, uid, 2, 2, 2},
+		{root, 0, 2, 0, 1},
+		{other, uid, 4, 0, 2},
+		{root, 0, 4, 1, 2},
+		{other, uid, 4, 2, 2},
 	}
 	for i, s := range steps {
 		in := fmt.Sprint("run ", i)
