@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -115,3 +117,29 @@ func Trusted(st unix.Stat_t, owner int, root bool) string {
 
 // writableWhy is Trusted's reason for a file others may write.
 const writableWhy = "may be written by its group or others"
+
+// Named gives a program executed through a descriptor of it
+// (/proc/self/fd/N: the front executes sandboxd-run and the core so,
+// and sandboxd-run the core) the name its argv[0] gives it. The kernel
+// names such a process after the descriptor ("6"), and ps, top and
+// pgrep would show that; an exec by path names it after the file, as
+// this does (the kernel keeps 15 bytes). It renames the main thread,
+// whose name is the process's, by prctl: writing /proc/self/comm would
+// be a write a sandbox's ruleset refuses, and reports, when sandboxd
+// runs inside one.
+func Named(argv0 string) {
+	name := filepath.Base(argv0)
+	if name == "." || name == "/" {
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if unix.Gettid() != unix.Getpid() {
+		return // not on the main thread: the name stays
+	}
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return
+	}
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(p)), 0, 0, 0)
+}

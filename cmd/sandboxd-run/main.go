@@ -34,6 +34,7 @@ import (
 	"runtime/debug"
 
 	"github.com/sandboxd/sandboxd/cmd/internal/runcmd"
+	"github.com/sandboxd/sandboxd/sibling"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,6 +42,8 @@ func main() { os.Exit(start(os.Args)) }
 
 // start is the process: a run here, or the core in its place.
 func start(args []string) int {
+	// Executed through a descriptor, the process is named after it.
+	sibling.Named(args[0])
 	// The front's stamp is read and removed before anything could pass
 	// it on.
 	if why := runcmd.FromFront("embedded run " + runcmd.RunName); why != "" {

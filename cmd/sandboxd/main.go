@@ -20,6 +20,7 @@ import (
 	"github.com/sandboxd/sandboxd/runflags"
 	"github.com/sandboxd/sandboxd/sandbox/confine"
 	"github.com/sandboxd/sandboxd/session"
+	"github.com/sandboxd/sandboxd/sibling"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,6 +46,10 @@ func start(args []string) int {
 		// The reviewer's reader, run as a command inside a sandbox.
 		return evidence.Reader(os.Stdin, os.Stdout)
 	}
+	// Executed through a descriptor (the front's way), the process is
+	// named after it; not before here: the helper, the probe and the
+	// reader run inside a sandbox, whose ruleset would refuse the write.
+	sibling.Named(args[0])
 	if len(args) == 2 && args[1] == runcmd.ModelArg {
 		// One prompt for the model, from sandboxd-run (which links no
 		// model client).
