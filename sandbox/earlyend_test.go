@@ -28,12 +28,7 @@ func TestCacheLayerLockOutlivesItsOverlay(t *testing.T) {
 		t.Skip("needs root (make test runs as root): namespaces, cgroups, mounts")
 	}
 	e := newLeakEnv(t)
-	host := filepath.Join(e.home, ".cache", "go-build")
-	if err := os.MkdirAll(host, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(host, "f"), []byte("host\n"), 0o644)
-	dir := filepath.Join(e.state, "cache", "go")
+	host, dir := e.hostGoCache(t, "f")
 	layer := filepath.Join(e.state, "cache", ".layers", "go")
 	probe := [3]string{host, filepath.Join(layer, "upper"), filepath.Join(layer, "work")}
 	// Every other round as a daemon runs it: the lock released after

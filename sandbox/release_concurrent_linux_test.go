@@ -26,12 +26,7 @@ func TestCacheLayerConcurrentRuns(t *testing.T) {
 		t.Skip("needs root (make test runs as root): namespaces, cgroups, mounts")
 	}
 	e := newLeakEnv(t)
-	host := filepath.Join(e.home, ".cache", "go-build")
-	if err := os.MkdirAll(host, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(host, "host"), []byte("host\n"), 0o644)
-	dir := filepath.Join(e.state, "cache", "go")
+	host, dir := e.hostGoCache(t, "host")
 	rel := sandbox.NewReleases()
 	defer rel.Close()
 	run := func(rel *sandbox.Releases, script string) sandbox.CacheResult {

@@ -88,15 +88,10 @@ func TestCacheLayerBackToBack(t *testing.T) {
 	for who, caller := range releaseCallers(t) {
 		t.Run(who, func(t *testing.T) {
 			e, uid := caller(t)
-			host := filepath.Join(e.home, ".cache", "go-build")
-			if err := os.MkdirAll(host, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			os.WriteFile(filepath.Join(host, "host"), []byte("host\n"), 0o644)
+			host, dir := e.hostGoCache(t, "host")
 			for _, p := range []string{filepath.Join(e.home, ".cache"), host, filepath.Join(host, "host")} {
 				os.Lchown(p, uid, uid)
 			}
-			dir := filepath.Join(e.state, "cache", "go")
 			rel := sandbox.NewReleases()
 			defer rel.Close()
 			var logs bytes.Buffer

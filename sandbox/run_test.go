@@ -571,3 +571,18 @@ func TestRefusedByDesign(t *testing.T) {
 		t.Errorf("the refused calls did not fail:\n%s", outputs[0])
 	}
 }
+
+// hostGoCache makes the home's Go build cache holding file (content
+// "host"), the lower layer of the spec's go cache, and returns it and
+// the run's private cache directory for it.
+func (e leakEnv) hostGoCache(t *testing.T, file string) (host, dir string) {
+	t.Helper()
+	host = filepath.Join(e.home, ".cache", "go-build")
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(host, file), []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return host, filepath.Join(e.state, "cache", "go")
+}
