@@ -10,6 +10,14 @@
 // is printed beside its wall time; a run through a daemon adds the
 // daemon's CPU time, its own and its helpers'.
 //
+// After each run the benchmark waits until the machine's processors are
+// idle again (bench/internal/quiet), so that what one run leaves to do
+// after its end (a daemon's release of its helper and the pool's refill
+// after the report, the kernel's teardown of bubblewrap's network
+// namespace) is not timed in the next run, which is another contender's;
+// the daemon's CPU per run counts it. The waits are printed below the
+// table.
+//
 // With -daemon (root), sandboxd also runs through a daemon of the
 // benchmark's own (sandboxd serve; sandboxd run --daemon), once with its
 // pool of ready helpers and once without (serve --ready-helpers 0: every
@@ -45,6 +53,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxd/sandboxd/bench/internal/quiet"
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
 	"github.com/sandboxd/sandboxd/bench/internal/served"
 	"github.com/sandboxd/sandboxd/bench/internal/stats"
@@ -72,7 +81,12 @@ type contender struct {
 	// do, if set, is the run, made by the benchmark itself instead of a
 	// process (an agent adapter's request to the daemon's socket).
 	do func() error
+	// settled is how long each run's end waited for an idle machine.
+	settled []time.Duration
 }
+
+// maxSettle bounds the wait for an idle machine after each run.
+const maxSettle = 500 * time.Millisecond
 
 // once runs c once in ws and records its wall and CPU time.
 func (c *contender) once(ws string) error {
@@ -104,6 +118,10 @@ func (c *contender) once(ws string) error {
 		c.took = append(c.took, time.Since(t))
 		c.cpu = append(c.cpu, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	}
+	// What the run left behind (a daemon's release and refill after its
+	// report, the kernel's teardown of namespaces) ends before the next
+	// run, whoever's it is, and counts in the daemon's CPU.
+	c.settled = append(c.settled, quiet.Wait(maxSettle))
 	if c.daemon != 0 {
 		c.daemonCPU = c.daemonCPU.Add(served.ReadCPU(c.daemon).Sub(d0))
 	}
@@ -178,7 +196,7 @@ func run(n int, bin, baseline string, homeFiles int, viaDaemon bool, wsPolicy st
 				return err
 			}
 		}
-		c.took, c.cpu, c.daemonCPU = nil, nil, served.CPU{}
+		c.took, c.cpu, c.daemonCPU, c.settled = nil, nil, served.CPU{}, nil
 	}
 	for i := 0; i < n; i++ {
 		for _, c := range cs {
@@ -207,6 +225,12 @@ func printTimes(cs []*contender) {
 		fmt.Printf("| `%s` | %d | %s | %s | %s | %.2f | %s | %s |\n", c.name, len(c.took), ms(m),
 			ms(stats.Pct(c.took, 10)), ms(stats.Pct(c.took, 90)), float64(m)/float64(bw), ms(stats.Median(c.cpu)), daemon)
 	}
+	var settled []time.Duration
+	for _, c := range cs {
+		settled = append(settled, c.settled...)
+	}
+	fmt.Printf("\nAfter each run, a wait for idle processors: median %s, p90 %s, max %s (bounded at %s)\n",
+		ms(stats.Median(settled)), ms(stats.Pct(settled, 90)), ms(stats.Pct(settled, 100)), ms(maxSettle))
 	for _, c := range cs {
 		if c.served != nil {
 			after, err := c.served.Pool()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandboxd/sandboxd/bench/internal/quiet"
 	"github.com/sandboxd/sandboxd/bench/internal/scratch"
 	"github.com/sandboxd/sandboxd/bench/internal/served"
 	"github.com/sandboxd/sandboxd/bench/internal/stats"
@@ -106,6 +107,7 @@ func phaseTable(n int, bin string, viaDaemon bool, wsPolicy string) error {
 		if i >= 0 {
 			runs = append(runs, r)
 		}
+		quiet.Wait(maxSettle) // as run's runs do
 	}
 	printPhases("sandboxd run -v", runs, false)
 	printTotals(runs, false, nil)
@@ -143,6 +145,7 @@ func daemonPhases(n int, bin, ws string) error {
 		if i >= 0 {
 			runs = append(runs, r)
 		}
+		quiet.Wait(maxSettle)
 	}
 	after = served.ReadCPU(d.cmd.Process.Pid)
 	printPhases("sandboxd run --daemon -v -- true, sandboxd serve -v", runs, true)
