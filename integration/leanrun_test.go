@@ -131,6 +131,52 @@ func TestLeanRunModelThroughCore(t *testing.T) {
 	}
 }
 
+// TestLeanRunEndpointFromEnvironment: an endpoint from OPENAI_BASE_URL,
+// which no policy check saw, is held to the model client's rule alike by
+// sandboxd-run and by the core that holds the client: one with
+// credentials in it (the caller's own, in the caller's environment)
+// reaches the model from both, and one with a query fails the run in
+// both, with nothing run and nothing sent. The password is never shown.
+func TestLeanRunEndpointFromEnvironment(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, bin string }{{"sandboxd-run", ""}, {"core", binary}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			forEach(t, func(t *testing.T, e *env) {
+				m := newFakeModel(t, func(string) (string, string, string, string) {
+					return "allow", "low", "medium", "a file the task writes"
+				})
+				pol := filepath.Join(e.dir, "policies", "env-endpoint-"+randHex(3)+".toml")
+				e.writeFile(pol, "[review]\nmodel = \"fake-model\"\napi_key_env = \"FAKE_REVIEW_KEY\"\n", 0o644)
+				password := "pw" + randHex(8)
+				for _, c := range []struct {
+					name, url string
+					ok        bool
+				}{
+					{"credentials", strings.Replace(m.url, "http://", "http://someone:"+password+"@", 1), true},
+					{"query", m.url + "?x=1", false},
+				} {
+					target := filepath.Join(e.mkdir("out", 0o755), c.name+".txt")
+					before := len(m.requests())
+					r := e.sandboxdOpts(runOpts{bin: tc.bin, env: []string{"FAKE_REVIEW_KEY=fake-review-key", "OPENAI_BASE_URL=" + c.url}},
+						"run", "--no-daemon", "--policy", pol, "--reviewer", "model", "--intent", "write the output file", "-c", "echo written > "+target)
+					_, err := os.Lstat(target)
+					asked := len(m.requests()) - before
+					if c.ok && (err != nil || r.code != 0 || asked == 0) {
+						t.Fatalf("%s: the model's allow did not land (%v, %d requests)\n%s", c.name, err, asked, r)
+					}
+					if !c.ok && (err == nil || r.code == 0 || asked != 0) {
+						t.Fatalf("%s: the run went on with an endpoint the model's client refuses (%v, %d requests)\n%s", c.name, err, asked, r)
+					}
+					if strings.Contains(r.stderr, password) || strings.Contains(fmt.Sprint(r.report), password) {
+						t.Fatalf("%s: the endpoint's password was shown\n%s", c.name, r)
+					}
+				}
+			})
+		})
+	}
+}
+
 // TestLeanRunHandsOver: sandboxd-run takes a run only with the separate
 // helper beside it, else the core takes it (and runs itself as the
 // helper); a front of another build is refused by sandboxd-run as by

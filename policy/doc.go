@@ -26,7 +26,7 @@
 //
 // This package is pure data and parsing. Of sandboxd's packages it imports
 // only boundary, credstore, envlist, filecache, netdest, pathtree, persist,
-// ruletext and statedir. It must never
+// reviewurl, ruletext and statedir. It must never
 // import broker, review/..., netproxy, landlock, seccomp, go-landlock,
 // libseccomp-golang or openai-go. It keeps no package-level mutable state
 // (no init, no global variables); internal/guardrails checks both.

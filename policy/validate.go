@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"net/netip"
-	"net/url"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandboxd/sandboxd/boundary"
 	"github.com/sandboxd/sandboxd/netdest"
 	"github.com/sandboxd/sandboxd/pathtree"
+	"github.com/sandboxd/sandboxd/reviewurl"
 	"github.com/sandboxd/sandboxd/ruletext"
 )
 
@@ -216,8 +216,9 @@ func checkBaseURL(s string) string {
 	if s == "" {
 		return ""
 	}
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	// A file's endpoint may not carry credentials: files are read by
+	// others, copied and committed (the key has api_key_env).
+	if reviewurl.Check(s) != "" || reviewurl.HasCredentials(s) {
 		return fmt.Sprintf("invalid value %q (want an http or https URL such as https://api.openai.com/v1, with no credentials in it)", s)
 	}
 	return ""

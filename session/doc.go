@@ -20,7 +20,7 @@
 // Of sandboxd's packages it imports only boundary, broker, cachedir,
 // credfile, credstore, envlist, evidence, fsid, grants, intents, layer,
 // netdest, netproxy, overrides, pathtree, persist, policy, publicerr,
-// ruletext, sandbox, statedir and suggest. Reviewers come in through the
+// reviewurl, ruletext, sandbox, statedir and suggest. Reviewers come in through the
 // Job's slots: it must never import review/... or openai-go. It starts
 // the model reviewer's evidence reader (package evidence) in a read-only
 // sandbox of the run's own Spec: the only way a reviewer reads a file.

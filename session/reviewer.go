@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxd/sandboxd/fsid"
 	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
+	"github.com/sandboxd/sandboxd/reviewurl"
 )
 
 // Reviewer modes a job may ask for (`--reviewer`).
@@ -220,7 +221,7 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 	default:
 		return nil, nil, info, publicerr.New("unknown reviewer mode " + mode)
 	}
-	info = ReviewerInfo{Kind: ReviewModel, Model: cfg.Model, Endpoint: endpointHost(cfg.BaseURL), Person: person != nil}
+	info = ReviewerInfo{Kind: ReviewModel, Model: cfg.Model, Endpoint: reviewurl.Host(cfg.BaseURL), Person: person != nil}
 	if model != nil {
 		return model, person, info, nil
 	}
@@ -241,16 +242,4 @@ func (r *Runner) reviewers(c Caller, j Job, p *plan) (broker.Reviewer, broker.Pe
 		return nil, nil, info, publicerr.Wrap(err, "the model reviewer could not be set up: "+publicerr.Message(err, "see -v"))
 	}
 	return m, person, info, nil
-}
-
-// endpointHost is the host part of a base URL, for the report.
-func endpointHost(base string) string {
-	s := base
-	if i := strings.Index(s, "://"); i >= 0 {
-		s = s[i+3:]
-	}
-	if i := strings.IndexAny(s, "/?#"); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }

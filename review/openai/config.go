@@ -11,6 +11,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/sandboxd/sandboxd/reviewurl"
 )
 
 // Structured-output modes.
@@ -106,11 +108,8 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // checkConfig validates cfg and fills its defaults.
 func checkConfig(cfg *Config) error {
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.Fragment != "" {
-		// err may quote the URL, which may hold credentials: keep it out.
-		return configFault("base URL must be an absolute http or https URL without query")
+	if why := reviewurl.Check(cfg.BaseURL); why != "" {
+		return configFault("%s", why)
 	}
 	if cfg.Model == "" {
 		return configFault("model is required")

@@ -22,7 +22,8 @@
 //     Config.Dial when it is set (a daemon's connects as the caller);
 //   - follow a redirect to another origin, or log the API key or a prompt
 //     (debug logs carry the fault class and HTTP status only);
-//   - import any other package of sandboxd's.
+//   - import any other package of sandboxd's but reviewurl, the one rule
+//     for an endpoint's form.
 //
-// Of sandboxd's packages it imports none.
+// Of sandboxd's packages it imports only reviewurl.
 package openai

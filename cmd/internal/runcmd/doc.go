@@ -14,6 +14,6 @@
 //
 // Of sandboxd's packages it imports only audit, audit/record, broker,
 // cmd/internal/daemonrun, daemon/client, evidence, policy, publicerr,
-// review, runflags, runtext, sandbox, session, sibling, suggest and
-// termfilter.
+// review, reviewurl, runflags, runtext, sandbox, session, sibling, suggest
+// and termfilter.
 package runcmd

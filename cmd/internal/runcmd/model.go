@@ -10,9 +10,9 @@ import (
 
 	"github.com/sandboxd/sandboxd/broker"
 	"github.com/sandboxd/sandboxd/evidence"
-	"github.com/sandboxd/sandboxd/policy"
 	"github.com/sandboxd/sandboxd/publicerr"
 	"github.com/sandboxd/sandboxd/review"
+	"github.com/sandboxd/sandboxd/reviewurl"
 	"github.com/sandboxd/sandboxd/session"
 )
 
@@ -45,9 +45,10 @@ func ReviewModel(cfg session.ModelConfig, client review.Completer, log *slog.Log
 func CoreModels(log *slog.Logger) session.ModelFactory {
 	return func(cfg session.ModelConfig) (broker.Reviewer, error) {
 		// The policy's own fields were checked as it was read; the
-		// endpoint may come from OPENAI_BASE_URL, which was not: a bad
-		// one fails the run here, as the core's client refuses it.
-		if why := policy.CheckBaseURL(cfg.BaseURL); why != "" {
+		// endpoint may come from OPENAI_BASE_URL, which was not: one the
+		// core's client would refuse fails the run here, by its rule
+		// (credentials in the environment's URL are the caller's own).
+		if why := reviewurl.Check(cfg.BaseURL); why != "" {
 			return nil, publicerr.New("the model reviewer's configuration is invalid (check [review] in your policy; run with -v to log why)")
 		}
 		r := cfg.Review
