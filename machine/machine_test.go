@@ -43,7 +43,10 @@ func TestParseErrors(t *testing.T) {
 		{"\n[policy.limits]\npids = 8\n", `m.toml:3: policy.limits.pids: must be at least 16 (got 8)`},
 		{"[policy.review]\nmodel = \"m\"\n", `m.toml:2: policy.review.model: the machine's model reviewer is set in [review] (model, base_url, key_file), not in [policy]`},
 		{"[review]\nkey_file = \"/etc/sandboxd/key\"\n", `m.toml:1: review: a machine reviewer needs a model`},
-		{"[review]\nmodel = \"m\"\nbase_url = \"ftp://x\"\n", `m.toml:3: review.base_url: invalid value "ftp://x" (want an http or https URL such as https://api.openai.com/v1, with no credentials in it)`},
+		{"[review]\nmodel = \"m\"\nbase_url = \"ftp://x\"\n", `m.toml:3: review.base_url: invalid value for the endpoint at "x", the rest not shown as it may hold credentials (want an http or https URL such as https://api.openai.com/v1, with no credentials, query or fragment in it)`},
+		// The refused credentials are not quoted: the message reaches the
+		// journal.
+		{"[review]\nmodel = \"m\"\nbase_url = \"https://op:MACHPASS@llm.internal/v1\"\n", `m.toml:3: review.base_url: invalid value for the endpoint at "llm.internal", the rest not shown as it may hold credentials (want an http or https URL such as https://api.openai.com/v1, with no credentials, query or fragment in it)`},
 		{"[review]\nmodel = \"m\"\nkey_file = \"keys/m\"\n", `m.toml:3: review.key_file: "keys/m" is not an absolute path`},
 		{"[review.users.carol]\nmodel = \"m\"\n", `m.toml:1: review.users.carol: no user "carol" on this machine`},
 		{"[review.users.alice]\nkey_file = \"/k\"\n", `m.toml:1: review.users.alice: a reviewer needs a model (here or in [review])`},

@@ -200,11 +200,13 @@ func checkModelName(s string) string {
 }
 
 // checkVarName checks the name of the variable holding the reviewer's
-// key: letters, digits and '_'.
+// key: letters, digits and '_'. A wrong value is not quoted: the key
+// itself written where its variable's name belongs is the usual mistake,
+// and the message reaches logs (a daemon's, the journal).
 func checkVarName(s string) string {
 	for _, c := range s {
 		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') {
-			return fmt.Sprintf("invalid value %q", s)
+			return "invalid value, not shown as it may be a key (want the name of an environment variable, such as OPENAI_API_KEY: letters, digits and _)"
 		}
 	}
 	return ""
@@ -218,8 +220,14 @@ func checkBaseURL(s string) string {
 	}
 	// A file's endpoint may not carry credentials: files are read by
 	// others, copied and committed (the key has api_key_env).
+	// The value is not quoted, its host at most: it may hold the very
+	// credentials refused, and the message reaches logs.
 	if reviewurl.Check(s) != "" || reviewurl.HasCredentials(s) {
-		return fmt.Sprintf("invalid value %q (want an http or https URL such as https://api.openai.com/v1, with no credentials in it)", s)
+		what := "invalid value, not shown as it may hold credentials"
+		if h := reviewurl.Host(s); h != "" {
+			what = fmt.Sprintf("invalid value for the endpoint at %q, the rest not shown as it may hold credentials", h)
+		}
+		return what + " (want an http or https URL such as https://api.openai.com/v1, with no credentials, query or fragment in it)"
 	}
 	return ""
 }
