@@ -52,8 +52,10 @@ func TestRedactAssignedValues(t *testing.T) {
 		{"openssl enc -pass pass:hunter2 -in f", "openssl enc -pass " + m + " -in f"},
 		{"curl -u alice:hunter2 https://x", "curl -u alice:" + m + " https://x"},
 		{"curl --user=alice:hunter2 https://x", "curl --user=alice:" + m + " https://x"},
-		// Connection strings: the user:password part.
-		{"DSN=user:pw@tcp(db:3306)/app", "DSN=" + m + "@tcp(db:3306)/app"},
+		// Connection strings: the user:password part. A DSN's is credentials
+		// before a host without a scheme, the shape reBareUserinfo names
+		// wherever it stands (the same span, under that kind's name).
+		{"DSN=user:pw@tcp(db:3306)/app", "DSN=[REDACTED:url-userinfo]@tcp(db:3306)/app"},
 		{`PGDSN="host=db user=app password=hunter2"`, `PGDSN="host=db user=app password=` + m + `"`},
 		{"DATABASE_URL=postgres://u:pw@db/app", "DATABASE_URL=postgres://[REDACTED:url-userinfo]@db/app"},
 	}

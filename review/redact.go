@@ -279,7 +279,12 @@ var (
 	reBasic      = regexp.MustCompile(`basic\s+([a-z0-9+/]+={0,2})`)
 	reAWSSecret  = regexp.MustCompile(`(?:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret[_-]?access[_-]?key)["']?\s*[:=]\s*["']?([a-z0-9/+=]{16,})`)
 	reUserinfo   = regexp.MustCompile(`[a-z][a-z0-9+.-]*://([^\s/?#;|<>()\x60]+)@`)
-	reParam      = regexp.MustCompile(`[?&#;]([^=&#;?\s]+)=([^&#;\s"'<>\x60$()|]*)`)
+	// The same credentials without a scheme, as curl -x, the *_PROXY
+	// variables, rsync and ftp take them: user:password@host[:port] as a
+	// word of its own. The host must end the word (or go on with a path),
+	// so an image's name:tag@sha256:digest is not one.
+	reBareUserinfo = regexp.MustCompile(`(?:^|[\s"'=,(])([a-z0-9._~%+-]+:[^\s@/"'\x60;|&<>()]+)@[a-z0-9.-]+(?::[0-9]+)?(?:[\s/"'\x60;|&<>()]|$)`)
+	reParam        = regexp.MustCompile(`[?&#;]([^=&#;?\s]+)=([^&#;\s"'<>\x60$()|]*)`)
 )
 
 // patternSpans finds the secrets that have a shape around them (a
@@ -328,6 +333,9 @@ func patternSpans(spans []span, s string) []span {
 	}
 	if strings.Contains(s, "://") {
 		spans = groupSpans(spans, reUserinfo, lower, 1, kindURLUserinfo)
+	}
+	if strings.IndexByte(s, '@') > 0 && strings.IndexByte(s, ':') >= 0 {
+		spans = groupSpans(spans, reBareUserinfo, lower, 1, kindURLUserinfo)
 	}
 	if strings.IndexByte(s, '=') >= 0 {
 		for _, m := range reParam.FindAllStringSubmatchIndex(lower, -1) {

@@ -53,6 +53,9 @@ func kindSamples() []kindSample {
 		{"jwt", jwt, []string{"eyJzdWIiOiIxMjM0NTY3ODkwIn0", "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"}},
 		{"url-userinfo", "https://alice:" + "s3cr3t-pw@git.example.com/repo.git", []string{"alice", "s3cr3t-pw"}},
 		{"url-userinfo", "https://" + "oauth2tok3n@github.com/org/repo", []string{"oauth2tok3n"}},
+		{"url-userinfo", "curl -x alice:" + "Hunter2Pass9@proxy.corp:3128 https://example.com", []string{"alice", "Hunter2Pass9"}},
+		{"url-userinfo", "HTTPS_PROXY=bob:" + "pw-9f3a@10.0.0.1:3128 curl https://example.com", []string{"bob", "pw-9f3a"}},
+		{"url-userinfo", "RSYNC_PROXY='ru:" + "rsync-pw@proxy/' rsync -a host::mod .", []string{"ru:", "rsync-pw"}},
 		{"url-secret", "https://cdn.example.com/f?X-Amz-Signature=" + "0a1b2c3d4e5f6a7b&x=1", []string{"0a1b2c3d4e5f6a7b"}},
 		{"url-secret", "https://app.example.com/cb#access_token=" + "tok-very-private&state=1", []string{"tok-very-private"}},
 		{"url-secret", "https://hooks.example.com/x?api_key=" + "k3y-value-123", []string{"k3y-value-123"}},
@@ -106,6 +109,10 @@ func TestRedactKeepsContext(t *testing.T) {
 		{"-----BEGIN EC " + "PRIVATE KEY-----\nMHcCAQEEI truncated", "[REDACTED:private-key]"},
 		{"before -----BEGIN " + "PRIVATE KEY-----\nabc\n-----END " + "PRIVATE KEY----- after", "before [REDACTED:private-key] after"},
 		{"curl -b 'Cookie: session=abcdef'", "curl -b 'Cookie: [REDACTED:bearer]'"},
+		{"curl --proxy alice:pw123456@proxy.corp:3128 https://example.com", "curl --proxy [REDACTED:url-userinfo]@proxy.corp:3128 https://example.com"},
+		// An image's name:tag@digest is no user:password@host (the digest
+		// is hidden as any long hex run is).
+		{"docker pull nginx:1.25@sha256:" + strings.Repeat("0123abcd", 8), "docker pull nginx:1.25@sha256:[REDACTED:high-entropy]"},
 	}
 	for _, tt := range tests {
 		if got := r.Redact(tt.in); got != tt.want {
@@ -128,6 +135,9 @@ func TestRedactLeavesOrdinaryText(t *testing.T) {
 		"ls /usr/lib/x86_64-linux-gnu/libLLVM-17.so.1 /var/lib/docker/overlay2",
 		"kubectl get pods -n kube-system -o jsonpath='{.items[*].metadata.name}'",
 		"curl https://registry.npmjs.org/typescript?version=5.4.2",
+		"git clone git@github.com:org/repo.git && scp a.txt deploy@host:/srv/ && ssh -p 22 u@10.0.0.2",
+		"go get golang.org/x/tools@v0.21.0 && npm i @scope/pkg@1.2.3",
+		"git log --format='%an <%ae> %ad' --date=format:%H:%M",
 		"cat 123e4567-e89b-12d3-a456-426614174000.json",
 		"echo the bearer of bad news is basic knowledge",
 		"task-manager-service-deployment-production-eu-west-1",
