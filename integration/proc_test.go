@@ -377,31 +377,36 @@ func TestProcEnvScrub(t *testing.T) {
 			"SSH_AUTH_SOCK=/x/" + canary + "-ssh",
 			"MY_PASSWORD=" + canary + "-password",
 			"ANTHROPIC_API_KEY=" + canary + "-anthropic",
+			// Credentials by value, under names no deny pattern knows.
+			"DATABASE_URL=postgres://app:" + canary + "-dburl@db.internal/app",
+			"RSYNC_PROXY=ru:" + canary + "-rsync@proxy.internal:873",
+			"PLAIN_URL=postgres://db.internal/app",
 			"FOO=bar",
 		}
 		t.Run("default", func(t *testing.T) {
 			r := e.sandboxdOpts(runOpts{env: vars}, "run", "-c", "env; cat /proc/self/environ | tr '\\0' '\\n'")
 			wantCode(t, r, 0)
-			if !hasLine(r.stdout, "FOO=bar") {
-				t.Fatalf("FOO=bar did not reach the command\n%s", r)
+			if !hasLine(r.stdout, "FOO=bar") || !hasLine(r.stdout, "PLAIN_URL=postgres://db.internal/app") {
+				t.Fatalf("FOO=bar or PLAIN_URL did not reach the command\n%s", r)
 			}
 			if strings.Contains(r.stdout, canary) || strings.Contains(r.stderr, canary) {
 				t.Fatalf("a secret variable reached the command\n%s", r)
 			}
-			for _, k := range []string{"OPENAI_API_KEY=", "GITHUB_TOKEN=", "AWS_SECRET_ACCESS_KEY=", "SSH_AUTH_SOCK=", "MY_PASSWORD="} {
+			for _, k := range []string{"OPENAI_API_KEY=", "GITHUB_TOKEN=", "AWS_SECRET_ACCESS_KEY=", "SSH_AUTH_SOCK=", "MY_PASSWORD=", "DATABASE_URL=", "RSYNC_PROXY="} {
 				if strings.Contains(r.stdout, k) {
 					t.Fatalf("%s reached the command\n%s", k, r)
 				}
 			}
 		})
 		t.Run("allow", func(t *testing.T) {
-			pol := writePolicy(t, e, "env-allow.toml", "[env]\nallow = [\"GITHUB_TOKEN\"]\n")
+			pol := writePolicy(t, e, "env-allow.toml", "[env]\nallow = [\"GITHUB_TOKEN\", \"DATABASE_URL\"]\n")
 			r := e.sandboxdOpts(runOpts{env: vars}, "run", "--policy", pol, "-c", "env")
 			wantCode(t, r, 0)
-			if !hasLine(r.stdout, "GITHUB_TOKEN="+canary+"-github") || !hasLine(r.stdout, "FOO=bar") {
-				t.Fatalf("the allowed GITHUB_TOKEN (or FOO) did not reach the command\n%s", r)
+			if !hasLine(r.stdout, "GITHUB_TOKEN="+canary+"-github") || !hasLine(r.stdout, "FOO=bar") ||
+				!hasLine(r.stdout, "DATABASE_URL=postgres://app:"+canary+"-dburl@db.internal/app") {
+				t.Fatalf("the allowed GITHUB_TOKEN or DATABASE_URL (or FOO) did not reach the command\n%s", r)
 			}
-			for _, s := range []string{"-openai", "-aws", "-ssh", "-password", "-anthropic"} {
+			for _, s := range []string{"-openai", "-aws", "-ssh", "-password", "-anthropic", "-rsync"} {
 				if strings.Contains(r.stdout, canary+s) {
 					t.Fatalf("%s leaked although only GITHUB_TOKEN is allowed\n%s", s, r)
 				}

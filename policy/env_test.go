@@ -107,3 +107,67 @@ func TestMatchEnvPattern(t *testing.T) {
 		}
 	}
 }
+
+func TestCredentialValue(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"postgres://app:hunter2@db.internal:5432/app", true},
+		{"redis://:hunter2@cache:6379/0", true},
+		{"mysql://u:p@tcp(db:3306)/app", true},
+		{"https://__token__:pypi-AgEIcHlwaS5vcmc@upload.pypi.org/legacy/", true},
+		{"https://ghp_0123456789abcdefABCDEF0123456789abcd@github.com/org/repo.git", true},
+		{"http://a.example,https://u:pw@b.example", true}, // any URL of a list
+		{"alice:hunter2@proxy.corp:3128", true},
+		{"ru:pw@rsync-proxy/", true},
+		// No credentials: kept.
+		{"postgres://db.internal:5432/app", false},
+		{"postgres://app@db.internal/app", false}, // a user alone, short
+		{"redis://:@cache:6379", false},           // an empty password
+		{"ssh://git@github.com/org/repo.git", false},
+		{"https://proxy.golang.org,direct", false},
+		{"user@example.com", false},
+		{"git@github.com:org/repo.git", false},
+		{"nginx:1.25@sha256:0123abcd", false},
+		{`\u@\h:\w\$ `, false},
+		{`\u@\h:\w\$`, false},
+		{"/usr/local/bin:/usr/bin:/bin", false},
+		{"di=01;34:ln=01;36:*.tar=01;31:", false},
+		{":0", false},
+		{"", false},
+		{"a:b@", false},
+		{"a:b@c:", false},
+		{"://u:p@h", false}, // no scheme
+	} {
+		if got := CredentialValue(tc.v); got != tc.want {
+			t.Errorf("CredentialValue(%q) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestFilterEnvCredentialValues: a value with credentials goes whatever
+// its name, and an allow pattern passes it, as it passes a denied name.
+func TestFilterEnvCredentialValues(t *testing.T) {
+	environ := []string{"DATABASE_URL=postgres://app:hunter2@db/app", "FTP_PROXY=u:pw@proxy:21", "PLAIN_URL=postgres://db/app", "PATH=/bin"}
+	kept, dropped := FilterEnv(environ, nil, DefaultEnvDeny())
+	if want := []string{"PLAIN_URL=postgres://db/app", "PATH=/bin"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %q, want %q", kept, want)
+	}
+	if want := []string{"DATABASE_URL", "FTP_PROXY"}; !slices.Equal(dropped, want) {
+		t.Errorf("dropped %q, want %q", dropped, want)
+	}
+	kept, _ = FilterEnv(environ, []string{"DATABASE_URL"}, DefaultEnvDeny())
+	if !slices.Contains(kept, "DATABASE_URL=postgres://app:hunter2@db/app") || slices.Contains(kept, "FTP_PROXY=u:pw@proxy:21") {
+		t.Errorf("allow DATABASE_URL: kept %q", kept)
+	}
+}
+
+func FuzzCredentialValue(f *testing.F) {
+	for _, s := range []string{"postgres://u:p@h/db", "u:p@h:1", "https://x@y", "://@:", "a://b:c@d@e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		CredentialValue(v) // no panic, linear time
+	})
+}
