@@ -79,8 +79,13 @@ func MatchEnvPattern(pattern, name string) bool {
 // Redis takes it, in any URL of the value, and user:password@host[:port]
 // without a scheme as the whole value, as the proxy variables, rsync and
 // ftp take it), or a user alone as long as a token (https://TOKEN@host:
-// 20 characters or more, where user names are short).
+// 20 characters or more, where user names are short); or a connection
+// string's password by keyword (password=, passwd= or pwd= with a value:
+// libpq's conninfo, ODBC, a JDBC URL's query).
 func CredentialValue(v string) bool {
+	if keywordPassword(v) {
+		return true
+	}
 	for rest := v; ; {
 		i := strings.Index(rest, "://")
 		if i < 0 {
@@ -149,4 +154,33 @@ func isAlnum(c byte) bool  { return isLetter(c) || c >= '0' && c <= '9' }
 func envValue(kv string) string {
 	_, v, _ := strings.Cut(kv, "=")
 	return v
+}
+
+// keywordPassword reports whether v names a non-empty password by
+// keyword: password, passwd or pwd, at the start or after a space, ';',
+// '&', '?' or ',', then '=' (spaces around it allowed) and a value.
+func keywordPassword(v string) bool {
+	lower := strings.ToLower(v)
+	for _, k := range []string{"password", "passwd", "pwd"} {
+		for i := 0; ; {
+			j := strings.Index(lower[i:], k)
+			if j < 0 {
+				break
+			}
+			j += i
+			i = j + len(k)
+			if j > 0 && strings.IndexByte(" \t;&?,", lower[j-1]) < 0 {
+				continue
+			}
+			rest := strings.TrimLeft(lower[i:], " \t")
+			if !strings.HasPrefix(rest, "=") {
+				continue
+			}
+			rest = strings.TrimLeft(rest[1:], " \t")
+			if rest != "" && strings.IndexByte(";&, \t", rest[0]) < 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -121,6 +121,10 @@ func TestCredentialValue(t *testing.T) {
 		{"http://a.example,https://u:pw@b.example", true}, // any URL of a list
 		{"alice:hunter2@proxy.corp:3128", true},
 		{"ru:pw@rsync-proxy/", true},
+		{"host=db user=app password=hunter2", true},
+		{"Driver={PostgreSQL};Server=db;Uid=app;Pwd=hunter2;", true},
+		{"jdbc:mysql://db:3306/app?user=app&password=hunter2", true},
+		{"host=db password = 'hunter2'", true},
 		// No credentials: kept.
 		{"postgres://db.internal:5432/app", false},
 		{"postgres://app@db.internal/app", false}, // a user alone, short
@@ -139,6 +143,10 @@ func TestCredentialValue(t *testing.T) {
 		{"a:b@", false},
 		{"a:b@c:", false},
 		{"://u:p@h", false}, // no scheme
+		{"host=db user=app password=", false},
+		{"password_reset_url=/reset", false},
+		{"--show-password=false", false},
+		{"mypwd=1", false},
 	} {
 		if got := CredentialValue(tc.v); got != tc.want {
 			t.Errorf("CredentialValue(%q) = %v, want %v", tc.v, got, tc.want)
