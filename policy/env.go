@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net/url"
 	"sort"
 	"strings"
 
@@ -72,79 +73,186 @@ func MatchEnvPattern(pattern, name string) bool {
 }
 
 // CredentialValue reports whether an environment variable's value carries
-// credentials in a URL's user information, the class a name-based deny
-// list cannot see (DATABASE_URL, REDIS_URL, FTP_PROXY, RSYNC_PROXY,
-// PIP_INDEX_URL, a remote's URL kept in a variable): a password after a
-// user (scheme://user:password@host, also scheme://:password@host as
-// Redis takes it, in any URL of the value, and user:password@host[:port]
-// without a scheme as the whole value, as the proxy variables, rsync and
-// ftp take it), or a user alone as long as a token (https://TOKEN@host:
-// 20 characters or more, where user names are short); or a connection
-// string's password by keyword (password=, passwd= or pwd= with a value:
-// libpq's conninfo, ODBC, a JDBC URL's query).
+// credentials, the class a name-based deny list cannot see (DATABASE_URL,
+// REDIS_URL, FTP_PROXY, RSYNC_PROXY, PIP_INDEX_URL, PGDSN,
+// JAVA_TOOL_OPTIONS with a key store's password, a remote's URL kept in a
+// variable):
+//   - a password in a URL's user information (scheme://user:password@,
+//     scheme://:password@ as Redis takes it, in any URL of the value, the
+//     password running to the last '@' before a space as SQLAlchemy
+//     reads it), or a token as an http(s) URL's only user (20 characters
+//     or more, no '.' or '@', and not the first path segment: Azure
+//     Repos puts the organisation there);
+//   - user:password@ without a scheme, before a host[:port] or a
+//     protocol's address as Go's MySQL driver takes it (tcp(host:3306));
+//   - a password, key or authorization by keyword (password=, passwd=,
+//     pwd=, accountkey=, sharedaccesskey=, authorization=, also with ':'
+//     as in JSON or headers): libpq's conninfo, ODBC, JDBC, Azure's
+//     connection strings, Spring's -D...password=, OTLP headers, also
+//     percent-encoded once. A value of true, false, or the JDK's default
+//     key store password "changeit" is no secret.
 func CredentialValue(v string) bool {
-	if keywordPassword(v) {
+	if keywordSecret(v) {
 		return true
+	}
+	if strings.IndexByte(v, '%') >= 0 {
+		if d, err := url.QueryUnescape(v); err == nil && keywordSecret(d) {
+			return true
+		}
 	}
 	for rest := v; ; {
 		i := strings.Index(rest, "://")
 		if i < 0 {
 			break
 		}
-		if schemeEnds(rest[:i]) && userinfoCredential(authority(rest[i+3:]), 20) {
+		if scheme, ok := schemeBefore(rest[:i]); ok && urlCredential(scheme, rest[i+3:]) {
 			return true
 		}
 		rest = rest[i+3:]
 	}
-	at := strings.LastIndexByte(v, '@')
-	if at < 0 || strings.ContainsAny(v, " \t\n") || strings.Contains(v, "://") {
-		return false
-	}
-	host := strings.TrimSuffix(v[at+1:], "/")
-	if h, port, ok := strings.Cut(host, ":"); ok {
-		if port == "" || strings.Trim(port, "0123456789") != "" {
-			return false
-		}
-		host = h
-	}
-	if host == "" || strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != "" {
-		return false
-	}
-	return !strings.ContainsAny(v[:at], "/@") && userinfoCredential(v[:at]+"@", 0)
+	return !strings.Contains(v, "://") && bareCredential(v)
 }
 
-// schemeEnds reports whether s ends with a URL scheme: a letter, then
+// schemeBefore returns the URL scheme s ends with: a letter, then
 // letters, digits, '+', '.' or '-'.
-func schemeEnds(s string) bool {
+func schemeBefore(s string) (string, bool) {
 	j := len(s)
 	for j > 0 && (isAlnum(s[j-1]) || strings.IndexByte("+.-", s[j-1]) >= 0) {
 		j--
 	}
-	return j < len(s) && isLetter(s[j])
-}
-
-// authority is the start of s, after a scheme's "://", up to its path,
-// query, fragment or the next space.
-func authority(s string) string {
-	if i := strings.IndexAny(s, "/?# \t\n"); i >= 0 {
-		return s[:i]
+	for j < len(s) && !isLetter(s[j]) {
+		j++
 	}
-	return s
+	return strings.ToLower(s[j:]), j < len(s)
 }
 
-// userinfoCredential reports whether the authority a (host after the
-// last '@') holds a password, or a user of at least tokenLen characters
-// (0: users alone never count).
-func userinfoCredential(a string, tokenLen int) bool {
-	at := strings.LastIndexByte(a, '@')
+// urlCredential reports whether the URL after scheme:// (rest, which may
+// run on into more text) names a password or a token as its user.
+func urlCredential(scheme, rest string) bool {
+	if i := strings.IndexAny(rest, " \t\n"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
 	if at < 0 {
 		return false
 	}
-	user, pass, hasPass := strings.Cut(a[:at], ":")
-	if hasPass {
-		return pass != ""
+	if user, pass, ok := strings.Cut(rest[:at], ":"); ok {
+		if strings.ContainsAny(user, "/?#") || pass == "" {
+			return false
+		}
+		// host:port/path@... is a port, not a password.
+		port, _, _ := strings.Cut(pass, "/")
+		return !(strings.Contains(pass, "/") && port != "" && strings.Trim(port, "0123456789") == "")
 	}
-	return tokenLen > 0 && len(user) >= tokenLen
+	user := rest[:at]
+	if strings.ContainsAny(user, "/?#.@") || len(user) < 20 || !strings.Contains(scheme, "http") {
+		return false
+	}
+	// Azure Repos: https://ORG@dev.azure.com/ORG/...
+	_, path, _ := strings.Cut(rest[at+1:], "/")
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.EqualFold(first, user)
+}
+
+// bareCredential reports whether v is user:password@ before a host
+// without a scheme: user:password@host[:port][/...] (the proxy variables,
+// rsync, ftp) or user:password@proto(address)... (Go's MySQL driver).
+// The password runs to the last '@'. URIs without "//" (mailto:, sip:)
+// and an image's name:tag@sha256:digest are not one.
+func bareCredential(v string) bool {
+	if strings.ContainsAny(v, " \t\n") {
+		return false
+	}
+	user, rest, ok := strings.Cut(v, ":")
+	at := strings.LastIndexByte(rest, '@')
+	if !ok || at <= 0 || user == "" || strings.ContainsAny(user, "/@") {
+		return false
+	}
+	switch strings.ToLower(user) {
+	case "mailto", "sip", "sips", "xmpp", "tel", "news", "urn", "im", "pres":
+		return false
+	}
+	host := rest[at+1:]
+	if i := strings.IndexByte(host, '('); i > 0 && isWord(host[:i]) {
+		return strings.Contains(host[i:], ")")
+	}
+	host, _, _ = strings.Cut(host, "/")
+	name, port := host, ""
+	if strings.HasPrefix(host, "[") {
+		// An IPv6 address in brackets, then :port or nothing.
+		end := strings.IndexByte(host, ']')
+		if end < 2 || end+1 < len(host) && host[end+1] != ':' {
+			return false
+		}
+		name, port = "", strings.TrimPrefix(host[end+1:], ":")
+		if end+1 < len(host) && port == "" {
+			return false
+		}
+	} else if h, p, ok := strings.Cut(host, ":"); ok {
+		if p == "" {
+			return false
+		}
+		name, port = h, p
+	}
+	if strings.Trim(port, "0123456789") != "" {
+		return false
+	}
+	return strings.HasPrefix(host, "[") || name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") == ""
+}
+
+// keywordSecret reports whether v gives a password, a key or an
+// authorization by keyword: the keyword (case aside; quoted, as in JSON,
+// or not), '=' or ':' (spaces around allowed), then a value.
+func keywordSecret(v string) bool {
+	lower := strings.ToLower(v)
+	for _, k := range []string{"password", "passwd", "pwd", "accountkey", "sharedaccesskey", "authorization"} {
+		for i := 0; ; {
+			j := strings.Index(lower[i:], k)
+			if j < 0 {
+				break
+			}
+			j += i
+			i = j + len(k)
+			// pwd alone is also the working directory (cwd=, $PWD): it
+			// counts only as a word of its own.
+			if k == "pwd" && j > 0 && strings.IndexByte(" \t;&?,\"'{", lower[j-1]) < 0 {
+				continue
+			}
+			if keywordValue(lower[i:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keywordValue reports whether rest, after a keyword, is a separator and
+// a value that may be a secret.
+func keywordValue(rest string) bool {
+	rest = strings.TrimLeft(rest, "\"' \t")
+	if rest == "" || rest[0] != '=' && rest[0] != ':' {
+		return false
+	}
+	rest = strings.TrimLeft(rest[1:], " \t")
+	rest = strings.TrimLeft(rest, "\"'{")
+	end := strings.IndexAny(rest, ";&, \t\"'}")
+	if end < 0 {
+		end = len(rest)
+	}
+	switch rest[:end] {
+	case "", "true", "false", "changeit":
+		return false
+	}
+	return true
+}
+
+func isWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isAlnum(s[i]) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

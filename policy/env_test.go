@@ -125,6 +125,25 @@ func TestCredentialValue(t *testing.T) {
 		{"Driver={PostgreSQL};Server=db;Uid=app;Pwd=hunter2;", true},
 		{"jdbc:mysql://db:3306/app?user=app&password=hunter2", true},
 		{"host=db password = 'hunter2'", true},
+		// From a red team (helper-70): passwords with '/', '@' or '#',
+		// Go's MySQL DSN, IPv6 proxies, JVM and Spring settings, JSON,
+		// Azure's connection strings, OTLP headers, percent-encoding.
+		{"postgresql://u:pa/ss@host/db", true},
+		{"postgresql://u:pa#ss@host/db", true},
+		{"user:p@ss@proxy.corp:3128", true},
+		{"proxyuser:proxypass@[::1]:3128", true},
+		{"root:secret@tcp(localhost:3306)/app?parseTime=true", true},
+		{"root:secret@unix(/tmp/mysql.sock)/app", true},
+		{"-Dhttp.proxyPassword=s3cret -Xmx2g", true},
+		{"-Dspring.datasource.password=s3cret", true},
+		{"sslpassword=s3cret", true},
+		{`{"username":"u","password":"p"}`, true},
+		{"DefaultEndpointsProtocol=https;AccountName=a;AccountKey=abc==;EndpointSuffix=core.windows.net", true},
+		{"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=k;SharedAccessKey=abc=", true},
+		{"Authorization=Basic dXNlcjpwYXNz", true},
+		{"mssql+pyodbc:///?odbc_connect=DRIVER%3D%7BODBC%7D%3BUID%3Du%3BPWD%3Dsecret", true},
+		{"https://user:pass%40word@host", true},
+		{"HTTPS://USER:PASS@HOST", true},
 		// No credentials: kept.
 		{"postgres://db.internal:5432/app", false},
 		{"postgres://app@db.internal/app", false}, // a user alone, short
@@ -147,6 +166,20 @@ func TestCredentialValue(t *testing.T) {
 		{"password_reset_url=/reset", false},
 		{"--show-password=false", false},
 		{"mypwd=1", false},
+		// Kept, from the same red team: users that are no secret, URIs
+		// without "//", the JDK's default key store password.
+		{"ssh://APKAEIBAERJR2EXAMPLE@git-codecommit.us-east-2.amazonaws.com/v1/repos/MyDemoRepo", false},
+		{"ssh://first.last@company.com@source.developers.google.com:2022/p/proj/r/repo", false},
+		{"ssh://deploy_user_for_production@host", false},
+		{"https://contoso-engineering-team@dev.azure.com/contoso-engineering-team/project/_git/repo", false},
+		{"mailto:admin@example.com", false},
+		{"sip:alice@example.com", false},
+		{"-Djavax.net.ssl.trustStore=/etc/pki/java/cacerts -Djavax.net.ssl.trustStorePassword=changeit", false},
+		{"https://example.com:8080/path?email=a@b.c", false},
+		{"org/repo/.github/workflows/ci.yml@refs/heads/main", false},
+		{"ssh://core@127.0.0.1:56789/run/user/1000/podman/podman.sock", false},
+		{"localhost,127.0.0.1,::1,.internal,169.254.169.254", false},
+		{"proxyuser:proxypass@[::1", false},
 	} {
 		if got := CredentialValue(tc.v); got != tc.want {
 			t.Errorf("CredentialValue(%q) = %v, want %v", tc.v, got, tc.want)
