@@ -263,32 +263,3 @@ func envValue(kv string) string {
 	_, v, _ := strings.Cut(kv, "=")
 	return v
 }
-
-// keywordPassword reports whether v names a non-empty password by
-// keyword: password, passwd or pwd, at the start or after a space, ';',
-// '&', '?' or ',', then '=' (spaces around it allowed) and a value.
-func keywordPassword(v string) bool {
-	lower := strings.ToLower(v)
-	for _, k := range []string{"password", "passwd", "pwd"} {
-		for i := 0; ; {
-			j := strings.Index(lower[i:], k)
-			if j < 0 {
-				break
-			}
-			j += i
-			i = j + len(k)
-			if j > 0 && strings.IndexByte(" \t;&?,", lower[j-1]) < 0 {
-				continue
-			}
-			rest := strings.TrimLeft(lower[i:], " \t")
-			if !strings.HasPrefix(rest, "=") {
-				continue
-			}
-			rest = strings.TrimLeft(rest[1:], " \t")
-			if rest != "" && strings.IndexByte(";&, \t", rest[0]) < 0 {
-				return true
-			}
-		}
-	}
-	return false
-}
